@@ -1,0 +1,27 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+  name: "vpnstat",
+  products: [
+    .executable(name: "vpnstat", targets: ["vpnstat"]),
+    .library(name: "VPNStatCore", targets: ["VPNStatCore"]),
+  ],
+  targets: [
+    // C shim: netlink, if_arp, tun and timerfd headers; function-like macros as static inline.
+    .target(name: "CLinux"),
+    .systemLibrary(
+      name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+    .systemLibrary(
+      name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
+    .target(name: "VPNStatCore", dependencies: ["CLinux", "CSQLite", "CPcap"]),
+    .executableTarget(name: "vpnstat", dependencies: ["VPNStatCore"]),
+    // The benchmark's floor: the same RTM_GETSTATS dump written in plain C.
+    .target(name: "CNetlinkFloor", path: "Benchmarks/CNetlinkFloor"),
+    .executableTarget(
+      name: "vpnstat-bench", dependencies: ["VPNStatCore", "CNetlinkFloor"],
+      path: "Benchmarks/vpnstat-bench"),
+    .testTarget(name: "VPNStatCoreTests", dependencies: ["VPNStatCore", "CLinux"]),
+  ],
+  swiftLanguageModes: [.v6]
+)

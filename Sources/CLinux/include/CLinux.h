@@ -1,0 +1,37 @@
+#ifndef VPNSTAT_CLINUX_H
+#define VPNSTAT_CLINUX_H
+
+// The kernel interfaces Glibc's Swift overlay does not import: netlink/rtnetlink, ARPHRD_*,
+// tun ioctls, timerfd, signalfd. Function-like macros and variadic calls are wrapped as
+// static inline functions so Swift can call them.
+
+#include <stddef.h>
+#include <stdint.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/signalfd.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/if_link.h>
+#include <linux/if_arp.h>
+#include <linux/if_tun.h>
+
+static inline uint32_t clinux_nlmsg_align(uint32_t len) { return NLMSG_ALIGN(len); }
+static inline uint32_t clinux_rta_align(uint32_t len) { return RTA_ALIGN(len); }
+static inline uint32_t clinux_nlmsg_hdrlen(void) { return NLMSG_HDRLEN; }
+static inline uint32_t clinux_stats_filter_bit(uint32_t attr) { return IFLA_STATS_FILTER_BIT(attr); }
+
+/// ioctl is variadic in C; these take the one argument form Swift needs.
+static inline int clinux_ioctl_ptr(int fd, unsigned long request, void *arg) {
+  return ioctl(fd, request, arg);
+}
+static inline int clinux_ioctl_int(int fd, unsigned long request, int arg) {
+  return ioctl(fd, request, arg);
+}
+
+static inline unsigned long clinux_tunsetiff(void) { return TUNSETIFF; }
+static inline unsigned long clinux_tunsetpersist(void) { return TUNSETPERSIST; }
+
+#endif

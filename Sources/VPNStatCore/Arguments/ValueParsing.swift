@@ -1,0 +1,44 @@
+/// Durations as people type them: `500ms`, `90s`, `15m`, `1h`, `1.5s`, `1h30m`; a bare number is
+/// seconds. Nil for anything else, for zero-or-negative, and for more than 100 days.
+public func parseDuration(_ text: String) -> Duration? {
+  var total: Double = 0
+  var rest = Substring(text.trimmingASCIIWhitespace)
+  guard !rest.isEmpty else { return nil }
+  var sawUnit = false
+  while !rest.isEmpty {
+    let numberEnd = rest.firstIndex(where: { !($0.isASCII && ($0.isNumber || $0 == ".")) }) ?? rest.endIndex
+    guard numberEnd > rest.startIndex, let value = Double(rest[..<numberEnd]), value.isFinite else {
+      return nil
+    }
+    rest = rest[numberEnd...]
+    let unitEnd = rest.firstIndex(where: { !$0.isLetter }) ?? rest.endIndex
+    let unit = rest[..<unitEnd]
+    rest = rest[unitEnd...]
+    let scale: Double
+    switch unit {
+    case "": scale = 1; guard !sawUnit, rest.isEmpty else { return nil }
+    case "ms": scale = 0.001
+    case "s", "sec": scale = 1
+    case "m", "min": scale = 60
+    case "h": scale = 3600
+    case "d": scale = 86_400
+    default: return nil
+    }
+    sawUnit = true
+    total += value * scale
+  }
+  guard total > 0, total <= 100 * 86_400 else { return nil }
+  return .nanoseconds(Int64((total * 1e9).rounded()))
+}
+
+/// A positive count (`--count 3`).
+public func parsePositiveInt(_ text: String) -> Int? {
+  guard let value = Int(text), value > 0 else { return nil }
+  return value
+}
+
+extension String {
+  var trimmingASCIIWhitespace: String {
+    String(decoding: Array(utf8).trimmingASCIIWhitespace(), as: UTF8.self)
+  }
+}

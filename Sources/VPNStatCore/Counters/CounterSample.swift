@@ -1,0 +1,168 @@
+/// The traffic counters of one interface instance, as one reader saw them.
+public struct InterfaceCounters: Hashable, Sendable {
+  public var rxBytes: UInt64
+  public var txBytes: UInt64
+  public var rxPackets: UInt64
+  public var txPackets: UInt64
+  /// Errors and drops, where the reader gets them cheaply; nil when unknown.
+  public var rxErrors: UInt64?
+  public var txErrors: UInt64?
+  public var rxDropped: UInt64?
+  public var txDropped: UInt64?
+
+  public init(
+    rxBytes: UInt64, txBytes: UInt64, rxPackets: UInt64, txPackets: UInt64,
+    rxErrors: UInt64? = nil, txErrors: UInt64? = nil, rxDropped: UInt64? = nil,
+    txDropped: UInt64? = nil
+  ) {
+    self.rxBytes = rxBytes
+    self.txBytes = txBytes
+    self.rxPackets = rxPackets
+    self.txPackets = txPackets
+    self.rxErrors = rxErrors
+    self.txErrors = txErrors
+    self.rxDropped = rxDropped
+    self.txDropped = txDropped
+  }
+
+  public static let zero = InterfaceCounters(rxBytes: 0, txBytes: 0, rxPackets: 0, txPackets: 0)
+}
+
+/// How many bits a reader's counters have: 32-bit counters wrap at 2³² and are read as such.
+public enum CounterWidth: Int, Hashable, Sendable, CaseIterable {
+  case bits32 = 32
+  case bits64 = 64
+
+  /// The counter's modulus: 2³² or 2⁶⁴ (as a wider type, since 2⁶⁴ does not fit in UInt64).
+  public var modulusMinusOne: UInt64 { self == .bits32 ? UInt64(UInt32.max) : UInt64.max }
+}
+
+/// Which reader produced a sample.
+public enum CounterSourceKind: String, Hashable, Sendable, CaseIterable {
+  case netlink
+  case sysfs
+  case getifaddrs
+}
+
+/// One interface in one sample: which instance (name and ifindex) and its counters.
+public struct InterfaceSample: Hashable, Sendable {
+  public var name: InterfaceName
+  public var index: Int32
+  public var counters: InterfaceCounters
+  public var width: CounterWidth
+  /// What the link looked like when read, for state and classification.
+  public var link: LinkAttributes
+
+  public init(
+    name: InterfaceName, index: Int32, counters: InterfaceCounters, width: CounterWidth,
+    link: LinkAttributes = LinkAttributes()
+  ) {
+    self.name = name
+    self.index = index
+    self.counters = counters
+    self.width = width
+    self.link = link
+  }
+}
+
+/// What the kernel says about a link besides its counters. Netlink fills all of it in one dump;
+/// sysfs and getifaddrs fill what they can.
+public struct LinkAttributes: Hashable, Sendable {
+  /// The ARPHRD type (`ifi_type`, sysfs `type`).
+  public var arpType: UInt16?
+  /// `ifi_flags` (IFF_UP, IFF_RUNNING, IFF_LOWER_UP …).
+  public var flags: UInt32?
+  /// RFC 2863 operational state (`IFLA_OPERSTATE`, sysfs `operstate`).
+  public var operState: OperState?
+  /// The rtnetlink link kind (`IFLA_INFO_KIND`: tun, wireguard, veth, ifb …).
+  public var kind: String?
+  /// sysfs `carrier` where it was read (1 = carrier).
+  public var carrier: Bool?
+
+  public init(
+    arpType: UInt16? = nil, flags: UInt32? = nil, operState: OperState? = nil, kind: String? = nil,
+    carrier: Bool? = nil
+  ) {
+    self.arpType = arpType
+    self.flags = flags
+    self.operState = operState
+    self.kind = kind
+    self.carrier = carrier
+  }
+}
+
+/// RFC 2863 operational states, as `IFLA_OPERSTATE` numbers them and sysfs spells them.
+public enum OperState: UInt8, Hashable, Sendable {
+  case unknown = 0
+  case notPresent = 1
+  case down = 2
+  case lowerLayerDown = 3
+  case testing = 4
+  case dormant = 5
+  case up = 6
+
+  public init?(sysfs text: String) {
+    switch text {
+    case "unknown": self = .unknown
+    case "notpresent": self = .notPresent
+    case "down": self = .down
+    case "lowerlayerdown": self = .lowerLayerDown
+    case "testing": self = .testing
+    case "dormant": self = .dormant
+    case "up": self = .up
+    default: return nil
+    }
+  }
+}
+
+/// A problem met while reading one interface, kept with the sample instead of a made-up zero.
+public struct SampleProblem: Hashable, Sendable {
+  public var name: InterfaceName
+  public var message: String
+  public init(name: InterfaceName, message: String) {
+    self.name = name
+    self.message = message
+  }
+}
+
+/// Every interface one reader saw at one moment, and when that moment was.
+public struct CounterSample: Sendable {
+  public var interfaces: [InterfaceSample]
+  /// The reader that produced the counters (after any fallback).
+  public var source: CounterSourceKind
+  /// Why the requested reader was not used, when it was not (e.g. netlink refused → sysfs).
+  public var fallbackReason: String?
+  public var problems: [SampleProblem]
+  public var taken: ClockReading
+
+  public init(
+    interfaces: [InterfaceSample], source: CounterSourceKind, fallbackReason: String? = nil,
+    problems: [SampleProblem] = [], taken: ClockReading
+  ) {
+    self.interfaces = interfaces
+    self.source = source
+    self.fallbackReason = fallbackReason
+    self.problems = problems
+    self.taken = taken
+  }
+}
+
+/// A reader of interface counters. Each call returns a fresh sample; an interface that vanishes
+/// while being read is left out of it (never reported as zero).
+public protocol CounterSource {
+  var kind: CounterSourceKind { get }
+  mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample
+}
+
+/// Why a reader could not produce a sample at all.
+public enum CounterSourceError: Error, Sendable, CustomStringConvertible {
+  case unavailable(CounterSourceKind, String)
+  case notPermitted(CounterSourceKind, String)
+
+  public var description: String {
+    switch self {
+    case .unavailable(let kind, let why): "the \(kind.rawValue) reader is unavailable: \(why)"
+    case .notPermitted(let kind, let why): "the \(kind.rawValue) reader is not permitted: \(why)"
+    }
+  }
+}

@@ -1,0 +1,80 @@
+/// The reference reader: `/sys/class/net/<if>/statistics/*`, 64-bit, works in any sandbox.
+/// Its root is injectable, so tests read fixture trees through exactly this code.
+public struct SysfsCounterSource: CounterSource {
+  public var kind: CounterSourceKind { .sysfs }
+  public let root: SysfsRoot
+
+  public init(root: SysfsRoot = .system) { self.root = root }
+
+  public mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
+    let names: [InterfaceName]
+    do {
+      names = try root.interfaceNames()
+    } catch let error as Errno {
+      throw error.meansNotPermitted
+        ? .notPermitted(.sysfs, "\(root.path): \(error)")
+        : .unavailable(.sysfs, "\(root.path): \(error)")
+    } catch {
+      throw .unavailable(.sysfs, "\(root.path): \(error)")
+    }
+    var interfaces: [InterfaceSample] = []
+    var problems: [SampleProblem] = []
+    interfaces.reserveCapacity(names.count)
+    let taken = clock.now()
+    for name in names.sorted() {
+      switch read(name) {
+      case .success(let sample): interfaces.append(sample)
+      case .failure(.vanished): continue
+      case .failure(.unreadable(let message)):
+        problems.append(SampleProblem(name: name, message: message))
+      }
+    }
+    return CounterSample(interfaces: interfaces, source: .sysfs, problems: problems, taken: taken)
+  }
+
+  enum ReadFailure: Error {
+    /// The interface disappeared while being read: leave it out, silently.
+    case vanished
+    /// A counter is missing or holds garbage: leave it out and say so.
+    case unreadable(String)
+  }
+
+  func read(_ name: InterfaceName) -> Result<InterfaceSample, ReadFailure> {
+    func required(_ attribute: String) throws(ReadFailure) -> UInt64 {
+      do {
+        return try root.unsigned(name, attribute)
+      } catch let error as Errno where error.meansVanished {
+        // A whole interface gone reads as ENOENT/ENODEV on its directory; a single missing
+        // counter in a directory that still exists is a broken interface, not a vanished one.
+        if SmallFile.exists(root.path.appending(name)) {
+          throw .unreadable("\(attribute): \(error)")
+        }
+        throw .vanished
+      } catch {
+        throw .unreadable("\(error)")
+      }
+    }
+    func optional(_ attribute: String) -> UInt64? { try? root.unsigned(name, attribute) }
+    do {
+      let index = try required("ifindex")
+      let counters = InterfaceCounters(
+        rxBytes: try required("statistics/rx_bytes"), txBytes: try required("statistics/tx_bytes"),
+        rxPackets: try required("statistics/rx_packets"),
+        txPackets: try required("statistics/tx_packets"),
+        rxErrors: optional("statistics/rx_errors"), txErrors: optional("statistics/tx_errors"),
+        rxDropped: optional("statistics/rx_dropped"), txDropped: optional("statistics/tx_dropped"))
+      var link = LinkAttributes()
+      link.flags = optional("flags").map { UInt32(truncatingIfNeeded: $0) }
+      link.operState = root.text(name, "operstate").flatMap(OperState.init(sysfs:))
+      // `carrier` fails with EINVAL while the link is down: nil, not false, then.
+      link.carrier = optional("carrier").map { $0 != 0 }
+      link.arpType = optional("type").map { UInt16(truncatingIfNeeded: $0) }
+      guard index <= UInt64(Int32.max) else { return .failure(.unreadable("ifindex out of range")) }
+      return .success(
+        InterfaceSample(
+          name: name, index: Int32(index), counters: counters, width: .bits64, link: link))
+    } catch {
+      return .failure(error)
+    }
+  }
+}

@@ -1,0 +1,128 @@
+/// A streaming writer of compact JSON. Hand-written rather than Codable: the contract needs
+/// explicit `null`s, a fixed key order and exact integers, and this is also several times faster.
+public struct JSONWriter {
+  public private(set) var bytes: [UInt8] = []
+  /// Per open container: has it had an element yet (so the next one needs a comma)?
+  private var needsComma: [Bool] = [false]
+
+  public init(capacity: Int = 1024) { bytes.reserveCapacity(capacity) }
+
+  private mutating func separate() {
+    if needsComma[needsComma.count - 1] { bytes.append(0x2C) }
+    needsComma[needsComma.count - 1] = true
+  }
+
+  public mutating func beginObject() {
+    separate()
+    bytes.append(0x7B)
+    needsComma.append(false)
+  }
+  public mutating func endObject() {
+    needsComma.removeLast()
+    bytes.append(0x7D)
+  }
+  public mutating func beginArray() {
+    separate()
+    bytes.append(0x5B)
+    needsComma.append(false)
+  }
+  public mutating func endArray() {
+    needsComma.removeLast()
+    bytes.append(0x5D)
+  }
+
+  /// Writes a key; the next value call writes its value.
+  public mutating func key(_ key: StaticString) {
+    separate()
+    bytes.append(0x22)
+    key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    bytes.append(0x22)
+    bytes.append(0x3A)
+    needsComma[needsComma.count - 1] = false
+  }
+  /// A key that is not a literal (class names, dynamic keys); escaped like any string.
+  public mutating func key(_ key: String) {
+    string(key)
+    bytes.append(0x3A)
+    needsComma[needsComma.count - 1] = false
+  }
+
+  public mutating func string(_ value: String) {
+    separate()
+    bytes.append(0x22)
+    for byte in value.utf8 {
+      switch byte {
+      case 0x22: bytes.append(0x5C); bytes.append(0x22)
+      case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
+      case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
+      case 0x0D: bytes.append(0x5C); bytes.append(0x72)
+      case 0x09: bytes.append(0x5C); bytes.append(0x74)
+      case 0..<0x20, 0x7F:
+        bytes.append(contentsOf: Array("\\u00".utf8))
+        bytes.append(contentsOf: Array(hexByte(byte).utf8))
+      default: bytes.append(byte)
+      }
+    }
+    bytes.append(0x22)
+  }
+  public mutating func string(_ value: String?) {
+    if let value { string(value) } else { null() }
+  }
+
+  public mutating func number(_ value: UInt64) {
+    separate()
+    appendDigits(value)
+  }
+  public mutating func number(_ value: UInt64?) {
+    if let value { number(value) } else { null() }
+  }
+  public mutating func number(_ value: Int64) {
+    separate()
+    if value < 0 {
+      bytes.append(0x2D)
+      appendDigits(value.magnitude)
+    } else {
+      appendDigits(UInt64(value))
+    }
+  }
+  public mutating func number(_ value: Int) { number(Int64(value)) }
+  /// A rate or ratio: rounded to an integer when large, else to three decimals.
+  public mutating func number(_ value: Double?) {
+    guard let value, value.isFinite else { return null() }
+    if value.magnitude >= 1e15 || value == value.rounded() {
+      number(Int64(value.rounded()))
+      return
+    }
+    separate()
+    let scaled = (value * 1000).rounded() / 1000
+    bytes.append(contentsOf: Array("\(scaled)".utf8))
+  }
+  public mutating func bool(_ value: Bool) {
+    separate()
+    bytes.append(contentsOf: value ? Array("true".utf8) : Array("false".utf8))
+  }
+  public mutating func null() {
+    separate()
+    bytes.append(contentsOf: Array("null".utf8))
+  }
+
+  private mutating func appendDigits(_ value: UInt64) {
+    if value < 10 {
+      bytes.append(0x30 + UInt8(value))
+      return
+    }
+    var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+      UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+      (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    var count = 0
+    var rest = value
+    withUnsafeMutableBytes(of: &digits) { buffer in
+      while rest > 0 {
+        buffer[19 - count] = 0x30 + UInt8(rest % 10)
+        rest /= 10
+        count += 1
+      }
+      bytes.append(contentsOf: buffer[(20 - count)...])
+    }
+  }
+}

@@ -1,0 +1,2 @@
+/// The version `vpnstat --version` prints.
+public let vpnstatVersion = "0.1.0"

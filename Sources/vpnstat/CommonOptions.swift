@@ -1,0 +1,73 @@
+import VPNStatCore
+
+/// Options several subcommands share, declared once so they read and behave the same everywhere.
+enum CommonOptions {
+  static let json = OptionSpec("json", help: "Print JSON (the schema is in vpnstat(1)).")
+  static let source = OptionSpec(
+    "source", .value("reader"),
+    help: "Counter reader: netlink (default), sysfs or getifaddrs (32-bit, wraps at 4 GiB).",
+    accepts: { CounterSourceKind(rawValue: $0) != nil })
+  static let interface = OptionSpec(
+    "interface", short: "i", .value("name"), repeatable: true,
+    help: "Only this interface (escaped form as printed: \\\\ for a backslash, \\xHH for a byte).")
+  static let only = OptionSpec(
+    "only", .value("class"), repeatable: true,
+    help: "Only interfaces of this class: tunnel, wifi, cellular, ethernet, loopback, other (comma-separated allowed).")
+  static let classOverride = OptionSpec(
+    "class", .value("name=class"), repeatable: true,
+    help: "Classify interface NAME as CLASS, overriding the evidence.")
+  static let bytes = OptionSpec("bytes", help: "Show raw byte counts instead of IEC units.")
+  static let noColor = OptionSpec("no-color", help: "No colour (also when NO_COLOR is set).")
+  static let sysfsRoot = OptionSpec(
+    "sysfs-root", .value("dir"),
+    help: "Read interfaces from DIR instead of /sys/class/net (implies --source sysfs).")
+
+  static let classAlternatives = InterfaceClass.allCases.map(\.rawValue).joined(separator: ", ")
+
+  static func sourceKind(_ parsed: ParsedCommand) throws -> CounterSourceKind {
+    let kind = try parsed.value(
+      "source", expected: "netlink, sysfs or getifaddrs", CounterSourceKind.init(rawValue:))
+    if let kind { return kind }
+    return parsed.has("sysfs-root") ? .sysfs : .netlink
+  }
+
+  static func sysfsRoot(_ parsed: ParsedCommand) -> SysfsRoot {
+    parsed.value("sysfs-root").map { SysfsRoot(SystemPath($0)) } ?? .system
+  }
+
+  static func selection(_ parsed: ParsedCommand) throws -> InterfaceSelection {
+    let names = Set(parsed.all("interface").map(InterfaceName.init(parsingEscaped:)))
+    var classes = Set<InterfaceClass>()
+    for value in parsed.all("only") {
+      for word in value.split(separator: ",") {
+        guard let interfaceClass = InterfaceClass(rawValue: String(word)) else {
+          throw UsageError(
+            "invalid value '\(TerminalText.sanitize(String(word)))' for '--only': expected \(classAlternatives)",
+            commandPath: parsed.commandPath)
+        }
+        classes.insert(interfaceClass)
+      }
+    }
+    return InterfaceSelection(names: names, classes: classes)
+  }
+
+  static func classifier(_ parsed: ParsedCommand) throws -> Classifier {
+    var overrides: [InterfaceName: InterfaceClass] = [:]
+    for value in parsed.all("class") {
+      guard let equals = value.lastIndex(of: "="),
+        let interfaceClass = InterfaceClass(rawValue: String(value[value.index(after: equals)...])),
+        equals != value.startIndex
+      else {
+        throw UsageError(
+          "invalid value '\(TerminalText.sanitize(value))' for '--class': expected NAME=CLASS with CLASS one of \(classAlternatives)",
+          commandPath: parsed.commandPath)
+      }
+      overrides[InterfaceName(parsingEscaped: String(value[..<equals]))] = interfaceClass
+    }
+    return Classifier(overrides: overrides)
+  }
+
+  static func display(_ parsed: ParsedCommand, _ context: CommandContext) -> DisplayOptions {
+    DisplayOptions(color: context.colorEnabled(parsed), rawBytes: parsed.has("bytes"))
+  }
+}

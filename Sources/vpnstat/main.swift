@@ -1,0 +1,57 @@
+import VPNStatCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The subcommands, in the order help lists them.
+let subcommands: [any Subcommand.Type] = [StatusCommand.self]
+
+let rootSpec = CommandSpec(
+  name: "vpnstat",
+  abstract: "Traffic per interface class (Wi‑Fi, cellular, tunnel), as estimates, beside the VPN free plan's session window.",
+  subcommands: subcommands.map { $0.spec },
+  defaultSubcommand: "status")
+
+/// The arguments as the kernel passed them. Non-UTF-8 bytes (an interface name may hold any)
+/// are kept in vpnstat's escaped form rather than replaced.
+func rawArguments() -> [String] {
+  (1..<Int(CommandLine.argc)).map { i in
+    let bytes = UnsafeRawBufferPointer(start: CommandLine.unsafeArgv[i], count: strlen(CommandLine.unsafeArgv[i]!))
+    return String(validating: bytes, as: UTF8.self) ?? InterfaceName(bytes: bytes).escaped
+  }
+}
+
+@MainActor func runMain() -> ExitStatus {
+  let context = CommandContext()
+  do {
+    let parsed = try parseCommandLine(rawArguments(), root: rootSpec)
+    if parsed.versionRequested {
+      try context.write("vpnstat \(vpnstatVersion)\n")
+      return .success
+    }
+    if parsed.helpRequested {
+      try context.write(helpText(for: parsed.spec, path: parsed.path))
+      return .success
+    }
+    guard let command = subcommands.first(where: { $0.spec.name == parsed.path.dropFirst().first }) else {
+      try context.write(helpText(for: rootSpec, path: ["vpnstat"]))
+      return .success
+    }
+    return try command.run(parsed, context)
+  } catch let error as UsageError {
+    context.warn(error.message)
+    context.warn("see '\(error.commandPath) --help'")
+    return .usage
+  } catch let failure as any CommandFailure {
+    context.warn(failure.message)
+    return failure.exitStatus
+  } catch let error as Errno where error.rawValue == EPIPE {
+    return .success
+  } catch {
+    context.warn("\(error)")
+    return .failure
+  }
+}
+
+exit(runMain().rawValue)
