@@ -21,7 +21,10 @@ let package = Package(
     .executableTarget(
       name: "vpnstat-bench", dependencies: ["VPNStatCore", "CNetlinkFloor"],
       path: "Benchmarks/vpnstat-bench"),
-    .testTarget(name: "VPNStatCoreTests", dependencies: ["VPNStatCore", "CLinux"]),
+    // The processes the kernel tests run inside their namespaces (a tun owner, traffic peers).
+    .executableTarget(name: "vpnstat-testpeer", path: "Tests/TestPeer"),
+    .testTarget(
+      name: "VPNStatCoreTests", dependencies: ["VPNStatCore", "CLinux"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -31,6 +31,10 @@ static inline int clinux_ioctl_int(int fd, unsigned long request, int arg) {
   return ioctl(fd, request, arg);
 }
 
+/// pipe2 is declared by <unistd.h> only under _GNU_SOURCE.
+extern int pipe2(int pipefd[2], int flags);
+static inline int clinux_pipe2(int fds[2], int flags) { return pipe2(fds, flags); }
+
 static inline unsigned long clinux_tunsetiff(void) { return TUNSETIFF; }
 static inline unsigned long clinux_tunsetpersist(void) { return TUNSETPERSIST; }
 

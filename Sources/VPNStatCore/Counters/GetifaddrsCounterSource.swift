@@ -23,13 +23,24 @@ public struct GetifaddrsCounterSource: CounterSource {
     var entry = list
     while let current = entry {
       defer { entry = current.pointee.ifa_next }
-      guard let address = current.pointee.ifa_addr, Int32(address.pointee.sa_family) == AF_PACKET,
-        let data = current.pointee.ifa_data, let cName = current.pointee.ifa_name
-      else { continue }
-      // struct sockaddr_ll: family u16, protocol u16, ifindex i32, hatype u16 …
-      let raw = UnsafeRawPointer(address)
-      let index = raw.loadUnaligned(fromByteOffset: 4, as: Int32.self)
-      let arpType = raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self)
+      // Link entries are the ones carrying statistics. glibc fills their AF_PACKET address only
+      // when the link has a hardware address: a tun or wireguard device has none, so its entry
+      // comes with `ifa_addr == NULL` and the ifindex must be looked up by name.
+      guard let data = current.pointee.ifa_data, let cName = current.pointee.ifa_name else { continue }
+      let index: Int32
+      var arpType: UInt16?
+      if let address = current.pointee.ifa_addr {
+        guard Int32(address.pointee.sa_family) == AF_PACKET else { continue }
+        // struct sockaddr_ll: family u16, protocol u16, ifindex i32, hatype u16 …
+        let raw = UnsafeRawPointer(address)
+        index = raw.loadUnaligned(fromByteOffset: 4, as: Int32.self)
+        arpType = raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self)
+      } else {
+        let found = if_nametoindex(cName)
+        // Gone since getifaddrs listed it: leave it out.
+        guard found != 0 else { continue }
+        index = Int32(bitPattern: found)
+      }
       let stats = UnsafeRawPointer(data)
       func field(_ i: Int) -> UInt64 { UInt64(stats.loadUnaligned(fromByteOffset: i * 4, as: UInt32.self)) }
       let name = InterfaceName(bytes: UnsafeRawBufferPointer(start: cName, count: strlen(cName)))

@@ -43,16 +43,19 @@ public struct SysfsCounterSource: CounterSource {
     func required(_ attribute: String) throws(ReadFailure) -> UInt64 {
       do {
         return try root.unsigned(name, attribute)
-      } catch let error as Errno where error.meansVanished {
-        // A whole interface gone reads as ENOENT/ENODEV on its directory; a single missing
-        // counter in a directory that still exists is a broken interface, not a vanished one.
-        if SmallFile.exists(root.path.appending(name)) {
-          throw .unreadable("\(attribute): \(error)")
-        }
-        throw .vanished
+      } catch let error as Errno {
+        // An interface being deleted loses its attributes, then its directory, and the kernel
+        // answers EINVAL for a device no longer alive. Only an interface that is still whole
+        // (its directory and ifindex readable) has a broken counter; otherwise it vanished.
+        if isGone() { throw .vanished }
+        throw .unreadable("\(attribute): \(error)")
       } catch {
+        if isGone() { throw .vanished }
         throw .unreadable("\(error)")
       }
+    }
+    func isGone() -> Bool {
+      !SmallFile.exists(root.path.appending(name)) || (try? root.unsigned(name, "ifindex")) == nil
     }
     func optional(_ attribute: String) -> UInt64? { try? root.unsigned(name, attribute) }
     do {

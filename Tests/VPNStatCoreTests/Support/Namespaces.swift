@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+/// Whether the kernel tests can run: they need root (CI is root) to make namespaces and devices.
+enum Privilege {
+  static let isRoot = getuid() == 0
+  static let reason: Comment = "needs root: creates network namespaces and devices (run the suite as root, as CI does)"
+}
+
+/// A network namespace a test made, removed (with every device in it) when the test ends —
+/// also when it fails. Names are unique per process and test, so tests can run in parallel.
+final class TestNamespace: @unchecked Sendable {
+  let name: String
+  private static let counter = Counter()
+
+  init(_ label: String) throws {
+    name = "vpnst-\(getpid())-\(Self.counter.next())-\(label)"
+    try VPNStatCoreTests.ip("netns", "add", name)
+    try VPNStatCoreTests.ip("-n", name, "link", "set", "lo", "up")
+    // No automatic IPv6 link-local addresses: router and neighbour solicitations would move
+    // counters between a test's reads. Tests that want IPv6 add addresses themselves.
+    let quiet = try VPNStatCoreTests.run(
+      "/usr/sbin/ip",
+      ["netns", "exec", name, "/bin/sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/default/addr_gen_mode"])
+    if quiet.status != 0 { throw TestSetupError("addr_gen_mode: \(quiet.errors)") }
+  }
+
+  /// Runs `ip -n NS …`.
+  @discardableResult
+  func ip(_ arguments: String...) throws -> CommandResult {
+    try VPNStatCoreTests.ip(["-n", name] + arguments)
+  }
+
+  /// Runs a program inside the namespace (with its own /sys, as `ip netns exec` mounts one).
+  func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: TimeInterval = 60)
+    throws -> CommandResult
+  {
+    try VPNStatCoreTests.run(
+      "/usr/sbin/ip", ["netns", "exec", name, executable] + arguments, environment: environment,
+      timeout: timeout)
+  }
+
+  /// Runs vpnstat inside the namespace.
+  func vpnstat(_ arguments: String..., environment: [String: String]? = nil) throws -> CommandResult {
+    try run(Built.vpnstat, arguments, environment: environment)
+  }
+  func vpnstat(_ arguments: [String], environment: [String: String]? = nil) throws -> CommandResult {
+    try run(Built.vpnstat, arguments, environment: environment)
+  }
+
+  /// Starts a program inside the namespace in the background.
+  func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws
+    -> BackgroundProcess
+  {
+    try BackgroundProcess(
+      "/usr/sbin/ip", ["netns", "exec", name, executable] + arguments, environment: environment)
+  }
+
+  /// Starts the test peer (a tun owner, a traffic sink …) inside the namespace.
+  func peer(_ arguments: String...) throws -> BackgroundProcess {
+    try start(Built.testPeer, arguments)
+  }
+
+  /// Runs the test peer to completion inside the namespace.
+  @discardableResult
+  func peerRun(_ arguments: String...) throws -> CommandResult {
+    let result = try run(Built.testPeer, arguments)
+    if result.status != 0 { throw TestSetupError("testpeer \(arguments) failed: \(result.errors)") }
+    return result
+  }
+
+  /// The kernel's own counters for a device, from `ip -s -j link` (the peer tool).
+  func kernelCounters(_ device: String) throws -> (rxBytes: UInt64, txBytes: UInt64, rxPackets: UInt64, txPackets: UInt64) {
+    let result = try ip("-s", "-j", "link", "show", "dev", device)
+    let parsed = try JSONSerialization.jsonObject(with: result.stdout) as? [[String: Any]]
+    guard let link = parsed?.first, let stats = link["stats64"] as? [String: Any],
+      let rx = stats["rx"] as? [String: Any], let tx = stats["tx"] as? [String: Any]
+    else { throw TestSetupError("no stats64 for \(device): \(result.output)") }
+    func number(_ value: Any?) -> UInt64 { (value as? NSNumber)?.uint64Value ?? 0 }
+    return (number(rx["bytes"]), number(tx["bytes"]), number(rx["packets"]), number(tx["packets"]))
+  }
+
+  deinit {
+    _ = try? VPNStatCoreTests.run("/usr/sbin/ip", ["netns", "del", name])
+  }
+}
+
+final class Counter: @unchecked Sendable {
+  private var value = 0
+  private let lock = NSLock()
+  func next() -> Int {
+    lock.lock()
+    defer { lock.unlock() }
+    value += 1
+    return value
+  }
+}
+
+/// A pair of namespaces joined by a veth pair with link-local addresses.
+struct VethPair {
+  let left: TestNamespace
+  let right: TestNamespace
+  let leftName: String
+  let rightName: String
+  let leftAddress: String
+  let rightAddress: String
+
+  init(_ label: String, subnet: Int) throws {
+    left = try TestNamespace(label + "a")
+    right = try TestNamespace(label + "b")
+    leftName = "va\(subnet)"
+    rightName = "vb\(subnet)"
+    leftAddress = "169.254.\(subnet).1"
+    rightAddress = "169.254.\(subnet).2"
+    try left.ip("link", "add", leftName, "type", "veth", "peer", "name", rightName, "netns", right.name)
+    try left.ip("addr", "add", leftAddress + "/30", "dev", leftName)
+    try right.ip("addr", "add", rightAddress + "/30", "dev", rightName)
+    try left.ip("link", "set", leftName, "up")
+    try right.ip("link", "set", rightName, "up")
+  }
+}
+
+/// Parses a `status --json` document.
+func parseStatus(_ result: CommandResult) throws -> [String: Any] {
+  guard let object = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any] else {
+    throw TestSetupError("not a JSON object: \(result.output)")
+  }
+  return object
+}
+
+func interfaces(_ status: [String: Any]) -> [[String: Any]] {
+  status["interfaces"] as? [[String: Any]] ?? []
+}
+
+func interface(_ status: [String: Any], named name: String) -> [String: Any]? {
+  interfaces(status).first { $0["name"] as? String == name }
+}
+
+func uint(_ value: Any?) -> UInt64? { (value as? NSNumber)?.uint64Value }

@@ -1,0 +1,283 @@
+import CLinux
+import Foundation
+import Testing
+
+/// The result of a finished command.
+struct CommandResult {
+  var status: Int32
+  var stdout: Data
+  var stderr: Data
+  var output: String { String(decoding: stdout, as: UTF8.self) }
+  var errors: String { String(decoding: stderr, as: UTF8.self) }
+}
+
+/// Paths to what the package built, found next to the test bundle (one build, reused).
+enum Built {
+  static let directory: URL = {
+    let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    // …/debug/vpnstatPackageTests.xctest (a file on Linux)
+    return exe.deletingLastPathComponent()
+  }()
+  static var vpnstat: String { directory.appendingPathComponent("vpnstat").path }
+  static var testPeer: String { directory.appendingPathComponent("vpnstat-testpeer").path }
+  static var packageRoot: URL {
+    var url = URL(fileURLWithPath: #filePath)
+    while url.path != "/" {
+      url.deleteLastPathComponent()
+      if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
+        return url
+      }
+    }
+    return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+  }
+}
+
+/// A child process started with posix_spawn. Every pipe is close-on-exec, so a child started by
+/// one test never holds another test's pipe open (Foundation's Process leaks them between
+/// parallel tests, and a reader then waits for the wrong child to exit).
+final class ChildProcess: @unchecked Sendable {
+  let pid: pid_t
+  private let stdoutFD: Int32
+  private let stderrFD: Int32
+  private let stdinFD: Int32
+  private let lock = NSLock()
+  private var out = Data()
+  private var err = Data()
+  private var exitStatus: Int32?
+  private var readers: [Thread] = []
+  private var openStreams = 2
+
+  init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+    var outPipe: [Int32] = [0, 0]
+    var errPipe: [Int32] = [0, 0]
+    var inPipe: [Int32] = [0, 0]
+    guard clinux_pipe2(&outPipe, O_CLOEXEC) == 0, clinux_pipe2(&errPipe, O_CLOEXEC) == 0,
+      clinux_pipe2(&inPipe, O_CLOEXEC) == 0
+    else { throw TestSetupError("pipe2: \(errno)") }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+    posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+    posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+    var env = ProcessInfo.processInfo.environment
+    for (key, value) in environment ?? [:] { env[key] = value }
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+      argv.forEach { free($0) }
+      envp.forEach { free($0) }
+    }
+    // The test runner blocks some signals; a child must start with none blocked and default
+    // dispositions, or SIGTERM would never reach it.
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    var all = sigset_t()
+    sigfillset(&all)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    posix_spawnattr_setsigdefault(&attributes, &all)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    var child: pid_t = 0
+    let rc = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+    close(outPipe[1])
+    close(errPipe[1])
+    close(inPipe[0])
+    guard rc == 0 else {
+      close(outPipe[0])
+      close(errPipe[0])
+      close(inPipe[1])
+      throw TestSetupError("posix_spawn \(executable): \(String(cString: strerror(rc)))")
+    }
+    pid = child
+    stdoutFD = outPipe[0]
+    stderrFD = errPipe[0]
+    stdinFD = inPipe[1]
+    startReader(stdoutFD, isError: false)
+    startReader(stderrFD, isError: true)
+  }
+
+  private func startReader(_ fd: Int32, isError: Bool) {
+    let thread = Thread { [self] in
+      var buffer = [UInt8](repeating: 0, count: 65536)
+      while true {
+        let n = read(fd, &buffer, buffer.count)
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { break }
+        lock.lock()
+        if isError { err.append(contentsOf: buffer[0..<n]) } else { out.append(contentsOf: buffer[0..<n]) }
+        lock.unlock()
+      }
+      close(fd)
+      lock.lock()
+      openStreams -= 1
+      lock.unlock()
+    }
+    thread.start()
+  }
+
+  func writeInput(_ data: Data) {
+    data.withUnsafeBytes { raw in
+      var offset = 0
+      while offset < raw.count {
+        let n = write(stdinFD, raw.baseAddress! + offset, raw.count - offset)
+        if n <= 0 { break }
+        offset += n
+      }
+    }
+  }
+
+  func closeInput() { close(stdinFD) }
+
+  var output: String {
+    lock.lock()
+    defer { lock.unlock() }
+    return String(decoding: out, as: UTF8.self)
+  }
+  var stdoutData: Data {
+    lock.lock()
+    defer { lock.unlock() }
+    return out
+  }
+  var stderrData: Data {
+    lock.lock()
+    defer { lock.unlock() }
+    return err
+  }
+
+  /// Non-blocking: has the child exited (reaping it if so)?
+  var isRunning: Bool {
+    lock.lock()
+    defer { lock.unlock() }
+    if exitStatus != nil { return false }
+    var status: Int32 = 0
+    let r = waitpid(pid, &status, WNOHANG)
+    if r == pid {
+      exitStatus = decode(status)
+      return false
+    }
+    return true
+  }
+
+  private func decode(_ status: Int32) -> Int32 {
+    // WIFEXITED / WEXITSTATUS / WTERMSIG by hand: the macros are not imported.
+    let signal = status & 0x7F
+    return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+  }
+
+  /// Waits for the child to exit and its output to be read. Returns the exit status
+  /// (128 + signal when killed by one).
+  @discardableResult
+  func wait(timeout: TimeInterval = 60) -> Int32 {
+    let deadline = Date().addingTimeInterval(timeout)
+    while isRunning {
+      if Date() > deadline {
+        kill(pid, SIGKILL)
+        Issue.record("child \(pid) timed out after \(timeout)s; killed")
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        lock.lock()
+        exitStatus = decode(status)
+        lock.unlock()
+        break
+      }
+      usleep(2_000)
+    }
+    while true {
+      lock.lock()
+      let open = openStreams
+      lock.unlock()
+      if open == 0 || Date() > deadline.addingTimeInterval(5) { break }
+      usleep(1_000)
+    }
+    lock.lock()
+    defer { lock.unlock() }
+    return exitStatus ?? -1
+  }
+
+  var terminationStatus: Int32 {
+    lock.lock()
+    defer { lock.unlock() }
+    return exitStatus ?? -1
+  }
+
+  deinit {
+    if isRunning {
+      kill(pid, SIGKILL)
+      var status: Int32 = 0
+      waitpid(pid, &status, 0)
+    }
+    close(stdinFD)
+  }
+}
+
+/// Runs a program to completion.
+@discardableResult
+func run(
+  _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+  input: Data? = nil, timeout: TimeInterval = 60
+) throws -> CommandResult {
+  let child = try ChildProcess(executable, arguments, environment: environment)
+  if let input { child.writeInput(input) }
+  child.closeInput()
+  let status = child.wait(timeout: timeout)
+  return CommandResult(status: status, stdout: child.stdoutData, stderr: child.stderrData)
+}
+
+/// Runs `ip` with the arguments; a failure fails the calling test with ip's message.
+@discardableResult
+func ip(_ arguments: String...) throws -> CommandResult {
+  try ip(arguments)
+}
+
+@discardableResult
+func ip(_ arguments: [String]) throws -> CommandResult {
+  let result = try run("/usr/sbin/ip", arguments)
+  if result.status != 0 {
+    throw TestSetupError("ip \(arguments.joined(separator: " ")) failed: \(result.errors)")
+  }
+  return result
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// A process left running in the background (a tun owner, a traffic sink, a recorder).
+final class BackgroundProcess: @unchecked Sendable {
+  let child: ChildProcess
+
+  init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+    child = try ChildProcess(executable, arguments, environment: environment)
+  }
+
+  var output: String { child.output }
+  var errors: String { String(decoding: child.stderrData, as: UTF8.self) }
+  var isRunning: Bool { child.isRunning }
+  var pid: pid_t { child.pid }
+
+  /// Waits until the output contains `text`.
+  func waitFor(_ text: String, timeout: TimeInterval = 20) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !output.contains(text) {
+      if !child.isRunning {
+        child.wait(timeout: 5)
+        if output.contains(text) { return }
+        throw TestSetupError(
+          "process exited (\(child.terminationStatus)) before printing '\(text)'; output: \(output) \(errors)")
+      }
+      if Date() > deadline { throw TestSetupError("timed out waiting for '\(text)'; output: \(output) \(errors)") }
+      usleep(5_000)
+    }
+  }
+
+  /// Sends `signal` and waits for the process to end; returns its exit status.
+  @discardableResult
+  func stop(_ signal: Int32 = SIGTERM, timeout: TimeInterval = 10) -> Int32 {
+    if child.isRunning { kill(child.pid, signal) }
+    return child.wait(timeout: timeout)
+  }
+}
