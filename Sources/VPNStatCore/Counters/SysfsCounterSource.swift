@@ -55,7 +55,15 @@ public struct SysfsCounterSource: CounterSource {
       }
     }
     func isGone() -> Bool {
-      !SmallFile.exists(root.path.appending(name)) || (try? root.unsigned(name, "ifindex")) == nil
+      guard SmallFile.exists(root.path.appending(name)) else { return true }
+      do {
+        _ = try root.unsigned(name, "ifindex")
+        return false
+      } catch is Errno {
+        return true
+      } catch {
+        return false  // readable but garbage: the interface is there and broken
+      }
     }
     func optional(_ attribute: String) -> UInt64? { try? root.unsigned(name, attribute) }
     do {

@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+
+@testable import VPNStatCore
+
+/// Classification on fixture sysfs trees: the devices this kernel cannot create.
+struct ClassificationTests {
+  func fixture() throws -> SysfsFixture {
+    let tree = try SysfsFixture()
+    try tree.add("wlan0", index: 3, uevent: "DEVTYPE=wlan", directories: ["phy80211", "wireless", "device"])
+    try tree.add("wlp2s0", index: 4, directories: ["phy80211", "device"])
+    try tree.add("wwan0", index: 5, type: 519, uevent: "DEVTYPE=wwan", directories: ["device"])
+    try tree.add("rmnet_data0", index: 6, type: 519, directories: ["device"])
+    try tree.add("wg0", index: 7, type: 65534, uevent: "DEVTYPE=wireguard")
+    try tree.add("ppp0", index: 8, type: 512)
+    try tree.add("en0", index: 9, type: nil)
+    try tree.add("pdp_ip0", index: 10, type: nil)
+    try tree.add("utun3", index: 11, type: nil)
+    try tree.add("enp3s0", index: 12, type: 1, directories: ["device"])
+    try tree.add("usb0", index: 13, type: 1, directories: ["device"])
+    try tree.add("veth9", index: 14, type: 1)
+    try tree.add("lo", index: 1, type: 772)
+    try tree.add("gre1", index: 15, type: 778)
+    try tree.add("br0", index: 16, type: 1, uevent: "DEVTYPE=bridge")
+    try tree.add("tap0", index: 17, type: 1, attributes: ["tun_flags": "0x1002\n"])
+    return tree
+  }
+
+  static let expected: [(String, InterfaceClass, ClassEvidence)] = [
+    ("wlan0", .wifi, .devtype), ("wlp2s0", .wifi, .wireless), ("wwan0", .cellular, .devtype),
+    ("rmnet_data0", .cellular, .type), ("wg0", .tunnel, .devtype), ("ppp0", .tunnel, .type),
+    ("en0", .wifi, .name), ("pdp_ip0", .cellular, .name), ("utun3", .tunnel, .name),
+    ("enp3s0", .ethernet, .name), ("usb0", .ethernet, .type), ("veth9", .other, .type),
+    ("lo", .loopback, .type), ("gre1", .tunnel, .type), ("br0", .other, .devtype),
+    ("tap0", .tunnel, .tunFlags),
+  ]
+
+  @Test("each fixture device gets its class and the evidence that decided it")
+  func fixtureClasses() throws {
+    let tree = try fixture()
+    var source = SysfsCounterSource(root: tree.root)
+    var catalog = InterfaceCatalog(root: tree.root)
+    let sample = try source.sample(at: ManualTimeSource())
+    let snapshot = StatusSnapshot.make(sample: sample, catalog: &catalog, selection: InterfaceSelection())
+    #expect(snapshot.interfaces.count == Self.expected.count)
+    for (name, interfaceClass, evidence) in Self.expected {
+      let report = try #require(snapshot.interfaces.first { $0.name == InterfaceName(name) }, "\(name)")
+      #expect(report.interfaceClass == interfaceClass, "\(name)")
+      #expect(report.classBy == evidence, "\(name)")
+    }
+  }
+
+  @Test("an override beats every other evidence and says so")
+  func overrideWins() throws {
+    let tree = try fixture()
+    var source = SysfsCounterSource(root: tree.root)
+    var catalog = InterfaceCatalog(
+      root: tree.root, classifier: Classifier(overrides: [InterfaceName("wlan0"): .cellular]))
+    let sample = try source.sample(at: ManualTimeSource())
+    let snapshot = StatusSnapshot.make(sample: sample, catalog: &catalog, selection: InterfaceSelection())
+    let wlan = try #require(snapshot.interfaces.first { $0.name == InterfaceName("wlan0") })
+    #expect(wlan.interfaceClass == .cellular)
+    #expect(wlan.classBy == .override)
+  }
+
+  @Test("the link kind from netlink decides without reading sysfs")
+  func kindDecidesWithoutSysfs() throws {
+    let tree = try SysfsFixture()
+    var catalog = InterfaceCatalog(root: tree.root)
+    let sample = InterfaceSample(
+      name: InterfaceName("eth9"), index: 4, counters: .zero, width: .bits64,
+      link: LinkAttributes(arpType: 65534, kind: "tun"))
+    let entry = catalog.entry(for: sample)
+    #expect(entry.interfaceClass == .tunnel)
+    #expect(entry.evidence == .kind)
+    #expect(catalog.factReads == 0)
+  }
+
+  @Test("sysfs facts are read once per new ifindex, not per sample")
+  func factsAreCached() throws {
+    let tree = try fixture()
+    var source = SysfsCounterSource(root: tree.root)
+    var catalog = InterfaceCatalog(root: tree.root)
+    let clock = ManualTimeSource()
+    for _ in 0..<3 {
+      let sample = try source.sample(at: clock)
+      _ = StatusSnapshot.make(sample: sample, catalog: &catalog, selection: InterfaceSelection())
+    }
+    #expect(catalog.factReads == Self.expected.count)
+    // Recreate wg0 with a new ifindex: exactly one more read.
+    try FileManager.default.removeItem(at: tree.directory.appendingPathComponent("wg0"))
+    try tree.add("wg0", index: 40, type: 65534, uevent: "DEVTYPE=wireguard")
+    let sample = try source.sample(at: clock)
+    _ = StatusSnapshot.make(sample: sample, catalog: &catalog, selection: InterfaceSelection())
+    #expect(catalog.factReads == Self.expected.count + 1)
+  }
+
+  @Test("missing, empty and garbage statistics leave the interface out with a problem; a ghost entry is skipped")
+  func brokenStatistics() throws {
+    let tree = try SysfsFixture()
+    try tree.add("good0", index: 2)
+    try tree.add("miss0", index: 3, omitStatistics: ["statistics/rx_bytes"])
+    try tree.add("empty0", index: 4, attributes: ["statistics/tx_bytes": ""])
+    try tree.add("junk0", index: 5, attributes: ["statistics/rx_packets": "12abc\n"])
+    try tree.add("huge0", index: 6, attributes: ["statistics/rx_bytes": "99999999999999999999999\n"])
+    try tree.add("badidx", index: 7, attributes: ["ifindex": "\u{1B}[2J\n"])
+    try tree.addGhost("ghost0")
+    var source = SysfsCounterSource(root: tree.root)
+    let sample = try source.sample(at: ManualTimeSource())
+    #expect(sample.interfaces.map(\.name) == [InterfaceName("good0")])
+    let problems = Dictionary(uniqueKeysWithValues: sample.problems.map { ($0.name.escaped, $0.message) })
+    #expect(Set(problems.keys) == ["miss0", "empty0", "junk0", "huge0", "badidx"])
+    #expect(problems["miss0"]?.contains("rx_bytes") == true)
+    #expect(problems["empty0"]?.contains("empty") == true)
+    #expect(problems["junk0"]?.contains("12abc") == true)
+    // The garbage is quoted escaped: no raw ESC in a message.
+    #expect(problems["badidx"]?.contains("\u{1B}") == false)
+  }
+
+  @Test("status on a fixture tree through the binary: classes, problems on stderr-free JSON, exit 0")
+  func binaryOnFixture() throws {
+    let tree = try fixture()
+    try tree.add("junk0", index: 30, attributes: ["statistics/rx_packets": "nope\n"])
+    let result = try run(Built.vpnstat, ["status", "--json", "--sysfs-root", tree.directory.path])
+    #expect(result.status == 0, "\(result.errors)")
+    let status = try parseStatus(result)
+    #expect(status["source"] as? String == "sysfs")
+    for (name, interfaceClass, evidence) in Self.expected {
+      let entry = try #require(interface(status, named: name), "\(name)")
+      #expect(entry["class"] as? String == interfaceClass.rawValue, "\(name)")
+      #expect(entry["class_by"] as? String == evidence.rawValue, "\(name)")
+    }
+    let problems = try #require(status["problems"] as? [[String: Any]])
+    #expect(problems.map { $0["name"] as? String } == ["junk0"])
+    let classes = try #require(status["classes"] as? [String: [String: Any]])
+    #expect(classes["wifi"]?["interfaces"] as? Int == 3)
+    #expect(uint(classes["cellular"]?["rx_bytes"]) == 3000)
+    // The table says the same, and shows the problem as a warning.
+    let table = try run(Built.vpnstat, ["status", "--sysfs-root", tree.directory.path, "--only", "wifi"])
+    #expect(table.output.contains("wifi (3)"))
+    #expect(!table.output.contains("cellular"))
+    #expect(table.output.contains("warning: junk0"))
+    let override = try run(
+      Built.vpnstat, ["status", "--json", "--sysfs-root", tree.directory.path, "--class", "usb0=cellular", "-i", "usb0"])
+    let overridden = try parseStatus(override)
+    #expect(interfaces(overridden).count == 1)
+    #expect(interface(overridden, named: "usb0")?["class_by"] as? String == "override")
+  }
+}
