@@ -71,3 +71,33 @@ enum CommonOptions {
     DisplayOptions(color: context.colorEnabled(parsed), rawBytes: parsed.has("bytes"))
   }
 }
+
+extension CommonOptions {
+  static let db = OptionSpec(
+    "db", .value("path"),
+    help: "The database (default: $VPNSTAT_DB, else /var/lib/vpnstat/vpnstat.db for root, ~/.local/state/vpnstat/vpnstat.db otherwise).")
+  static let maxRate = OptionSpec(
+    "max-rate", .value("rate"),
+    help: "Plausible maximum where the link speed is unknown, e.g. 10Gbit (default 100Gbit); faster deltas are discarded.",
+    accepts: { parseRate($0) != nil })
+
+  static func storeLocation(_ parsed: ParsedCommand, _ context: CommandContext) -> StoreLocation {
+    StoreLocation.resolve(option: parsed.value("db"), environment: context.environment)
+  }
+
+  static func capBytesPerSecond(_ parsed: ParsedCommand) throws -> Double {
+    try parsed.value("max-rate", expected: "a rate such as 10Gbit or 1GiB", parseRate)
+      ?? Ledger.defaultCapBytesPerSecond
+  }
+
+  /// A sampler for the command's reader, sysfs root, class overrides and cap.
+  static func sampler(_ parsed: ParsedCommand, recorded: InterfaceSelection = InterfaceSelection()) throws
+    -> TrafficSampler
+  {
+    let root = sysfsRoot(parsed)
+    return TrafficSampler(
+      reader: CounterReader(try sourceKind(parsed), root: root),
+      catalog: InterfaceCatalog(root: root, classifier: try classifier(parsed)), recorded: recorded,
+      capBytesPerSecond: try capBytesPerSecond(parsed), clock: SystemTimeSource())
+  }
+}

@@ -5,7 +5,9 @@ import VPNStatCore
 #endif
 
 /// The subcommands, in the order help lists them.
-let subcommands: [any Subcommand.Type] = [StatusCommand.self]
+let subcommands: [any Subcommand.Type] = [
+  StatusCommand.self, RecordCommand.self, HistoryCommand.self, ExportCommand.self,
+]
 
 let rootSpec = CommandSpec(
   name: "vpnstat",

@@ -42,3 +42,21 @@ extension String {
     String(decoding: Array(utf8).trimmingASCIIWhitespace(), as: UTF8.self)
   }
 }
+
+/// A traffic rate as people write one, in bytes per second: `10Gbit`, `100Mbit/s`, `1GiB`,
+/// `500MB/s`; nil for anything else.
+public func parseRate(_ text: String) -> Double? {
+  var body = Substring(text.trimmingASCIIWhitespace)
+  if body.hasSuffix("/s") { body = body.dropLast(2) }
+  let numberEnd = body.firstIndex(where: { !($0.isASCII && ($0.isNumber || $0 == ".")) }) ?? body.endIndex
+  guard numberEnd > body.startIndex, let value = Double(body[..<numberEnd]), value > 0, value.isFinite else {
+    return nil
+  }
+  let units: [String: Double] = [
+    "bit": 1.0 / 8, "kbit": 1e3 / 8, "Mbit": 1e6 / 8, "Gbit": 1e9 / 8, "Tbit": 1e12 / 8,
+    "B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+    "KiB": 1024, "MiB": 1_048_576, "GiB": Double(1 << 30), "TiB": Double(1 << 40),
+  ]
+  guard let scale = units[String(body[numberEnd...])] else { return nil }
+  return value * scale
+}

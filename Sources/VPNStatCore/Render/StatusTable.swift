@@ -115,9 +115,9 @@ public enum StatusTable {
     return lines.joined(separator: "\n") + "\n"
   }
 
-  /// The two-line estimate note, then the reader and any problems.
-  static func footer(_ snapshot: StatusSnapshot, color: Bool) -> [String] {
-    var lines = [
+  /// The two-line estimate note every table ends with.
+  static func estimateNote(color: Bool) -> [String] {
+    [
       TextStyle.dim.apply(
         "≈ estimates: counters include protocol overhead and are per interface, not per app;",
         color: color),
@@ -125,6 +125,11 @@ public enum StatusTable {
         "  they restart when an interface is recreated (vpnstat bridges the restarts it saw).",
         color: color),
     ]
+  }
+
+  /// The estimate note, then the reader and any problems.
+  static func footer(_ snapshot: StatusSnapshot, color: Bool) -> [String] {
+    var lines = estimateNote(color: color)
     var source = "source: \(snapshot.source.rawValue)"
     if let reason = snapshot.fallbackReason { source += " (\(TerminalText.sanitize(reason)))" }
     lines.append(TextStyle.dim.apply(source, color: color))

@@ -163,7 +163,7 @@ extension StatusSnapshot {
   /// applies the selection, and adds rates against `previous` where the instance is the same.
   public static func make(
     sample: CounterSample, catalog: inout InterfaceCatalog, selection: InterfaceSelection,
-    previous: CounterSample? = nil
+    previous: CounterSample? = nil, ledger: Ledger? = nil
   ) -> StatusSnapshot {
     var previousByName: [InterfaceName: InterfaceSample] = [:]
     if let previous {
@@ -177,7 +177,7 @@ extension StatusSnapshot {
       var report = InterfaceReport(
         name: entry.name, index: entry.index, interfaceClass: described.interfaceClass,
         classBy: described.evidence, state: LinkState(entry.link), counters: entry.counters,
-        width: entry.width)
+        width: entry.width, ledger: ledger?.entries[entry.name]?.totals)
       if let previous, let before = previousByName[entry.name] {
         let seconds = Double(sample.taken.boottime - previous.taken.boottime) / 1e9
         if seconds > 0 {

@@ -15,29 +15,31 @@ enum StatusCommand: Subcommand {
         "rate", .optionalValue("duration"),
         help: "Sample twice, DURATION apart (default 1s), and show rates.",
         accepts: { parseDuration($0) != nil }),
-      CommonOptions.sysfsRoot,
+      CommonOptions.db, CommonOptions.maxRate, CommonOptions.sysfsRoot,
     ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let selection = try CommonOptions.selection(parsed)
-    let classifier = try CommonOptions.classifier(parsed)
     let rateInterval: Duration? =
       parsed.has("rate")
       ? (try parsed.value("rate", expected: "a duration such as 500ms, 1s, 2m") { $0.isEmpty ? .seconds(1) : parseDuration($0) })
       : nil
-    let root = CommonOptions.sysfsRoot(parsed)
-    var reader = CounterReader(try CommonOptions.sourceKind(parsed), root: root)
-    var catalog = InterfaceCatalog(root: root, classifier: classifier)
-    let clock = SystemTimeSource()
+    var sampler = try CommonOptions.sampler(parsed)
+    let store = try Store.open(CommonOptions.storeLocation(parsed, context), intent: .writeIfPermitted)
 
     var previous: CounterSample?
     if let rateInterval {
-      previous = try reader.sample(at: clock)
+      previous = try sampler.sample()
       sleep(for: rateInterval)
     }
-    let sample = try reader.sample(at: clock)
-    let snapshot = StatusSnapshot.make(
-      sample: sample, catalog: &catalog, selection: selection, previous: previous)
+    let sample = try sampler.sample()
+    var warnings: [String] = []
+    let ledger = try store.map { store in
+      try LedgerView.advance(store, sampler: &sampler, sample: sample, warnings: &warnings)
+    }
+    var snapshot = StatusSnapshot.make(
+      sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
+    snapshot.warnings += warnings
     for name in selection.names.sorted() where !sample.interfaces.contains(where: { $0.name == name }) {
       context.warn("no interface named '\(name.terminalText)'")
     }

@@ -1,0 +1,119 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The kernel's link notifications (`RTNLGRP_LINK`): links that appear, change, go away.
+/// A `RTM_DELLINK` carries the dying link's final counters, a `RTM_NEWLINK` a new one's — what
+/// lets a long-running sampler book the traffic of a tunnel that lived between two polls.
+public final class LinkNotifications {
+  let socket: NetlinkSocket
+
+  /// One notification.
+  public struct Change: Sendable {
+    public var record: LinkRecord
+    public var deleted: Bool
+  }
+
+  public init() throws {
+    // A large receive buffer: a burst of changes (1000 links added) must not overflow it.
+    socket = try NetlinkSocket(groups: NetlinkSocket.linkGroup, nonBlocking: true, receiveBuffer: 8 << 20)
+  }
+
+  public var descriptor: FileDescriptor { socket.descriptor }
+
+  /// The notifications queued now, in order. `overflowed` is true when the kernel dropped some
+  /// (ENOBUFS): the caller must then resynchronise from a full sample.
+  public func drain() -> (changes: [Change], overflowed: Bool) {
+    var changes: [Change] = []
+    do {
+      try socket.drainNotifications { message in
+        guard message.type == RouteLinkMessages.newLink || message.type == RouteLinkMessages.deleteLink,
+          let record = RouteLinkMessages.parseLink(message.payload)
+        else { return }
+        changes.append(Change(record: record, deleted: message.type == RouteLinkMessages.deleteLink))
+      }
+    } catch let error as Errno where error.rawValue == ENOBUFS {
+      return (changes, true)
+    } catch {
+      return (changes, true)
+    }
+    return (changes, false)
+  }
+}
+
+/// A reader with its interface catalog and selection: turns samples and link notifications into
+/// ledger observations and report snapshots. Every command that samples goes through one.
+public struct TrafficSampler {
+  public var reader: CounterReader
+  public var catalog: InterfaceCatalog
+  /// Which interfaces go into the ledger (`record -i`); reports filter separately.
+  public var recorded: InterfaceSelection
+  /// The plausible maximum where no link speed is known, bytes per second.
+  public var capBytesPerSecond: Double
+  public let clock: any TimeSource
+
+  public init(
+    reader: CounterReader, catalog: InterfaceCatalog, recorded: InterfaceSelection = InterfaceSelection(),
+    capBytesPerSecond: Double = Ledger.defaultCapBytesPerSecond, clock: any TimeSource
+  ) {
+    self.reader = reader
+    self.catalog = catalog
+    self.recorded = recorded
+    self.capBytesPerSecond = capBytesPerSecond
+    self.clock = clock
+  }
+
+  public mutating func sample() throws -> CounterSample {
+    let sample = try reader.sample(at: clock)
+    catalog.forgetAbsent(from: sample)
+    return sample
+  }
+
+  /// Observations of the recorded interfaces in `sample`.
+  public mutating func observations(_ sample: CounterSample) -> [LedgerObservation] {
+    var result: [LedgerObservation] = []
+    result.reserveCapacity(sample.interfaces.count)
+    for entry in sample.interfaces where recorded.includes(name: entry.name) {
+      let described = catalog.entry(for: entry)
+      guard recorded.includes(entry.name, described.interfaceClass) else { continue }
+      result.append(
+        LedgerObservation(
+          name: entry.name, interfaceClass: described.interfaceClass,
+          baseline: LedgerBaseline(
+            instance: InterfaceInstance(index: entry.index, bootID: sample.taken.bootID),
+            counters: entry.counters, width: entry.width, wall: sample.taken.wall,
+            boottime: sample.taken.boottime),
+          plausibleBytesPerSecond: plausible(described)))
+    }
+    return result
+  }
+
+  /// The observation a link notification makes, stamped now (notifications carry no time).
+  public mutating func observation(_ change: LinkNotifications.Change) -> LedgerObservation? {
+    guard let counters = change.record.counters, recorded.includes(name: change.record.name) else { return nil }
+    let now = clock.now()
+    let entry = InterfaceSample(
+      name: change.record.name, index: change.record.index, counters: counters, width: .bits64,
+      link: change.record.attributes)
+    let described = catalog.entry(for: entry)
+    guard recorded.includes(entry.name, described.interfaceClass) else { return nil }
+    return LedgerObservation(
+      name: entry.name, interfaceClass: described.interfaceClass,
+      baseline: LedgerBaseline(
+        instance: InterfaceInstance(index: entry.index, bootID: now.bootID), counters: counters,
+        width: .bits64, wall: now.wall, boottime: now.boottime),
+      plausibleBytesPerSecond: plausible(described), isNotification: true)
+  }
+
+  /// Keeps the netlink reader's link table current from a notification.
+  public mutating func apply(_ change: LinkNotifications.Change) {
+    reader.apply(change.record, deleted: change.deleted)
+  }
+
+  private func plausible(_ entry: InterfaceCatalog.Entry) -> Double {
+    // A link speed is a real bound only for a physical NIC (tun reports a fake 10 Mbit/s); with
+    // a margin, since a sample's time and its counters are not read at the same instant.
+    if let speed = entry.facts.speedMbps { return Double(speed) * 1e6 / 8 * 1.25 }
+    return capBytesPerSecond
+  }
+}

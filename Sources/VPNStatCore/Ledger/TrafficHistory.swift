@@ -1,0 +1,69 @@
+/// Usage over time, per class or per interface, at one granularity: what `vpnstat history` shows.
+public struct TrafficHistory: Sendable {
+  public enum Grouping: String, Sendable, CaseIterable {
+    case `class`
+    case interface
+  }
+
+  /// One bucket of one series.
+  public struct Row: Hashable, Sendable {
+    public var start: Int64
+    public var end: Int64
+    public var rxBytes: UInt64 = 0
+    public var txBytes: UInt64 = 0
+    public var rxPackets: UInt64 = 0
+    public var txPackets: UInt64 = 0
+    public var totalBytes: UInt64 { rxBytes &+ txBytes }
+  }
+
+  /// The rows of one class or one interface, oldest first.
+  public struct Series: Sendable {
+    public var interfaceClass: InterfaceClass
+    /// Set when grouped by interface.
+    public var name: InterfaceName?
+    public var rows: [Row]
+  }
+
+  public var granularity: TrafficGranularity
+  public var grouping: Grouping
+  public var generatedAt: Timestamp
+  public var series: [Series]
+
+  /// Builds the history of the last `count` buckets up to the one holding `now`. Each series
+  /// starts at its first bucket with traffic, so a young database shows no run of empty rows.
+  public static func make(
+    buckets: [TrafficBucket], granularity: TrafficGranularity, count: Int, now: Timestamp,
+    grouping: Grouping, selection: InterfaceSelection
+  ) -> TrafficHistory {
+    var starts: [Int64] = [granularity.start(ofLast: count, at: now)]
+    while starts.count < count { starts.append(granularity.next(after: starts[starts.count - 1])) }
+    let first = starts[0]
+    struct Key: Hashable {
+      var interfaceClass: InterfaceClass
+      var name: InterfaceName?
+    }
+    var sums: [Key: [Int64: Row]] = [:]
+    for bucket in buckets where bucket.start >= first && selection.includes(bucket.name, bucket.interfaceClass) {
+      let key = Key(interfaceClass: bucket.interfaceClass, name: grouping == .interface ? bucket.name : nil)
+      var row = sums[key, default: [:]][bucket.start] ?? Row(start: bucket.start, end: granularity.next(after: bucket.start))
+      row.rxBytes &+= bucket.rxBytes
+      row.txBytes &+= bucket.txBytes
+      row.rxPackets &+= bucket.rxPackets
+      row.txPackets &+= bucket.txPackets
+      sums[key, default: [:]][bucket.start] = row
+    }
+    var series: [Series] = []
+    for (key, rowsByStart) in sums {
+      guard let firstWithData = rowsByStart.keys.min() else { continue }
+      let rows = starts.filter { $0 >= firstWithData }.map {
+        rowsByStart[$0] ?? Row(start: $0, end: granularity.next(after: $0))
+      }
+      series.append(Series(interfaceClass: key.interfaceClass, name: key.name, rows: rows))
+    }
+    series.sort { a, b in
+      if a.interfaceClass != b.interfaceClass { return a.interfaceClass < b.interfaceClass }
+      return (a.name ?? InterfaceName("")) < (b.name ?? InterfaceName(""))
+    }
+    return TrafficHistory(granularity: granularity, grouping: grouping, generatedAt: now, series: series)
+  }
+}

@@ -1,0 +1,170 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The ledger and the traffic buckets, as stored.
+extension Store {
+  /// Every interface the ledger knows, with its baseline and totals.
+  public func loadLedger() throws -> Ledger {
+    try guarded { try readLedger() }
+  }
+
+  private func readLedger() throws -> Ledger {
+    var entries: [InterfaceName: LedgerEntry] = [:]
+    try connection.query(
+      """
+      SELECT name, class, first_seen_at, if_index, boot_id, width, rx_bytes, tx_bytes, rx_packets,
+        tx_packets, sampled_at, boottime, total_rx_bytes, total_tx_bytes, total_rx_packets,
+        total_tx_packets, resets, wraps, discarded FROM interfaces
+      """
+    ) { row in
+      let name = InterfaceName(bytes: row.blob(0))
+      let baseline = LedgerBaseline(
+        instance: InterfaceInstance(index: Int32(truncatingIfNeeded: row.integer(3)), bootID: row.text(4) ?? ""),
+        counters: InterfaceCounters(
+          rxBytes: row.unsigned(6), txBytes: row.unsigned(7), rxPackets: row.unsigned(8), txPackets: row.unsigned(9)),
+        width: CounterWidth(rawValue: Int(row.integer(5))) ?? .bits64,
+        wall: Timestamp(nanoseconds: row.integer(10)), boottime: row.integer(11))
+      let totals = LedgerTotals(
+        rxBytes: row.unsigned(12), txBytes: row.unsigned(13), rxPackets: row.unsigned(14),
+        txPackets: row.unsigned(15), resets: row.unsigned(16), wraps: row.unsigned(17),
+        discarded: row.unsigned(18), firstSeenAt: Timestamp(nanoseconds: row.integer(2)))
+      entries[name] = LedgerEntry(
+        name: name, interfaceClass: InterfaceClass(rawValue: row.text(1) ?? "") ?? .other,
+        baseline: baseline, totals: totals)
+    }
+    return Ledger(entries: entries)
+  }
+
+  /// Advances the ledger with `observations` in one transaction against the stored baselines,
+  /// so several processes sampling at once stay consistent; writes the changed entries and adds
+  /// the booked traffic to the buckets. On a read-only store the same advance is computed in
+  /// memory and nothing is written (`persisted` is false).
+  public func advanceLedger(_ observations: [LedgerObservation], now: Timestamp) throws -> (
+    ledger: Ledger, advance: LedgerAdvance, persisted: Bool
+  ) {
+    if isReadOnly {
+      var ledger = try loadLedger()
+      let advance = ledger.advance(observations)
+      return (ledger, advance, false)
+    }
+    let pruneDue = lastPrune.map { now - $0 > .seconds(3600) || now < $0 } ?? true
+    let (ledger, advance, version) = try guarded {
+      try connection.transaction {
+        let version = try connection.scalar("PRAGMA data_version") ?? 0
+        var ledger: Ledger
+        if let cached = cachedLedger, cached.dataVersion == version {
+          ledger = cached.ledger
+        } else {
+          ledger = try readLedger()
+        }
+        let advance = ledger.advance(observations)
+        try write(advance)
+        if pruneDue { try prune(now: now) }
+        return (ledger, advance, version)
+      }
+    }
+    // Only after the commit: a rolled-back advance must not be remembered.
+    cachedLedger = (ledger, version)
+    if pruneDue { lastPrune = now }
+    return (ledger, advance, true)
+  }
+
+  private func write(_ advance: LedgerAdvance) throws {
+    for entry in advance.changed {
+      let b = entry.baseline
+      let t = entry.totals
+      try connection.query(
+        """
+        INSERT OR REPLACE INTO interfaces (name, class, first_seen_at, if_index, boot_id, width,
+          rx_bytes, tx_bytes, rx_packets, tx_packets, sampled_at, boottime, total_rx_bytes,
+          total_tx_bytes, total_rx_packets, total_tx_packets, resets, wraps, discarded)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """,
+        [
+          .blob(entry.name.bytes), .text(entry.interfaceClass.rawValue), .integer(t.firstSeenAt.nanoseconds),
+          .integer(Int64(b.instance.index)), .text(b.instance.bootID), .integer(Int64(b.width.rawValue)),
+          .unsigned(b.counters.rxBytes), .unsigned(b.counters.txBytes), .unsigned(b.counters.rxPackets),
+          .unsigned(b.counters.txPackets), .integer(b.wall.nanoseconds), .integer(b.boottime),
+          .unsigned(t.rxBytes), .unsigned(t.txBytes), .unsigned(t.rxPackets), .unsigned(t.txPackets),
+          .unsigned(t.resets), .unsigned(t.wraps), .unsigned(t.discarded),
+        ])
+    }
+    for booked in advance.booked {
+      for granularity in TrafficGranularity.allCases {
+        try connection.query(
+          """
+          INSERT INTO buckets (name, granularity, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+          ON CONFLICT (granularity, start, name) DO UPDATE SET
+            class = excluded.class,
+            rx_bytes = rx_bytes + excluded.rx_bytes, tx_bytes = tx_bytes + excluded.tx_bytes,
+            rx_packets = rx_packets + excluded.rx_packets, tx_packets = tx_packets + excluded.tx_packets
+          """,
+          [
+            .blob(booked.name.bytes), .integer(Int64(granularity.rawValue)),
+            .integer(granularity.start(of: booked.wall)), .text(booked.interfaceClass.rawValue),
+            .unsigned(booked.delta.rxBytes), .unsigned(booked.delta.txBytes),
+            .unsigned(booked.delta.rxPackets), .unsigned(booked.delta.txPackets),
+          ])
+      }
+    }
+  }
+
+  /// Deletes buckets older than each granularity keeps.
+  private func prune(now: Timestamp) throws {
+    for granularity in TrafficGranularity.allCases {
+      try connection.query(
+        "DELETE FROM buckets WHERE granularity = ? AND start < ?",
+        [.integer(Int64(granularity.rawValue)), .integer(granularity.retentionCutoff(at: now))])
+    }
+  }
+
+  /// Traffic buckets of one granularity from `since` (Unix seconds) on, oldest first.
+  public func buckets(_ granularity: TrafficGranularity, since: Int64) throws -> [TrafficBucket] {
+    try guarded {
+      var result: [TrafficBucket] = []
+      try connection.query(
+        """
+        SELECT name, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets FROM buckets
+        WHERE granularity = ? AND start >= ? ORDER BY start, name
+        """, [.integer(Int64(granularity.rawValue)), .integer(since)]
+      ) { row in
+        result.append(
+          TrafficBucket(
+            name: InterfaceName(bytes: row.blob(0)), start: row.integer(1),
+            interfaceClass: InterfaceClass(rawValue: row.text(2) ?? "") ?? .other,
+            rxBytes: row.unsigned(3), txBytes: row.unsigned(4), rxPackets: row.unsigned(5),
+            txPackets: row.unsigned(6)))
+      }
+      return result
+    }
+  }
+
+  /// The database file's size in bytes, with its WAL (for the benchmark and `--verbose` notes).
+  public func fileSize() -> Int64 {
+    var total: Int64 = 0
+    for suffix in ["", "-wal"] {
+      var info = stat()
+      if stat(location.path + suffix, &info) == 0 { total += Int64(info.st_size) }
+    }
+    return total
+  }
+
+  /// Copies the WAL into the main file and truncates it (the recorder does this on exit).
+  public func checkpoint() {
+    guard !isReadOnly else { return }
+    try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+  }
+}
+
+/// Traffic of one interface name in one bucket.
+public struct TrafficBucket: Hashable, Sendable {
+  public var name: InterfaceName
+  public var start: Int64
+  public var interfaceClass: InterfaceClass
+  public var rxBytes: UInt64
+  public var txBytes: UInt64
+  public var rxPackets: UInt64
+  public var txPackets: UInt64
+}

@@ -1,0 +1,216 @@
+import CSQLite
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The one SQLite database (WAL) behind everything that must outlive a process: the ledger, the
+/// traffic buckets, the session window, the plan, stop records. The only code that speaks SQL.
+/// Several processes use it at once; each write is one transaction.
+public final class Store {
+  public let location: StoreLocation
+  let connection: SQLiteConnection
+  /// True when this connection may not write (file permissions, or opened for reading).
+  public let isReadOnly: Bool
+  /// The ledger as last loaded or written by this connection, and SQLite's `data_version` then:
+  /// while no other connection commits, a long-running sampler need not reload it every tick.
+  var cachedLedger: (ledger: Ledger, dataVersion: Int64)?
+  /// When this connection last deleted buckets past their retention.
+  var lastPrune: Timestamp?
+
+  /// How a command means to use the database.
+  public enum Intent: Sendable {
+    /// Read only; never create or write (`history`, `session status`).
+    case read
+    /// Write when permitted, else read (`status`, `watch`, `export`): they show what they can.
+    case writeIfPermitted
+    /// Must write, creating the database if missing (`record`, `enforce`, `plan`).
+    case write
+  }
+
+  /// `application_id` of vpnstat databases: "vpns".
+  static let applicationID: Int64 = 0x7670_6E73
+  /// The schema version this vpnstat writes; migrations bring older ones up to it.
+  public static let schemaVersion: Int64 = Int64(migrations.count)
+
+  /// Opens the database at `location` for `intent`. Returns nil when it does not exist and the
+  /// intent does not create it. Throws `StoreError` (never rewriting a file it cannot use).
+  public static func open(
+    _ location: StoreLocation, intent: Intent, busyTimeoutMilliseconds: Int32 = 2000
+  ) throws -> Store? {
+    let exists = location.exists
+    if !exists && intent != .write { return nil }
+    let writable = location.isWritable
+    if intent == .write && !writable {
+      throw StoreError.notPermitted(
+        path: location.path,
+        detail: exists ? "no write access to the file or its directory" : "cannot create it in \(location.directory)")
+    }
+    if !exists { try create(location) }
+    let readOnly = intent == .read || !writable
+    do {
+      let store = try Store(location: location, connection: connect(location, query: readOnly ? "?mode=ro" : ""), readOnly: readOnly)
+      store.connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds)
+      try store.validateAndMigrate()
+      return store
+    } catch let error as SQLiteError where readOnly && (error.isCannotOpen || error.isReadOnly) {
+      // A user who may not write cannot create the `-shm` file of a WAL database whose last
+      // writer removed it. Then there is no WAL to miss, and reading the file as immutable is
+      // exact.
+      let store = try Store(location: location, connection: connect(location, query: "?immutable=1"), readOnly: true)
+      try store.validateAndMigrate()
+      return store
+    }
+  }
+
+  private init(location: StoreLocation, connection: SQLiteConnection, readOnly: Bool) {
+    self.location = location
+    self.connection = connection
+    self.isReadOnly = readOnly
+  }
+
+  /// Creates the directory (0755) and an empty file (0644) so the modes do not depend on umask:
+  /// readers without write access must be able to read it and its `-wal`/`-shm` files.
+  private static func create(_ location: StoreLocation) throws {
+    var prefix = ""
+    for component in location.directory.split(separator: "/", omittingEmptySubsequences: true) {
+      prefix += "/" + component
+      if mkdir(prefix, 0o755) == 0 {
+        chmod(prefix, 0o755)
+      } else if errno != EEXIST {
+        let error = Errno.current
+        throw error.meansNotPermitted
+          ? StoreError.notPermitted(path: location.path, detail: "cannot create \(prefix): \(error)")
+          : StoreError.unavailable(path: location.path, detail: "cannot create \(prefix): \(error)")
+      }
+    }
+    let fd = Glibc.open(location.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+    if fd < 0 {
+      let error = Errno.current
+      if error == .exists { return }
+      throw error.meansNotPermitted
+        ? StoreError.notPermitted(path: location.path, detail: error.description)
+        : StoreError.unavailable(path: location.path, detail: error.description)
+    }
+    fchmod(fd, 0o644)
+    close(fd)
+  }
+
+  private static func connect(_ location: StoreLocation, query: String) throws -> SQLiteConnection {
+    let uri = "file:" + percentEncoded(location.path) + query
+    do {
+      return try SQLiteConnection(uri: uri, readOnly: !query.isEmpty, create: false)
+    } catch let error as SQLiteError {
+      throw map(error, location)
+    }
+  }
+
+  /// Reads what makes this file ours before anything is written to it.
+  private func validateAndMigrate() throws {
+    var applicationID: Int64 = 0
+    var version: Int64 = 0
+    do {
+      applicationID = try connection.scalar("PRAGMA application_id") ?? 0
+      version = try connection.scalar("PRAGMA user_version") ?? 0
+    } catch let error as SQLiteError where isReadOnly && (error.isCannotOpen || error.isReadOnly) {
+      throw error  // open() retries as immutable
+    } catch let error as SQLiteError {
+      throw Self.map(error, location)
+    }
+    if applicationID == 0 && version == 0 {
+      let tables = try guarded { try connection.scalar("SELECT count(*) FROM sqlite_master") ?? 0 }
+      if tables > 0 { throw StoreError.foreign(path: location.path) }
+    } else if applicationID != Self.applicationID {
+      throw StoreError.foreign(path: location.path)
+    }
+    if version > Self.schemaVersion {
+      throw StoreError.newerSchema(path: location.path, found: version, supported: Self.schemaVersion)
+    }
+    if !isReadOnly {
+      try guarded {
+        try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
+        connection.persistWAL()
+      }
+    }
+    if version < Self.schemaVersion {
+      if isReadOnly {
+        if version == 0 { return }  // an empty file someone else created: nothing to read
+        throw StoreError.notPermitted(
+          path: location.path,
+          detail: "its schema \(version) needs an upgrade to \(Self.schemaVersion), which needs write access")
+      }
+      try guarded {
+        try connection.transaction {
+          // Re-read under the write lock: another process may have migrated meanwhile.
+          let current = try connection.scalar("PRAGMA user_version") ?? 0
+          guard current < Self.schemaVersion else { return }
+          for step in Int(current)..<Self.migrations.count { try connection.execute(Self.migrations[step]) }
+          try connection.execute("PRAGMA application_id = \(Self.applicationID)")
+          try connection.execute("PRAGMA user_version = \(Self.schemaVersion)")
+        }
+      }
+    }
+  }
+
+  /// Runs a database operation, turning SQLite's errors into `StoreError`s that name the file.
+  func guarded<T>(_ body: () throws -> T) throws -> T {
+    do {
+      return try body()
+    } catch let error as SQLiteError {
+      throw Self.map(error, location)
+    }
+  }
+
+  static func map(_ error: SQLiteError, _ location: StoreLocation) -> StoreError {
+    if error.primary == SQLITE_NOTADB { return .notADatabase(path: location.path) }
+    if error.isCorrupt { return .corrupt(path: location.path, detail: error.message) }
+    if error.isBusy { return .busy(path: location.path) }
+    if error.isReadOnly { return .notPermitted(path: location.path, detail: error.message) }
+    return .unavailable(path: location.path, detail: error.message)
+  }
+
+  private static func percentEncoded(_ path: String) -> String {
+    var out = ""
+    for byte in path.utf8 {
+      switch byte {
+      case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2F, 0x2D, 0x2E, 0x5F, 0x7E: out.unicodeScalars.append(Unicode.Scalar(byte))
+      default: out += "%" + hexByte(byte).uppercased()
+      }
+    }
+    return out
+  }
+
+  // MARK: - Schema
+
+  /// Each step brings the schema up one version; never edit a step once released.
+  static let migrations: [String] = [
+    // 1: the ledger and traffic buckets.
+    """
+    CREATE TABLE interfaces (
+      name BLOB PRIMARY KEY,
+      class TEXT NOT NULL,
+      first_seen_at INTEGER NOT NULL,
+      if_index INTEGER NOT NULL,
+      boot_id TEXT NOT NULL,
+      width INTEGER NOT NULL,
+      rx_bytes INTEGER NOT NULL, tx_bytes INTEGER NOT NULL,
+      rx_packets INTEGER NOT NULL, tx_packets INTEGER NOT NULL,
+      sampled_at INTEGER NOT NULL,
+      boottime INTEGER NOT NULL,
+      total_rx_bytes INTEGER NOT NULL DEFAULT 0, total_tx_bytes INTEGER NOT NULL DEFAULT 0,
+      total_rx_packets INTEGER NOT NULL DEFAULT 0, total_tx_packets INTEGER NOT NULL DEFAULT 0,
+      resets INTEGER NOT NULL DEFAULT 0, wraps INTEGER NOT NULL DEFAULT 0,
+      discarded INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID;
+    CREATE TABLE buckets (
+      name BLOB NOT NULL,
+      granularity INTEGER NOT NULL,
+      start INTEGER NOT NULL,
+      class TEXT NOT NULL,
+      rx_bytes INTEGER NOT NULL, tx_bytes INTEGER NOT NULL,
+      rx_packets INTEGER NOT NULL, tx_packets INTEGER NOT NULL,
+      PRIMARY KEY (granularity, start, name)
+    ) WITHOUT ROWID;
+    """
+  ]
+}

@@ -1,0 +1,52 @@
+/// Why the database could not be used. Each names the file and maps to a documented exit status;
+/// none of them ever leads to the file being rewritten.
+public enum StoreError: Error, CommandFailure, CustomStringConvertible {
+  /// The file exists but is not an SQLite database at all.
+  case notADatabase(path: String)
+  /// An SQLite database, but not vpnstat's.
+  case foreign(path: String)
+  /// SQLite reports damage (a truncated or overwritten file).
+  case corrupt(path: String, detail: String)
+  /// Written by a newer vpnstat.
+  case newerSchema(path: String, found: Int64, supported: Int64)
+  /// The operation needs to write and this user may not.
+  case notPermitted(path: String, detail: String)
+  /// Another process holds the database locked longer than the busy timeout.
+  case busy(path: String)
+  /// The file or its directory cannot be opened or created.
+  case unavailable(path: String, detail: String)
+  /// Another vpnstat process holds a lock this one needs (a recorder, an enforcer).
+  case lockHeld(path: String, holder: String)
+
+  public var exitStatus: ExitStatus {
+    switch self {
+    case .notADatabase, .foreign, .corrupt, .newerSchema: .dataError
+    case .notPermitted: .noPermission
+    case .busy, .lockHeld: .tryLater
+    case .unavailable: .unavailable
+    }
+  }
+
+  public var message: String { description }
+
+  public var description: String {
+    switch self {
+    case .notADatabase(let path):
+      "\(path) is not a vpnstat database (not an SQLite file); it was left untouched. Use --db to choose another file."
+    case .foreign(let path):
+      "\(path) is an SQLite database but not vpnstat's; it was left untouched. Use --db to choose another file."
+    case .corrupt(let path, let detail):
+      "\(path) is damaged (\(detail)); it was left untouched. Move it aside to start a new one."
+    case .newerSchema(let path, let found, let supported):
+      "\(path) was written by a newer vpnstat (schema \(found); this vpnstat reads up to \(supported)); it was left untouched."
+    case .notPermitted(let path, let detail):
+      "cannot write \(path): \(detail). Run as a user who may write it (e.g. root), or use --db."
+    case .busy(let path):
+      "\(path) is locked by another process; try again."
+    case .unavailable(let path, let detail):
+      "cannot open \(path): \(detail)"
+    case .lockHeld(let path, let holder):
+      "\(holder) already holds \(path)"
+    }
+  }
+}

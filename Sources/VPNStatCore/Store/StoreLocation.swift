@@ -1,0 +1,38 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Where the database lives: `--db`, else `VPNSTAT_DB`, else `/var/lib/vpnstat/vpnstat.db` for
+/// root and `$XDG_STATE_HOME/vpnstat/vpnstat.db` (default `~/.local/state/…`) for anyone else.
+public struct StoreLocation: Hashable, Sendable {
+  public var path: String
+
+  public init(path: String) { self.path = path }
+
+  public static func resolve(
+    option: String?, environment: (String) -> String?, isRoot: Bool = getuid() == 0
+  ) -> StoreLocation {
+    if let option, !option.isEmpty { return StoreLocation(path: option) }
+    if let variable = environment("VPNSTAT_DB"), !variable.isEmpty {
+      return StoreLocation(path: variable)
+    }
+    if isRoot { return StoreLocation(path: "/var/lib/vpnstat/vpnstat.db") }
+    if let state = environment("XDG_STATE_HOME"), state.hasPrefix("/") {
+      return StoreLocation(path: state + "/vpnstat/vpnstat.db")
+    }
+    let home = environment("HOME") ?? "/"
+    return StoreLocation(path: home + "/.local/state/vpnstat/vpnstat.db")
+  }
+
+  public var directory: String {
+    guard let slash = path.lastIndex(of: "/") else { return "." }
+    return slash == path.startIndex ? "/" : String(path[..<slash])
+  }
+
+  public var exists: Bool { access(path, F_OK) == 0 }
+  /// Whether this process may write the database: the file (if any) and its directory, where
+  /// SQLite keeps the `-wal` and `-shm` files.
+  public var isWritable: Bool {
+    (exists ? access(path, W_OK) == 0 : true) && access(directory, W_OK) == 0
+  }
+}

@@ -1,0 +1,73 @@
+import VPNStatCore
+
+/// `vpnstat record`: the collector daemon that keeps the ledger and the traffic buckets.
+enum RecordCommand: Subcommand {
+  static let spec = CommandSpec(
+    name: "record", abstract: "Record traffic into the database until stopped (the collector daemon).",
+    discussion: """
+      Samples every interval and on every link change, advances the ledger (totals bridged across
+      counter resets and wraps) and the 5-minute, hourly, daily and monthly buckets. One recorder
+      per database. Stops cleanly on SIGTERM or SIGINT; a kill -9 loses at most one interval.
+      """,
+    options: [
+      OptionSpec(
+        "interval", .value("duration"), help: "Time between samples (default 5s).",
+        accepts: { parseDuration($0) != nil }),
+      OptionSpec("count", .value("n"), help: "Stop after N samples.", accepts: { parsePositiveInt($0) != nil }),
+      CommonOptions.interface, CommonOptions.only, CommonOptions.source, CommonOptions.classOverride,
+      CommonOptions.db,
+      OptionSpec("textfile", .value("dir"), help: "Also write DIR/vpnstat.prom (OpenMetrics) for node_exporter, atomically."),
+      CommonOptions.maxRate, CommonOptions.sysfsRoot,
+    ])
+
+  struct StandardErrorLog: RecorderLog {
+    let context: CommandContext
+    func event(_ line: String) { context.warn(line) }
+  }
+
+  static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
+    let interval = try parsed.value("interval", expected: "a duration such as 5s or 1m", parseDuration) ?? .seconds(5)
+    let count = try parsed.value("count", expected: "a positive number", parsePositiveInt)
+    let location = CommonOptions.storeLocation(parsed, context)
+    if let directory = parsed.value("textfile"), !SmallFile.exists(SystemPath(directory)) {
+      throw GeneralFailure(.unavailable, "--textfile: no directory \(directory)")
+    }
+    guard let store = try Store.open(location, intent: .write, busyTimeoutMilliseconds: 5000) else {
+      throw StoreError.unavailable(path: location.path, detail: "cannot create it")
+    }
+    let lock = try ProcessLock(path: location.path + ".record.lock", role: "vpnstat record")
+    var recorder = Recorder(
+      sampler: try CommonOptions.sampler(parsed, recorded: try CommonOptions.selection(parsed)),
+      store: store, interval: interval, count: count, textfileDirectory: parsed.value("textfile"),
+      log: StandardErrorLog(context: context))
+    try recorder.run()
+    withExtendedLifetime(lock) {}
+    return .success
+  }
+}
+
+/// `vpnstat export`: the ledger as OpenMetrics text, for a scrape or a one-off.
+enum ExportCommand: Subcommand {
+  static let spec = CommandSpec(
+    name: "export", abstract: "Print OpenMetrics text (per interface and class, and the session).",
+    options: [CommonOptions.source, CommonOptions.classOverride, CommonOptions.db, CommonOptions.maxRate, CommonOptions.sysfsRoot])
+
+  static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
+    var sampler = try CommonOptions.sampler(parsed)
+    let location = CommonOptions.storeLocation(parsed, context)
+    let sample = try sampler.sample()
+    var warnings: [String] = []
+    let ledger: Ledger
+    if let store = try Store.open(location, intent: .writeIfPermitted) {
+      ledger = try LedgerView.advance(store, sampler: &sampler, sample: sample, warnings: &warnings)
+    } else {
+      // No database: the kernel's counters of the current instances, which Prometheus' rate()
+      // handles across resets the way it handles any counter reset.
+      ledger = Ledger(kernelCountersOf: sampler.observations(sample))
+      warnings.append("no database at \(location.path): exporting the kernel's counters of the current instances")
+    }
+    for warning in warnings { context.warn(warning) }
+    try context.write(OpenMetrics.render(ledger: ledger, session: nil, at: sample.taken.wall))
+    return .success
+  }
+}
