@@ -61,6 +61,10 @@ final class ChildProcess: @unchecked Sendable {
     posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
     posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
     var env = ProcessInfo.processInfo.environment
+    // Never the machine's own database: commands that only read one find none unless a test
+    // gives one with --db or VPNSTAT_DB.
+    env["VPNSTAT_DB"] = "/nonexistent/vpnstat-tests/none.db"
+    env["NO_COLOR"] = nil
     for (key, value) in environment ?? [:] { env[key] = value }
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]

@@ -1,0 +1,295 @@
+import Foundation
+import Testing
+
+@testable import VPNStatCore
+
+/// The ledger's rules end to end through the Store, with an injected clock.
+struct LedgerTests {
+  let name = InterfaceName("tun0")
+
+  func observation(
+    _ rx: UInt64, _ tx: UInt64, index: Int32 = 7, boot: String = "boot-a", at clock: ManualTimeSource,
+    width: CounterWidth = .bits64, plausible: Double = Ledger.defaultCapBytesPerSecond, notification: Bool = false
+  ) -> LedgerObservation {
+    let now = clock.now()
+    return LedgerObservation(
+      name: name, interfaceClass: .tunnel,
+      baseline: LedgerBaseline(
+        instance: InterfaceInstance(index: index, bootID: boot),
+        counters: InterfaceCounters(rxBytes: rx, txBytes: tx, rxPackets: rx / 100, txPackets: tx / 100),
+        width: width, wall: now.wall, boottime: now.boottime),
+      plausibleBytesPerSecond: plausible, isNotification: notification)
+  }
+
+  func store(_ directory: TemporaryDirectory) throws -> Store {
+    try #require(try Store.open(StoreLocation(path: directory.file("ledger.db")), intent: .write))
+  }
+
+  @Test("a recreated tunnel's counters are bridged: totals add every instance, resets counted, no phantom 4 GiB")
+  func recreatedTunnel() throws {
+    let directory = try TemporaryDirectory("ledger")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    _ = try store.advanceLedger([observation(0, 0, index: 7, at: clock)], now: clock.now().wall)
+    clock.advance(.seconds(5))
+    _ = try store.advanceLedger([observation(1000, 5000, index: 7, at: clock)], now: clock.now().wall)
+    clock.advance(.seconds(5))
+    // Recreated: a new ifindex, counters from zero.
+    _ = try store.advanceLedger([observation(300, 700, index: 8, at: clock)], now: clock.now().wall)
+    clock.advance(.seconds(5))
+    let last = try store.advanceLedger([observation(400, 900, index: 8, at: clock)], now: clock.now().wall)
+    let totals = try #require(last.ledger.entries[name]?.totals)
+    #expect(totals.rxBytes == 1400)
+    #expect(totals.txBytes == 5900)
+    #expect(totals.resets == 1)
+    #expect(totals.wraps == 0)
+    // And a fresh connection reads the same from the file.
+    let reopened = try #require(try Store.open(StoreLocation(path: directory.file("ledger.db")), intent: .read))
+    #expect(try reopened.loadLedger().entries[name]?.totals == totals)
+  }
+
+  @Test("a changed boot id is a reset, never a wrap, even with 32-bit counters and the same ifindex")
+  func reboot() throws {
+    let directory = try TemporaryDirectory("reboot")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    _ = try store.advanceLedger([observation(4_000_000_000, 10, at: clock, width: .bits32)], now: clock.now().wall)
+    clock.reboot(bootID: "boot-b")
+    let result = try store.advanceLedger(
+      [observation(1000, 20, boot: "boot-b", at: clock, width: .bits32)], now: clock.now().wall)
+    let totals = try #require(result.ledger.entries[name]?.totals)
+    #expect(totals.resets == 1 && totals.wraps == 0)
+    #expect(totals.rxBytes == 1000 && totals.txBytes == 20)
+    #expect(result.advance.events.map(\.kind) == [.reset])
+    #expect(result.advance.events.first?.detail.contains("rebooted") == true)
+  }
+
+  @Test("32-bit wraps are exact and counted")
+  func wraps() throws {
+    var ledger = Ledger()
+    let clock = ManualTimeSource()
+    var counter: UInt64 = 0
+    var truth: UInt64 = 0
+    _ = ledger.advance([observation(0, 0, at: clock, width: .bits32)])
+    for _ in 0..<10 {
+      clock.advance(.seconds(1))
+      truth += 1_000_000_007
+      counter = truth % (1 << 32)
+      _ = ledger.advance([observation(counter, counter, at: clock, width: .bits32)])
+    }
+    let totals = try #require(ledger.entries[name]?.totals)
+    #expect(totals.rxBytes == truth)
+    #expect(totals.wraps == truth / (1 << 32))
+  }
+
+  @Test("a delta faster than plausible is discarded and counted, and the next one counts from it")
+  func implausible() throws {
+    var ledger = Ledger()
+    let clock = ManualTimeSource()
+    let linkSpeed = 1e9 / 8  // 1 Gbit/s
+    _ = ledger.advance([observation(0, 0, at: clock, plausible: linkSpeed)])
+    clock.advance(.seconds(5))
+    let glitch = ledger.advance([observation(1 << 62, 100, at: clock, plausible: linkSpeed)])
+    #expect(glitch.events.map(\.kind) == [.discarded])
+    clock.advance(.seconds(5))
+    _ = ledger.advance([observation((1 << 62) + 5000, 200, at: clock, plausible: linkSpeed)])
+    let totals = try #require(ledger.entries[name]?.totals)
+    #expect(totals.discarded == 1)
+    #expect(totals.rxBytes == 5000 && totals.txBytes == 100)
+  }
+
+  @Test("a long gap still counts: the instance is tracked, so nothing needs throwing away")
+  func longGap() throws {
+    var ledger = Ledger()
+    let clock = ManualTimeSource()
+    _ = ledger.advance([observation(0, 0, at: clock)])
+    clock.suspend(.seconds(3 * 86_400))
+    _ = ledger.advance([observation(80_000_000, 9_000, at: clock)])
+    #expect(ledger.entries[name]?.totals.rxBytes == 80_000_000)
+  }
+
+  @Test("a notification queued behind a newer poll never moves the instance back")
+  func staleNotification() throws {
+    var ledger = Ledger()
+    let clock = ManualTimeSource()
+    _ = ledger.advance([observation(0, 0, at: clock)])
+    clock.advance(.seconds(1))
+    _ = ledger.advance([observation(5000, 5000, at: clock)])
+    clock.advance(.seconds(1))
+    let stale = ledger.advance([observation(4000, 4000, at: clock, notification: true)])
+    #expect(stale.events.isEmpty)
+    clock.advance(.seconds(1))
+    _ = ledger.advance([observation(6000, 6000, at: clock)])
+    #expect(ledger.entries[name]?.totals.rxBytes == 6000)
+    #expect(ledger.entries[name]?.totals.resets == 0)
+  }
+
+  @Test("two connections advancing in turn keep one consistent ledger (each advance against the stored baseline)")
+  func interleavedWriters() throws {
+    let directory = try TemporaryDirectory("two")
+    let a = try store(directory)
+    let b = try store(directory)
+    let clock = ManualTimeSource()
+    var counter: UInt64 = 0
+    _ = try a.advanceLedger([observation(0, 0, at: clock)], now: clock.now().wall)
+    for i in 0..<40 {
+      clock.advance(.milliseconds(100))
+      counter += 1000
+      _ = try (i % 3 == 0 ? a : b).advanceLedger([observation(counter, counter, at: clock)], now: clock.now().wall)
+    }
+    #expect(try a.loadLedger().entries[name]?.totals.rxBytes == counter)
+    #expect(try b.loadLedger().entries[name]?.totals.txBytes == counter)
+  }
+
+  @Test("buckets add up per 5 minutes, hour, day and month, and old ones are pruned")
+  func buckets() throws {
+    let directory = try TemporaryDirectory("buckets")
+    let store = try store(directory)
+    let clock = ManualTimeSource(wall: 1_800_000_000)
+    _ = try store.advanceLedger([observation(0, 0, at: clock)], now: clock.now().wall)
+    var rx: UInt64 = 0
+    for _ in 0..<(12 * 24 * 3) {  // three days of 5-minute samples
+      clock.advance(.seconds(300))
+      rx += 1000
+      _ = try store.advanceLedger([observation(rx, 0, at: clock)], now: clock.now().wall)
+    }
+    for granularity in TrafficGranularity.allCases {
+      let buckets = try store.buckets(granularity, since: 0)
+      #expect(buckets.reduce(0) { $0 + $1.rxBytes } <= rx)
+      // Pruning runs once an hour, so up to an hour's worth more may be kept meanwhile.
+      #expect(buckets.count <= granularity.retainedBuckets + (granularity == .fiveMinutes ? 12 : 1), "\(granularity)")
+    }
+    // Months and days keep everything of three days; 5-minute buckets only 48 hours.
+    #expect(try store.buckets(.month, since: 0).reduce(0) { $0 + $1.rxBytes } == rx)
+    #expect(try store.buckets(.day, since: 0).reduce(0) { $0 + $1.rxBytes } == rx)
+    #expect((576...588).contains(try store.buckets(.fiveMinutes, since: 0).count))
+    let history = TrafficHistory.make(
+      buckets: try store.buckets(.hour, since: 0), granularity: .hour, count: 24, now: clock.now().wall,
+      grouping: .class, selection: InterfaceSelection())
+    #expect(history.series.count == 1)
+    #expect(history.series[0].rows.count == 24)
+    // Full hours hold 12 samples; the current hour, starting now, holds one.
+    #expect(history.series[0].rows.dropLast().allSatisfy { $0.rxBytes == 12_000 })
+    #expect(history.series[0].rows.last?.rxBytes == 1000)
+  }
+}
+
+/// The database as bad input: every case names the file, exits as documented, changes nothing.
+struct StoreBadInputTests {
+  func check(
+    _ path: String, expectStatus: Int32, fragment: String, commands: [[String]] = [["status", "--json"], ["record", "--count", "1"], ["history"]]
+  ) throws {
+    let before = contents(path)
+    for command in commands {
+      let result = try run(Built.vpnstat, command + ["--db", path])
+      #expect(result.status == expectStatus, "\(command): \(result.errors)")
+      #expect(result.errors.contains(path), "\(command): \(result.errors)")
+      #expect(result.errors.contains(fragment), "\(command): \(result.errors)")
+      #expect(contents(path) == before, "\(command) changed \(path)")
+    }
+  }
+
+  @Test("a file that is not SQLite: 65, untouched")
+  func notSQLite() throws {
+    let directory = try TemporaryDirectory("notdb")
+    let path = directory.file("v.db")
+    try Data(String(repeating: "this is not a database\n", count: 300).utf8).write(to: URL(fileURLWithPath: path))
+    try check(path, expectStatus: 65, fragment: "not a vpnstat database")
+  }
+
+  @Test("an SQLite database that is not vpnstat's: 65, untouched")
+  func foreign() throws {
+    let directory = try TemporaryDirectory("foreign")
+    let path = directory.file("v.db")
+    let made = try python("import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table t(x)'); c.commit()", [path])
+    #expect(made.status == 0)
+    try check(path, expectStatus: 65, fragment: "not vpnstat's")
+  }
+
+  @Test("a truncated database: 65, untouched")
+  func truncated() throws {
+    let directory = try TemporaryDirectory("trunc")
+    let good = directory.file("good.db")
+    let recorded = try run(Built.vpnstat, ["record", "--count", "2", "--interval", "100ms", "--db", good])
+    #expect(recorded.status == 0, "\(recorded.errors)")
+    let full = try #require(contents(good))
+    #expect(full.count >= 8192)
+    let path = directory.file("v.db")
+    try full.prefix(full.count / 2 + 100).write(to: URL(fileURLWithPath: path))
+    try check(path, expectStatus: 65, fragment: "damaged", commands: [["status", "--json"], ["record", "--count", "1"]])
+  }
+
+  @Test("a database from a newer vpnstat: 65, untouched")
+  func newer() throws {
+    let directory = try TemporaryDirectory("newer")
+    let path = directory.file("v.db")
+    let made = try python(
+      "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma application_id=%d' % 0x76706E73); c.execute('pragma user_version=99'); c.execute('create table future(x)'); c.commit()",
+      [path])
+    #expect(made.status == 0, "\(made.errors)")
+    try check(path, expectStatus: 65, fragment: "newer vpnstat")
+  }
+
+  @Test("a locked database: record exits 75 naming it; status still shows what it can")
+  func locked() throws {
+    let directory = try TemporaryDirectory("locked")
+    let path = directory.file("v.db")
+    #expect(try run(Built.vpnstat, ["record", "--count", "1", "--db", path]).status == 0)
+    let holder = try BackgroundProcess(
+      "/usr/bin/python3",
+      ["-c", "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('begin immediate'); print('locked', flush=True); time.sleep(30)", path])
+    try holder.waitFor("locked")
+    let before = contents(path)
+    let record = try run(Built.vpnstat, ["record", "--count", "1", "--db", path])
+    #expect(record.status == 75, "\(record.errors)")
+    #expect(record.errors.contains(path) && record.errors.contains("locked"))
+    let status = try run(Built.vpnstat, ["status", "--json", "--db", path])
+    #expect(status.status == 0, "\(status.errors)")
+    let warnings = try parseStatus(status)["warnings"] as? [String] ?? []
+    #expect(warnings.contains { $0.contains("busy") })
+    #expect(contents(path) == before)
+    holder.stop()
+  }
+
+  @Test("a second recorder on the same database refuses, naming the holder")
+  func secondRecorder() throws {
+    let directory = try TemporaryDirectory("second")
+    let path = directory.file("v.db")
+    let first = try BackgroundProcess(Built.vpnstat, ["record", "--interval", "1s", "--db", path])
+    defer { first.stop() }
+    let deadline = Date().addingTimeInterval(10)
+    while !FileManager.default.fileExists(atPath: path + ".record.lock") || (contents(path + ".record.lock")?.isEmpty ?? true) {
+      if Date() > deadline { break }
+      usleep(20_000)
+    }
+    let second = try run(Built.vpnstat, ["record", "--count", "1", "--db", path])
+    #expect(second.status == 75, "\(second.errors)")
+    #expect(second.errors.contains("vpnstat record (pid \(first.pid))"), "\(second.errors)")
+    #expect(first.stop() == 0)
+    // With the first gone (even by kill -9), the lock is free again.
+    #expect(try run(Built.vpnstat, ["record", "--count", "1", "--db", path]).status == 0)
+  }
+
+  @Test("a user who may read but not write: status reads the totals, record is refused with 77, nothing changes")
+  func readOnlyUser() throws {
+    let directory = try TemporaryDirectory("ro")
+    let path = directory.file("v.db")
+    #expect(try run(Built.vpnstat, ["record", "--count", "2", "--interval", "100ms", "--db", path]).status == 0)
+    let binary = try vpnstatForOtherUsers(in: directory)
+    let before = contents(path)
+    let status = try runAsNobody(binary, ["status", "--json", "--db", path])
+    #expect(status.status == 0, "\(status.errors)")
+    let parsed = try parseStatus(status)
+    #expect(interfaces(parsed).contains { $0["total_rx_bytes"] is NSNumber })
+    #expect((parsed["warnings"] as? [String] ?? []).contains { $0.contains("read-only") })
+    let record = try runAsNobody(binary, ["record", "--count", "1", "--db", path])
+    #expect(record.status == 77, "\(record.errors)")
+    #expect(record.errors.contains(path))
+    // Also when the last writer left no -wal/-shm files behind.
+    try? FileManager.default.removeItem(atPath: path + "-wal")
+    try? FileManager.default.removeItem(atPath: path + "-shm")
+    let bare = try runAsNobody(binary, ["status", "--json", "--db", path])
+    #expect(bare.status == 0, "\(bare.errors)")
+    #expect(contents(path) == before)
+  }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+
+@testable import VPNStatCore
+
+/// The recorder against the real kernel: teardown between polls, 32-bit wraps, concurrency.
+@Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
+struct RecorderKernelTests {
+  /// Starts a recorder in `ns` and waits until its first sample is committed.
+  func startRecorder(_ ns: TestNamespace, _ db: String, _ arguments: [String]) throws -> BackgroundProcess {
+    let recorder = try ns.start(Built.vpnstat, ["record", "--db", db] + arguments)
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline {
+      if let store = try? Store.open(StoreLocation(path: db), intent: .read), let ledger = try? store.loadLedger(),
+        !ledger.entries.isEmpty
+      {
+        return recorder
+      }
+      if !recorder.isRunning { throw TestSetupError("recorder exited: \(recorder.errors)") }
+      usleep(20_000)
+    }
+    throw TestSetupError("recorder never wrote: \(recorder.errors)")
+  }
+
+  @Test("a tun torn down and recreated three times between two polls: every instance's bytes are booked")
+  func teardownBetweenPolls() throws {
+    let ns = try TestNamespace("tear")
+    let directory = try TemporaryDirectory("tear")
+    let db = directory.file("v.db")
+    let recorder = try startRecorder(ns, db, ["--interval", "60s"])
+    defer { recorder.stop() }
+    var kernelTx: UInt64 = 0
+    var kernelRx: UInt64 = 0
+    var owners: [BackgroundProcess] = []
+    for round in 0..<3 {
+      let tun = try ns.peer("tun", "tun7", "--echo")
+      try tun.waitFor("ready")
+      try ns.ip("addr", "add", "169.254.77.1", "peer", "169.254.77.2", "dev", "tun7")
+      try ns.ip("link", "set", "tun7", "up")
+      try ns.peerRun("udp-send", "169.254.77.2", "9300", "\(100 + 50 * round)", "900", "--gap-us", "100")
+      usleep(100_000)
+      let counted = try ns.kernelCounters("tun7")
+      if round < 2 {
+        kernelTx += counted.txBytes
+        kernelRx += counted.rxBytes
+        tun.stop()  // the tun goes with its owner: RTM_DELLINK carries its final counters
+        // Wait until the kernel has removed it.
+        var gone = false
+        for _ in 0..<200 where !gone {
+          gone = (try? ns.ip("link", "show", "tun7")) == nil
+          if !gone { usleep(10_000) }
+        }
+        #expect(gone)
+      } else {
+        owners.append(tun)
+      }
+    }
+    // The third instance still lives: status books it, and reads the kernel the same moment.
+    usleep(200_000)
+    let third = try ns.kernelCounters("tun7")
+    let status = try parseStatus(ns.vpnstat("status", "--json", "--db", db, "-i", "tun7"))
+    let tun7 = try #require(interface(status, named: "tun7"))
+    let totalTx = try #require(uint(tun7["total_tx_bytes"]))
+    let totalRx = try #require(uint(tun7["total_rx_bytes"]))
+    let expectedTx = kernelTx + third.txBytes
+    let expectedRx = kernelRx + third.rxBytes
+    #expect(expectedTx > 300_000)
+    #expect(Double(totalTx) >= Double(expectedTx) * 0.999 && Double(totalTx) <= Double(expectedTx) * 1.001, "\(totalTx) vs \(expectedTx)")
+    #expect(Double(totalRx) >= Double(expectedRx) * 0.999 && Double(totalRx) <= Double(expectedRx) * 1.001, "\(totalRx) vs \(expectedRx)")
+    #expect((uint(tun7["resets"]) ?? 0) >= 2)
+    #expect(totalTx < 1 << 32, "phantom wrap")
+    #expect(recorder.stop() == 0)
+    #expect(recorder.errors.contains("tun7: reset"), "one stderr line per reset: \(recorder.errors)")
+    owners.forEach { $0.stop() }
+  }
+
+  @Test("32-bit counters wrapping for real: getifaddrs over more than 5 GiB of loopback traffic")
+  func realWraps() throws {
+    let ns = try TestNamespace("wrap")
+    let directory = try TemporaryDirectory("wrap")
+    let db = directory.file("v.db")
+    let recorder = try startRecorder(ns, db, ["--interval", "1s", "--source", "getifaddrs", "-i", "lo"])
+    defer { recorder.stop() }
+    let sink = try ns.peer("tcp-sink", "9400")
+    try sink.waitFor("ready")
+    // Paced to ~1 GiB/s so one interval never holds more than one wrap.
+    let sent = try ns.run(Built.testPeer, ["tcp-send", "127.0.0.1", "9400", "\(5_600_000_000)", "--rate", "\(1_000_000_000)"], timeout: 120)
+    #expect(sent.status == 0, "\(sent.errors)")
+    _ = sink.stop()
+    usleep(1_200_000)
+    #expect(recorder.stop() == 0)
+    let truth = try ns.kernelCounters("lo")
+    let ledger = try #require(try Store.open(StoreLocation(path: db), intent: .read)).loadLedger()
+    let lo = try #require(ledger.entries[InterfaceName("lo")])
+    #expect(truth.txBytes > 5 << 30)
+    // The recorder's first sample saw lo at (almost) zero: its total is the whole 64-bit count.
+    let ratio = Double(lo.totals.txBytes) / Double(truth.txBytes)
+    #expect(ratio > 0.999 && ratio <= 1.0, "ledger \(lo.totals.txBytes) vs sysfs \(truth.txBytes)")
+    #expect(lo.totals.wraps >= 1)
+    #expect(lo.totals.discarded == 0)
+    #expect(lo.baseline.width == .bits32)
+  }
+
+  @Test("a recorder and repeated status runs together keep totals equal to the kernel's counts")
+  func recorderAndStatus() throws {
+    let pair = try VethPair("conc", subnet: 33)
+    let directory = try TemporaryDirectory("conc")
+    let db = directory.file("v.db")
+    let recorder = try startRecorder(pair.left, db, ["--interval", "200ms"])
+    defer { recorder.stop() }
+    let sink = try pair.right.peer("udp-sink", "9500")
+    try sink.waitFor("ready")
+    let sender = try pair.left.start(Built.testPeer, ["udp-send", pair.rightAddress, "9500", "3000", "1200", "--gap-us", "300"])
+    var runs = 0
+    while sender.isRunning || runs < 5 {
+      let status = try pair.left.vpnstat("status", "--json", "--db", db)
+      #expect(status.status == 0, "\(status.errors)")
+      runs += 1
+    }
+    sender.stop()
+    usleep(300_000)
+    let kernel = try pair.left.kernelCounters(pair.leftName)
+    #expect(recorder.stop() == 0)
+    let ledger = try #require(try Store.open(StoreLocation(path: db), intent: .read)).loadLedger()
+    let veth = try #require(ledger.entries[InterfaceName(pair.leftName)])
+    #expect(veth.totals.txBytes == kernel.txBytes)
+    #expect(veth.totals.rxBytes == kernel.rxBytes)
+    #expect(veth.totals.resets == 0 && veth.totals.discarded == 0)
+    #expect(runs >= 5)
+    sink.stop()
+  }
+
+  @Test("OpenMetrics from export and from record --textfile parse with prometheus_client and match the ledger")
+  func openMetrics() throws {
+    let pair = try VethPair("prom", subnet: 34)
+    let directory = try TemporaryDirectory("prom")
+    let db = directory.file("v.db")
+    try pair.left.ip("link", "add", "name", "q\"\\x", "type", "ifb")
+    let first = try pair.left.vpnstat("record", "--count", "1", "--db", db, "--textfile", directory.path)
+    #expect(first.status == 0, "\(first.errors)")
+    try pair.left.peerRun("udp-send", pair.rightAddress, "9600", "100", "1000")
+    usleep(100_000)
+    let recorded = try pair.left.vpnstat("record", "--count", "1", "--db", db, "--textfile", directory.path)
+    #expect(recorded.status == 0)
+    let exported = try pair.left.vpnstat("export", "--db", db)
+    #expect(exported.status == 0, "\(exported.errors)")
+    let textfile = try #require(contents(directory.file("vpnstat.prom")))
+    let parser = """
+      import sys, json
+      from prometheus_client.openmetrics.parser import text_string_to_metric_families
+      out = {}
+      for family in text_string_to_metric_families(sys.stdin.read()):
+          for s in family.samples:
+              if s.name.endswith('_total'):
+                  out[s.name + '|' + s.labels.get('interface', s.labels.get('class', ''))] = s.value
+      print(json.dumps(out))
+      """
+    for text in [exported.stdout, textfile] {
+      let parsed = try python(parser, input: text)
+      #expect(parsed.status == 0, "parser rejected it: \(parsed.errors)")
+      let values = try #require(try JSONSerialization.jsonObject(with: parsed.stdout) as? [String: Double])
+      let tx = try #require(values["vpnstat_interface_transmit_bytes_total|\(pair.leftName)"])
+      #expect(tx >= 100_000)
+      #expect(values["vpnstat_interface_receive_bytes_total|q\"\\x"] != nil)
+      #expect(values["vpnstat_class_transmit_bytes_total|other"] != nil)
+    }
+    let ledger = try #require(try Store.open(StoreLocation(path: db), intent: .read)).loadLedger()
+    let fromExport = try python(parser, input: exported.stdout)
+    let values = try #require(try JSONSerialization.jsonObject(with: fromExport.stdout) as? [String: Double])
+    #expect(UInt64(values["vpnstat_interface_transmit_bytes_total|\(pair.leftName)"] ?? -1) == ledger.entries[InterfaceName(pair.leftName)]?.totals.txBytes)
+  }
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// A directory for one test, removed with everything in it when the value goes away.
+/// Mode 0755 so that tests running commands as `nobody` can reach what is inside.
+final class TemporaryDirectory: @unchecked Sendable {
+  let url: URL
+  init(_ label: String = "t") throws {
+    url = URL(fileURLWithPath: "/tmp").appendingPathComponent("vpnstat-\(label)-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    chmod(url.path, 0o755)
+  }
+  var path: String { url.path }
+  func file(_ name: String) -> String { url.appendingPathComponent(name).path }
+  deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// The bytes of a file, to show it was left untouched.
+func contents(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
+
+/// Runs Debian's python3 (not a pyenv shim) with a script.
+func python(_ script: String, _ arguments: [String] = [], input: Data? = nil, timeout: TimeInterval = 60) throws
+  -> CommandResult
+{
+  try run("/usr/bin/python3", ["-c", script] + arguments, input: input, timeout: timeout)
+}
+
+/// A copy of the built vpnstat that an unprivileged user can execute (the build directory may
+/// sit under /root, which `nobody` cannot enter).
+func vpnstatForOtherUsers(in directory: TemporaryDirectory) throws -> String {
+  let copy = directory.file("vpnstat")
+  if !FileManager.default.fileExists(atPath: copy) {
+    try FileManager.default.copyItem(atPath: Built.vpnstat, toPath: copy)
+    chmod(copy, 0o755)
+  }
+  return copy
+}
+
+/// Runs a command as `nobody` (setpriv from util-linux, present on every Debian).
+func runAsNobody(_ executable: String, _ arguments: [String]) throws -> CommandResult {
+  try run(
+    "/usr/bin/setpriv",
+    ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", executable] + arguments,
+    environment: ["HOME": "/nonexistent", "XDG_STATE_HOME": "/nonexistent/state"])
+}
