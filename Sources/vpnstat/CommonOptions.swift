@@ -101,3 +101,30 @@ extension CommonOptions {
       capBytesPerSecond: try capBytesPerSecond(parsed), clock: SystemTimeSource())
   }
 }
+
+extension CommonOptions {
+  static let sessionLength = OptionSpec(
+    "session-length", .value("duration"),
+    help: "Length of a free session (default 15m; 2m in debug builds).", accepts: { parseDuration($0) != nil })
+  static let pauseLength = OptionSpec(
+    "pause-length", .value("duration"),
+    help: "Length of the pause after it (default 45m; 1m in debug builds).", accepts: { parseDuration($0) != nil })
+
+  /// The lengths a new window gets: options, then the configuration file, then the built-in ones.
+  static func lengths(_ parsed: ParsedCommand) throws -> SessionLengths {
+    let builtIn = SessionLengths.builtIn
+    return SessionLengths(
+      session: try parsed.value("session-length", expected: "a duration such as 15m", parseDuration) ?? builtIn.session,
+      pause: try parsed.value("pause-length", expected: "a duration such as 45m", parseDuration) ?? builtIn.pause)
+  }
+
+  /// The session report for a command that sampled, when there is a database.
+  static func sessionReport(
+    _ store: Store?, _ parsed: ParsedCommand, sampler: inout TrafficSampler, sample: CounterSample, ledger: Ledger?
+  ) throws -> SessionReport? {
+    guard let store else { return nil }
+    return try SessionView.report(
+      store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
+      nextLengths: try lengths(parsed))
+  }
+}

@@ -6,7 +6,8 @@ import VPNStatCore
 
 /// The subcommands, in the order help lists them.
 let subcommands: [any Subcommand.Type] = [
-  StatusCommand.self, RecordCommand.self, HistoryCommand.self, ExportCommand.self,
+  StatusCommand.self, SessionCommand.self, PlanCommand.self, EnforceCommand.self, RecordCommand.self,
+  HistoryCommand.self, ExportCommand.self,
 ]
 
 let rootSpec = CommandSpec(
@@ -27,7 +28,10 @@ func rawArguments() -> [String] {
 @MainActor func runMain() -> ExitStatus {
   let context = CommandContext()
   do {
-    let parsed = try parseCommandLine(rawArguments(), root: rootSpec)
+    var parsed = try parseCommandLine(rawArguments(), root: rootSpec)
+    if !parsed.helpRequested && !parsed.versionRequested {
+      try ConfigFile.apply(to: &parsed, path: ConfigFile.path(context, isRoot: getuid() == 0))
+    }
     if parsed.versionRequested {
       try context.write("vpnstat \(vpnstatVersion)\n")
       return .success

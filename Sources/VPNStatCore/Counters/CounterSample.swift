@@ -79,6 +79,9 @@ public struct LinkAttributes: Hashable, Sendable {
   /// sysfs `carrier` where it was read (1 = carrier).
   public var carrier: Bool?
 
+  /// IFF_UP: administratively up (what `ip link set up` sets and the enforcer clears).
+  public var isAdministrativelyUp: Bool { (flags ?? 0) & 0x1 != 0 }
+
   public init(
     arpType: UInt16? = nil, flags: UInt32? = nil, operState: OperState? = nil, kind: String? = nil,
     carrier: Bool? = nil

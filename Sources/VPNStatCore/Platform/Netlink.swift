@@ -135,6 +135,12 @@ public final class NetlinkSocket {
     }
   }
 
+  /// Receives one datagram (blocking) and passes each message in it to `body`.
+  func receiveOnce(_ body: (NetlinkMessage) throws -> Void) throws {
+    let count = try receive(blocking: true)
+    try NetlinkMessage.forEach(in: UnsafeRawBufferPointer(rebasing: buffer[0..<count]), body)
+  }
+
   private func receive(blocking: Bool) throws -> Int {
     let flags = blocking ? Int32(0) : Int32(MSG_DONTWAIT)
     let count = try retryingInterrupts {

@@ -107,7 +107,3 @@ public enum OpenMetrics {
   }
 }
 
-/// The session window's gauges; completed by the session issue.
-public enum SessionMetrics {
-  public static func render(_ session: SessionReport) -> String { "" }
-}

@@ -143,10 +143,3 @@ public enum StatusJSON {
   }
 }
 
-/// The `session` object of the contract; completed by the session issue.
-public enum SessionJSON {
-  public static func write(_ session: SessionReport, into json: inout JSONWriter) {
-    json.beginObject()
-    json.endObject()
-  }
-}

@@ -105,6 +105,11 @@ public enum StatusTable {
       }
     }
     var lines: [String] = []
+    if let session = snapshot.session {
+      lines.append(TextStyle.bold.apply(SessionText.headline(session), color: options.color))
+      lines += SessionText.details(session, options: options)
+      lines.append("")
+    }
     if snapshot.interfaces.isEmpty {
       lines.append("No interfaces matched.")
     } else {

@@ -64,7 +64,7 @@ public enum Units {
     let minutes = value / 60 % 60
     let seconds = value % 60
     if hours > 0 { return "\(hours) h \(minutes < 10 ? "0" : "")\(minutes) min" }
-    if minutes > 0 { return "\(minutes) min \(seconds) s" }
+    if minutes > 0 { return seconds == 0 ? "\(minutes) min" : "\(minutes) min \(seconds) s" }
     return "\(seconds) s"
   }
 

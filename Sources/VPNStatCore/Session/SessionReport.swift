@@ -1,5 +1,92 @@
-/// The session window as reports show it. Filled in by the session issue; a placeholder type
-/// here so snapshots and renderers have their final shape.
+/// The state a person sees.
+public enum SessionState: String, Hashable, Sendable, CaseIterable {
+  /// No window yet (or the last one and its pause are over): connecting opens one.
+  case none
+  /// Connected time left in the window.
+  case active
+  /// The session is over and the tunnel is down: time until reconnecting is allowed.
+  case paused
+  /// The session is over but the tunnel is still up: a disconnect is pending.
+  case expired
+  /// Premium: no limit.
+  case unlimited
+}
+
+/// The session window as reports show it, computed from the stored record at one trusted "now".
+/// Read from the store on every refresh, never remembered: another process (the enforcer)
+/// changes it.
 public struct SessionReport: Hashable, Sendable {
-  public init() {}
+  public var plan: Plan
+  public var state: SessionState
+  public var canConnect: Bool
+  public var now: Timestamp
+  /// The current window, when there is one that is not fully over.
+  public var window: SessionWindow?
+  /// The lengths the next window will have.
+  public var nextLengths: SessionLengths
+  /// Tunnel-class traffic since the window opened (an estimate); nil without a window.
+  public var usage: (rx: UInt64, tx: UInt64)?
+  public var tunnel: InterfaceName?
+  public var lastStop: StopRecord?
+
+  public static func == (a: SessionReport, b: SessionReport) -> Bool {
+    a.plan == b.plan && a.state == b.state && a.canConnect == b.canConnect && a.now == b.now && a.window == b.window
+      && a.nextLengths == b.nextLengths && a.usage?.rx == b.usage?.rx && a.usage?.tx == b.usage?.tx
+      && a.tunnel == b.tunnel && a.lastStop == b.lastStop
+  }
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(state)
+    hasher.combine(now)
+    hasher.combine(window)
+  }
+
+  /// Session time left (active only).
+  public var remaining: Duration? {
+    guard state == .active, let window else { return nil }
+    return window.sessionEndsAt - now
+  }
+
+  /// Time until connecting is allowed again (paused or expired).
+  public var pauseRemaining: Duration? {
+    guard state == .paused || state == .expired, let window, now < window.pauseEndsAt else { return nil }
+    return window.pauseEndsAt - now
+  }
+
+  /// The report of `record` at `now`. `tunnelUp` tells an expired session (tunnel still up) from
+  /// a paused one; `tunnelTotals` are the current tunnel-class ledger totals, for the usage.
+  public static func make(
+    _ record: SessionRecord, now: Timestamp, tunnelUp: Bool, nextLengths: SessionLengths,
+    tunnelTotals: (rx: UInt64, tx: UInt64)?, lastStop: StopRecord?
+  ) -> SessionReport {
+    var report = SessionReport(
+      plan: record.plan, state: .none, canConnect: record.canConnect(at: now), now: now, window: nil,
+      nextLengths: nextLengths, usage: nil, tunnel: record.tunnel, lastStop: lastStop)
+    guard record.plan == .free else {
+      report.state = .unlimited
+      return report
+    }
+    guard let window = record.window else { return report }
+    if window.fullyOver(at: now) {
+      report.state = tunnelUp ? .expired : .none
+      if tunnelUp { report.window = window }
+    } else {
+      report.window = window
+      report.state = window.sessionOver(at: now) ? (tunnelUp ? .expired : .paused) : .active
+    }
+    if report.window != nil, let totals = tunnelTotals {
+      report.usage = (
+        totals.rx >= record.usageBase.rx ? totals.rx - record.usageBase.rx : 0,
+        totals.tx >= record.usageBase.tx ? totals.tx - record.usageBase.tx : 0
+      )
+    }
+    return report
+  }
+
+  /// The message a refused connection gets: "free plan pause: you can reconnect in 31 min 12 s
+  /// (at 12:45)".
+  public var pauseMessage: String? {
+    guard !canConnect, let wait = pauseRemaining, let window else { return nil }
+    let seconds = (wait.nanoseconds + 999_999_999) / 1_000_000_000
+    return "free plan pause: you can reconnect in \(Units.duration(seconds: seconds)) (at \(window.pauseEndsAt.localClockTime(withSeconds: true)))"
+  }
 }

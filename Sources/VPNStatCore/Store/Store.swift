@@ -211,6 +211,29 @@ public final class Store {
       rx_packets INTEGER NOT NULL, tx_packets INTEGER NOT NULL,
       PRIMARY KEY (granularity, start, name)
     ) WITHOUT ROWID;
+    """,
+    // 2: the session window, the plan, stop records, the trusted clock.
     """
+    CREATE TABLE session (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      plan TEXT NOT NULL DEFAULT 'free',
+      opened_at INTEGER, session_ends_at INTEGER, pause_ends_at INTEGER,
+      session_length INTEGER, pause_length INTEGER,
+      tunnel BLOB,
+      usage_rx_base INTEGER NOT NULL DEFAULT 0, usage_tx_base INTEGER NOT NULL DEFAULT 0
+    );
+    INSERT INTO session (id) VALUES (1);
+    CREATE TABLE stops (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      at INTEGER NOT NULL,
+      interface BLOB,
+      reason TEXT NOT NULL,
+      detail TEXT
+    );
+    CREATE TABLE trusted_clock (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      wall INTEGER NOT NULL, boottime INTEGER NOT NULL, boot_id TEXT NOT NULL
+    );
+    """,
   ]
 }

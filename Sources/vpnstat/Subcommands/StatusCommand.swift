@@ -15,7 +15,8 @@ enum StatusCommand: Subcommand {
         "rate", .optionalValue("duration"),
         help: "Sample twice, DURATION apart (default 1s), and show rates.",
         accepts: { parseDuration($0) != nil }),
-      CommonOptions.db, CommonOptions.maxRate, CommonOptions.sysfsRoot,
+      CommonOptions.db, CommonOptions.sessionLength, CommonOptions.pauseLength, CommonOptions.maxRate,
+      CommonOptions.sysfsRoot,
     ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
@@ -40,6 +41,10 @@ enum StatusCommand: Subcommand {
     var snapshot = StatusSnapshot.make(
       sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
     snapshot.warnings += warnings
+    snapshot.session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
+    if store == nil, parsed.has("db") {
+      snapshot.warnings.append("no database at \(CommonOptions.storeLocation(parsed, context).path) (vpnstat record creates one)")
+    }
     for name in selection.names.sorted() where !sample.interfaces.contains(where: { $0.name == name }) {
       context.warn("no interface named '\(name.terminalText)'")
     }

@@ -1,0 +1,177 @@
+/// The session window in words, JSON and metrics: one place for each.
+public enum SessionText {
+  /// Whole seconds, rounded up, so a countdown reaches 0 exactly at the deadline.
+  static func seconds(_ duration: Duration) -> Int64 {
+    max(0, (duration.nanoseconds + 999_999_999) / 1_000_000_000)
+  }
+
+  static func minutes(_ duration: Duration) -> String { Units.duration(seconds: seconds(duration)) }
+
+  /// The one-line summary: plan, state, countdown, pause.
+  public static func headline(_ report: SessionReport) -> String {
+    switch report.state {
+    case .unlimited:
+      return "session: premium plan · unlimited"
+    case .none:
+      return "session: free plan · no window · connecting opens a \(minutes(report.nextLengths.session)) session"
+    case .active:
+      let window = report.window!
+      return "session: free plan · active · \(Units.clock(seconds: seconds(report.remaining ?? .zero))) left (until \(window.sessionEndsAt.localClockTime(withSeconds: true))), then a \(minutes(window.lengths.pause)) pause"
+    case .paused:
+      let window = report.window!
+      return "session: free plan · paused · reconnect in \(minutes(report.pauseRemaining ?? .zero)) (at \(window.pauseEndsAt.localClockTime(withSeconds: true)))"
+    case .expired:
+      let window = report.window!
+      return "session: free plan · expired at \(window.sessionEndsAt.localClockTime(withSeconds: true)) · disconnect pending"
+    }
+  }
+
+  /// The lines under the headline: lengths, usage, the last stop.
+  public static func details(_ report: SessionReport, options: DisplayOptions) -> [String] {
+    var lines: [String] = []
+    if report.plan == .free {
+      var lengths = "lengths: "
+      if let window = report.window {
+        lengths += "\(minutes(window.lengths.session)) session, \(minutes(window.lengths.pause)) pause"
+        if window.lengths != report.nextLengths {
+          lengths += " (next window: \(minutes(report.nextLengths.session)) / \(minutes(report.nextLengths.pause)))"
+        }
+      } else {
+        lengths += "\(minutes(report.nextLengths.session)) session, \(minutes(report.nextLengths.pause)) pause"
+      }
+      lines.append(lengths)
+    }
+    if let usage = report.usage {
+      lines.append("usage this window: \(options.estimate(usage.rx)) received, \(options.estimate(usage.tx)) sent (tunnel class)")
+    }
+    if let stop = report.lastStop {
+      var line = "last stop: \(stop.reason.rawValue) at \(stop.at.localClockTime(withSeconds: true))"
+      if let interface = stop.interface { line += " on \(interface.terminalText)" }
+      if let detail = stop.detail { line += " (\(TerminalText.sanitize(detail)))" }
+      lines.append(line)
+    }
+    return lines
+  }
+
+  /// `vpnstat session` as text.
+  public static func render(_ report: SessionReport, options: DisplayOptions) -> String {
+    let style: TextStyle =
+      switch report.state {
+      case .active, .unlimited: .green
+      case .paused, .expired: .red
+      case .none: .plain
+      }
+    var lines = [style.apply(headline(report), color: options.color)]
+    lines += details(report, options: options)
+    if report.usage != nil {
+      lines.append(TextStyle.dim.apply("≈ usage is an estimate from interface counters (protocol overhead included).", color: options.color))
+    }
+    return lines.joined(separator: "\n") + "\n"
+  }
+}
+
+/// The `session` object of the JSON contract.
+public enum SessionJSON {
+  public static func write(_ report: SessionReport, into json: inout JSONWriter) {
+    json.beginObject()
+    json.key("plan")
+    json.string(report.plan.rawValue)
+    json.key("state")
+    json.string(report.state.rawValue)
+    json.key("can_connect")
+    json.bool(report.canConnect)
+    json.key("now")
+    json.string(report.now.rfc3339(fractionDigits: 3))
+    json.key("opened_at")
+    json.string(report.window?.openedAt.rfc3339)
+    json.key("session_ends_at")
+    json.string(report.window?.sessionEndsAt.rfc3339)
+    json.key("pause_ends_at")
+    json.string(report.window?.pauseEndsAt.rfc3339)
+    json.key("remaining_seconds")
+    json.number(report.remaining.map { UInt64(SessionText.seconds($0)) })
+    json.key("pause_remaining_seconds")
+    json.number(report.pauseRemaining.map { UInt64(SessionText.seconds($0)) })
+    let lengths = report.window?.lengths ?? report.nextLengths
+    json.key("session_length_seconds")
+    json.number(report.plan == .free ? UInt64(SessionText.seconds(lengths.session)) : nil)
+    json.key("pause_length_seconds")
+    json.number(report.plan == .free ? UInt64(SessionText.seconds(lengths.pause)) : nil)
+    json.key("next_session_length_seconds")
+    json.number(report.plan == .free ? UInt64(SessionText.seconds(report.nextLengths.session)) : nil)
+    json.key("next_pause_length_seconds")
+    json.number(report.plan == .free ? UInt64(SessionText.seconds(report.nextLengths.pause)) : nil)
+    json.key("tunnel")
+    json.string(report.tunnel?.jsonText)
+    json.key("usage")
+    if let usage = report.usage {
+      json.beginObject()
+      json.key("rx_bytes")
+      json.number(usage.rx)
+      json.key("tx_bytes")
+      json.number(usage.tx)
+      json.key("estimate")
+      json.bool(true)
+      json.endObject()
+    } else {
+      json.null()
+    }
+    json.key("last_stop")
+    if let stop = report.lastStop {
+      json.beginObject()
+      json.key("reason")
+      json.string(stop.reason.rawValue)
+      json.key("at")
+      json.string(stop.at.rfc3339)
+      json.key("interface")
+      json.string(stop.interface?.jsonText)
+      json.key("detail")
+      json.string(stop.detail)
+      json.endObject()
+    } else {
+      json.null()
+    }
+    json.endObject()
+  }
+
+  /// `vpnstat session --json`: the session object with the contract's envelope.
+  public static func render(_ report: SessionReport, generatedAt: Timestamp) -> [UInt8] {
+    var json = JSONWriter()
+    json.beginObject()
+    json.key("schema_version")
+    json.number(StatusJSON.schemaVersion)
+    json.key("generated_at")
+    json.string(generatedAt.rfc3339(fractionDigits: 3))
+    json.key("estimate")
+    json.bool(true)
+    json.key("session")
+    write(report, into: &json)
+    json.endObject()
+    return json.bytes
+  }
+}
+
+/// The session window's gauges in OpenMetrics.
+public enum SessionMetrics {
+  public static func render(_ report: SessionReport) -> String {
+    var out = "# TYPE vpnstat_session_state stateset\n# HELP vpnstat_session_state The free plan's session state.\n"
+    for state in SessionState.allCases {
+      out += "vpnstat_session_state{vpnstat_session_state=\"\(state.rawValue)\"} \(report.state == state ? 1 : 0)\n"
+    }
+    out += "# TYPE vpnstat_session_can_connect gauge\n# HELP vpnstat_session_can_connect 1 when connecting is allowed now.\n"
+    out += "vpnstat_session_can_connect \(report.canConnect ? 1 : 0)\n"
+    out += "# TYPE vpnstat_session_remaining_seconds gauge\n# UNIT vpnstat_session_remaining_seconds seconds\n"
+    out += "# HELP vpnstat_session_remaining_seconds Session time left (0 when not active).\n"
+    out += "vpnstat_session_remaining_seconds \(report.remaining.map(SessionText.seconds) ?? 0)\n"
+    out += "# TYPE vpnstat_session_pause_remaining_seconds gauge\n# UNIT vpnstat_session_pause_remaining_seconds seconds\n"
+    out += "# HELP vpnstat_session_pause_remaining_seconds Time until reconnecting is allowed (0 when it is).\n"
+    out += "vpnstat_session_pause_remaining_seconds \(report.pauseRemaining.map(SessionText.seconds) ?? 0)\n"
+    if let usage = report.usage {
+      out += "# TYPE vpnstat_session_usage_bytes gauge\n# UNIT vpnstat_session_usage_bytes bytes\n"
+      out += "# HELP vpnstat_session_usage_bytes Tunnel-class traffic in the current window (estimate).\n"
+      out += "vpnstat_session_usage_bytes{direction=\"receive\"} \(usage.rx)\n"
+      out += "vpnstat_session_usage_bytes{direction=\"transmit\"} \(usage.tx)\n"
+    }
+    return out
+  }
+}

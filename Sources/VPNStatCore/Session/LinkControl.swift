@@ -1,0 +1,68 @@
+import CLinux
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Asking the kernel about one link and setting it down, over netlink: how the enforcer takes a
+/// tunnel down (`--action link-down`) and how it confirms that any action really did.
+public final class LinkControl {
+  let socket: NetlinkSocket
+
+  public init() throws { socket = try NetlinkSocket() }
+
+  /// What the kernel says about the link named `name` now; nil when there is none.
+  public func link(named name: InterfaceName) throws -> LinkRecord? {
+    var payload = [UInt8](repeating: 0, count: RouteLinkMessages.interfaceInfoLength)
+    payload[0] = UInt8(AF_UNSPEC)
+    payload += RouteAttributes.encode(type: UInt16(IFLA_IFNAME), value: name.bytes + [0])
+    var mask = UInt32(RTEXT_FILTER_SKIP_STATS)
+    payload += RouteAttributes.encode(type: UInt16(IFLA_EXT_MASK), value: withUnsafeBytes(of: &mask) { Array($0) })
+    var found: LinkRecord?
+    do {
+      try socket.exchange(type: RouteLinkMessages.getLink, payload: payload) { message in
+        if message.type == RouteLinkMessages.newLink, let record = RouteLinkMessages.parseLink(message.payload),
+          record.name == name
+        {
+          found = record
+        }
+      }
+    } catch let error as Errno where error.meansVanished {
+      return nil
+    }
+    return found
+  }
+
+  /// True when the link named `name` exists and has IFF_UP.
+  public func isUp(_ name: InterfaceName) throws -> Bool {
+    try link(named: name)?.attributes.isAdministrativelyUp ?? false
+  }
+
+  /// Clears IFF_UP on the link with `index`.
+  public func setDown(index: Int32) throws {
+    try socket.request(type: RouteLinkMessages.newLink, payload: RouteLinkMessages.setUpRequest(index: index, up: false))
+  }
+}
+
+extension NetlinkSocket {
+  /// Sends one non-dump request and passes the reply messages to `body` until the kernel's
+  /// acknowledgement (or error) arrives.
+  func exchange(type: UInt16, payload: [UInt8], _ body: (NetlinkMessage) -> Void) throws {
+    let seq = try send(type: type, flags: UInt16(NLM_F_REQUEST | NLM_F_ACK), payload: payload)
+    var done = false
+    while !done {
+      try receiveOnce { message in
+        guard message.sequence == seq else { return }
+        if message.type == UInt16(NLMSG_ERROR) {
+          let code = message.payload.count >= 4 ? message.payload.loadUnaligned(as: Int32.self) : 0
+          if code != 0 { throw Errno(rawValue: -code) }
+          done = true
+        } else if message.type == UInt16(NLMSG_DONE) {
+          done = true
+        } else {
+          body(message)
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,57 @@
+import VPNStatCore
+
+/// `vpnstat enforce IFACE`: the free plan's watchdog for one tunnel.
+enum EnforceCommand: Subcommand {
+  static let spec = CommandSpec(
+    name: "enforce", abstract: "Enforce the free plan's session limit on one tunnel, until stopped.",
+    discussion: """
+      Runs the on-tunnel-up rule whenever IFACE appears or comes up (whoever raised it), takes the
+      tunnel down at the session's wall-clock deadline and at once whenever it comes up during
+      the pause, and records why each session ended. One enforcer per tunnel.
+      """,
+    options: [
+      OptionSpec(
+        "action", .value("action"), help: "The built-in disconnect action: link-down (default).",
+        accepts: { $0 == "link-down" }),
+      OptionSpec(
+        "exec-timeout", .value("duration"), help: "How long --exec may run before it is killed (default 10s).",
+        accepts: { parseDuration($0) != nil }),
+      CommonOptions.db, CommonOptions.sessionLength, CommonOptions.pauseLength, CommonOptions.source,
+      CommonOptions.classOverride, CommonOptions.maxRate,
+      OptionSpec(
+        "exec", .remainder("command"),
+        help: "Disconnect by running COMMAND ARG… (no shell; must come last). The kernel is checked afterwards."),
+    ],
+    positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).")])
+
+  static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
+    let tunnel = InterfaceName(parsingEscaped: parsed.positionals[0])
+    guard !tunnel.bytes.isEmpty, tunnel.bytes.count <= 15, !tunnel.bytes.contains(0x2F) else {
+      throw UsageError("invalid interface name '\(tunnel.escaped)'", commandPath: parsed.commandPath)
+    }
+    if parsed.has("exec") && parsed.has("action") {
+      throw UsageError("give either --action or --exec, not both", commandPath: parsed.commandPath)
+    }
+    let timeout = try parsed.value("exec-timeout", expected: "a duration such as 10s", parseDuration) ?? .seconds(10)
+    let location = CommonOptions.storeLocation(parsed, context)
+    guard let store = try Store.open(location, intent: .write, busyTimeoutMilliseconds: 5000) else {
+      return .unavailable
+    }
+    let lock = try ProcessLock(path: location.path + ".enforce-\(tunnel.escaped).lock", role: "vpnstat enforce \(tunnel.escaped)")
+    let control: LinkControl
+    do {
+      control = try LinkControl()
+    } catch {
+      throw GeneralFailure(.unavailable, "cannot open a netlink socket to watch \(tunnel.terminalText): \(error)")
+    }
+    let action: (any DisconnectAction)? = parsed.has("exec") ? CommandAction(arguments: parsed.all("exec"), timeout: timeout) : nil
+    var enforcer = try Enforcer(
+      tunnel: tunnel, store: store,
+      sampler: try CommonOptions.sampler(parsed, recorded: InterfaceSelection(names: [tunnel])),
+      lengths: try CommonOptions.lengths(parsed), action: action, control: control,
+      log: RecordCommand.StandardErrorLog(context: context))
+    try enforcer.run()
+    withExtendedLifetime(lock) {}
+    return .success
+  }
+}
