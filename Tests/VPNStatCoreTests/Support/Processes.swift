@@ -133,7 +133,17 @@ final class ChildProcess: @unchecked Sendable {
     }
   }
 
-  func closeInput() { close(stdinFD) }
+  private var inputClosed = false
+
+  /// Closes the child's stdin once. A second close could hit a descriptor number another test's
+  /// pipe has reused meanwhile.
+  func closeInput() {
+    lock.lock()
+    defer { lock.unlock() }
+    guard !inputClosed else { return }
+    inputClosed = true
+    close(stdinFD)
+  }
 
   var output: String {
     lock.lock()
@@ -213,7 +223,7 @@ final class ChildProcess: @unchecked Sendable {
       var status: Int32 = 0
       waitpid(pid, &status, 0)
     }
-    close(stdinFD)
+    closeInput()
   }
 }
 
