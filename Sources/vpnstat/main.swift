@@ -6,7 +6,7 @@ import VPNStatCore
 
 /// The subcommands, in the order help lists them.
 let subcommands: [any Subcommand.Type] = [
-  StatusCommand.self, SessionCommand.self, PlanCommand.self, EnforceCommand.self, RecordCommand.self,
+  StatusCommand.self, WatchCommand.self, SessionCommand.self, PlanCommand.self, EnforceCommand.self, RecordCommand.self,
   HistoryCommand.self, ExportCommand.self,
 ]
 
