@@ -19,7 +19,7 @@ let package = Package(
     // The benchmark's floor: the same RTM_GETSTATS dump written in plain C.
     .target(name: "CNetlinkFloor", path: "Benchmarks/CNetlinkFloor"),
     .executableTarget(
-      name: "vpnstat-bench", dependencies: ["VPNStatCore", "CNetlinkFloor"],
+      name: "vpnstat-bench", dependencies: ["VPNStatCore", "CNetlinkFloor", "vpnstat"],
       path: "Benchmarks/vpnstat-bench"),
     // The processes the kernel tests run inside their namespaces (a tun owner, traffic peers).
     .executableTarget(name: "vpnstat-testpeer", path: "Tests/TestPeer"),
