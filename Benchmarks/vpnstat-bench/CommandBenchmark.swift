@@ -6,6 +6,16 @@
 /// to /dev/null (the same sink for every command). Commands run interleaved, in a rotating
 /// order, so the machine's noise and any order effect hit vpnstat and its peer alike.
 enum CommandBenchmark {
+  /// A command and how often it runs: every round, or every `every`-th one.
+  struct TimedCommand {
+    let command: PreparedCommand
+    var every = 1
+    init(_ command: PreparedCommand, every: Int = 1) {
+      self.command = command
+      self.every = every
+    }
+  }
+
   /// The commands of the status comparison: `ip -s -j link` as the peer, `vpnstat status --json`
   /// with each reader, and an alternative vpnstat build when one is given.
   ///
@@ -17,23 +27,26 @@ enum CommandBenchmark {
     ifbCount: Int, quick: Bool, ip: String, vpnstat: String, alternative: String?
   ) throws -> [Measurement] {
     var commands = [
-      PreparedCommand(label: Labels.ip, path: ip, arguments: ["-s", "-j", "link"]),
-      PreparedCommand(label: Labels.status, path: vpnstat, arguments: ["status", "--json"]),
-      PreparedCommand(
-        label: Labels.status + " --source sysfs", path: vpnstat,
-        arguments: ["status", "--json", "--source", "sysfs"]),
-      PreparedCommand(
-        label: Labels.status + " --source getifaddrs", path: vpnstat,
-        arguments: ["status", "--json", "--source", "getifaddrs"]),
+      TimedCommand(PreparedCommand(label: Labels.ip, path: ip, arguments: ["-s", "-j", "link"])),
+      TimedCommand(PreparedCommand(label: Labels.status, path: vpnstat, arguments: ["status", "--json"])),
     ]
     if let alternative {
       commands.append(
-        PreparedCommand(label: "alt " + Labels.status, path: alternative, arguments: ["status", "--json"]))
+        TimedCommand(PreparedCommand(label: "alt " + Labels.status, path: alternative, arguments: ["status", "--json"])))
+    }
+    // For context only, and slow with many interfaces: every 4th round, so that the comparison
+    // with ip gets most of the time budget.
+    for source in ["sysfs", "getifaddrs"] {
+      commands.append(
+        TimedCommand(
+          PreparedCommand(
+            label: Labels.status + " --source " + source, path: vpnstat,
+            arguments: ["status", "--json", "--source", source]), every: 4))
     }
     // Each command once with its output kept: it must succeed and list every interface, or its
     // timing would describe some other work.
     var interfaces = 0
-    for command in commands {
+    for command in commands.map(\.command) {
       let run = try runCapturing(command)
       guard run.exit.succeeded else { throw BenchError("\(command.label) failed: \(run.exit)") }
       // ip lists `"ifname":`, vpnstat `"name_encoding":`, once per interface.
@@ -56,14 +69,15 @@ enum CommandBenchmark {
     -> [Measurement]
   {
     var commands = [
-      PreparedCommand(label: Labels.trueCommand, path: "/bin/true", arguments: []),
-      PreparedCommand(label: Labels.ipVersion, path: ip, arguments: ["-V"]),
-      PreparedCommand(label: "vpnstat --version", path: vpnstat, arguments: ["--version"]),
+      TimedCommand(PreparedCommand(label: Labels.trueCommand, path: "/bin/true", arguments: [])),
+      TimedCommand(PreparedCommand(label: Labels.ipVersion, path: ip, arguments: ["-V"])),
+      TimedCommand(PreparedCommand(label: "vpnstat --version", path: vpnstat, arguments: ["--version"])),
     ]
     if let alternative {
-      commands.append(PreparedCommand(label: "alt vpnstat --version", path: alternative, arguments: ["--version"]))
+      commands.append(
+        TimedCommand(PreparedCommand(label: "alt vpnstat --version", path: alternative, arguments: ["--version"])))
     }
-    for command in commands {
+    for command in commands.map(\.command) {
       let run = try runCapturing(command)
       guard run.exit.succeeded else { throw BenchError("\(command.label) failed: \(run.exit)") }
     }
@@ -75,38 +89,55 @@ enum CommandBenchmark {
 
   /// Runs the commands in rounds (warm-up first: page cache, dynamic loader cache) and
   /// summarises each one's wall times. A failed run counts as a failure, not as a time.
+  /// The first command is the peer: each other command's paired ratio is taken against it.
   static func time(
-    _ commands: [PreparedCommand], section: Measurement.Section, ifbCount: Int, interfaces: Int,
+    _ commands: [TimedCommand], section: Measurement.Section, ifbCount: Int, interfaces: Int,
     budget: RoundBudget
   ) throws -> [Measurement] {
     let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
     guard null >= 0 else { throw BenchError("cannot open /dev/null") }
     defer { close(null) }
-    func once(_ command: PreparedCommand) throws -> (Int64, Bool) {
+    func once(_ command: PreparedCommand) throws -> Int64? {
       let start = monotonicNanoseconds()
       let pid = try command.spawn(stdout: null, stderr: null)
       let exit = try waitForExit(pid, interruptible: true)
-      return (monotonicNanoseconds() - start, exit.succeeded)
+      let elapsed = monotonicNanoseconds() - start
+      return exit.succeeded ? elapsed : nil
     }
-    for _ in 0..<3 { for command in commands { _ = try once(command) } }
+    for _ in 0..<3 { for timed in commands { _ = try once(timed.command) } }
     var samples = [[Int64]](repeating: [], count: commands.count)
+    var ratios = [[Double]](repeating: [], count: commands.count)
     var failures = [Int](repeating: 0, count: commands.count)
     let start = monotonicNanoseconds()
     var rounds = 0
     while budget.shouldContinue(rounds: rounds, startedAt: start) {
       try Interruption.check()
+      var thisRound = [Int64?](repeating: nil, count: commands.count)
+      // A rotating order: no command always runs right after the same other one.
       for offset in 0..<commands.count {
         let c = (rounds + offset) % commands.count
-        let (elapsed, succeeded) = try once(commands[c])
-        if succeeded { samples[c].append(elapsed) } else { failures[c] += 1 }
+        guard rounds % commands[c].every == 0 else { continue }
+        thisRound[c] = try once(commands[c].command)
+        if let elapsed = thisRound[c] { samples[c].append(elapsed) } else { failures[c] += 1 }
+      }
+      if let peer = thisRound[0] {
+        for c in commands.indices { if let elapsed = thisRound[c] { ratios[c].append(Double(elapsed) / Double(peer)) } }
       }
       rounds += 1
     }
     return commands.indices.map { c in
       Measurement(
-        section: section, label: commands[c].label, ifbCount: ifbCount, interfaces: interfaces,
-        timing: Distribution(samples[c]), failures: failures[c])
+        section: section, label: commands[c].command.label, ifbCount: ifbCount, interfaces: interfaces,
+        timing: Distribution(samples[c]), failures: failures[c],
+        pairedRatio: medianOf(ratios[c]))
     }
+  }
+
+  private static func medianOf(_ values: [Double]) -> Double {
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
   }
 
   private static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> Int {

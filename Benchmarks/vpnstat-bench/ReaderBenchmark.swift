@@ -35,6 +35,12 @@ enum ReaderBenchmark {
         return count
       },
       ReaderUnderTest(label: Labels.netlinkReader) { try netlink.sample(at: clock).interfaces.count },
+      // What a one-shot `vpnstat status` pays: a new reader has no link table yet, so its first
+      // sample adds the RTM_GETLINK dump (names, kinds, flags) to the RTM_GETSTATS one.
+      ReaderUnderTest(label: Labels.netlinkColdReader) {
+        var fresh = try NetlinkCounterSource()
+        return try fresh.sample(at: clock).interfaces.count
+      },
       ReaderUnderTest(label: "sysfs") { try sysfs.sample(at: clock).interfaces.count },
       ReaderUnderTest(label: "getifaddrs") { try getifaddrs.sample(at: clock).interfaces.count },
     ]

@@ -37,7 +37,8 @@ struct BenchOptions {
 
       --quick            fewer repetitions (under 30 s in all) for a first look
       --sizes LIST       ifb device counts, one namespace each (every namespace also has lo)
-      --only PARTS       readers: in-process cost of one sample per reader, beside a C floor
+      --only PARTS       readers: in-process cost of one sample per reader, beside a C floor,
+                                  and of each stage of status --json
                          status:  wall time of vpnstat status --json beside ip -s -j link
                          startup: vpnstat --version beside /bin/true and ip -V
       --vpnstat PATH     the vpnstat binary to time (default: the one next to this executable)
@@ -106,7 +107,9 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
     let results: [Measurement]
     switch part {
     case .readers:
-      results = try ReaderBenchmark.run(ifbCount: ifbCount, quick: options.quick)
+      results =
+        try ReaderBenchmark.run(ifbCount: ifbCount, quick: options.quick)
+        + PipelineBenchmark.run(ifbCount: ifbCount, quick: options.quick)
     case .status:
       guard let ip = options.ip, let vpnstat = options.vpnstat else { throw BenchError("inner run without --ip/--vpnstat") }
       results = try CommandBenchmark.status(
