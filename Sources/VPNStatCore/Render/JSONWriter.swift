@@ -41,6 +41,9 @@ public struct JSONWriter {
     needsComma[needsComma.count - 1] = false
   }
   /// A key that is not a literal (class names, dynamic keys); escaped like any string.
+  /// Disfavoured so that literal keys take the StaticString overload above: without it a
+  /// literal resolves to String (the default literal type) and is escaped byte by byte.
+  @_disfavoredOverload
   public mutating func key(_ key: String) {
     separate()
     appendQuoted(key)
