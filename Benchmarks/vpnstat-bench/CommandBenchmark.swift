@@ -28,11 +28,14 @@ enum CommandBenchmark {
   ) throws -> [Measurement] {
     var commands = [
       TimedCommand(PreparedCommand(label: Labels.ip, path: ip, arguments: ["-s", "-j", "link"])),
-      TimedCommand(PreparedCommand(label: Labels.status, path: vpnstat, arguments: ["status", "--json"])),
+      TimedCommand(
+        PreparedCommand(label: Labels.status, path: vpnstat, arguments: ["status", "--json"])),
     ]
     if let alternative {
       commands.append(
-        TimedCommand(PreparedCommand(label: "alt " + Labels.status, path: alternative, arguments: ["status", "--json"])))
+        TimedCommand(
+          PreparedCommand(
+            label: "alt " + Labels.status, path: alternative, arguments: ["status", "--json"])))
     }
     // For context only, and slow with many interfaces: every 4th round, so that the comparison
     // with ip gets most of the time budget.
@@ -60,7 +63,8 @@ enum CommandBenchmark {
     let budget = RoundBudget(
       budgetNanoseconds: quick ? 2_000_000_000 : 12_000_000_000,
       minimumRounds: quick ? 10 : 30, maximumRounds: quick ? 150 : 600)
-    return try time(commands, section: .command, ifbCount: ifbCount, interfaces: interfaces, budget: budget)
+    return try time(
+      commands, section: .command, ifbCount: ifbCount, interfaces: interfaces, budget: budget)
   }
 
   /// Start-up: commands that do next to nothing. `/bin/true` is the cost of any process,
@@ -71,11 +75,14 @@ enum CommandBenchmark {
     var commands = [
       TimedCommand(PreparedCommand(label: Labels.trueCommand, path: "/bin/true", arguments: [])),
       TimedCommand(PreparedCommand(label: Labels.ipVersion, path: ip, arguments: ["-V"])),
-      TimedCommand(PreparedCommand(label: "vpnstat --version", path: vpnstat, arguments: ["--version"])),
+      TimedCommand(
+        PreparedCommand(label: "vpnstat --version", path: vpnstat, arguments: ["--version"])),
     ]
     if let alternative {
       commands.append(
-        TimedCommand(PreparedCommand(label: "alt vpnstat --version", path: alternative, arguments: ["--version"])))
+        TimedCommand(
+          PreparedCommand(
+            label: "alt vpnstat --version", path: alternative, arguments: ["--version"])))
     }
     for command in commands.map(\.command) {
       let run = try runCapturing(command)
@@ -121,13 +128,16 @@ enum CommandBenchmark {
         if let elapsed = thisRound[c] { samples[c].append(elapsed) } else { failures[c] += 1 }
       }
       if let peer = thisRound[0] {
-        for c in commands.indices { if let elapsed = thisRound[c] { ratios[c].append(Double(elapsed) / Double(peer)) } }
+        for c in commands.indices {
+          if let elapsed = thisRound[c] { ratios[c].append(Double(elapsed) / Double(peer)) }
+        }
       }
       rounds += 1
     }
     return commands.indices.map { c in
       Measurement(
-        section: section, label: commands[c].command.label, ifbCount: ifbCount, interfaces: interfaces,
+        section: section, label: commands[c].command.label, ifbCount: ifbCount,
+        interfaces: interfaces,
         timing: Distribution(samples[c]), failures: failures[c],
         pairedRatio: medianOf(ratios[c]))
     }

@@ -12,7 +12,9 @@ private let pendingSignal = Atomic<Int32>(0)
 /// namespaces it made before the process exits with 128 + signal.
 struct Interruption: Error, CustomStringConvertible {
   let signal: Int32
-  var description: String { signal == SIGINT ? "interrupted (SIGINT)" : "terminated (signal \(signal))" }
+  var description: String {
+    signal == SIGINT ? "interrupted (SIGINT)" : "terminated (signal \(signal))"
+  }
 
   /// Notes SIGINT/SIGTERM instead of dying of them. Without SA_RESTART, so a blocking
   /// waitpid or read returns EINTR and the waiting code sees the signal at once.

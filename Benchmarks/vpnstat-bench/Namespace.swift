@@ -33,7 +33,8 @@ struct BenchNamespace {
     do {
       try Self.runIP(ip, ["netns", "delete", name], interruptible: false)
     } catch {
-      warn("could not delete namespace \(name): \(error) — remove it with 'ip netns delete \(name)'")
+      warn(
+        "could not delete namespace \(name): \(error) — remove it with 'ip netns delete \(name)'")
     }
   }
 

@@ -22,18 +22,22 @@ enum PipelineBenchmark {
       let sample = try reader.sample(at: clock)
       let t1 = monotonicNanoseconds()
       var catalog = InterfaceCatalog()
-      let snapshot = StatusSnapshot.make(sample: sample, catalog: &catalog, selection: InterfaceSelection())
+      let snapshot = StatusSnapshot.make(
+        sample: sample, catalog: &catalog, selection: InterfaceSelection())
       let t2 = monotonicNanoseconds()
       let json = StatusJSON.render(snapshot)
       let t3 = monotonicNanoseconds()
-      for (stage, elapsed) in [t1 - t0, t2 - t1, t3 - t2, t3 - t0].enumerated() { samples[stage].append(elapsed) }
+      for (stage, elapsed) in [t1 - t0, t2 - t1, t3 - t2, t3 - t0].enumerated() {
+        samples[stage].append(elapsed)
+      }
       interfaces = snapshot.interfaces.count
       renderedBytes = json.count
     }
     for _ in 0..<3 { try once() }
     samples = samples.map { _ in [] }
     let budget = RoundBudget(
-      budgetNanoseconds: quick ? 250_000_000 : 1_500_000_000, minimumRounds: 5, maximumRounds: 5_000)
+      budgetNanoseconds: quick ? 250_000_000 : 1_500_000_000, minimumRounds: 5, maximumRounds: 5_000
+    )
     let start = monotonicNanoseconds()
     var rounds = 0
     while budget.shouldContinue(rounds: rounds, startedAt: start) {

@@ -21,7 +21,8 @@ enum ReaderBenchmark {
     let clock = SystemTimeSource()
     let floorSocket = netlink_floor_open()
     guard floorSocket >= 0 else {
-      throw BenchError("C floor: cannot open a netlink socket: \(String(cString: strerror(-floorSocket)))")
+      throw BenchError(
+        "C floor: cannot open a netlink socket: \(String(cString: strerror(-floorSocket)))")
     }
     defer { close(floorSocket) }
     var netlink = try NetlinkCounterSource()
@@ -31,10 +32,14 @@ enum ReaderBenchmark {
       ReaderUnderTest(label: Labels.floor) {
         var total: UInt64 = 0
         let count = netlink_floor_sample(floorSocket, &total)
-        guard count >= 0 else { throw BenchError("C floor: \(String(cString: strerror(Int32(-count))))") }
+        guard count >= 0 else {
+          throw BenchError("C floor: \(String(cString: strerror(Int32(-count))))")
+        }
         return count
       },
-      ReaderUnderTest(label: Labels.netlinkReader) { try netlink.sample(at: clock).interfaces.count },
+      ReaderUnderTest(label: Labels.netlinkReader) {
+        try netlink.sample(at: clock).interfaces.count
+      },
       // What a one-shot `vpnstat status` pays: a new reader has no link table yet, so its first
       // sample adds the RTM_GETLINK dump (names, kinds, flags) to the RTM_GETSTATS one.
       ReaderUnderTest(label: Labels.netlinkColdReader) {

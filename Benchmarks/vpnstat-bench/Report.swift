@@ -87,7 +87,8 @@ struct TextColumns {
       }
       text += indent + cells.joined(separator: "  ").trailingSpacesRemoved + "\n"
       if r == 0 {
-        text += indent + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") + "\n"
+        text +=
+          indent + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") + "\n"
       }
     }
     return text
@@ -120,7 +121,8 @@ enum Summary {
     var text = ""
     let readers = results.filter { $0.section == .reader }
     if !readers.isEmpty {
-      text += "\nReaders: one in-process sample of every interface's counters, inside the namespace\n"
+      text +=
+        "\nReaders: one in-process sample of every interface's counters, inside the namespace\n"
       var table = TextColumns(
         ["N", "ifaces", "reader", "median", "p10", "p90", "samples", "× floor"],
         rightAligned: [0, 1, 3, 4, 5, 6, 7])
@@ -129,7 +131,8 @@ enum Summary {
         for m in readers where m.ifbCount == n {
           let ratio = floor.map { m.timing.median / $0.timing.median } ?? .nan
           table.add([
-            String(n), String(m.interfaces), m.label + failureNote(m), formatDuration(m.timing.median),
+            String(n), String(m.interfaces), m.label + failureNote(m),
+            formatDuration(m.timing.median),
             formatDuration(m.timing.p10), formatDuration(m.timing.p90), String(m.timing.count),
             formatRatio(ratio),
           ])
@@ -139,7 +142,8 @@ enum Summary {
     }
     let pipeline = results.filter { $0.section == .pipeline }
     if !pipeline.isEmpty {
-      text += "\nStatus in-process: the stages of one status --json (library calls as StatusCommand makes them)\n"
+      text +=
+        "\nStatus in-process: the stages of one status --json (library calls as StatusCommand makes them)\n"
       var table = TextColumns(
         ["N", "ifaces", "stage", "median", "p10", "p90", "samples", "share"],
         rightAligned: [0, 1, 3, 4, 5, 6, 7])
@@ -158,7 +162,8 @@ enum Summary {
     }
     let commands = results.filter { $0.section == .command }
     if !commands.isEmpty {
-      text += "\nCommands: wall time of one run, spawned directly inside the namespace, interleaved\n"
+      text +=
+        "\nCommands: wall time of one run, spawned directly inside the namespace, interleaved\n"
       var table = TextColumns(
         ["N", "ifaces", "command", "median", "p10", "p90", "runs", "× ip", "× ip paired"],
         rightAligned: [0, 1, 3, 4, 5, 6, 7, 8])
@@ -167,18 +172,21 @@ enum Summary {
         for m in commands where m.ifbCount == n {
           let ratio = ip.map { m.timing.median / $0.timing.median } ?? .nan
           table.add([
-            String(n), String(m.interfaces), m.label + failureNote(m), formatDuration(m.timing.median),
+            String(n), String(m.interfaces), m.label + failureNote(m),
+            formatDuration(m.timing.median),
             formatDuration(m.timing.p10), formatDuration(m.timing.p90), String(m.timing.count),
             formatRatio(ratio), formatRatio(m.pairedRatio),
           ])
         }
       }
       text += table.render()
-      text += "  (× ip: ratio of medians; paired: median of per-round ratios to the ip run of the same round)\n"
+      text +=
+        "  (× ip: ratio of medians; paired: median of per-round ratios to the ip run of the same round)\n"
     }
     let startup = results.filter { $0.section == .startup }
     if !startup.isEmpty {
-      text += "\nStart-up: wall time of one run of a command that does next to nothing (root namespace)\n"
+      text +=
+        "\nStart-up: wall time of one run of a command that does next to nothing (root namespace)\n"
       var table = TextColumns(
         ["command", "median", "p10", "p90", "runs", "× /bin/true", "× ip -V"],
         rightAligned: [1, 2, 3, 4, 5, 6])
@@ -202,33 +210,42 @@ enum Summary {
   static func targets(_ results: [Measurement]) -> String {
     var lines: [String] = []
     func median(_ section: Measurement.Section, _ label: String, _ n: Int) -> Double? {
-      results.first { $0.section == section && $0.label == label && $0.ifbCount == n }?.timing.median
+      results.first { $0.section == section && $0.label == label && $0.ifbCount == n }?.timing
+        .median
     }
     let readerSizes = sizes(results.filter { $0.section == .reader })
     if let n = readerSizes.last, n >= 1000,
-      let reader = median(.reader, Labels.netlinkReader, n), let floor = median(.reader, Labels.floor, n)
+      let reader = median(.reader, Labels.netlinkReader, n),
+      let floor = median(.reader, Labels.floor, n)
     {
       let ratio = reader / floor
       lines.append(
-        "netlink reader within 2× of the C floor, N=\(n): \(formatRatio(ratio)) — \(ratio <= 2 ? "met" : "MISSED")")
+        "netlink reader within 2× of the C floor, N=\(n): \(formatRatio(ratio)) — \(ratio <= 2 ? "met" : "MISSED")"
+      )
     }
     let commandSizes = sizes(results.filter { $0.section == .command })
     func statusVersusIP(_ n: Int) -> (Double, Double)? {
-      guard let status = results.first(where: { $0.section == .command && $0.label == Labels.status && $0.ifbCount == n }),
+      guard
+        let status = results.first(where: {
+          $0.section == .command && $0.label == Labels.status && $0.ifbCount == n
+        }),
         let ip = median(.command, Labels.ip, n)
       else { return nil }
       return (status.timing.median / ip, status.pairedRatio)
     }
     if let n = commandSizes.last, n >= 1000, let (ratio, paired) = statusVersusIP(n) {
       lines.append(
-        "status --json faster than ip -s -j link, N=\(n): \(formatRatio(ratio)) (paired \(formatRatio(paired))) — \(ratio < 1 ? "met" : "MISSED")")
+        "status --json faster than ip -s -j link, N=\(n): \(formatRatio(ratio)) (paired \(formatRatio(paired))) — \(ratio < 1 ? "met" : "MISSED")"
+      )
     }
     if let n = commandSizes.first, n <= 10, let (ratio, paired) = statusVersusIP(n) {
       lines.append(
-        "status --json within 1.5× of ip -s -j link, N=\(n): \(formatRatio(ratio)) (paired \(formatRatio(paired))) — \(ratio <= 1.5 ? "met" : "MISSED")")
+        "status --json within 1.5× of ip -s -j link, N=\(n): \(formatRatio(ratio)) (paired \(formatRatio(paired))) — \(ratio <= 1.5 ? "met" : "MISSED")"
+      )
     }
     guard !lines.isEmpty else { return "" }
-    return "\nTargets (issue 2), judged on medians from this run:\n" + lines.map { "  " + $0 + "\n" }.joined()
+    return "\nTargets (issue 2), judged on medians from this run:\n"
+      + lines.map { "  " + $0 + "\n" }.joined()
   }
 
   private static func sizes(_ results: [Measurement]) -> [Int] {

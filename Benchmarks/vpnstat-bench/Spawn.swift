@@ -36,7 +36,9 @@ final class PreparedCommand {
     let result = argv.withUnsafeBufferPointer { arguments in
       posix_spawn(&pid, path, &actions, nil, arguments.baseAddress!, environ)
     }
-    guard result == 0 else { throw BenchError("cannot start \(path): \(String(cString: strerror(result)))") }
+    guard result == 0 else {
+      throw BenchError("cannot start \(path): \(String(cString: strerror(result)))")
+    }
     return pid
   }
 }
@@ -136,7 +138,8 @@ func closeOnExecPipe() throws -> [Int32] {
 /// The absolute path of `name` on PATH (or the usual sbin places, where root's tools live).
 func findExecutable(_ name: String) -> String? {
   let path = getenv("PATH").map { String(cString: $0) } ?? ""
-  let directories = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+  let directories =
+    path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
   for directory in directories where !directory.isEmpty {
     let candidate = directory + "/" + name
     if access(candidate, X_OK) == 0 { return candidate }

@@ -6,9 +6,11 @@
 // that must happen inside a namespace runs in an inner run: this executable again, started with
 // `ip netns exec NS <self> --inner-… N`. Re-executing was chosen over setns() in-process because
 // `ip netns exec` also gives the child a mount namespace with the namespace's own /sys, which
-// the sysfs reader (and vpnstat's sysfs facts for `lo`) need; doing that in-process means
-// unshare(CLONE_NEWNS) + remounting /sys, and then the outer run could no longer see the
-// `ip netns` bind mounts it must delete. The inner run prints one line per measurement.
+// the sysfs reader (and vpnstat's sysfs facts for `lo`) need. Doing that in-process means
+// unshare(CLONE_NEWNS) + remounting /sys in the outer run, after which its `ip netns delete`
+// would unmount only its own copy of the namespace's bind mount and leave the namespace alive.
+// The inner run's start costs one `ip netns exec`, outside every timed loop; it prints one line
+// per measurement for the outer run to parse.
 
 #if canImport(Glibc)
   import Glibc
@@ -93,7 +95,9 @@ struct BenchOptions {
 
   /// The arguments an inner run gets: the same binaries and pace as this run.
   func innerArguments(_ part: Part, ifbCount: Int, ip: String, vpnstat: String) -> [String] {
-    var arguments = ["--inner-\(part.rawValue)", String(ifbCount), "--ip", ip, "--vpnstat", vpnstat]
+    var arguments = [
+      "--inner-\(part.rawValue)", String(ifbCount), "--ip", ip, "--vpnstat", vpnstat,
+    ]
     if quick { arguments.append("--quick") }
     if let alternative { arguments += ["--alt-vpnstat", alternative] }
     return arguments
@@ -111,9 +115,12 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
         try ReaderBenchmark.run(ifbCount: ifbCount, quick: options.quick)
         + PipelineBenchmark.run(ifbCount: ifbCount, quick: options.quick)
     case .status:
-      guard let ip = options.ip, let vpnstat = options.vpnstat else { throw BenchError("inner run without --ip/--vpnstat") }
+      guard let ip = options.ip, let vpnstat = options.vpnstat else {
+        throw BenchError("inner run without --ip/--vpnstat")
+      }
       results = try CommandBenchmark.status(
-        ifbCount: ifbCount, quick: options.quick, ip: ip, vpnstat: vpnstat, alternative: options.alternative)
+        ifbCount: ifbCount, quick: options.quick, ip: ip, vpnstat: vpnstat,
+        alternative: options.alternative)
     case .startup:
       throw BenchError("start-up is measured by the outer run")
     }
@@ -137,9 +144,12 @@ func runOuter(_ options: BenchOptions) -> Int32 {
     return 69
   }
   let own = ownExecutablePath()
-  let vpnstat = options.vpnstat ?? (own.split(separator: "/", omittingEmptySubsequences: false).dropLast()
-    .joined(separator: "/") + "/vpnstat")
-  for binary in [vpnstat] + (options.alternative.map { [$0] } ?? []) where access(binary, X_OK) != 0 {
+  let vpnstat =
+    options.vpnstat
+    ?? (own.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+      .joined(separator: "/") + "/vpnstat")
+  for binary in [vpnstat] + (options.alternative.map { [$0] } ?? []) where access(binary, X_OK) != 0
+  {
     warn("no executable vpnstat at \(binary): build it first with 'swift build -c release'")
     return 69
   }
@@ -156,7 +166,8 @@ func runOuter(_ options: BenchOptions) -> Int32 {
       results += try CommandBenchmark.startup(
         quick: options.quick, ip: ip, vpnstat: vpnstat, alternative: options.alternative)
     }
-    for n in options.sizes where options.parts.contains(.readers) || options.parts.contains(.status) {
+    for n in options.sizes where options.parts.contains(.readers) || options.parts.contains(.status)
+    {
       let started = monotonicNanoseconds()
       progress("N=\(n): making namespace with lo and \(n) ifb devices")
       let namespace = try keeper.create(ifbCount: n)
@@ -192,12 +203,15 @@ func runOuter(_ options: BenchOptions) -> Int32 {
 func header(_ options: BenchOptions, ip: String, vpnstat: String) throws -> String {
   var system = utsname()
   uname(&system)
-  let kernel = withUnsafeBytes(of: system.release) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+  let kernel = withUnsafeBytes(of: system.release) {
+    String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self)
+  }
   var load = [Double](repeating: 0, count: 3)
   _ = getloadavg(&load, 3)
   func firstLine(_ command: PreparedCommand) -> String {
     guard let run = try? runCapturing(command) else { return "?" }
-    return String(decoding: run.output, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? "?"
+    return String(decoding: run.output, as: UTF8.self).split(separator: "\n").first.map(String.init)
+      ?? "?"
   }
   var lines = [
     "vpnstat-bench\(options.quick ? " (quick)" : "")",
@@ -211,7 +225,8 @@ func header(_ options: BenchOptions, ip: String, vpnstat: String) throws -> Stri
     lines.append("  alt vpnstat: \(alternative) (\(swiftRuntimeLinking(alternative)))")
   }
   if options.parts.contains(.readers) || options.parts.contains(.status) {
-    lines.append("  sizes: \(options.sizes.map(String.init).joined(separator: ", ")) ifb devices (+ lo)")
+    lines.append(
+      "  sizes: \(options.sizes.map(String.init).joined(separator: ", ")) ifb devices (+ lo)")
   }
   return lines.joined(separator: "\n")
 }
