@@ -4,13 +4,13 @@
 //
 // The outer run (root namespace) makes and deletes the namespaces and times start-up. Everything
 // that must happen inside a namespace runs in an inner run: this executable again, started with
-// `ip netns exec NS <self> --inner-… N`. Re-executing was chosen over setns() in-process because
-// `ip netns exec` also gives the child a mount namespace with the namespace's own /sys, which
-// the sysfs reader (and vpnstat's sysfs facts for `lo`) need. Doing that in-process means
-// unshare(CLONE_NEWNS) + remounting /sys in the outer run, after which its `ip netns delete`
-// would unmount only its own copy of the namespace's bind mount and leave the namespace alive.
-// The inner run's start costs one `ip netns exec`, outside every timed loop; it prints one line
-// per measurement for the outer run to parse.
+// `ip netns exec NS <self> --inner-… N`. That was chosen over setns() + unshare(CLONE_NEWNS) +
+// remounting /sys in-process: `ip netns exec` does exactly that setup (the namespace's own /sys,
+// which the sysfs reader and vpnstat's sysfs facts for `lo` need) with no mount code in the
+// bench; each N starts from a fresh process, with no link table, allocator or cache state left
+// from the previous N; and the outer process never changes namespace, so its cleanup runs where
+// the namespaces were made. The inner run's start costs one `ip netns exec`, outside every timed
+// loop; it prints one line per measurement for the outer run to parse.
 
 #if canImport(Glibc)
   import Glibc
