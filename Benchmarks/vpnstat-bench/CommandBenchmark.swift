@@ -1,0 +1,167 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Wall time of whole commands, each started with posix_spawn and waited for, their output going
+/// to /dev/null (the same sink for every command). Commands run interleaved, in a rotating
+/// order, so the machine's noise and any order effect hit vpnstat and its peer alike.
+enum CommandBenchmark {
+  /// A command and how often it runs: every round, or every `every`-th one.
+  struct TimedCommand {
+    let command: PreparedCommand
+    var every = 1
+    init(_ command: PreparedCommand, every: Int = 1) {
+      self.command = command
+      self.every = every
+    }
+  }
+
+  /// The commands of the status comparison: `ip -s -j link` as the peer, `vpnstat status --json`
+  /// with each reader, and an alternative vpnstat build when one is given.
+  ///
+  /// This runs in the inner process, already inside the namespace: `ip netns exec` entered its
+  /// network namespace and mounted its /sys once, so the commands are spawned directly and the
+  /// cost of `ip netns exec` (a mount namespace, a sysfs mount) is in neither figure, while
+  /// `--source sysfs` and the sysfs facts vpnstat reads for `lo` still see the namespace's own /sys.
+  static func status(
+    ifbCount: Int, quick: Bool, ip: String, vpnstat: String, alternative: String?
+  ) throws -> [Measurement] {
+    var commands = [
+      TimedCommand(PreparedCommand(label: Labels.ip, path: ip, arguments: ["-s", "-j", "link"])),
+      TimedCommand(
+        PreparedCommand(label: Labels.status, path: vpnstat, arguments: ["status", "--json"])),
+    ]
+    if let alternative {
+      commands.append(
+        TimedCommand(
+          PreparedCommand(
+            label: "alt " + Labels.status, path: alternative, arguments: ["status", "--json"])))
+    }
+    // For context only, and slow with many interfaces: every 4th round, so that the comparison
+    // with ip gets most of the time budget.
+    for source in ["sysfs", "getifaddrs"] {
+      commands.append(
+        TimedCommand(
+          PreparedCommand(
+            label: Labels.status + " --source " + source, path: vpnstat,
+            arguments: ["status", "--json", "--source", source]), every: 4))
+    }
+    // Each command once with its output kept: it must succeed and list every interface, or its
+    // timing would describe some other work.
+    var interfaces = 0
+    for command in commands.map(\.command) {
+      let run = try runCapturing(command)
+      guard run.exit.succeeded else { throw BenchError("\(command.label) failed: \(run.exit)") }
+      // ip lists `"ifname":`, vpnstat `"name_encoding":`, once per interface.
+      let key = command.path == ip ? "\"ifname\":" : "\"name_encoding\":"
+      let count = occurrences(of: Array(key.utf8), in: run.output)
+      if command.path == ip { interfaces = count }
+      guard count == interfaces else {
+        throw BenchError("\(command.label) listed \(count) interfaces, ip listed \(interfaces)")
+      }
+    }
+    let budget = RoundBudget(
+      budgetNanoseconds: quick ? 2_000_000_000 : 12_000_000_000,
+      minimumRounds: quick ? 10 : 30, maximumRounds: quick ? 150 : 600)
+    return try time(
+      commands, section: .command, ifbCount: ifbCount, interfaces: interfaces, budget: budget)
+  }
+
+  /// Start-up: commands that do next to nothing. `/bin/true` is the cost of any process,
+  /// `ip -V` of a small dynamically linked C tool, `vpnstat --version` of vpnstat's runtime.
+  static func startup(quick: Bool, ip: String, vpnstat: String, alternative: String?) throws
+    -> [Measurement]
+  {
+    var commands = [
+      TimedCommand(PreparedCommand(label: Labels.trueCommand, path: "/bin/true", arguments: [])),
+      TimedCommand(PreparedCommand(label: Labels.ipVersion, path: ip, arguments: ["-V"])),
+      TimedCommand(
+        PreparedCommand(label: "vpnstat --version", path: vpnstat, arguments: ["--version"])),
+    ]
+    if let alternative {
+      commands.append(
+        TimedCommand(
+          PreparedCommand(
+            label: "alt vpnstat --version", path: alternative, arguments: ["--version"])))
+    }
+    for command in commands.map(\.command) {
+      let run = try runCapturing(command)
+      guard run.exit.succeeded else { throw BenchError("\(command.label) failed: \(run.exit)") }
+    }
+    let budget = RoundBudget(
+      budgetNanoseconds: quick ? 1_000_000_000 : 5_000_000_000,
+      minimumRounds: quick ? 30 : 100, maximumRounds: quick ? 300 : 1000)
+    return try time(commands, section: .startup, ifbCount: 0, interfaces: 0, budget: budget)
+  }
+
+  /// Runs the commands in rounds (warm-up first: page cache, dynamic loader cache) and
+  /// summarises each one's wall times. A failed run counts as a failure, not as a time.
+  /// The first command is the peer: each other command's paired ratio is taken against it.
+  static func time(
+    _ commands: [TimedCommand], section: Measurement.Section, ifbCount: Int, interfaces: Int,
+    budget: RoundBudget
+  ) throws -> [Measurement] {
+    let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+    guard null >= 0 else { throw BenchError("cannot open /dev/null") }
+    defer { close(null) }
+    func once(_ command: PreparedCommand) throws -> Int64? {
+      let start = monotonicNanoseconds()
+      let pid = try command.spawn(stdout: null, stderr: null)
+      let exit = try waitForExit(pid, interruptible: true)
+      let elapsed = monotonicNanoseconds() - start
+      return exit.succeeded ? elapsed : nil
+    }
+    for _ in 0..<3 { for timed in commands { _ = try once(timed.command) } }
+    var samples = [[Int64]](repeating: [], count: commands.count)
+    var ratios = [[Double]](repeating: [], count: commands.count)
+    var failures = [Int](repeating: 0, count: commands.count)
+    let start = monotonicNanoseconds()
+    var rounds = 0
+    while budget.shouldContinue(rounds: rounds, startedAt: start) {
+      try Interruption.check()
+      var thisRound = [Int64?](repeating: nil, count: commands.count)
+      // A rotating order: no command always runs right after the same other one.
+      for offset in 0..<commands.count {
+        let c = (rounds + offset) % commands.count
+        guard rounds % commands[c].every == 0 else { continue }
+        thisRound[c] = try once(commands[c].command)
+        if let elapsed = thisRound[c] { samples[c].append(elapsed) } else { failures[c] += 1 }
+      }
+      if let peer = thisRound[0] {
+        for c in commands.indices {
+          if let elapsed = thisRound[c] { ratios[c].append(Double(elapsed) / Double(peer)) }
+        }
+      }
+      rounds += 1
+    }
+    return commands.indices.map { c in
+      Measurement(
+        section: section, label: commands[c].command.label, ifbCount: ifbCount,
+        interfaces: interfaces,
+        timing: Distribution(samples[c]), failures: failures[c],
+        pairedRatio: medianOf(ratios[c]))
+    }
+  }
+
+  private static func medianOf(_ values: [Double]) -> Double {
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+  }
+
+  private static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> Int {
+    guard !needle.isEmpty, haystack.count >= needle.count else { return 0 }
+    var count = 0
+    var i = 0
+    while i <= haystack.count - needle.count {
+      if haystack[i] == needle[0] && haystack[i..<(i + needle.count)].elementsEqual(needle) {
+        count += 1
+        i += needle.count
+      } else {
+        i += 1
+      }
+    }
+    return count
+  }
+}

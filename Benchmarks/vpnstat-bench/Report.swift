@@ -1,0 +1,258 @@
+/// One summarised measurement: a reader's in-process sample, a command's wall time, or a
+/// start-up. The inner runs print it as one tab-separated line; the outer run parses and tables it.
+struct Measurement: Sendable {
+  enum Section: String, Sendable {
+    case reader
+    case pipeline
+    case command
+    case startup
+  }
+
+  var section: Section
+  var label: String
+  /// ifb devices in the namespace (0 for start-up, which runs outside any namespace).
+  var ifbCount: Int
+  /// Interfaces the measured thing saw: `lo` + the ifb devices, unless the kernel adds more.
+  var interfaces: Int
+  var timing: Distribution
+  /// Runs that failed (non-zero exit) or saw another interface count; not in `timing`.
+  var failures: Int
+  /// The median over rounds of this run's time / the peer's time in the same round (NaN when
+  /// not measured that way). Neighbours in time share the machine's load, so this ratio is
+  /// steadier than the ratio of two medians on a busy machine.
+  var pairedRatio: Double = .nan
+
+  private static let tag = "result"
+
+  /// `result <section> <ifb> <interfaces> <failures> <count> <median> <p10> <p90> <paired> <label>`,
+  /// tab-separated, times in nanoseconds; the label goes last because it has spaces.
+  var line: String {
+    [
+      Self.tag, section.rawValue, String(ifbCount), String(interfaces), String(failures),
+      String(timing.count), fixed(timing.median, 0), fixed(timing.p10, 0), fixed(timing.p90, 0),
+      pairedRatio.isFinite ? fixed(pairedRatio, 4) : "-", label,
+    ].joined(separator: "\t")
+  }
+
+  init(
+    section: Section, label: String, ifbCount: Int, interfaces: Int, timing: Distribution,
+    failures: Int, pairedRatio: Double = .nan
+  ) {
+    self.section = section
+    self.label = label
+    self.ifbCount = ifbCount
+    self.interfaces = interfaces
+    self.timing = timing
+    self.failures = failures
+    self.pairedRatio = pairedRatio
+  }
+
+  init?(line: Substring) {
+    let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+    guard fields.count == 11, fields[0] == Self.tag,
+      let section = Section(rawValue: String(fields[1])), let ifbCount = Int(fields[2]),
+      let interfaces = Int(fields[3]), let failures = Int(fields[4]), let count = Int(fields[5]),
+      let median = Double(fields[6]), let p10 = Double(fields[7]), let p90 = Double(fields[8])
+    else { return nil }
+    self.init(
+      section: section, label: String(fields[10]), ifbCount: ifbCount, interfaces: interfaces,
+      timing: Distribution(median: median, p10: p10, p90: p90, count: count), failures: failures,
+      pairedRatio: Double(fields[9]) ?? .nan)
+  }
+}
+
+/// A plain text table: columns padded to their widest cell, numbers right-aligned.
+struct TextColumns {
+  var header: [String]
+  var rightAligned: Set<Int>
+  var rows: [[String]] = []
+
+  init(_ header: [String], rightAligned: Set<Int>) {
+    self.header = header
+    self.rightAligned = rightAligned
+  }
+
+  mutating func add(_ row: [String]) { rows.append(row) }
+
+  func render(indent: String = "  ") -> String {
+    let all = [header] + rows
+    var widths = [Int](repeating: 0, count: header.count)
+    for row in all { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+    var text = ""
+    for (r, row) in all.enumerated() {
+      var cells: [String] = []
+      for (i, cell) in row.enumerated() {
+        let padding = String(repeating: " ", count: widths[i] - cell.count)
+        cells.append(rightAligned.contains(i) ? padding + cell : cell + padding)
+      }
+      text += indent + cells.joined(separator: "  ").trailingSpacesRemoved + "\n"
+      if r == 0 {
+        text +=
+          indent + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") + "\n"
+      }
+    }
+    return text
+  }
+}
+
+extension String {
+  var trailingSpacesRemoved: String {
+    var copy = self
+    while copy.last == " " { copy.removeLast() }
+    return copy
+  }
+}
+
+/// The labels the summary compares against: each peer is measured in the same run as what it is
+/// the peer of, so a ratio compares like with like.
+enum Labels {
+  static let floor = "C floor (RTM_GETSTATS)"
+  static let netlinkReader = "netlink"
+  static let netlinkColdReader = "netlink, new reader (+ RTM_GETLINK)"
+  static let ip = "ip -s -j link"
+  static let status = "vpnstat status --json"
+  static let trueCommand = "/bin/true"
+  static let ipVersion = "ip -V"
+}
+
+/// The final tables and the targets of issue 2, judged from this run's numbers only.
+enum Summary {
+  static func render(_ results: [Measurement]) -> String {
+    var text = ""
+    let readers = results.filter { $0.section == .reader }
+    if !readers.isEmpty {
+      text +=
+        "\nReaders: one in-process sample of every interface's counters, inside the namespace\n"
+      var table = TextColumns(
+        ["N", "ifaces", "reader", "median", "p10", "p90", "samples", "× floor"],
+        rightAligned: [0, 1, 3, 4, 5, 6, 7])
+      for n in sizes(readers) {
+        let floor = readers.first { $0.ifbCount == n && $0.label == Labels.floor }
+        for m in readers where m.ifbCount == n {
+          let ratio = floor.map { m.timing.median / $0.timing.median } ?? .nan
+          table.add([
+            String(n), String(m.interfaces), m.label + failureNote(m),
+            formatDuration(m.timing.median),
+            formatDuration(m.timing.p10), formatDuration(m.timing.p90), String(m.timing.count),
+            formatRatio(ratio),
+          ])
+        }
+      }
+      text += table.render()
+    }
+    let pipeline = results.filter { $0.section == .pipeline }
+    if !pipeline.isEmpty {
+      text +=
+        "\nStatus in-process: the stages of one status --json (library calls as StatusCommand makes them)\n"
+      var table = TextColumns(
+        ["N", "ifaces", "stage", "median", "p10", "p90", "samples", "share"],
+        rightAligned: [0, 1, 3, 4, 5, 6, 7])
+      for n in sizes(pipeline) {
+        let whole = pipeline.last { $0.ifbCount == n }
+        for m in pipeline where m.ifbCount == n {
+          let share = whole.map { 100 * m.timing.median / $0.timing.median } ?? .nan
+          table.add([
+            String(n), String(m.interfaces), m.label, formatDuration(m.timing.median),
+            formatDuration(m.timing.p10), formatDuration(m.timing.p90), String(m.timing.count),
+            fixed(share, 0) + " %",
+          ])
+        }
+      }
+      text += table.render()
+    }
+    let commands = results.filter { $0.section == .command }
+    if !commands.isEmpty {
+      text +=
+        "\nCommands: wall time of one run, spawned directly inside the namespace, interleaved\n"
+      var table = TextColumns(
+        ["N", "ifaces", "command", "median", "p10", "p90", "runs", "× ip", "× ip paired"],
+        rightAligned: [0, 1, 3, 4, 5, 6, 7, 8])
+      for n in sizes(commands) {
+        let ip = commands.first { $0.ifbCount == n && $0.label == Labels.ip }
+        for m in commands where m.ifbCount == n {
+          let ratio = ip.map { m.timing.median / $0.timing.median } ?? .nan
+          table.add([
+            String(n), String(m.interfaces), m.label + failureNote(m),
+            formatDuration(m.timing.median),
+            formatDuration(m.timing.p10), formatDuration(m.timing.p90), String(m.timing.count),
+            formatRatio(ratio), formatRatio(m.pairedRatio),
+          ])
+        }
+      }
+      text += table.render()
+      text +=
+        "  (× ip: ratio of medians; paired: median of per-round ratios to the ip run of the same round)\n"
+    }
+    let startup = results.filter { $0.section == .startup }
+    if !startup.isEmpty {
+      text +=
+        "\nStart-up: wall time of one run of a command that does next to nothing (root namespace)\n"
+      var table = TextColumns(
+        ["command", "median", "p10", "p90", "runs", "× /bin/true", "× ip -V"],
+        rightAligned: [1, 2, 3, 4, 5, 6])
+      let trueRun = startup.first { $0.label == Labels.trueCommand }
+      let ipRun = startup.first { $0.label == Labels.ipVersion }
+      for m in startup {
+        table.add([
+          m.label + failureNote(m), formatDuration(m.timing.median), formatDuration(m.timing.p10),
+          formatDuration(m.timing.p90), String(m.timing.count),
+          formatRatio(trueRun.map { m.timing.median / $0.timing.median } ?? .nan),
+          formatRatio(ipRun.map { m.timing.median / $0.timing.median } ?? .nan),
+        ])
+      }
+      text += table.render()
+    }
+    text += targets(results)
+    return text
+  }
+
+  /// Issue 2's targets, each judged at the largest N (≥ 1000) or the smallest N (≤ 10) measured.
+  static func targets(_ results: [Measurement]) -> String {
+    var lines: [String] = []
+    func median(_ section: Measurement.Section, _ label: String, _ n: Int) -> Double? {
+      results.first { $0.section == section && $0.label == label && $0.ifbCount == n }?.timing
+        .median
+    }
+    let readerSizes = sizes(results.filter { $0.section == .reader })
+    if let n = readerSizes.last, n >= 1000,
+      let reader = median(.reader, Labels.netlinkReader, n),
+      let floor = median(.reader, Labels.floor, n)
+    {
+      let ratio = reader / floor
+      lines.append(
+        "netlink reader within 2× of the C floor, N=\(n): \(formatRatio(ratio)) — \(ratio <= 2 ? "met" : "MISSED")"
+      )
+    }
+    let commandSizes = sizes(results.filter { $0.section == .command })
+    func statusVersusIP(_ n: Int) -> (Double, Double)? {
+      guard
+        let status = results.first(where: {
+          $0.section == .command && $0.label == Labels.status && $0.ifbCount == n
+        }),
+        let ip = median(.command, Labels.ip, n)
+      else { return nil }
+      return (status.timing.median / ip, status.pairedRatio)
+    }
+    if let n = commandSizes.last, n >= 1000, let (ratio, paired) = statusVersusIP(n) {
+      lines.append(
+        "status --json faster than ip -s -j link, N=\(n): \(formatRatio(ratio)) (paired \(formatRatio(paired))) — \(ratio < 1 ? "met" : "MISSED")"
+      )
+    }
+    if let n = commandSizes.first, n <= 10, let (ratio, paired) = statusVersusIP(n) {
+      lines.append(
+        "status --json within 1.5× of ip -s -j link, N=\(n): \(formatRatio(ratio)) (paired \(formatRatio(paired))) — \(ratio <= 1.5 ? "met" : "MISSED")"
+      )
+    }
+    guard !lines.isEmpty else { return "" }
+    return "\nTargets (issue 2), judged on medians from this run:\n"
+      + lines.map { "  " + $0 + "\n" }.joined()
+  }
+
+  private static func sizes(_ results: [Measurement]) -> [Int] {
+    Array(Set(results.map(\.ifbCount))).sorted()
+  }
+
+  private static func failureNote(_ m: Measurement) -> String {
+    m.failures == 0 ? "" : " (\(m.failures) failed)"
+  }
+}
