@@ -99,7 +99,10 @@ public enum WatchScreen {
     }
 
     // The name column needs room for the longest visible name (indented), within reason.
-    let nameWidth = min(max(shown.map { TerminalText.width($0.name.terminalText) + 2 }.max() ?? 9, 10), max(10, width / 3))
+    let longestLabel = max(
+      shown.map { TerminalText.width($0.name.terminalText) + 2 }.max() ?? 9,
+      Set(shown.map(\.interfaceClass)).map { $0.rawValue.count + 4 }.max() ?? 9)
+    let nameWidth = min(max(longestLabel, 10), max(10, width / 3))
     let summaries = snapshot.classes
     func cells(_ columns: [Column], _ report: InterfaceReport) -> [String] { columns.map { $0.cell(report) } }
     // Widths of each column over the visible rows.
