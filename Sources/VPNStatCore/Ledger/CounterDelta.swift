@@ -44,11 +44,9 @@ public struct CounterDelta: Hashable, Sendable {
       rxBytes: new.rxBytes, txBytes: new.txBytes, rxPackets: new.rxPackets,
       txPackets: new.txPackets, kind: .reset)
     if oldInstance != newInstance { return fresh }
-    let pairs = [
-      (old.rxBytes, new.rxBytes), (old.txBytes, new.txBytes), (old.rxPackets, new.rxPackets),
-      (old.txPackets, new.txPackets),
-    ]
-    let dropped = pairs.contains { $0.1 < $0.0 }
+    let dropped =
+      new.rxBytes < old.rxBytes || new.txBytes < old.txBytes || new.rxPackets < old.rxPackets
+      || new.txPackets < old.txPackets
     if !dropped {
       return CounterDelta(
         rxBytes: new.rxBytes - old.rxBytes, txBytes: new.txBytes - old.txBytes,

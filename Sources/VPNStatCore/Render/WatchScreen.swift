@@ -98,67 +98,86 @@ public enum WatchScreen {
       ]
     }
 
-    // The name column needs room for the longest visible name (indented), within reason.
-    let longestLabel = max(
-      shown.map { TerminalText.width($0.name.terminalText) + 2 }.max() ?? 9,
-      Set(shown.map(\.interfaceClass)).map { $0.rawValue.count + 4 }.max() ?? 9)
-    let nameWidth = min(max(longestLabel, 10), max(10, width / 3))
+    // Decide which rows fit first, then measure only those: with a thousand interfaces only a
+    // screenful is ever formatted.
+    enum Row {
+      case group(InterfaceClass, Int, ClassSummary)
+      case member(InterfaceReport)
+    }
     let summaries = snapshot.classes
-    func cells(_ columns: [Column], _ report: InterfaceReport) -> [String] { columns.map { $0.cell(report) } }
-    // Widths of each column over the visible rows.
-    func widths(_ columns: [Column]) -> [Int] {
-      columns.map { column in
-        var w = TerminalText.width(column.header)
-        for report in shown { w = max(w, TerminalText.width(column.cell(report))) }
-        for (_, summary) in summaries { w = max(w, TerminalText.width(column.groupCell(summary))) }
-        return w
+    var rows: [Row] = []
+    for interfaceClass in InterfaceClass.allCases {
+      let members = shown.filter { $0.interfaceClass == interfaceClass }
+      guard !members.isEmpty, let summary = summaries[interfaceClass] else { continue }
+      rows.append(.group(interfaceClass, members.count, summary))
+      rows += members.map(Row.member)
+    }
+    // Room for rows: below the header line, above the estimate note.
+    let bodyLimit = max(height - lines.count - 2, 0)
+    var hidden = 0
+    if rows.count > bodyLimit {
+      hidden = rows.count - max(bodyLimit - 1, 0)
+      rows = Array(rows.prefix(max(bodyLimit - 1, 0)))
+    }
+    func label(_ row: Row) -> String {
+      switch row {
+      case .group(let interfaceClass, let count, _): "\(interfaceClass.rawValue) (\(count))"
+      case .member(let report): "  " + report.name.terminalText
+      }
+    }
+    func text(_ column: Column, _ row: Row) -> String {
+      switch row {
+      case .group(_, _, let summary): column.groupCell(summary)
+      case .member(let report): column.cell(report)
+      }
+    }
+    let nameWidth = min(max(rows.map { TerminalText.width(label($0)) }.max() ?? 9, 10), max(10, width / 3))
+    var cellTexts = rows.map { row in columns.map { text($0, row) } }
+    func widths(_ indices: [Int]) -> [Int] {
+      indices.map { c in
+        cellTexts.reduce(TerminalText.width(columns[c].header)) { max($0, TerminalText.width($1[c])) }
       }
     }
     // Drop columns, lowest priority first, until the fixed part leaves at least 6 cells of
     // sparkline (or nothing more can go).
-    var kept = columns
+    var kept = Array(columns.indices)
     var keptWidths = widths(kept)
     func fixedWidth() -> Int { nameWidth + keptWidths.reduce(0) { $0 + $1 + 2 } }
-    while fixedWidth() + 8 > width, let lowest = kept.indices.min(by: { kept[$0].priority < kept[$1].priority }) {
-      if kept.count == 1 { break }
+    while fixedWidth() + 8 > width, kept.count > 1,
+      let lowest = kept.indices.min(by: { columns[kept[$0]].priority < columns[kept[$1]].priority })
+    {
       kept.remove(at: lowest)
       keptWidths = widths(kept)
     }
+    cellTexts = cellTexts.map { texts in kept.map { texts[$0] } }
     let sparkWidth = max(0, min(60, width - fixedWidth() - 2))
 
-    func row(_ first: String, _ rest: [String], spark: String) -> String {
-      var line = TerminalText.pad(TerminalText.truncate(first, to: nameWidth), to: nameWidth)
+    func line(_ first: String, _ rest: [String], spark: String) -> String {
+      var out = TerminalText.pad(TerminalText.truncate(first, to: nameWidth), to: nameWidth)
       for (i, text) in rest.enumerated() {
-        line += "  " + TerminalText.pad(text, to: keptWidths[i], alignRight: kept[i].alignRight)
+        out += "  " + TerminalText.pad(text, to: keptWidths[i], alignRight: columns[kept[i]].alignRight)
       }
-      if sparkWidth > 0, !spark.isEmpty { line += "  " + spark }
-      return TerminalText.truncate(line.trimmingTrailingSpaces, to: width)
+      if sparkWidth > 0, !spark.isEmpty { out += "  " + spark }
+      return TerminalText.truncate(out.trimmingTrailingSpaces, to: width)
     }
 
-    lines.append((row("INTERFACE", kept.map(\.header), spark: sparkWidth > 0 ? "RECENT" : ""), .bold))
-    // Room for interface rows: leave the last line for the estimate note.
-    let bodyLimit = height - lines.count - 1
-    var body: [(String, TextStyle)] = []
-    var hidden = 0
-    for interfaceClass in InterfaceClass.allCases {
-      let members = shown.filter { $0.interfaceClass == interfaceClass }
-      guard !members.isEmpty, let summary = summaries[interfaceClass] else { continue }
-      body.append((row("\(interfaceClass.rawValue) (\(members.count))", kept.map { $0.groupCell(summary) }, spark: ""), .bold))
-      for report in members {
-        body.append(
-          (row("  " + report.name.terminalText, cells(kept, report), spark: history.sparkline(for: report.name, width: sparkWidth)),
+    lines.append((line("INTERFACE", kept.map { columns[$0].header }, spark: sparkWidth > 0 ? "RECENT" : ""), .bold))
+    for (i, row) in rows.enumerated() {
+      switch row {
+      case .group:
+        lines.append((line(label(row), cellTexts[i], spark: ""), .bold))
+      case .member(let report):
+        lines.append(
+          (line(label(row), cellTexts[i], spark: history.sparkline(for: report.name, width: sparkWidth)),
            report.state == .up ? .plain : .dim))
       }
     }
     if shown.isEmpty {
-      body.append((state.classFilter == nil ? "no interfaces" : "no \(filterName) interfaces (press c)", .dim))
+      lines.append((state.classFilter == nil ? "no interfaces" : "no \(filterName) interfaces (press c)", .dim))
     }
-    if body.count > bodyLimit {
-      hidden = body.count - max(bodyLimit - 1, 0)
-      body = Array(body.prefix(max(bodyLimit - 1, 0)))
-      body.append(("… \(hidden) more lines (enlarge the terminal, or press c to filter)", .dim))
+    if hidden > 0 {
+      lines.append(("… \(hidden) more lines (enlarge the terminal, or press c to filter)", .dim))
     }
-    lines += body
     lines.append(("≈ estimates: interface counters include protocol overhead and are per interface, not per app", .dim))
 
     // Fit the height: the note and the title matter most; cut the middle if it must be.
