@@ -5,7 +5,7 @@ import VPNStatCore
 #endif
 
 /// The subcommands, in the order help lists them.
-let subcommands: [any Subcommand.Type] = [StatusCommand.self]
+let subcommands: [any Subcommand.Type] = [StatusCommand.self, FlowsCommand.self]
 
 let rootSpec = CommandSpec(
   name: "vpnstat",
