@@ -129,7 +129,17 @@ final class ChildProcess: @unchecked Sendable {
     }
   }
 
-  func closeInput() { close(stdinFD) }
+  private var inputClosed = false
+
+  /// Closes the child's stdin once. A second close(2) of the same number could close a
+  /// descriptor another test's thread opened meanwhile (its pipe then breaks: SIGPIPE, 141).
+  func closeInput() {
+    lock.lock()
+    defer { lock.unlock() }
+    guard !inputClosed else { return }
+    inputClosed = true
+    close(stdinFD)
+  }
 
   var output: String {
     lock.lock()
@@ -209,7 +219,7 @@ final class ChildProcess: @unchecked Sendable {
       var status: Int32 = 0
       waitpid(pid, &status, 0)
     }
-    close(stdinFD)
+    closeInput()
   }
 }
 
