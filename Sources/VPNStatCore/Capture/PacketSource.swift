@@ -42,6 +42,12 @@ public struct CapturedPacket {
   /// The frame's length on the wire (pcap's `len`); `bytes` may hold less (the snapshot length).
   public var wireLength: Int
   public var bytes: UnsafeRawBufferPointer
+
+  public init(timestamp: Timestamp, wireLength: Int, bytes: UnsafeRawBufferPointer) {
+    self.timestamp = timestamp
+    self.wireLength = wireLength
+    self.bytes = bytes
+  }
 }
 
 /// Drop counts from libpcap's statistics (`pcap_stats`), since the capture was opened.
@@ -154,14 +160,8 @@ public final class PcapFileSource: PacketSource {
     }
     self.linkType = linkType
     handle = opened
-    if let filter {
-      do {
-        try Pcap.apply(filter: filter, to: handle)
-      } catch {
-        pcap_close(handle)
-        throw error
-      }
-    }
+    // Fully initialised from here: a throw runs deinit, which closes the handle.
+    if let filter { try Pcap.apply(filter: filter, to: handle) }
   }
 
   deinit { pcap_close(handle) }
