@@ -111,6 +111,21 @@ struct FlowCaptureTests {
     }
   }
 
+  @Test("group traffic from another host is received, whatever came first; ours to a group is sent")
+  func multicastDirection() throws {
+    var table = FlowTable(localAddresses: [IPAddress(parsing: "fe80::1")!])
+    let stranger = TestPacket(source: "fe80::2", destination: "ff02::16", ipProtocol: 58, payload: 20)
+    let ours = TestPacket(source: "fe80::1", destination: "ff02::fb", ipProtocol: 17, sourcePort: 5353, destinationPort: 5353, payload: 40)
+    let broadcast = TestPacket(source: "169.254.8.8", destination: "255.255.255.255", ipProtocol: 17, sourcePort: 68, destinationPort: 67, payload: 300)
+    for packet in [stranger, ours, broadcast] { add(&table, packet) }
+    let received = try #require(table.flows.first { $0.remoteAddress == IPAddress(parsing: "fe80::2") })
+    #expect(received.localBy == .multicast && received.counts.rxBytes == UInt64(stranger.ipLength))
+    let sent = try #require(table.flows.first { $0.localAddress == IPAddress(parsing: "fe80::1") })
+    #expect(sent.localBy == .localAddress && sent.counts.txBytes == UInt64(ours.ipLength))
+    let dhcp = try #require(table.flows.first { $0.remoteAddress == IPAddress(parsing: "169.254.8.8") })
+    #expect(dhcp.counts.rxBytes == UInt64(broadcast.ipLength))
+  }
+
   // MARK: process attribution from a fixture /proc
 
   final class FixtureProc: @unchecked Sendable {

@@ -207,7 +207,12 @@ public final class LiveFlowCapture {
       if let source { descriptors.append(pollfd(fd: source.selectableDescriptor, events: Int16(POLLIN), revents: 0)) }
       _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
       if signals.received() { stopping = true }
-      drain()
+      if drain() > 0, !stopping {
+        // Let packets gather: one wakeup per packet costs more CPU than the capture itself
+        // at high rates, and 5 ms is far below the report and lookup times.
+        var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+        nanosleep(&pause, nil)
+      }
       now = clock.now().boottime
       if let resolver = aggregator.resolver, aggregator.table.pendingCount > 0, resolver.mayRescan(at: now) {
         resolver.resolve(&aggregator.table, at: now, wall: clock.now().wall, force: false)
@@ -245,19 +250,23 @@ public final class LiveFlowCapture {
     }
   }
 
-  /// Reads every packet waiting (bounded, so timers stay on time under load).
-  private func drain() {
-    guard let current = source else { return }
+  /// Reads every packet waiting (bounded, so timers stay on time under load); returns how many.
+  @discardableResult
+  private func drain() -> Int {
+    guard let current = source else { return 0 }
     let link = current.linkType
+    var count = 0
     do {
-      for _ in 0..<100_000 {
-        guard let packet = try current.next() else { return }
+      while count < 100_000 {
+        guard let packet = try current.next() else { return count }
         aggregator.add(packet, link: link)
         writer?.write(packet)
+        count += 1
       }
     } catch {
       lose(current, because: "\(error)")
     }
+    return count
   }
 
   /// The capture failed (the interface went down or away): keep its drop counts, close it, and

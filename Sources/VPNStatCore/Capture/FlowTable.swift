@@ -85,6 +85,9 @@ public enum LocalEvidence: String, Sendable, Hashable {
   case packetType = "packet_type"
   /// One endpoint is an address of this host (or given with `--local`).
   case localAddress = "local_address"
+  /// The destination is a multicast or broadcast group and the source is no local address:
+  /// the packet was received from that source.
+  case multicast
   /// A socket of this host owns the endpoint (/proc/net).
   case socket
   /// Nothing else decided: the endpoint that sent the flow's first packet.
@@ -255,6 +258,10 @@ public struct FlowTable {
       if sourceLocal != destinationLocal {
         sourceIsLocal = sourceLocal
         evidence = .localAddress
+      } else if !sourceLocal, packet.destination.isMulticastOrBroadcast {
+        // Group traffic from a stranger (neighbour discovery, mDNS …) was received.
+        sourceIsLocal = false
+        evidence = .multicast
       } else {
         sourceIsLocal = true
         evidence = .firstPacket

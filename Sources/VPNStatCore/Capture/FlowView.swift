@@ -85,17 +85,15 @@ public enum FlowView {
       second += ", dropped \(drops.dropped), if-dropped \(drops.interfaceDropped)"
     }
     if let coverage = snapshot.coverage {
-      second += ", coverage \(percent(coverage)) of the interface counters"
+      second += ", coverage \(percent(coverage))"
     }
     if snapshot.restarts > 0 { second += ", reopened \(snapshot.restarts)×" }
     return [first, second]
   }
 
   static func notes(_ snapshot: FlowSnapshot) -> [String] {
-    var text = "≈ capture estimate: IP bytes seen at this interface; it may drop under load (see dropped)"
-    if snapshot.processesLookedUp {
-      text += "; sockets gone before lookup show as unknown"
-    }
+    var text = "≈ capture estimate: IP bytes on this interface; drops counted"
+    if snapshot.processesLookedUp { text += "; closed sockets = unknown" }
     return [text]
   }
 
@@ -121,42 +119,44 @@ public enum FlowView {
     return (String(owner.pid), owner.command.map(TerminalText.sanitize) ?? "?")
   }
 
-  static func rateCells(_ interval: TrafficCounts, _ total: TrafficCounts, _ snapshot: FlowSnapshot, _ display: DisplayOptions)
-    -> [TextTable.Cell]
-  {
+  static func rateCells(_ interval: TrafficCounts, _ snapshot: FlowSnapshot, _ display: DisplayOptions) -> [TextTable.Cell] {
     let seconds = snapshot.intervalSeconds
     return [
       TextTable.Cell(display.rate(seconds > 0 ? Double(interval.rxBytes) / seconds : nil)),
       TextTable.Cell(display.rate(seconds > 0 ? Double(interval.txBytes) / seconds : nil)),
-      TextTable.Cell(display.estimate(total.rxBytes)),
-      TextTable.Cell(display.estimate(total.txBytes)),
     ]
   }
 
-  static var rateColumns: [TextTable.Column] { [
-    TextTable.Column("RX/S", alignRight: true), TextTable.Column("TX/S", alignRight: true),
-    TextTable.Column("RX", alignRight: true), TextTable.Column("TX", alignRight: true),
-  ] }
+  static func totalCells(_ total: TrafficCounts, _ display: DisplayOptions) -> [TextTable.Cell] {
+    [TextTable.Cell(display.estimate(total.rxBytes)), TextTable.Cell(display.estimate(total.txBytes))]
+  }
+
+  // Rates first and totals last: a narrow terminal cuts the totals, not who is sending.
+  static var rateColumns: [TextTable.Column] {
+    [TextTable.Column("RX/S", alignRight: true), TextTable.Column("TX/S", alignRight: true)]
+  }
+  static var totalColumns: [TextTable.Column] {
+    [TextTable.Column("RX", alignRight: true), TextTable.Column("TX", alignRight: true)]
+  }
 
   static func processTable(_ snapshot: FlowSnapshot, rows: Int, options: Options) -> TextTable {
     var table = TextTable(
-      columns: [TextTable.Column("PID", alignRight: true), TextTable.Column("COMMAND")] + rateColumns + [
-        TextTable.Column("FLOWS", alignRight: true)
-      ])
+      columns: [TextTable.Column("PID", alignRight: true), TextTable.Column("COMMAND")] + rateColumns
+        + [TextTable.Column("FLOWS", alignRight: true)] + totalColumns)
     for process in snapshot.processes.prefix(rows) {
       let (pid, command) = owner(process.key)
       table.add(
         [TextTable.Cell(pid), TextTable.Cell(command, process.key == nil ? .dim : .bold)]
-          + rateCells(process.interval, process.total, snapshot, options.display) + [TextTable.Cell(String(process.flows))])
+          + rateCells(process.interval, snapshot, options.display) + [TextTable.Cell(String(process.flows))]
+          + totalCells(process.total, options.display))
     }
     return table
   }
 
   static func flowTable(_ snapshot: FlowSnapshot, rows: Int, options: Options) -> TextTable {
     var table = TextTable(
-      columns: [TextTable.Column("PROTO"), TextTable.Column("LOCAL"), TextTable.Column("REMOTE")] + rateColumns + [
-        TextTable.Column("PID", alignRight: true), TextTable.Column("COMMAND"),
-      ])
+      columns: [TextTable.Column("PROTO"), TextTable.Column("LOCAL"), TextTable.Column("REMOTE")] + rateColumns
+        + [TextTable.Column("PID", alignRight: true), TextTable.Column("COMMAND")] + totalColumns)
     for report in snapshot.flows.prefix(rows) {
       let flow = report.flow
       let (pid, command) = owner(flow.owner)
@@ -165,20 +165,21 @@ public enum FlowView {
           TextTable.Cell(PacketParser.protocolName(flow.ipProtocol)),
           TextTable.Cell(endpoint(flow.localAddress, flow.localPort, known: flow.portsKnown)),
           TextTable.Cell(endpoint(flow.remoteAddress, flow.remotePort, known: flow.portsKnown), .cyan),
-        ] + rateCells(report.interval, flow.counts, snapshot, options.display) + [
+        ] + rateCells(report.interval, snapshot, options.display) + [
           TextTable.Cell(pid), TextTable.Cell(command, flow.owner == nil ? .dim : .plain),
-        ])
+        ] + totalCells(flow.counts, options.display))
     }
     return table
   }
 
   static func hostTable(_ snapshot: FlowSnapshot, rows: Int, options: Options) -> TextTable {
     var table = TextTable(
-      columns: [TextTable.Column("REMOTE HOST")] + rateColumns + [TextTable.Column("FLOWS", alignRight: true)])
+      columns: [TextTable.Column("REMOTE HOST")] + rateColumns + [TextTable.Column("FLOWS", alignRight: true)]
+        + totalColumns)
     for host in snapshot.hosts.prefix(rows) {
       table.add(
-        [TextTable.Cell(host.key.description, .cyan)]
-          + rateCells(host.interval, host.total, snapshot, options.display) + [TextTable.Cell(String(host.flows))])
+        [TextTable.Cell(host.key.description, .cyan)] + rateCells(host.interval, snapshot, options.display)
+          + [TextTable.Cell(String(host.flows))] + totalCells(host.total, options.display))
     }
     return table
   }

@@ -43,6 +43,15 @@ public struct IPAddress: Hashable, Comparable, Sendable, CustomStringConvertible
   /// `0.0.0.0` or `::`: what a socket bound to every address shows as its local address.
   public var isUnspecified: Bool { (high == 0 && low == 0) || (isIPv4 && UInt32(truncatingIfNeeded: low) == 0) }
 
+  /// Multicast (224.0.0.0/4, ff00::/8) or the IPv4 limited broadcast: never a flow's sender.
+  public var isMulticastOrBroadcast: Bool {
+    if isIPv4 {
+      let value = UInt32(truncatingIfNeeded: low)
+      return value >> 28 == 0xE || value == 0xFFFF_FFFF
+    }
+    return high >> 56 == 0xFF
+  }
+
   public static let unspecified = IPAddress(high: 0, low: 0)
 
   public static func < (a: IPAddress, b: IPAddress) -> Bool {
