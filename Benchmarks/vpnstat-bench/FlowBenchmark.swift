@@ -13,7 +13,9 @@ enum FlowBenchmark {
   static let packetCount = 2_000_000
 
   static func run() -> [String] {
-    var lines = ["flows: offline parser + aggregator, \(packetCount) packets, \(flowCount) flows, Ethernet, 96-byte snaplen"]
+    var lines = [
+      "flows: offline parser + aggregator, \(packetCount) packets, \(flowCount) flows, Ethernet, 96-byte snaplen"
+    ]
     let frames = makeFrames()
     let expectedBytes = frames.reduce(UInt64(0)) { $0 + UInt64($1.ipLength) }
 
@@ -25,16 +27,22 @@ enum FlowBenchmark {
       for (i, frame) in frames.enumerated() {
         frame.bytes.withUnsafeBytes { raw in
           aggregator.add(
-            CapturedPacket(timestamp: Timestamp(nanoseconds: Int64(i) * 1000), wireLength: frame.wireLength, bytes: raw),
+            CapturedPacket(
+              timestamp: Timestamp(nanoseconds: Int64(i) * 1000), wireLength: frame.wireLength,
+              bytes: raw),
             link: .ethernet)
         }
       }
       best = min(best, now() - start)
-      guard aggregator.table.totals.bytes == expectedBytes, aggregator.table.flows.count == flowCount else {
+      guard aggregator.table.totals.bytes == expectedBytes,
+        aggregator.table.flows.count == flowCount
+      else {
         return lines + ["  error: in-memory totals do not match what was generated"]
       }
     }
-    lines.append("  in memory:     \(rate(Double(packetCount) / best)) packets/s (\(nanos(best / Double(packetCount))) ns a packet)")
+    lines.append(
+      "  in memory:     \(rate(Double(packetCount) / best)) packets/s (\(nanos(best / Double(packetCount))) ns a packet)"
+    )
 
     // Through libpcap from a file, as `--read` does.
     let path = "/tmp/vpnstat-flowbench-\(getpid()).pcap"
@@ -43,7 +51,10 @@ enum FlowBenchmark {
       let writer = try CaptureFileWriter(path: path, linkType: .ethernet, snapshotLength: 96)
       for (i, frame) in frames.enumerated() {
         frame.bytes.withUnsafeBytes { raw in
-          writer.write(CapturedPacket(timestamp: Timestamp(nanoseconds: Int64(i) * 1000), wireLength: frame.wireLength, bytes: raw))
+          writer.write(
+            CapturedPacket(
+              timestamp: Timestamp(nanoseconds: Int64(i) * 1000), wireLength: frame.wireLength,
+              bytes: raw))
         }
       }
       try writer.flush()
@@ -59,7 +70,9 @@ enum FlowBenchmark {
           return lines + ["  error: file totals do not match what was generated"]
         }
       }
-      lines.append("  from a file:   \(rate(Double(packetCount) / fileBest)) packets/s (\(nanos(fileBest / Double(packetCount))) ns a packet, libpcap read included)")
+      lines.append(
+        "  from a file:   \(rate(Double(packetCount) / fileBest)) packets/s (\(nanos(fileBest / Double(packetCount))) ns a packet, libpcap read included)"
+      )
     } catch {
       lines.append("  from a file:   failed: \(error)")
     }
@@ -80,7 +93,8 @@ enum FlowBenchmark {
       state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
       return state >> 33
     }
-    var templates: [(v6: Bool, tcp: Bool, a: [UInt8], b: [UInt8], portA: UInt16, portB: UInt16)] = []
+    var templates: [(v6: Bool, tcp: Bool, a: [UInt8], b: [UInt8], portA: UInt16, portB: UInt16)] =
+      []
     for i in 0..<flowCount {
       let v6 = i % 4 == 3
       let a: [UInt8] = v6 ? [0xFD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1] : [169, 254, 0, 1]
@@ -88,7 +102,8 @@ enum FlowBenchmark {
         v6
         ? [0xFD, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(i >> 8 & 0xFF), UInt8(i & 0xFF)]
         : [169, 254, UInt8(1 + i >> 8), UInt8(i & 0xFF)]
-      templates.append((v6, i % 3 != 0, a, b, UInt16(20_000 + i % 40_000), UInt16([443, 53, 80, 8443][i % 4])))
+      templates.append(
+        (v6, i % 3 != 0, a, b, UInt16(20_000 + i % 40_000), UInt16([443, 53, 80, 8443][i % 4])))
     }
     var frames: [Frame] = []
     frames.reserveCapacity(packetCount)
@@ -101,17 +116,29 @@ enum FlowBenchmark {
       let transportLength = (t.tcp ? 20 : 8) + payload
       var ip: [UInt8]
       if t.v6 {
-        ip = [0x60, 0, 0, 0, UInt8(transportLength >> 8), UInt8(transportLength & 0xFF), t.tcp ? 6 : 17, 64] + src + dst
+        ip =
+          [
+            0x60, 0, 0, 0, UInt8(transportLength >> 8), UInt8(transportLength & 0xFF),
+            t.tcp ? 6 : 17, 64,
+          ] + src + dst
       } else {
         let total = 20 + transportLength
-        ip = [0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0x40, 0, 64, t.tcp ? 6 : 17, 0, 0] + src + dst
+        ip =
+          [
+            0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0x40, 0, 64, t.tcp ? 6 : 17, 0,
+            0,
+          ] + src + dst
       }
       let ipLength = ip.count + transportLength
-      var transport: [UInt8] = [UInt8(sport >> 8), UInt8(sport & 0xFF), UInt8(dport >> 8), UInt8(dport & 0xFF)]
+      var transport: [UInt8] = [
+        UInt8(sport >> 8), UInt8(sport & 0xFF), UInt8(dport >> 8), UInt8(dport & 0xFF),
+      ]
       transport += [UInt8](repeating: 0, count: (t.tcp ? 16 : 4))
-      let ethernet: [UInt8] = [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1] + (t.v6 ? [0x86, 0xDD] : [0x08, 0x00])
+      let ethernet: [UInt8] =
+        [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1] + (t.v6 ? [0x86, 0xDD] : [0x08, 0x00])
       let full = ethernet + ip + transport
-      frames.append(Frame(bytes: Array(full.prefix(96)), wireLength: 14 + ipLength, ipLength: ipLength))
+      frames.append(
+        Frame(bytes: Array(full.prefix(96)), wireLength: 14 + ipLength, ipLength: ipLength))
     }
     return frames
   }

@@ -19,7 +19,8 @@ struct FlowKernelTests {
   func finish(_ flows: BackgroundProcess) throws -> [String: Any] {
     let status = flows.stop(SIGTERM)
     #expect(status == 0, "flows exited \(status): \(flows.errors)")
-    let reports = try jsonLines(CommandResult(status: status, stdout: Data(flows.output.utf8), stderr: Data()))
+    let reports = try jsonLines(
+      CommandResult(status: status, stdout: Data(flows.output.utf8), stderr: Data()))
     return try #require(reports.last, "no report; stderr: \(flows.errors)")
   }
 
@@ -36,7 +37,9 @@ struct FlowKernelTests {
     return abs(Double(value) - Double(expected)) <= Double(expected) * fraction
   }
 
-  @Test("two processes sending through a tun: each one's bytes land on its pid and command; totals match the counters")
+  @Test(
+    "two processes sending through a tun: each one's bytes land on its pid and command; totals match the counters"
+  )
   func tunAttribution() throws {
     let ns = try TestNamespace("fltun")
     let tun = try ns.peer("tun", "tunf1", "--echo")
@@ -68,15 +71,21 @@ struct FlowKernelTests {
     let kernel = try ns.kernelCounters("tunf1")
     let captured = try #require(report["captured"] as? [String: Any])
     let kernelBytes = kernel.rxBytes + kernel.txBytes
-    #expect(within(uint(captured["bytes"]), Int(kernelBytes), 0.01), "captured \(captured) kernel \(kernel)")
+    #expect(
+      within(uint(captured["bytes"]), Int(kernelBytes), 0.01),
+      "captured \(captured) kernel \(kernel)")
     let coverage = try #require(report["coverage"] as? Double)
     #expect(coverage > 0.99 && coverage < 1.01, "coverage \(coverage)")
-    #expect(uint((report["interface_counters"] as? [String: Any])?["tx_bytes"]) ?? 0 >= UInt64(expectedA + expectedB))
+    #expect(
+      uint((report["interface_counters"] as? [String: Any])?["tx_bytes"]) ?? 0
+        >= UInt64(expectedA + expectedB))
     sink.stop()
     tun.stop()
   }
 
-  @Test("UDP and TCP senders over a veth: attributed within 5%; frame bytes agree with the counters; --write reads back the same")
+  @Test(
+    "UDP and TCP senders over a veth: attributed within 5%; frame bytes agree with the counters; --write reads back the same"
+  )
   func vethAttribution() throws {
     let pair = try VethPair("flv", subnet: 62)
     let udpSink = try pair.right.peer("udp-sink", "9201")
@@ -85,9 +94,12 @@ struct FlowKernelTests {
     try tcpSink.waitFor("ready")
     let directory = try CaptureDirectory()
     let saved = directory.path("veth.pcap")
-    let flows = try startFlows(pair.left, [pair.leftName, "--json", "--interval", "5s", "--write", saved])
-    let udp = try pair.left.peer("udp-send", pair.rightAddress, "9201", "300", "900", "--gap-us", "1500")
-    let tcp = try pair.left.peer("tcp-send", pair.rightAddress, "9202", "400000", "--rate", "1000000")
+    let flows = try startFlows(
+      pair.left, [pair.leftName, "--json", "--interval", "5s", "--write", saved])
+    let udp = try pair.left.peer(
+      "udp-send", pair.rightAddress, "9201", "300", "900", "--gap-us", "1500")
+    let tcp = try pair.left.peer(
+      "tcp-send", pair.rightAddress, "9202", "400000", "--rate", "1000000")
     try udp.waitFor("sent")
     try tcp.waitFor("sent")
     usleep(100_000)
@@ -107,14 +119,21 @@ struct FlowKernelTests {
     let linkBytes = uint(captured["link_bytes"]) ?? 0
     #expect(within(linkBytes, Int(counters), 0.01), "frames \(linkBytes) counters \(counters)")
     // IP bytes miss exactly the Ethernet headers (and non-IP frames such as ARP).
-    #expect(ipBytes <= counters && counters - ipBytes <= 14 * packets + 64 * (uint(captured["non_ip_packets"]) ?? 0) + counters / 100)
+    #expect(
+      ipBytes <= counters
+        && counters - ipBytes <= 14 * packets + 64 * (uint(captured["non_ip_packets"]) ?? 0)
+          + counters / 100
+    )
 
-    let reread = try run(Built.vpnstat, ["flows", "--read", saved, "--json", "--local", pair.leftAddress])
+    let reread = try run(
+      Built.vpnstat, ["flows", "--read", saved, "--json", "--local", pair.leftAddress])
     #expect(reread.status == 0, "\(reread.errors)")
     let fileFlows = flowsByKey(try #require(try jsonLines(reread).last))
     for (key, live) in flowsByKey(report) {
       let fromFile = try #require(fileFlows[key], "\(key) missing from the saved file")
-      #expect(uint(fromFile["tx_bytes"]) == uint(live["tx_bytes"]) && uint(fromFile["rx_bytes"]) == uint(live["rx_bytes"]), "\(key)")
+      #expect(
+        uint(fromFile["tx_bytes"]) == uint(live["tx_bytes"])
+          && uint(fromFile["rx_bytes"]) == uint(live["rx_bytes"]), "\(key)")
     }
     udpSink.stop()
     tcpSink.stop()
@@ -131,7 +150,8 @@ struct FlowKernelTests {
     try sink.waitFor("ready")
     // /proc is read at the start (the sink's socket is known) and then not again for 30 s,
     // except at the report: by then the sender's socket is closed.
-    let flows = try startFlows(ns, ["tunf3", "--json", "--interval", "30s", "--lookup-interval", "30s"])
+    let flows = try startFlows(
+      ns, ["tunf3", "--json", "--interval", "30s", "--lookup-interval", "30s"])
     let sender = try ns.peer("udp-close-early", "169.254.53.2", "9301", "50", "400")
     try sender.waitFor("closed")
     usleep(100_000)
@@ -151,7 +171,8 @@ struct FlowKernelTests {
     // The sink's socket was in the table from the start: its echo traffic is attributed.
     #expect(within(uint(process(report, pid: sink.pid)?["rx_bytes"]), sent, 0.05))
     let kernel = try ns.kernelCounters("tunf3")
-    #expect(uint((report["captured"] as? [String: Any])?["bytes"]) == kernel.rxBytes + kernel.txBytes)
+    #expect(
+      uint((report["captured"] as? [String: Any])?["bytes"]) == kernel.rxBytes + kernel.txBytes)
     sender.stop()
     sink.stop()
     tun.stop()
@@ -193,7 +214,9 @@ struct FlowKernelTests {
     let report = try finish(flows)
     #expect(uint(report["capture_restarts"]) ?? 0 >= 1)
     #expect((report["interface_index"] as? NSNumber)?.intValue == newIndex)
-    let sent = (report["flows"] as? [[String: Any]] ?? []).filter { (uint($0["tx_bytes"]) ?? 0) > 0 && $0["protocol"] as? String == "udp" }
+    let sent = (report["flows"] as? [[String: Any]] ?? []).filter {
+      (uint($0["tx_bytes"]) ?? 0) > 0 && $0["protocol"] as? String == "udp"
+    }
     let before = sent.first { ($0["remote_port"] as? NSNumber)?.intValue == 9401 }
     let after = sent.first { ($0["remote_port"] as? NSNumber)?.intValue == 9402 }
     #expect(uint(before?["tx_bytes"]) == 100 * 528, "traffic of the old instance stays counted")
@@ -208,13 +231,16 @@ struct FlowKernelTests {
     try sink.waitFor("ready")
     let flows = try startFlows(pair.left, ["any", "--json", "--interval", "5s"])
     // Long enough to outlive the first lookup, which may come up to 200 ms after the start.
-    let sender = try pair.left.peer("udp-send", pair.rightAddress, "9501", "120", "700", "--gap-us", "4000")
+    let sender = try pair.left.peer(
+      "udp-send", pair.rightAddress, "9501", "120", "700", "--gap-us", "4000")
     try sender.waitFor("sent")
     usleep(100_000)
     let report = try finish(flows)
     #expect((report["link_type"] as? String)?.hasPrefix("LINUX_SLL") == true)
     let flow = try #require(
-      (report["flows"] as? [[String: Any]])?.first { ($0["remote_port"] as? NSNumber)?.intValue == 9501 })
+      (report["flows"] as? [[String: Any]])?.first {
+        ($0["remote_port"] as? NSNumber)?.intValue == 9501
+      })
     #expect(uint(flow["tx_bytes"]) == 120 * 728)
     #expect(flow["local_by"] as? String == "packet_type")
     #expect((flow["pid"] as? NSNumber)?.int32Value == sender.pid)
@@ -228,26 +254,35 @@ struct FlowKernelTests {
     try sink.waitFor("ready")
     let directory = try CaptureDirectory()
     let file = directory.path("tcpdump.pcap")
-    let tcpdump = try pair.left.start("/usr/bin/tcpdump", ["-i", pair.leftName, "-w", file, "-U", "--immediate-mode", "-n", "-Z", "root", "udp"])
+    let tcpdump = try pair.left.start(
+      "/usr/bin/tcpdump",
+      ["-i", pair.leftName, "-w", file, "-U", "--immediate-mode", "-n", "-Z", "root", "udp"])
     try tcpdump.waitForError("listening on")
     try pair.left.peerRun("udp-send", pair.rightAddress, "9601", "90", "321", "--gap-us", "300")
     try pair.left.peerRun("udp-send", pair.rightAddress, "9601", "40", "1200", "--gap-us", "300")
     usleep(150_000)
     tcpdump.stop(SIGINT)
-    let result = try run(Built.vpnstat, ["flows", "--read", file, "--json", "--local", pair.leftAddress])
+    let result = try run(
+      Built.vpnstat, ["flows", "--read", file, "--json", "--local", pair.leftAddress])
     #expect(result.status == 0, "\(result.errors)")
     let report = try #require(try jsonLines(result).last)
     #expect(report["link_type"] as? String == "EN10MB")
-    let totals = (report["flows"] as? [[String: Any]] ?? []).compactMap { uint($0["tx_bytes"]) }.sorted()
+    let totals = (report["flows"] as? [[String: Any]] ?? []).compactMap { uint($0["tx_bytes"]) }
+      .sorted()
     #expect(totals == [UInt64(40 * 1228), UInt64(90 * 349)].sorted(), "\(totals)")
     sink.stop()
   }
 
-  @Test("no CAP_NET_RAW → 77 naming it; no such interface → 69; a bad filter → 64 with libpcap's words")
+  @Test(
+    "no CAP_NET_RAW → 77 naming it; no such interface → 69; a bad filter → 64 with libpcap's words")
   func liveErrors() throws {
     let ns = try TestNamespace("flerr")
     let denied = try ns.run(
-      "/usr/bin/setpriv", ["--bounding-set", "-net_raw", "--inh-caps", "-net_raw", Built.vpnstat, "flows", "lo", "--count", "1"])
+      "/usr/bin/setpriv",
+      [
+        "--bounding-set", "-net_raw", "--inh-caps", "-net_raw", Built.vpnstat, "flows", "lo",
+        "--count", "1",
+      ])
     #expect(denied.status == 77, "\(denied.errors)")
     #expect(denied.errors.contains("CAP_NET_RAW"))
     let missing = try ns.vpnstat("flows", "nosuch0", "--count", "1")
@@ -255,7 +290,9 @@ struct FlowKernelTests {
     #expect(missing.errors.contains("no interface named 'nosuch0'"))
     let badFilter = try ns.vpnstat("flows", "lo", "--count", "1", "--filter", "hots 169.254.1.1")
     #expect(badFilter.status == 64, "\(badFilter.errors)")
-    #expect(badFilter.errors.contains("bad filter 'hots 169.254.1.1'") && badFilter.errors.contains("syntax error"))
+    #expect(
+      badFilter.errors.contains("bad filter 'hots 169.254.1.1'")
+        && badFilter.errors.contains("syntax error"))
   }
 }
 

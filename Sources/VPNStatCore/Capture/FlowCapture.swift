@@ -42,7 +42,9 @@ public enum LocalAddresses {
       guard let address = entry.pointee.ifa_addr else { continue }
       switch Int32(address.pointee.sa_family) {
       case AF_INET:
-        let value = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr.s_addr }
+        let value = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+          $0.pointee.sin_addr.s_addr
+        }
         result.insert(IPAddress(ipv4: UInt32(bigEndian: value)))
       case AF_INET6:
         address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
@@ -82,9 +84,11 @@ struct InterfaceCounterWindow {
     for interface in sample.interfaces where name == nil || interface.name == name {
       let instance = InterfaceInstance(index: interface.index, bootID: sample.taken.bootID)
       if let (old, oldInstance, _) = last[interface.name] {
-        let delta = CounterDelta.between(old, oldInstance, interface.counters, instance, width: interface.width)
+        let delta = CounterDelta.between(
+          old, oldInstance, interface.counters, instance, width: interface.width)
         total += TrafficCounts(
-          rxBytes: delta.rxBytes, txBytes: delta.txBytes, rxPackets: delta.rxPackets, txPackets: delta.txPackets)
+          rxBytes: delta.rxBytes, txBytes: delta.txBytes, rxPackets: delta.rxPackets,
+          txPackets: delta.txPackets)
       } else if baselineTaken {
         // A name that appeared during the capture: all of its traffic is new.
         total += TrafficCounts(
@@ -146,7 +150,8 @@ public final class LiveFlowCapture {
 
   /// Opens the capture (errors here end the command: 77, 69, 64) and the capture file.
   public init(
-    interface: InterfaceName, options: FlowCaptureOptions, clock: any TimeSource = SystemTimeSource(),
+    interface: InterfaceName, options: FlowCaptureOptions,
+    clock: any TimeSource = SystemTimeSource(),
     open: ((InterfaceName) throws -> any LivePacketSource)? = nil
   ) throws {
     self.interface = interface
@@ -157,17 +162,21 @@ public final class LiveFlowCapture {
     if let open {
       self.open = open
     } else {
-      self.open = { name in try PcapLiveSource(interface: name, snapshotLength: snapshotLength, filter: filter) }
+      self.open = { name in
+        try PcapLiveSource(interface: name, snapshotLength: snapshotLength, filter: filter)
+      }
     }
     let first = try self.open(interface)
     source = first
     linkType = first.linkType
     if let path = options.writePath {
-      writer = try CaptureFileWriter(path: path, linkType: first.linkType, snapshotLength: snapshotLength)
+      writer = try CaptureFileWriter(
+        path: path, linkType: first.linkType, snapshotLength: snapshotLength)
     }
     let resolver =
       options.processes
-      ? SocketOwnerResolver(procRoot: options.procRoot, minimumInterval: options.lookupInterval) : nil
+      ? SocketOwnerResolver(procRoot: options.procRoot, minimumInterval: options.lookupInterval)
+      : nil
     aggregator = FlowAggregator(
       localAddresses: LocalAddresses.current().union(options.localAddresses), resolver: resolver,
       idleTimeout: options.idleTimeout)
@@ -204,7 +213,10 @@ public final class LiveFlowCapture {
       if source == nil { wake = min(wake, now + 100_000_000) }
       let timeout = Int32(clamping: max(0, (wake - now + 999_999) / 1_000_000))
       var descriptors = [pollfd(fd: signals.descriptor, events: Int16(POLLIN), revents: 0)]
-      if let source { descriptors.append(pollfd(fd: source.selectableDescriptor, events: Int16(POLLIN), revents: 0)) }
+      if let source {
+        descriptors.append(
+          pollfd(fd: source.selectableDescriptor, events: Int16(POLLIN), revents: 0))
+      }
       _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
       if signals.received() { stopping = true }
       if drain() > 0, !stopping {
@@ -214,7 +226,9 @@ public final class LiveFlowCapture {
         nanosleep(&pause, nil)
       }
       now = clock.now().boottime
-      if let resolver = aggregator.resolver, aggregator.table.pendingCount > 0, resolver.mayRescan(at: now) {
+      if let resolver = aggregator.resolver, aggregator.table.pendingCount > 0,
+        resolver.mayRescan(at: now)
+      {
         resolver.resolve(&aggregator.table, at: now, wall: clock.now().wall, force: false)
       }
       if source == nil, now - lastReopenAttempt >= 100_000_000 { reopen(at: now) }
@@ -225,20 +239,23 @@ public final class LiveFlowCapture {
       drain()
       checkInstance(at: now)
       let reading = clock.now()
-      aggregator.resolver?.resolve(&aggregator.table, at: reading.boottime, wall: reading.wall, force: true)
+      aggregator.resolver?.resolve(
+        &aggregator.table, at: reading.boottime, wall: reading.wall, force: true)
       var drops = closedDrops
       if let current = source?.drops() { drops = drops + current }
       var notes = warnings
       if let lostSince {
         notes.append(
-          "interface '\(interface.terminalText)' gone since \(lostSince.rfc3339); waiting for it to come back")
+          "interface '\(interface.terminalText)' gone since \(lostSince.rfc3339); waiting for it to come back"
+        )
       }
       let snapshot = aggregator.report(
         origin: .interface(interface, index: source.map { $0.interfaceIndex }), linkType: linkType,
         generatedAt: reading.wall, startedAt: startedAt.wall,
         intervalSeconds: Double(reading.boottime - previousReport) / 1e9,
         elapsedSeconds: Double(reading.boottime - startedAt.boottime) / 1e9, drops: drops,
-        interfaceCounters: counters.working ? counters.total : nil, restarts: restarts, warnings: notes,
+        interfaceCounters: counters.working ? counters.total : nil, restarts: restarts,
+        warnings: notes,
         captureTime: reading.wall)
       try writer?.flush()
       try emit(snapshot)
@@ -289,7 +306,8 @@ public final class LiveFlowCapture {
       writer.close()
       self.writer = nil
       warnings.append(
-        "the new instance has link type \(fresh.linkType.name) (was \(writer.linkType.name)); stopped writing the capture file")
+        "the new instance has link type \(fresh.linkType.name) (was \(writer.linkType.name)); stopped writing the capture file"
+      )
     }
     source = fresh
     linkType = fresh.linkType
@@ -301,7 +319,8 @@ public final class LiveFlowCapture {
   /// the name now has another ifindex.
   private func checkInstance(at now: Int64) {
     guard let current = source, current.interfaceIndex != 0 else { return }
-    let index = Int32(bitPattern: SystemPath(bytes: interface.bytes).withCString { if_nametoindex($0) })
+    let index = Int32(
+      bitPattern: SystemPath(bytes: interface.bytes).withCString { if_nametoindex($0) })
     guard index != current.interfaceIndex else { return }
     lose(current, because: "ifindex changed")
   }
@@ -328,7 +347,8 @@ public final class FileFlowCapture {
     let aggregator = FlowAggregator(
       localAddresses: Set(options.localAddresses), resolver: nil, idleTimeout: options.idleTimeout)
     let writer = try options.writePath.map { (path) throws(CaptureFailure) in
-      try CaptureFileWriter(path: path, linkType: source.linkType, snapshotLength: source.snapshotLength)
+      try CaptureFileWriter(
+        path: path, linkType: source.linkType, snapshotLength: source.snapshotLength)
     }
     defer { writer?.close() }
     let link = source.linkType
@@ -344,7 +364,8 @@ public final class FileFlowCapture {
       let snapshot = aggregator.report(
         origin: origin, linkType: link, generatedAt: clock.now().wall, startedAt: start,
         intervalSeconds: Double((end - sliceStart).nanoseconds) / 1e9,
-        elapsedSeconds: Double((end - start).nanoseconds) / 1e9, drops: nil, interfaceCounters: nil, restarts: 0,
+        elapsedSeconds: Double((end - start).nanoseconds) / 1e9, drops: nil, interfaceCounters: nil,
+        restarts: 0,
         warnings: [], captureTime: end)
       try writer?.flush()
       try emit(snapshot)

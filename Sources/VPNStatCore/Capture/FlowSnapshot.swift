@@ -91,7 +91,8 @@ public final class FlowAggregator {
   private var reportedTotals = CaptureTotals()
 
   public init(
-    localAddresses: Set<IPAddress>, resolver: SocketOwnerResolver?, idleTimeout: Duration = .seconds(300)
+    localAddresses: Set<IPAddress>, resolver: SocketOwnerResolver?,
+    idleTimeout: Duration = .seconds(300)
   ) {
     table = FlowTable(localAddresses: localAddresses, attributionEnabled: resolver != nil)
     self.resolver = resolver
@@ -108,8 +109,10 @@ public final class FlowAggregator {
   /// than `idleTimeout` (capture time, up to `captureTime`) leave the flow list, their traffic
   /// staying in the host and process totals.
   public func report(
-    origin: FlowSnapshot.Origin, linkType: CaptureLinkType, generatedAt: Timestamp, startedAt: Timestamp,
-    intervalSeconds: Double, elapsedSeconds: Double, drops: CaptureDrops?, interfaceCounters: TrafficCounts?,
+    origin: FlowSnapshot.Origin, linkType: CaptureLinkType, generatedAt: Timestamp,
+    startedAt: Timestamp,
+    intervalSeconds: Double, elapsedSeconds: Double, drops: CaptureDrops?,
+    interfaceCounters: TrafficCounts?,
     restarts: Int, warnings: [String], captureTime: Timestamp?
   ) -> FlowSnapshot {
     var hosts = retiredHosts
@@ -131,22 +134,31 @@ public final class FlowAggregator {
         processes[nil, default: (TrafficCounts(), 0)].flows += 1
       }
     }
-    func byActivity<T>(_ a: (interval: TrafficCounts, total: TrafficCounts, tie: T), _ b: (interval: TrafficCounts, total: TrafficCounts, tie: T), _ tieLess: (T, T) -> Bool) -> Bool {
+    func byActivity<T>(
+      _ a: (interval: TrafficCounts, total: TrafficCounts, tie: T),
+      _ b: (interval: TrafficCounts, total: TrafficCounts, tie: T), _ tieLess: (T, T) -> Bool
+    ) -> Bool {
       if a.interval.bytes != b.interval.bytes { return a.interval.bytes > b.interval.bytes }
       if a.total.bytes != b.total.bytes { return a.total.bytes > b.total.bytes }
       return tieLess(a.tie, b.tie)
     }
     flowReports.sort {
-      byActivity(($0.interval, $0.flow.counts, $0.flow), ($1.interval, $1.flow.counts, $1.flow)) { a, b in
-        (a.remoteAddress, a.remotePort, a.localPort, a.ipProtocol) < (b.remoteAddress, b.remotePort, b.localPort, b.ipProtocol)
+      byActivity(($0.interval, $0.flow.counts, $0.flow), ($1.interval, $1.flow.counts, $1.flow)) {
+        a, b in
+        (a.remoteAddress, a.remotePort, a.localPort, a.ipProtocol) < (
+          b.remoteAddress, b.remotePort, b.localPort, b.ipProtocol
+        )
       }
     }
     var hostReports = hosts.map { address, value in
       FlowSnapshot.GroupReport(
-        key: address, total: value.counts, interval: value.counts - (reportedHosts[address] ?? TrafficCounts()),
+        key: address, total: value.counts,
+        interval: value.counts - (reportedHosts[address] ?? TrafficCounts()),
         flows: value.flows)
     }
-    hostReports.sort { byActivity(($0.interval, $0.total, $0.key), ($1.interval, $1.total, $1.key), <) }
+    hostReports.sort {
+      byActivity(($0.interval, $0.total, $0.key), ($1.interval, $1.total, $1.key), <)
+    }
     var processReports = processes.map { owner, value in
       FlowSnapshot.GroupReport(
         key: owner, total: value.counts,
@@ -158,7 +170,8 @@ public final class FlowAggregator {
         switch (a, b) {
         case (nil, _): false
         case (_, nil): true
-        case (let x?, let y?): x.pid != y.pid ? x.pid < y.pid : (x.command ?? "") < (y.command ?? "")
+        case (let x?, let y?):
+          x.pid != y.pid ? x.pid < y.pid : (x.command ?? "") < (y.command ?? "")
         }
       }
     }

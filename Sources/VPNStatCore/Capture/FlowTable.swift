@@ -5,7 +5,9 @@ public struct TrafficCounts: Hashable, Sendable {
   public var rxPackets: UInt64 = 0
   public var txPackets: UInt64 = 0
 
-  public init(rxBytes: UInt64 = 0, txBytes: UInt64 = 0, rxPackets: UInt64 = 0, txPackets: UInt64 = 0) {
+  public init(
+    rxBytes: UInt64 = 0, txBytes: UInt64 = 0, rxPackets: UInt64 = 0, txPackets: UInt64 = 0
+  ) {
     self.rxBytes = rxBytes
     self.txBytes = txBytes
     self.rxPackets = rxPackets
@@ -148,7 +150,9 @@ public struct Flow: Sendable {
 
   /// The part of the traffic that belongs to `owner` (all of it once owned, minus what was
   /// counted before a late match).
-  public var attributedCounts: TrafficCounts { owner == nil ? TrafficCounts() : counts - unattributed }
+  public var attributedCounts: TrafficCounts {
+    owner == nil ? TrafficCounts() : counts - unattributed
+  }
   /// The part that belongs to "unknown".
   public var unknownCounts: TrafficCounts { owner == nil ? counts : unattributed }
 
@@ -267,7 +271,8 @@ public struct FlowTable {
         evidence = .firstPacket
       }
     }
-    let lookup = attributionEnabled && packet.portsKnown && (packet.ipProtocol == 6 || packet.ipProtocol == 17)
+    let lookup =
+      attributionEnabled && packet.portsKnown && (packet.ipProtocol == 6 || packet.ipProtocol == 17)
     let sourcePort = packet.portsKnown ? packet.sourcePort : 0
     let destinationPort = packet.portsKnown ? packet.destinationPort : 0
     let flow = Flow(

@@ -20,15 +20,22 @@ public enum FlowView {
 
   /// The screen: no line wider than `width`, no more than `height` lines. Sections shrink to
   /// fit, flows keep most of the room; names and commands are sanitized.
-  public static func render(_ snapshot: FlowSnapshot, width: Int, height: Int, options: Options) -> String {
+  public static func render(_ snapshot: FlowSnapshot, width: Int, height: Int, options: Options)
+    -> String
+  {
     let width = max(width, 20)
     let height = max(height, 8)
     let color = options.display.color
     var lines = header(snapshot, options: options).map { TerminalText.truncate($0, to: width) }
     for warning in snapshot.warnings {
-      lines.append(TextStyle.yellow.apply(TerminalText.truncate("warning: " + TerminalText.sanitize(warning), to: width), color: color))
+      lines.append(
+        TextStyle.yellow.apply(
+          TerminalText.truncate("warning: " + TerminalText.sanitize(warning), to: width),
+          color: color))
     }
-    let footer = notes(snapshot).map { TextStyle.dim.apply(TerminalText.truncate($0, to: width), color: color) }
+    let footer = notes(snapshot).map {
+      TextStyle.dim.apply(TerminalText.truncate($0, to: width), color: color)
+    }
     // Each table needs a blank line and a header row besides its rows.
     var room = height - lines.count - footer.count - 1 - 6
     let top = options.top ?? Int.max
@@ -38,11 +45,14 @@ public enum FlowView {
     room -= hostRows
     let flowRows = min(snapshot.flows.count, top, max(1, room))
     lines.append("")
-    lines += processTable(snapshot, rows: processRows, options: options).render(color: color, maxWidth: width)
+    lines += processTable(snapshot, rows: processRows, options: options).render(
+      color: color, maxWidth: width)
     lines.append("")
-    lines += flowTable(snapshot, rows: flowRows, options: options).render(color: color, maxWidth: width)
+    lines += flowTable(snapshot, rows: flowRows, options: options).render(
+      color: color, maxWidth: width)
     lines.append("")
-    lines += hostTable(snapshot, rows: hostRows, options: options).render(color: color, maxWidth: width)
+    lines += hostTable(snapshot, rows: hostRows, options: options).render(
+      color: color, maxWidth: width)
     lines.append("")
     lines += footer
     return lines.prefix(height).joined(separator: "\n") + "\n"
@@ -55,11 +65,14 @@ public enum FlowView {
     var lines = header(snapshot, options: options)
     for warning in snapshot.warnings { lines.append("warning: " + TerminalText.sanitize(warning)) }
     lines.append("")
-    lines += processTable(snapshot, rows: min(top, snapshot.processes.count), options: options).render(color: false)
+    lines += processTable(snapshot, rows: min(top, snapshot.processes.count), options: options)
+      .render(color: false)
     lines.append("")
-    lines += flowTable(snapshot, rows: min(top, snapshot.flows.count), options: options).render(color: false)
+    lines += flowTable(snapshot, rows: min(top, snapshot.flows.count), options: options).render(
+      color: false)
     lines.append("")
-    lines += hostTable(snapshot, rows: min(top, snapshot.hosts.count), options: options).render(color: false)
+    lines += hostTable(snapshot, rows: min(top, snapshot.hosts.count), options: options).render(
+      color: false)
     lines.append("")
     lines += notes(snapshot)
     return lines.joined(separator: "\n") + "\n\n"
@@ -74,12 +87,14 @@ public enum FlowView {
     case .file(let path):
       what = "file " + TerminalText.sanitize(path)
     }
-    var first = "flows on \(what), link-type \(snapshot.linkType.name), \(snapshot.generatedAt.rfc3339)"
+    var first =
+      "flows on \(what), link-type \(snapshot.linkType.name), \(snapshot.generatedAt.rfc3339)"
     first += ", interval \(seconds(snapshot.intervalSeconds))"
     var second =
       "captured \(Units.grouped(snapshot.captured.packets)) packets, \(display.estimate(snapshot.captured.bytes)) (IP)"
     if snapshot.intervalSeconds > 0 {
-      second += ", \(display.rate(Double(snapshot.capturedInterval.bytes) / snapshot.intervalSeconds))"
+      second +=
+        ", \(display.rate(Double(snapshot.capturedInterval.bytes) / snapshot.intervalSeconds))"
     }
     if let drops = snapshot.drops {
       second += ", dropped \(drops.dropped), if-dropped \(drops.interfaceDropped)"
@@ -119,7 +134,9 @@ public enum FlowView {
     return (String(owner.pid), owner.command.map(TerminalText.sanitize) ?? "?")
   }
 
-  static func rateCells(_ interval: TrafficCounts, _ snapshot: FlowSnapshot, _ display: DisplayOptions) -> [TextTable.Cell] {
+  static func rateCells(
+    _ interval: TrafficCounts, _ snapshot: FlowSnapshot, _ display: DisplayOptions
+  ) -> [TextTable.Cell] {
     let seconds = snapshot.intervalSeconds
     return [
       TextTable.Cell(display.rate(seconds > 0 ? Double(interval.rxBytes) / seconds : nil)),
@@ -128,7 +145,10 @@ public enum FlowView {
   }
 
   static func totalCells(_ total: TrafficCounts, _ display: DisplayOptions) -> [TextTable.Cell] {
-    [TextTable.Cell(display.estimate(total.rxBytes)), TextTable.Cell(display.estimate(total.txBytes))]
+    [
+      TextTable.Cell(display.estimate(total.rxBytes)),
+      TextTable.Cell(display.estimate(total.txBytes)),
+    ]
   }
 
   // Rates first and totals last: a narrow terminal cuts the totals, not who is sending.
@@ -141,13 +161,16 @@ public enum FlowView {
 
   static func processTable(_ snapshot: FlowSnapshot, rows: Int, options: Options) -> TextTable {
     var table = TextTable(
-      columns: [TextTable.Column("PID", alignRight: true), TextTable.Column("COMMAND")] + rateColumns
+      columns: [TextTable.Column("PID", alignRight: true), TextTable.Column("COMMAND")]
+        + rateColumns
         + [TextTable.Column("FLOWS", alignRight: true)] + totalColumns)
     for process in snapshot.processes.prefix(rows) {
       let (pid, command) = owner(process.key)
       table.add(
         [TextTable.Cell(pid), TextTable.Cell(command, process.key == nil ? .dim : .bold)]
-          + rateCells(process.interval, snapshot, options.display) + [TextTable.Cell(String(process.flows))]
+          + rateCells(process.interval, snapshot, options.display) + [
+            TextTable.Cell(String(process.flows))
+          ]
           + totalCells(process.total, options.display))
     }
     return table
@@ -155,7 +178,8 @@ public enum FlowView {
 
   static func flowTable(_ snapshot: FlowSnapshot, rows: Int, options: Options) -> TextTable {
     var table = TextTable(
-      columns: [TextTable.Column("PROTO"), TextTable.Column("LOCAL"), TextTable.Column("REMOTE")] + rateColumns
+      columns: [TextTable.Column("PROTO"), TextTable.Column("LOCAL"), TextTable.Column("REMOTE")]
+        + rateColumns
         + [TextTable.Column("PID", alignRight: true), TextTable.Column("COMMAND")] + totalColumns)
     for report in snapshot.flows.prefix(rows) {
       let flow = report.flow
@@ -164,7 +188,8 @@ public enum FlowView {
         [
           TextTable.Cell(PacketParser.protocolName(flow.ipProtocol)),
           TextTable.Cell(endpoint(flow.localAddress, flow.localPort, known: flow.portsKnown)),
-          TextTable.Cell(endpoint(flow.remoteAddress, flow.remotePort, known: flow.portsKnown), .cyan),
+          TextTable.Cell(
+            endpoint(flow.remoteAddress, flow.remotePort, known: flow.portsKnown), .cyan),
         ] + rateCells(report.interval, snapshot, options.display) + [
           TextTable.Cell(pid), TextTable.Cell(command, flow.owner == nil ? .dim : .plain),
         ] + totalCells(flow.counts, options.display))
@@ -174,11 +199,14 @@ public enum FlowView {
 
   static func hostTable(_ snapshot: FlowSnapshot, rows: Int, options: Options) -> TextTable {
     var table = TextTable(
-      columns: [TextTable.Column("REMOTE HOST")] + rateColumns + [TextTable.Column("FLOWS", alignRight: true)]
+      columns: [TextTable.Column("REMOTE HOST")] + rateColumns + [
+        TextTable.Column("FLOWS", alignRight: true)
+      ]
         + totalColumns)
     for host in snapshot.hosts.prefix(rows) {
       table.add(
-        [TextTable.Cell(host.key.description, .cyan)] + rateCells(host.interval, snapshot, options.display)
+        [TextTable.Cell(host.key.description, .cyan)]
+          + rateCells(host.interval, snapshot, options.display)
           + [TextTable.Cell(String(host.flows))] + totalCells(host.total, options.display))
     }
     return table
@@ -189,7 +217,8 @@ public enum FlowView {
 public enum TerminalSize {
   public static func of(_ descriptor: FileDescriptor) -> (width: Int, height: Int)? {
     var size = winsize()
-    guard clinux_ioctl_ptr(descriptor.rawValue, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0
+    guard clinux_ioctl_ptr(descriptor.rawValue, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0,
+      size.ws_row > 0
     else { return nil }
     return (Int(size.ws_col), Int(size.ws_row))
   }

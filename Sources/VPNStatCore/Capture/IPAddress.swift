@@ -41,7 +41,9 @@ public struct IPAddress: Hashable, Comparable, Sendable, CustomStringConvertible
 
   public var isIPv4: Bool { high == 0 && low >> 32 == 0xFFFF }
   /// `0.0.0.0` or `::`: what a socket bound to every address shows as its local address.
-  public var isUnspecified: Bool { (high == 0 && low == 0) || (isIPv4 && UInt32(truncatingIfNeeded: low) == 0) }
+  public var isUnspecified: Bool {
+    (high == 0 && low == 0) || (isIPv4 && UInt32(truncatingIfNeeded: low) == 0)
+  }
 
   /// Multicast (224.0.0.0/4, ff00::/8) or the IPv4 limited broadcast: never a flow's sender.
   public var isMulticastOrBroadcast: Bool {

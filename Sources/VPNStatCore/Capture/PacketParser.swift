@@ -105,7 +105,7 @@ public enum PacketParser {
       offset = 14
       // 802.1Q and 802.1ad tags, up to two.
       var tags = 0
-      while (etherType == 0x8100 || etherType == 0x88A8), tags < 2 {
+      while etherType == 0x8100 || etherType == 0x88A8, tags < 2 {
         guard bytes.count >= offset + 4 else { return .malformed }
         etherType = load16(bytes, offset + 2)
         offset += 4
@@ -135,7 +135,8 @@ public enum PacketParser {
 
   static func hasPorts(_ ipProtocol: UInt8) -> Bool {
     // TCP, UDP, DCCP, SCTP, UDP-Lite: source and destination port lead the header.
-    ipProtocol == 6 || ipProtocol == 17 || ipProtocol == 33 || ipProtocol == 132 || ipProtocol == 136
+    ipProtocol == 6 || ipProtocol == 17 || ipProtocol == 33 || ipProtocol == 132
+      || ipProtocol == 136
   }
 
   static func parseIPv4(
@@ -180,18 +181,27 @@ public enum PacketParser {
     for _ in 0..<8 {
       switch next {
       case 0, 43, 60:
-        guard bytes.count >= cursor + 2 else { summary.ipProtocol = next; return .ip(summary) }
+        guard bytes.count >= cursor + 2 else {
+          summary.ipProtocol = next
+          return .ip(summary)
+        }
         next = bytes[cursor]
         cursor += (Int(bytes[cursor + 1]) + 1) * 8
         continue
       case 44:
-        guard bytes.count >= cursor + 8 else { summary.ipProtocol = next; return .ip(summary) }
+        guard bytes.count >= cursor + 8 else {
+          summary.ipProtocol = next
+          return .ip(summary)
+        }
         if load16(bytes, cursor + 2) >> 3 != 0 { firstFragment = false }
         next = bytes[cursor]
         cursor += 8
         continue
       case 51:
-        guard bytes.count >= cursor + 2 else { summary.ipProtocol = next; return .ip(summary) }
+        guard bytes.count >= cursor + 2 else {
+          summary.ipProtocol = next
+          return .ip(summary)
+        }
         next = bytes[cursor]
         cursor += (Int(bytes[cursor + 1]) + 2) * 4
         continue

@@ -18,7 +18,8 @@ public struct CaptureFailure: CommandFailure, Sendable, CustomStringConvertible 
     CaptureFailure(
       .noPermission,
       "no permission to capture on '\(interface.terminalText)': capturing needs CAP_NET_RAW "
-        + "(run as root, or grant it with 'setcap cap_net_raw=ep' on the binary) (\(TerminalText.sanitize(detail)))")
+        + "(run as root, or grant it with 'setcap cap_net_raw=ep' on the binary) (\(TerminalText.sanitize(detail)))"
+    )
   }
   static func noSuchInterface(_ interface: InterfaceName) -> CaptureFailure {
     CaptureFailure(.unavailable, "no interface named '\(interface.terminalText)'")
@@ -27,8 +28,11 @@ public struct CaptureFailure: CommandFailure, Sendable, CustomStringConvertible 
     CaptureFailure(
       .usage, "bad filter '\(TerminalText.sanitize(expression))': \(TerminalText.sanitize(detail))")
   }
-  static func unsupportedLinkType(_ dlt: Int32, where place: String, status: ExitStatus) -> CaptureFailure {
-    let description = pcap_datalink_val_to_description(dlt).map { " (" + String(cString: $0) + ")" } ?? ""
+  static func unsupportedLinkType(_ dlt: Int32, where place: String, status: ExitStatus)
+    -> CaptureFailure
+  {
+    let description =
+      pcap_datalink_val_to_description(dlt).map { " (" + String(cString: $0) + ")" } ?? ""
     return CaptureFailure(
       status,
       "unsupported link type \(CaptureLinkType.name(dlt: dlt))\(TerminalText.sanitize(description)) in \(place): "
@@ -61,7 +65,8 @@ public struct CaptureDrops: Hashable, Sendable {
     self.interfaceDropped = interfaceDropped
   }
   static func + (a: CaptureDrops, b: CaptureDrops) -> CaptureDrops {
-    CaptureDrops(dropped: a.dropped + b.dropped, interfaceDropped: a.interfaceDropped + b.interfaceDropped)
+    CaptureDrops(
+      dropped: a.dropped + b.dropped, interfaceDropped: a.interfaceDropped + b.interfaceDropped)
   }
 }
 
@@ -99,11 +104,15 @@ enum Pcap {
     let compiled = pcap_compile(handle, &program, expression, 1, PCAP_NETMASK_UNKNOWN)
     guard compiled == 0 else { throw .badFilter(expression, lastError(handle)) }
     defer { pcap_freecode(&program) }
-    guard pcap_setfilter(handle, &program) == 0 else { throw .badFilter(expression, lastError(handle)) }
+    guard pcap_setfilter(handle, &program) == 0 else {
+      throw .badFilter(expression, lastError(handle))
+    }
   }
 
   /// Checks a filter for a link type without any capture (and without privileges).
-  static func check(filter expression: String, linkType: CaptureLinkType, snapshotLength: Int32 = 262_144)
+  static func check(
+    filter expression: String, linkType: CaptureLinkType, snapshotLength: Int32 = 262_144
+  )
     throws(CaptureFailure)
   {
     guard let handle = pcap_open_dead(linkType.dlt, snapshotLength) else {
@@ -119,7 +128,9 @@ enum Pcap {
 
   static func timestamp(_ header: UnsafePointer<pcap_pkthdr>) -> Timestamp {
     // Handles are opened with nanosecond precision: tv_usec holds nanoseconds.
-    Timestamp(nanoseconds: Int64(header.pointee.ts.tv_sec) * 1_000_000_000 + Int64(header.pointee.ts.tv_usec))
+    Timestamp(
+      nanoseconds: Int64(header.pointee.ts.tv_sec) * 1_000_000_000
+        + Int64(header.pointee.ts.tv_usec))
   }
 }
 
@@ -151,7 +162,8 @@ public final class PcapFileSource: PacketSource {
     else {
       throw CaptureFailure(
         .dataError,
-        "'\(shown)' is not a capture file vpnstat can read: \(TerminalText.sanitize(Pcap.errorText(errorBuffer)))")
+        "'\(shown)' is not a capture file vpnstat can read: \(TerminalText.sanitize(Pcap.errorText(errorBuffer)))"
+      )
     }
     let dlt = pcap_datalink(opened)
     guard let linkType = CaptureLinkType(dlt: dlt) else {
@@ -205,7 +217,8 @@ public final class PcapLiveSource: LivePacketSource {
   /// Opens and activates the capture. Errors: no permission (77, names CAP_NET_RAW), no such
   /// interface (69), bad filter (64), a link type vpnstat cannot parse (69).
   public init(
-    interface: InterfaceName, snapshotLength: Int32, bufferSize: Int32 = 4 << 20, filter: String? = nil
+    interface: InterfaceName, snapshotLength: Int32, bufferSize: Int32 = 4 << 20,
+    filter: String? = nil
   ) throws(CaptureFailure) {
     self.interface = interface
     var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
@@ -213,7 +226,8 @@ public final class PcapLiveSource: LivePacketSource {
     guard let created else {
       throw CaptureFailure(
         .unavailable,
-        "cannot capture on '\(interface.terminalText)': \(TerminalText.sanitize(Pcap.errorText(errorBuffer)))")
+        "cannot capture on '\(interface.terminalText)': \(TerminalText.sanitize(Pcap.errorText(errorBuffer)))"
+      )
     }
     pcap_set_snaplen(created, snapshotLength)
     pcap_set_promisc(created, 0)
@@ -236,7 +250,8 @@ public final class PcapLiveSource: LivePacketSource {
         let text = detail.isEmpty ? String(cString: pcap_statustostr(status)) : detail
         if text.contains("Operation not permitted") { throw .noPermission(interface, text) }
         throw CaptureFailure(
-          .unavailable, "cannot capture on '\(interface.terminalText)': \(TerminalText.sanitize(text))")
+          .unavailable,
+          "cannot capture on '\(interface.terminalText)': \(TerminalText.sanitize(text))")
       }
     }
     let dlt = pcap_datalink(created)
@@ -256,7 +271,8 @@ public final class PcapLiveSource: LivePacketSource {
     }
     pcap_setnonblock(created, 1, &errorBuffer)
     selectableDescriptor = pcap_get_selectable_fd(created)
-    interfaceIndex = Int32(bitPattern: SystemPath(bytes: interface.bytes).withCString { if_nametoindex($0) })
+    interfaceIndex = Int32(
+      bitPattern: SystemPath(bytes: interface.bytes).withCString { if_nametoindex($0) })
   }
 
   deinit { close() }
@@ -281,7 +297,8 @@ public final class PcapLiveSource: LivePacketSource {
     default:
       throw CaptureFailure(
         .unavailable,
-        "capture on '\(interface.terminalText)' stopped: \(TerminalText.sanitize(Pcap.lastError(handle)))")
+        "capture on '\(interface.terminalText)' stopped: \(TerminalText.sanitize(Pcap.lastError(handle)))"
+      )
     }
   }
 
@@ -300,7 +317,8 @@ public final class CaptureFileWriter {
   private let dumper: OpaquePointer
   private var closed = false
 
-  public init(path: String, linkType: CaptureLinkType, snapshotLength: Int32) throws(CaptureFailure) {
+  public init(path: String, linkType: CaptureLinkType, snapshotLength: Int32) throws(CaptureFailure)
+  {
     self.linkType = linkType
     guard
       let dead = pcap_open_dead_with_tstamp_precision(
@@ -311,7 +329,9 @@ public final class CaptureFileWriter {
       pcap_close(dead)
       let status: ExitStatus = detail.contains("Permission denied") ? .noPermission : .ioError
       throw CaptureFailure(
-        status, "cannot write capture file '\(TerminalText.sanitize(path))': \(TerminalText.sanitize(detail))")
+        status,
+        "cannot write capture file '\(TerminalText.sanitize(path))': \(TerminalText.sanitize(detail))"
+      )
     }
     deadHandle = dead
     self.dumper = dumper

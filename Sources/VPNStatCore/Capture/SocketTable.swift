@@ -37,8 +37,12 @@ struct SocketTable {
   /// Reads the four tables under `procRoot`; a table that cannot be read is left out.
   static func read(procRoot: SystemPath) -> SocketTable {
     var table = SocketTable()
-    for (file, ipProtocol, v6) in [("tcp", UInt8(6), false), ("tcp6", 6, true), ("udp", 17, false), ("udp6", 17, true)] {
-      guard let bytes = try? SmallFile.read(procRoot.appending("net").appending(file), limit: 1 << 28) else {
+    for (file, ipProtocol, v6) in [
+      ("tcp", UInt8(6), false), ("tcp6", 6, true), ("udp", 17, false), ("udp6", 17, true),
+    ] {
+      guard
+        let bytes = try? SmallFile.read(procRoot.appending("net").appending(file), limit: 1 << 28)
+      else {
         continue
       }
       table.parse(bytes, ipProtocol: ipProtocol, fromIPv6Table: v6)
@@ -60,12 +64,15 @@ struct SocketTable {
       let isListener = ipProtocol == 6 && state == UInt64(Self.tcpListen)
       let remoteUnset = remote.address.isUnspecified && remote.port == 0
       if !isListener, !remoteUnset {
-        connected[Endpoints(
-          ipProtocol: ipProtocol, local: local.address, localPort: local.port,
-          remote: remote.address, remotePort: remote.port)] = inode
+        connected[
+          Endpoints(
+            ipProtocol: ipProtocol, local: local.address, localPort: local.port,
+            remote: remote.address, remotePort: remote.port)] = inode
       } else if ipProtocol == 17 || isListener {
         if local.address.isUnspecified {
-          wildcard[Wildcard(ipProtocol: ipProtocol, port: local.port, fromIPv6Table: fromIPv6Table)] = inode
+          wildcard[
+            Wildcard(ipProtocol: ipProtocol, port: local.port, fromIPv6Table: fromIPv6Table)] =
+            inode
         } else {
           bound[Bound(ipProtocol: ipProtocol, local: local.address, localPort: local.port)] = inode
         }
@@ -78,15 +85,18 @@ struct SocketTable {
   func inode(
     ipProtocol: UInt8, local: IPAddress, localPort: UInt16, remote: IPAddress, remotePort: UInt16
   ) -> UInt64? {
-    if let inode = connected[Endpoints(
-      ipProtocol: ipProtocol, local: local, localPort: localPort, remote: remote, remotePort: remotePort)]
+    if let inode = connected[
+      Endpoints(
+        ipProtocol: ipProtocol, local: local, localPort: localPort, remote: remote,
+        remotePort: remotePort)]
     {
       return inode
     }
     if let inode = bound[Bound(ipProtocol: ipProtocol, local: local, localPort: localPort)] {
       return inode
     }
-    if let inode = wildcard[Wildcard(ipProtocol: ipProtocol, port: localPort, fromIPv6Table: true)] {
+    if let inode = wildcard[Wildcard(ipProtocol: ipProtocol, port: localPort, fromIPv6Table: true)]
+    {
       return inode
     }
     if local.isIPv4,
@@ -102,13 +112,15 @@ struct SocketTable {
   }
 
   static func endpoint(_ field: ArraySlice<UInt8>) -> (address: IPAddress, port: UInt16)? {
-    guard let colon = field.firstIndex(of: 0x3A), let port = hex(field[(colon + 1)...]), port <= 0xFFFF
+    guard let colon = field.firstIndex(of: 0x3A), let port = hex(field[(colon + 1)...]),
+      port <= 0xFFFF
     else { return nil }
     let addressHex = field[..<colon]
     var words: [UInt32] = []
     var cursor = addressHex.startIndex
     while cursor < addressHex.endIndex {
-      let end = addressHex.index(cursor, offsetBy: 8, limitedBy: addressHex.endIndex) ?? addressHex.endIndex
+      let end =
+        addressHex.index(cursor, offsetBy: 8, limitedBy: addressHex.endIndex) ?? addressHex.endIndex
       guard end - cursor == 8, let word = hex(addressHex[cursor..<end]) else { return nil }
       // The kernel printed the word as it sits in memory: its native bytes are network order.
       words.append(UInt32(truncatingIfNeeded: word))
@@ -117,7 +129,10 @@ struct SocketTable {
     var network: [UInt8] = []
     for word in words { withUnsafeBytes(of: word) { network.append(contentsOf: $0) } }
     switch network.count {
-    case 4: return (IPAddress(bytes: [UInt8](repeating: 0, count: 10) + [0xFF, 0xFF] + network), UInt16(port))
+    case 4:
+      return (
+        IPAddress(bytes: [UInt8](repeating: 0, count: 10) + [0xFF, 0xFF] + network), UInt16(port)
+      )
     case 16: return (IPAddress(bytes: network), UInt16(port))
     default: return nil
     }
@@ -176,7 +191,9 @@ struct SocketInodeOwners {
       let fdDirectory = SystemPath(bytes: procRoot.bytes + [0x2F] + name + Array("/fd".utf8))
       guard let fds = fdDirectory.withCString({ opendir($0) }) else { continue }
       while let fdEntry = readdir(fds) {
-        let fdName = withUnsafeBytes(of: fdEntry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+        let fdName = withUnsafeBytes(of: fdEntry.pointee.d_name) { raw in
+          Array(raw.prefix { $0 != 0 })
+        }
         guard let first = fdName.first, first != 0x2E else { continue }
         let path = SystemPath(bytes: fdDirectory.bytes + [0x2F] + fdName)
         let count = path.withCString { cPath in
@@ -265,11 +282,14 @@ public final class SocketOwnerResolver {
   /// The owner of `flow` in the tables read last. A flow whose local end was only guessed
   /// (first packet) is also tried the other way round.
   func owner(of flow: Flow) -> (owner: SocketOwner, reversed: Bool)? {
-    if let owner = owner(flow.ipProtocol, flow.localAddress, flow.localPort, flow.remoteAddress, flow.remotePort) {
+    if let owner = owner(
+      flow.ipProtocol, flow.localAddress, flow.localPort, flow.remoteAddress, flow.remotePort)
+    {
       return (owner, false)
     }
     if flow.localBy == .firstPacket,
-      let owner = owner(flow.ipProtocol, flow.remoteAddress, flow.remotePort, flow.localAddress, flow.localPort)
+      let owner = owner(
+        flow.ipProtocol, flow.remoteAddress, flow.remotePort, flow.localAddress, flow.localPort)
     {
       return (owner, true)
     }
@@ -277,11 +297,13 @@ public final class SocketOwnerResolver {
   }
 
   private func owner(
-    _ ipProtocol: UInt8, _ local: IPAddress, _ localPort: UInt16, _ remote: IPAddress, _ remotePort: UInt16
+    _ ipProtocol: UInt8, _ local: IPAddress, _ localPort: UInt16, _ remote: IPAddress,
+    _ remotePort: UInt16
   ) -> SocketOwner? {
     guard
       let inode = sockets.inode(
-        ipProtocol: ipProtocol, local: local, localPort: localPort, remote: remote, remotePort: remotePort),
+        ipProtocol: ipProtocol, local: local, localPort: localPort, remote: remote,
+        remotePort: remotePort),
       let pid = inodeOwners.owners[inode]
     else { return nil }
     return SocketOwner(pid: pid, command: inodeOwners.command(pid: pid, procRoot: procRoot))
@@ -291,11 +313,15 @@ public final class SocketOwnerResolver {
   /// in hand; when some miss, /proc is read again if the rate limit allows (or `force`), and
   /// what still misses then is unmatched. Returns whether /proc was read.
   @discardableResult
-  public func resolve(_ table: inout FlowTable, at monotonicNanoseconds: Int64, wall: Timestamp, force: Bool)
+  public func resolve(
+    _ table: inout FlowTable, at monotonicNanoseconds: Int64, wall: Timestamp, force: Bool
+  )
     -> Bool
   {
     guard table.pendingCount > 0 else { return false }
-    let stillPending = table.attribute(final: false, retryUnmatched: false, now: wall) { owner(of: $0) }
+    let stillPending = table.attribute(final: false, retryUnmatched: false, now: wall) {
+      owner(of: $0)
+    }
     guard stillPending > 0, force || mayRescan(at: monotonicNanoseconds) else { return false }
     rescan(
       for: table.flows.filter {

@@ -9,7 +9,8 @@ import VPNStatCore
 enum FlowsCommand: Subcommand {
   static let spec = CommandSpec(
     name: "flows",
-    abstract: "Show traffic per flow, host and process on an interface, by packet capture (an estimate).",
+    abstract:
+      "Show traffic per flow, host and process on an interface, by packet capture (an estimate).",
     usage: "vpnstat flows [<options>] <interface>\n       vpnstat flows [<options>] --read <file>",
     discussion: """
       Captures on INTERFACE (tun, wireguard, tap, veth, any …) and adds up IP bytes per flow, per
@@ -23,29 +24,38 @@ enum FlowsCommand: Subcommand {
         help: "Report every DURATION (default 1s); with --read, slices of packet time.",
         accepts: { parseDuration($0) != nil }),
       OptionSpec(
-        "count", short: "c", .value("n"), help: "Stop after N reports.", accepts: { parsePositiveInt($0) != nil }),
+        "count", short: "c", .value("n"), help: "Stop after N reports.",
+        accepts: { parsePositiveInt($0) != nil }),
       OptionSpec(
         "top", .value("n"), help: "Show at most N flows, hosts and processes (the most active).",
         accepts: { parsePositiveInt($0) != nil }),
-      OptionSpec("filter", short: "f", .value("expression"), help: "Capture only what this BPF filter matches (pcap-filter(7))."),
-      OptionSpec("read", short: "r", .value("file"), help: "Read packets from a pcap or pcapng file instead of capturing."),
-      OptionSpec("write", short: "w", .value("file"), help: "Also save the captured packets to FILE (pcap)."),
+      OptionSpec(
+        "filter", short: "f", .value("expression"),
+        help: "Capture only what this BPF filter matches (pcap-filter(7))."),
+      OptionSpec(
+        "read", short: "r", .value("file"),
+        help: "Read packets from a pcap or pcapng file instead of capturing."),
+      OptionSpec(
+        "write", short: "w", .value("file"), help: "Also save the captured packets to FILE (pcap)."),
       OptionSpec(
         "local", .value("address"), repeatable: true,
         help: "Treat ADDRESS as this host's (decides rx/tx; for --read the only local addresses).",
         accepts: { IPAddress(parsing: $0) != nil }),
       OptionSpec(
         "snaplen", short: "s", .value("bytes"),
-        help: "Bytes kept per packet (default 256: headers; 0 = whole packets). Lengths come from IP headers.",
+        help:
+          "Bytes kept per packet (default 256: headers; 0 = whole packets). Lengths come from IP headers.",
         accepts: { snapshotLength($0) != nil }),
-      OptionSpec("no-processes", help: "Do not look up processes in /proc (all traffic is 'unknown')."),
+      OptionSpec(
+        "no-processes", help: "Do not look up processes in /proc (all traffic is 'unknown')."),
       OptionSpec(
         "lookup-interval", .value("duration"),
         help: "Walk /proc for owners of new flows at most once per DURATION (default 200ms).",
         accepts: { parseDuration($0) != nil }),
       OptionSpec(
         "idle-timeout", .value("duration"),
-        help: "Drop flows idle this long from the list (default 5m); their bytes stay in the totals.",
+        help:
+          "Drop flows idle this long from the list (default 5m); their bytes stay in the totals.",
         accepts: { parseDuration($0) != nil }),
       CommonOptions.bytes, CommonOptions.noColor,
     ],
@@ -62,18 +72,24 @@ enum FlowsCommand: Subcommand {
     let path = parsed.commandPath
     var options = FlowCaptureOptions()
     options.filter = parsed.value("filter")
-    options.interval = try parsed.value("interval", expected: "a duration such as 500ms, 1s, 2m", parseDuration)
+    options.interval = try parsed.value(
+      "interval", expected: "a duration such as 500ms, 1s, 2m", parseDuration)
     options.count = try parsed.value("count", expected: "a positive number", parsePositiveInt)
     let top = try parsed.value("top", expected: "a positive number", parsePositiveInt)
-    options.localAddresses = try parsed.all("local", expected: "an IPv4 or IPv6 address") { IPAddress(parsing: $0) }
+    options.localAddresses = try parsed.all("local", expected: "an IPv4 or IPv6 address") {
+      IPAddress(parsing: $0)
+    }
     if let length = try parsed.value("snaplen", expected: "0 or 64…262144", snapshotLength) {
       options.snapshotLength = length
     }
     options.processes = !parsed.has("no-processes")
-    if let lookup = try parsed.value("lookup-interval", expected: "a duration such as 200ms", parseDuration) {
+    if let lookup = try parsed.value(
+      "lookup-interval", expected: "a duration such as 200ms", parseDuration)
+    {
       options.lookupInterval = lookup
     }
-    if let idle = try parsed.value("idle-timeout", expected: "a duration such as 5m", parseDuration) {
+    if let idle = try parsed.value("idle-timeout", expected: "a duration such as 5m", parseDuration)
+    {
       options.idleTimeout = idle
     }
     options.writePath = parsed.value("write")
@@ -114,7 +130,9 @@ enum FlowsCommand: Subcommand {
           let size = TerminalSize.of(context.standardOutput) ?? (80, 24)
           // Home, clear, then the screen; the last line is left free for the cursor.
           try context.write(
-            "\u{1B}[H\u{1B}[2J" + FlowView.render(snapshot, width: size.width, height: size.height - 1, options: view))
+            "\u{1B}[H\u{1B}[2J"
+              + FlowView.render(snapshot, width: size.width, height: size.height - 1, options: view)
+          )
         } else {
           try context.write(FlowView.renderPlain(snapshot, options: view))
         }

@@ -77,7 +77,8 @@ struct TestPacket {
     case .ethernet:
       return [0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1] + etherType + ip
     case .linuxCooked:
-      return [0, outgoing ? 4 : 0, 0x03, 0x04 /* ARPHRD */, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0] + etherType + ip
+      // Packet type, ARPHRD type, address length, address (8 bytes), protocol.
+      return [0, outgoing ? 4 : 0, 0x03, 0x04, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0] + etherType + ip
     case .linuxCooked2:
       return etherType + [0, 0, 0, 0, 0, 7, 0, 1, outgoing ? 4 : 0, 6, 2, 0, 0, 0, 0, 1, 0, 0] + ip
     }
@@ -96,7 +97,9 @@ struct ExpectedFlow: Hashable {
   var rxPackets = 0
   var txPackets = 0
 
-  var key: String { "\(ipProtocol) \(local) \(localPort.map(String.init) ?? "-") \(remote) \(remotePort.map(String.init) ?? "-")" }
+  var key: String {
+    "\(ipProtocol) \(local) \(localPort.map(String.init) ?? "-") \(remote) \(remotePort.map(String.init) ?? "-")"
+  }
 }
 
 /// A small conversation set with known totals: TCP and UDP over IPv4 and IPv6, and ICMP,
@@ -110,7 +113,9 @@ struct KnownTraffic {
   init(seed: UInt64 = 7, flows: Int = 6) {
     var generator = SplitMix(seed: seed)
     var time: Int64 = 1_800_000_000_000_000_000
-    let kinds: [(UInt8, Bool)] = [(6, false), (17, false), (6, true), (17, true), (1, false), (58, true)]
+    let kinds: [(UInt8, Bool)] = [
+      (6, false), (17, false), (6, true), (17, true), (1, false), (58, true),
+    ]
     for index in 0..<flows {
       let (ipProtocol, v6) = kinds[index % kinds.count]
       let local = v6 ? localV6 : localV4
@@ -119,7 +124,8 @@ struct KnownTraffic {
       let remotePort = UInt16(ipProtocol == 17 ? 53 : 443)
       let hasPorts = ipProtocol == 6 || ipProtocol == 17
       var flow = ExpectedFlow(
-        ipProtocol: ipProtocol == 6 ? "tcp" : ipProtocol == 17 ? "udp" : ipProtocol == 1 ? "icmp" : "icmpv6",
+        ipProtocol: ipProtocol == 6
+          ? "tcp" : ipProtocol == 17 ? "udp" : ipProtocol == 1 ? "icmp" : "icmpv6",
         local: local, localPort: hasPorts ? Int(localPort) : nil, remote: remote,
         remotePort: hasPorts ? Int(remotePort) : nil)
       let count = 3 + Int(generator.next() % 20)
@@ -129,7 +135,8 @@ struct KnownTraffic {
         let payload = Int(generator.next() % 1200)
         time += Int64(generator.next() % 5_000_000)
         var packet = TestPacket(
-          source: outgoing ? local : remote, destination: outgoing ? remote : local, ipProtocol: ipProtocol,
+          source: outgoing ? local : remote, destination: outgoing ? remote : local,
+          ipProtocol: ipProtocol,
           sourcePort: hasPorts ? (outgoing ? localPort : remotePort) : 0,
           destinationPort: hasPorts ? (outgoing ? remotePort : localPort) : 0, payload: payload)
         packet.outgoing = outgoing
@@ -168,7 +175,8 @@ struct SplitMix {
 final class CaptureDirectory: @unchecked Sendable {
   let url: URL
   init() throws {
-    url = FileManager.default.temporaryDirectory.appendingPathComponent("vpnstat-flows-\(UUID().uuidString)")
+    url = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "vpnstat-flows-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
   }
   func path(_ name: String) -> String { url.appendingPathComponent(name).path }
@@ -177,7 +185,9 @@ final class CaptureDirectory: @unchecked Sendable {
 
 enum CaptureFiles {
   /// Writes `packets` with libpcap's dump API (through vpnstat's writer).
-  static func writePcap(_ packets: [TestPacket], link: CaptureLinkType, to path: String, snapshotLength: Int32 = 65535)
+  static func writePcap(
+    _ packets: [TestPacket], link: CaptureLinkType, to path: String, snapshotLength: Int32 = 65535
+  )
     throws
   {
     let writer = try CaptureFileWriter(path: path, linkType: link, snapshotLength: snapshotLength)
@@ -185,7 +195,9 @@ enum CaptureFiles {
       let frame = packet.frame(link)
       let kept = Array(frame.prefix(Int(snapshotLength)))
       kept.withUnsafeBytes { raw in
-        writer.write(CapturedPacket(timestamp: Timestamp(nanoseconds: packet.time), wireLength: frame.count, bytes: raw))
+        writer.write(
+          CapturedPacket(
+            timestamp: Timestamp(nanoseconds: packet.time), wireLength: frame.count, bytes: raw))
       }
     }
     try writer.flush()
@@ -196,20 +208,40 @@ enum CaptureFiles {
   /// header, one interface of `linkType`, one enhanced packet block per packet.
   static func pcapng(_ packets: [TestPacket], link: CaptureLinkType) -> Data {
     var data = Data()
-    func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
-    func u16(_ value: UInt16) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+    func u32(_ value: UInt32) {
+      withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) }
+    }
+    func u16(_ value: UInt16) {
+      withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) }
+    }
     // Section header block.
-    u32(0x0A0D_0D0A); u32(28); u32(0x1A2B_3C4D); u16(1); u16(0)
-    u32(0xFFFF_FFFF); u32(0xFFFF_FFFF); u32(28)
+    u32(0x0A0D_0D0A)
+    u32(28)
+    u32(0x1A2B_3C4D)
+    u16(1)
+    u16(0)
+    u32(0xFFFF_FFFF)
+    u32(0xFFFF_FFFF)
+    u32(28)
     // Interface description block (microsecond timestamps by default).
-    u32(1); u32(20); u16(UInt16(link.dlt == 12 ? 101 : link.dlt)); u16(0); u32(65535); u32(20)
+    u32(1)
+    u32(20)
+    u16(UInt16(link.dlt == 12 ? 101 : link.dlt))
+    u16(0)
+    u32(65535)
+    u32(20)
     for packet in packets {
       let frame = packet.frame(link)
       let padded = (frame.count + 3) / 4 * 4
       let total = UInt32(32 + padded)
       let micros = UInt64(packet.time / 1000)
-      u32(6); u32(total); u32(0); u32(UInt32(micros >> 32)); u32(UInt32(micros & 0xFFFF_FFFF))
-      u32(UInt32(frame.count)); u32(UInt32(frame.count))
+      u32(6)
+      u32(total)
+      u32(0)
+      u32(UInt32(micros >> 32))
+      u32(UInt32(micros & 0xFFFF_FFFF))
+      u32(UInt32(frame.count))
+      u32(UInt32(frame.count))
       data.append(contentsOf: frame)
       data.append(contentsOf: [UInt8](repeating: 0, count: padded - frame.count))
       u32(total)
@@ -220,9 +252,19 @@ enum CaptureFiles {
   /// A classic pcap file header (microsecond, little-endian) for `dlt`, written by hand.
   static func pcapHeader(dlt: UInt32, snapshotLength: UInt32 = 65535) -> Data {
     var data = Data()
-    func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
-    func u16(_ value: UInt16) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
-    u32(0xA1B2_C3D4); u16(2); u16(4); u32(0); u32(0); u32(snapshotLength); u32(dlt)
+    func u32(_ value: UInt32) {
+      withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) }
+    }
+    func u16(_ value: UInt16) {
+      withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) }
+    }
+    u32(0xA1B2_C3D4)
+    u16(2)
+    u16(4)
+    u32(0)
+    u32(0)
+    u32(snapshotLength)
+    u32(dlt)
     return data
   }
 
@@ -239,7 +281,8 @@ enum CaptureFiles {
 /// Reads an NDJSON output: one object per line.
 func jsonLines(_ result: CommandResult) throws -> [[String: Any]] {
   try result.output.split(separator: "\n").map { line in
-    guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+    guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    else {
       throw TestSetupError("not a JSON object: \(line)")
     }
     return object
