@@ -464,6 +464,15 @@ struct FlowCaptureTests {
           == UInt64(expected.txBytes))
     }
 
+    // "-" reads standard input, as tcpdump -w - writes it.
+    let piped = try run(
+      Built.vpnstat, ["flows", "--read", "-", "--json"],
+      input: try Data(contentsOf: URL(fileURLWithPath: pcap)))
+    #expect(piped.status == 0, "\(piped.errors)")
+    #expect(
+      uint((try jsonLines(piped).last?["captured"] as? [String: Any])?["bytes"])
+        == UInt64(traffic.totalIPBytes))
+
     // Slices of 20 ms of packet time: bytes per slice add up to the whole.
     let (sliced, slices) = try readJSON(pcap, ["--interval", "20ms"])
     #expect(sliced.status == 0)

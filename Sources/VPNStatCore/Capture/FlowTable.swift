@@ -191,7 +191,10 @@ public struct FlowTable {
   public var localAddresses: Set<IPAddress>
   /// Whether new TCP/UDP flows should be looked up in /proc (live capture with processes).
   public var attributionEnabled: Bool
-  public private(set) var pendingCount = 0
+  /// Positions of the flows waiting for their first lookup: a lookup pass visits only these,
+  /// not the whole table.
+  private var pending: [Int] = []
+  public var pendingCount: Int { pending.count }
   private var lastKey: FlowKey?
   private var lastIndex = 0
 
@@ -283,7 +286,7 @@ public struct FlowTable {
       remotePort: sourceIsLocal ? destinationPort : sourcePort, localBy: evidence,
       firstSeen: time, lastSeen: time, attribution: lookup ? .pending : .notLookedUp,
       localIsA: sourceIsLocal == sourceIsA)
-    if lookup { pendingCount += 1 }
+    if lookup { pending.append(flows.count) }
     flows.append(flow)
     keys.append(key)
     index[key] = flows.count - 1
@@ -300,31 +303,33 @@ public struct FlowTable {
     final: Bool, retryUnmatched: Bool, now: Timestamp,
     _ lookup: (_ flow: Flow) -> (owner: SocketOwner, reversed: Bool)?
   ) -> Int {
-    guard pendingCount > 0 || retryUnmatched else { return 0 }
-    for i in flows.indices {
-      switch flows[i].attribution {
-      case .pending:
-        if let (owner, reversed) = lookup(flows[i]) {
-          adopt(i, owner, reversed: reversed)
-          flows[i].attribution = .owned(owner)
-          pendingCount -= 1
-        } else if final {
-          flows[i].attribution = .unmatched(since: now)
-          pendingCount -= 1
-        }
-      case .unmatched(let since) where retryUnmatched && flows[i].lastSeen > since:
-        if let (owner, reversed) = lookup(flows[i]) {
-          adopt(i, owner, reversed: reversed)
-          flows[i].unattributed = flows[i].counts
-          flows[i].attribution = .owned(owner)
-        } else {
-          flows[i].attribution = .unmatched(since: now)
-        }
-      default:
-        break
+    guard !pending.isEmpty || retryUnmatched else { return 0 }
+    var stillPending: [Int] = []
+    for i in pending {
+      if let (owner, reversed) = lookup(flows[i]) {
+        adopt(i, owner, reversed: reversed)
+        flows[i].attribution = .owned(owner)
+      } else if final {
+        flows[i].attribution = .unmatched(since: now)
+      } else {
+        stillPending.append(i)
       }
     }
-    return pendingCount
+    pending = stillPending
+    guard retryUnmatched else { return pending.count }
+    for i in flows.indices {
+      guard case .unmatched(let since) = flows[i].attribution, flows[i].lastSeen > since else {
+        continue
+      }
+      if let (owner, reversed) = lookup(flows[i]) {
+        adopt(i, owner, reversed: reversed)
+        flows[i].unattributed = flows[i].counts
+        flows[i].attribution = .owned(owner)
+      } else {
+        flows[i].attribution = .unmatched(since: now)
+      }
+    }
+    return pending.count
   }
 
   private mutating func adopt(_ i: Int, _ owner: SocketOwner, reversed: Bool) {
@@ -345,11 +350,12 @@ public struct FlowTable {
     var keptKeys: [FlowKey] = []
     var removed: [Flow] = []
     kept.reserveCapacity(flows.count)
+    pending.removeAll()
     for (flow, key) in zip(flows, keys) {
       if flow.lastSeen < cutoff {
-        if case .pending = flow.attribution { pendingCount -= 1 }
         removed.append(flow)
       } else {
+        if case .pending = flow.attribution { pending.append(kept.count) }
         kept.append(flow)
         keptKeys.append(key)
       }

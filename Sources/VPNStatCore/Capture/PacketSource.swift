@@ -148,7 +148,8 @@ public final class PcapFileSource: PacketSource {
   public init(path: String, filter: String? = nil) throws(CaptureFailure) {
     self.path = path
     let shown = TerminalText.sanitize(path)
-    if access(path, R_OK) != 0 {
+    // "-" is standard input (libpcap reads it): `tcpdump -w - | vpnstat flows --read -`.
+    if path != "-", access(path, R_OK) != 0 {
       let error = Errno.current
       if error.meansNotPermitted {
         throw CaptureFailure(.noPermission, "cannot read capture file '\(shown)': \(error)")
