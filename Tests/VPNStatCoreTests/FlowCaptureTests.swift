@@ -356,6 +356,27 @@ struct FlowCaptureTests {
     #expect(sum.bytes == table.totals.bytes, "every byte is in exactly one process entry")
   }
 
+  @Test("sockets known from the start resolve new flows without another walk of /proc")
+  func startupScanIsACache() throws {
+    let proc = try FixtureProc()
+    try proc.setTable(
+      "udp6",
+      [FixtureProc.line(FixtureProc.v6("::", 53), FixtureProc.v6("::", 0), state: "07", inode: 31)])
+    try proc.process(53, comm: "resolver", sockets: [31])
+    let resolver = SocketOwnerResolver(procRoot: proc.root, minimumInterval: .seconds(10))
+    resolver.rescan(for: [], at: 0)
+    var table = FlowTable(
+      localAddresses: [IPAddress(parsing: "fd00:5::1")!], attributionEnabled: true)
+    add(
+      &table,
+      TestPacket(
+        source: "fd00:5::9", destination: "fd00:5::1", ipProtocol: 17, sourcePort: 999,
+        destinationPort: 53, payload: 30))
+    resolver.resolve(&table, at: 1_000_000, wall: Timestamp(seconds: 0), force: false)
+    #expect(table.flows.first?.owner == SocketOwner(pid: 53, command: "resolver"))
+    #expect(resolver.scans == 1, "no walk beyond the one at the start")
+  }
+
   @Test("a flow whose first packet came in is turned round when a local socket owns the other end")
   func socketDecidesLocalEnd() throws {
     let proc = try FixtureProc()

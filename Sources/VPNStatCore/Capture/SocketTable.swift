@@ -242,12 +242,15 @@ public final class SocketOwnerResolver {
   }
 
   /// Reads the socket tables again, then walks /proc/*/fd until the owners of the sockets that
-  /// `flows` need are known (owners found before are kept while their sockets exist).
+  /// `flows` need are known (owners found before are kept while their sockets exist). With no
+  /// flows (the start of a capture) it learns the owner of every socket, so flows of sockets
+  /// that already exist resolve without another walk.
   func rescan(for flows: [Flow], at monotonicNanoseconds: Int64) {
     sockets = SocketTable.read(procRoot: procRoot)
     let present = sockets.inodes
     inodeOwners.owners = inodeOwners.owners.filter { present.contains($0.key) }
     var wanted = Set<UInt64>()
+    if flows.isEmpty { wanted = present }
     for flow in flows {
       for (local, localPort, remote, remotePort) in [
         (flow.localAddress, flow.localPort, flow.remoteAddress, flow.remotePort),
