@@ -494,6 +494,15 @@ struct FlowCaptureTests {
       uint((try jsonLines(piped).last?["captured"] as? [String: Any])?["bytes"])
         == UInt64(traffic.totalIPBytes))
 
+    // Piped into head: more reports than a pipe holds, and vpnstat ends quietly with 0.
+    let headed = try run(
+      "/bin/bash",
+      [
+        "-c",
+        "'\(Built.vpnstat)' flows --read '\(pcap)' --json --interval 1ms | head -c 10 >/dev/null; exit ${PIPESTATUS[0]}",
+      ])
+    #expect(headed.status == 0, "\(headed.errors)")
+
     // Slices of 20 ms of packet time: bytes per slice add up to the whole.
     let (sliced, slices) = try readJSON(pcap, ["--interval", "20ms"])
     #expect(sliced.status == 0)
