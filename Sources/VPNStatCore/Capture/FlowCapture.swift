@@ -145,6 +145,7 @@ public final class LiveFlowCapture {
   private var restarts = 0
   private var warnings: [String] = []
   private var lostSince: Timestamp?
+  private var lostReason = ""
   private var lastReopenAttempt: Int64 = 0
   private var counters: InterfaceCounterWindow
 
@@ -246,7 +247,7 @@ public final class LiveFlowCapture {
       var notes = warnings
       if let lostSince {
         notes.append(
-          "interface '\(interface.terminalText)' gone since \(lostSince.rfc3339); waiting for it to come back"
+          "\(lostReason) at \(lostSince.rfc3339); waiting for '\(interface.terminalText)' to come back"
         )
       }
       let snapshot = aggregator.report(
@@ -293,6 +294,7 @@ public final class LiveFlowCapture {
     current.close()
     source = nil
     lostSince = clock.now().wall
+    lostReason = reason
     reopen(at: clock.now().boottime)
   }
 
@@ -322,7 +324,7 @@ public final class LiveFlowCapture {
     let index = Int32(
       bitPattern: SystemPath(bytes: interface.bytes).withCString { if_nametoindex($0) })
     guard index != current.interfaceIndex else { return }
-    lose(current, because: "ifindex changed")
+    lose(current, because: "'\(interface.terminalText)' has a new ifindex")
   }
 }
 
