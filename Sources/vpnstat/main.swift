@@ -6,8 +6,8 @@ import VPNStatCore
 
 /// The subcommands, in the order help lists them.
 let subcommands: [any Subcommand.Type] = [
-  StatusCommand.self, WatchCommand.self, SessionCommand.self, PlanCommand.self, EnforceCommand.self, RecordCommand.self,
-  HistoryCommand.self, ExportCommand.self,
+  StatusCommand.self, WatchCommand.self, SessionCommand.self, PlanCommand.self, EnforceCommand.self,
+  RecordCommand.self, HistoryCommand.self, ExportCommand.self, FlowsCommand.self,
 ]
 
 let rootSpec = CommandSpec(

@@ -68,16 +68,6 @@ final class EnforcedTunnel: @unchecked Sendable {
   }
 }
 
-extension BackgroundProcess {
-  func waitForError(_ text: String, timeout: TimeInterval = 20) throws {
-    let deadline = Date().addingTimeInterval(timeout)
-    while !errors.contains(text) {
-      if !isRunning { throw TestSetupError("exited before '\(text)': \(errors)") }
-      if Date() > deadline { throw TestSetupError("timed out waiting for '\(text)': \(errors)") }
-      usleep(5_000)
-    }
-  }
-}
 
 func instant(_ value: Any?) -> Date? {
   guard let text = value as? String, let parsed = Timestamp(rfc3339: text) else { return nil }

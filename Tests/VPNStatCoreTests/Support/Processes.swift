@@ -288,6 +288,20 @@ final class BackgroundProcess: @unchecked Sendable {
     }
   }
 
+  /// Waits until stderr contains `text`.
+  func waitForError(_ text: String, timeout: TimeInterval = 20) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !errors.contains(text) {
+      if !isRunning {
+        child.wait(timeout: 5)
+        if errors.contains(text) { return }
+        throw TestSetupError("process exited before printing '\(text)': \(output) \(errors)")
+      }
+      if Date() > deadline { throw TestSetupError("timed out waiting for '\(text)': \(errors)") }
+      usleep(5_000)
+    }
+  }
+
   /// Sends `signal` and waits for the process to end; returns its exit status.
   @discardableResult
   func stop(_ signal: Int32 = SIGTERM, timeout: TimeInterval = 10) -> Int32 {

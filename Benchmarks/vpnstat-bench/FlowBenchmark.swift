@@ -1,0 +1,154 @@
+import VPNStatCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What `vpnstat flows --read` costs: packets per second the offline parser and aggregator
+/// sustain on one core, through libpcap from a temporary pcap file and from memory alone.
+/// The traffic is generated: 10 000 flows (TCP and UDP, IPv4 and IPv6, both directions) in
+/// Ethernet frames cut to 96 bytes as `--snaplen` keeps them, so totals are known.
+enum FlowBenchmark {
+  static let flowCount = 10_000
+  static let packetCount = 2_000_000
+
+  static func run() -> [String] {
+    var lines = [
+      "flows: offline parser + aggregator, \(packetCount) packets, \(flowCount) flows, Ethernet, 96-byte snaplen"
+    ]
+    let frames = makeFrames()
+    let expectedBytes = frames.reduce(UInt64(0)) { $0 + UInt64($1.ipLength) }
+
+    // From memory: the parser and the flow table alone.
+    var best = Double.infinity
+    for _ in 0..<3 {
+      let aggregator = FlowAggregator(localAddresses: [], resolver: nil)
+      let start = now()
+      for (i, frame) in frames.enumerated() {
+        frame.bytes.withUnsafeBytes { raw in
+          aggregator.add(
+            CapturedPacket(
+              timestamp: Timestamp(nanoseconds: Int64(i) * 1000), wireLength: frame.wireLength,
+              bytes: raw),
+            link: .ethernet)
+        }
+      }
+      best = min(best, now() - start)
+      guard aggregator.table.totals.bytes == expectedBytes,
+        aggregator.table.flows.count == flowCount
+      else {
+        return lines + ["  error: in-memory totals do not match what was generated"]
+      }
+    }
+    lines.append(
+      "  in memory:     \(rate(Double(packetCount) / best)) packets/s (\(nanos(best / Double(packetCount))) ns a packet)"
+    )
+
+    // Through libpcap from a file, as `--read` does.
+    let path = "/tmp/vpnstat-flowbench-\(getpid()).pcap"
+    defer { unlink(path) }
+    do {
+      let writer = try CaptureFileWriter(path: path, linkType: .ethernet, snapshotLength: 96)
+      for (i, frame) in frames.enumerated() {
+        frame.bytes.withUnsafeBytes { raw in
+          writer.write(
+            CapturedPacket(
+              timestamp: Timestamp(nanoseconds: Int64(i) * 1000), wireLength: frame.wireLength,
+              bytes: raw))
+        }
+      }
+      try writer.flush()
+      writer.close()
+      var fileBest = Double.infinity
+      for _ in 0..<3 {
+        let source = try PcapFileSource(path: path)
+        let aggregator = FlowAggregator(localAddresses: [], resolver: nil)
+        let start = now()
+        while let packet = try source.next() { aggregator.add(packet, link: source.linkType) }
+        fileBest = min(fileBest, now() - start)
+        guard aggregator.table.totals.bytes == expectedBytes else {
+          return lines + ["  error: file totals do not match what was generated"]
+        }
+      }
+      lines.append(
+        "  from a file:   \(rate(Double(packetCount) / fileBest)) packets/s (\(nanos(fileBest / Double(packetCount))) ns a packet, libpcap read included)"
+      )
+    } catch {
+      lines.append("  from a file:   failed: \(error)")
+    }
+    lines.append("  target: > 2 000 000 packets/s on one core")
+    return lines
+  }
+
+  struct Frame {
+    var bytes: [UInt8]
+    var wireLength: Int
+    var ipLength: Int
+  }
+
+  /// Frames of `flowCount` flows, interleaved the way a busy link mixes them.
+  static func makeFrames() -> [Frame] {
+    var state: UInt64 = 0x5EED
+    func random() -> UInt64 {
+      state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      return state >> 33
+    }
+    var templates: [(v6: Bool, tcp: Bool, a: [UInt8], b: [UInt8], portA: UInt16, portB: UInt16)] =
+      []
+    for i in 0..<flowCount {
+      let v6 = i % 4 == 3
+      let a: [UInt8] = v6 ? [0xFD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1] : [169, 254, 0, 1]
+      let b: [UInt8] =
+        v6
+        ? [0xFD, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(i >> 8 & 0xFF), UInt8(i & 0xFF)]
+        : [169, 254, UInt8(1 + i >> 8), UInt8(i & 0xFF)]
+      templates.append(
+        (v6, i % 3 != 0, a, b, UInt16(20_000 + i % 40_000), UInt16([443, 53, 80, 8443][i % 4])))
+    }
+    var frames: [Frame] = []
+    frames.reserveCapacity(packetCount)
+    for _ in 0..<packetCount {
+      let t = templates[Int(random() % UInt64(flowCount))]
+      let outgoing = random() % 2 == 0
+      let payload = Int(random() % 1400)
+      let (src, dst) = outgoing ? (t.a, t.b) : (t.b, t.a)
+      let (sport, dport) = outgoing ? (t.portA, t.portB) : (t.portB, t.portA)
+      let transportLength = (t.tcp ? 20 : 8) + payload
+      var ip: [UInt8]
+      if t.v6 {
+        ip =
+          [
+            0x60, 0, 0, 0, UInt8(transportLength >> 8), UInt8(transportLength & 0xFF),
+            t.tcp ? 6 : 17, 64,
+          ] + src + dst
+      } else {
+        let total = 20 + transportLength
+        ip =
+          [
+            0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0x40, 0, 64, t.tcp ? 6 : 17, 0,
+            0,
+          ] + src + dst
+      }
+      let ipLength = ip.count + transportLength
+      var transport: [UInt8] = [
+        UInt8(sport >> 8), UInt8(sport & 0xFF), UInt8(dport >> 8), UInt8(dport & 0xFF),
+      ]
+      transport += [UInt8](repeating: 0, count: (t.tcp ? 16 : 4))
+      let ethernet: [UInt8] =
+        [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1] + (t.v6 ? [0x86, 0xDD] : [0x08, 0x00])
+      let full = ethernet + ip + transport
+      frames.append(
+        Frame(bytes: Array(full.prefix(96)), wireLength: 14 + ipLength, ipLength: ipLength))
+    }
+    return frames
+  }
+
+  static func now() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+  }
+
+  static func rate(_ value: Double) -> String { Units.grouped(UInt64(value.rounded())) }
+  static func nanos(_ seconds: Double) -> String { String(Int((seconds * 1e9).rounded())) }
+}
