@@ -12,9 +12,11 @@ let package = Package(
     .target(name: "CLinux"),
     .systemLibrary(
       name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-    .systemLibrary(
-      name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
-    .target(name: "VPNStatCore", dependencies: ["CLinux", "CSQLite", "CPcap"]),
+    // libpcap's headers only (no pkgConfig: that would link it; CPcapLoader loads it lazily).
+    .systemLibrary(name: "CPcap", providers: [.apt(["libpcap-dev"])]),
+    // libpcap's functions, loaded with dlopen when `flows` first uses them (see loader.c).
+    .target(name: "CPcapLoader", dependencies: ["CPcap"], linkerSettings: [.linkedLibrary("dl")]),
+    .target(name: "VPNStatCore", dependencies: ["CLinux", "CSQLite", "CPcap", "CPcapLoader"]),
     // Release builds link the Swift runtime statically: it halves start-up (the dynamic runtime
     // is most of a short command's time) and the binary runs without the toolchain installed.
     .executableTarget(

@@ -26,6 +26,9 @@ func rawArguments() -> [String] {
 }
 
 @MainActor func runMain() -> ExitStatus {
+  // A run piped into `head` ends on EPIPE, treated as success below, instead of dying of
+  // SIGPIPE half-way through a line (and a live view gets to restore the terminal).
+  signal(SIGPIPE, SIG_IGN)
   let context = CommandContext()
   do {
     var parsed = try parseCommandLine(rawArguments(), root: rootSpec)

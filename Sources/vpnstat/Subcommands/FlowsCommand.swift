@@ -69,9 +69,6 @@ enum FlowsCommand: Subcommand {
   }
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    // A long run piped into `head` must end on EPIPE (which main treats as success), not die
-    // of SIGPIPE half-way through a line.
-    signal(SIGPIPE, SIG_IGN)
     let path = parsed.commandPath
     var options = FlowCaptureOptions()
     options.filter = parsed.value("filter")
