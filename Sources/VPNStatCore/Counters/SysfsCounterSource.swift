@@ -68,18 +68,20 @@ public struct SysfsCounterSource: CounterSource {
     func optional(_ attribute: String) -> UInt64? { try? root.unsigned(name, attribute) }
     do {
       let index = try required("ifindex")
+      // Each sysfs attribute is an open, a read and a close: only what a sample needs is read
+      // (errors and drops are left to the netlink reader; the ARPHRD type is a fact the catalog
+      // reads once per instance).
       let counters = InterfaceCounters(
         rxBytes: try required("statistics/rx_bytes"), txBytes: try required("statistics/tx_bytes"),
         rxPackets: try required("statistics/rx_packets"),
-        txPackets: try required("statistics/tx_packets"),
-        rxErrors: optional("statistics/rx_errors"), txErrors: optional("statistics/tx_errors"),
-        rxDropped: optional("statistics/rx_dropped"), txDropped: optional("statistics/tx_dropped"))
+        txPackets: try required("statistics/tx_packets"))
       var link = LinkAttributes()
       link.flags = optional("flags").map { UInt32(truncatingIfNeeded: $0) }
       link.operState = root.text(name, "operstate").flatMap(OperState.init(sysfs:))
-      // `carrier` fails with EINVAL while the link is down: nil, not false, then.
-      link.carrier = optional("carrier").map { $0 != 0 }
-      link.arpType = optional("type").map { UInt16(truncatingIfNeeded: $0) }
+      if link.operState == .unknown || link.operState == nil {
+        // tun and loopback say "unknown"; carrier tells (it fails with EINVAL while down).
+        link.carrier = optional("carrier").map { $0 != 0 }
+      }
       guard index <= UInt64(Int32.max) else { return .failure(.unreadable("ifindex out of range")) }
       return .success(
         InterfaceSample(
