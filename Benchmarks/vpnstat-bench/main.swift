@@ -22,6 +22,10 @@ struct BenchOptions {
     case readers
     case status
     case startup
+    case ledger
+    case enforce
+    case watch
+    case flows
   }
 
   var quick = false
@@ -34,7 +38,8 @@ struct BenchOptions {
   var inner: (part: Part, ifbCount: Int)?
 
   static let usage = """
-    usage: vpnstat-bench [--quick] [--sizes 10,100,1000] [--only readers|status|startup[,…]]
+    usage: vpnstat-bench [--quick] [--sizes 10,100,1000]
+                         [--only readers|status|startup|ledger|enforce|watch|flows[,…]]
                          [--vpnstat PATH] [--alt-vpnstat PATH]
 
       --quick            fewer repetitions (under 30 s in all) for a first look
@@ -43,6 +48,11 @@ struct BenchOptions {
                                   and of each stage of status --json
                          status:  wall time of vpnstat status --json beside ip -s -j link
                          startup: vpnstat --version beside /bin/true and ip -V
+                         ledger:  one ledger advance for 1000 interfaces; database size
+                                  after a simulated year for 20 interfaces
+                         enforce: session deadline → tunnel down, over repeated windows
+                         watch:   CPU and memory of watch with the largest size's interfaces
+                         flows:   packets per second of the offline flow parser
       --vpnstat PATH     the vpnstat binary to time (default: the one next to this executable)
       --alt-vpnstat PATH a second vpnstat build timed beside it, e.g. a --static-swift-stdlib one
 
@@ -75,7 +85,7 @@ struct BenchOptions {
         options.parts = []
         for word in try value(argument).split(separator: ",") {
           guard let part = Part(rawValue: String(word)) else {
-            throw BenchError("--only takes readers, status or startup, not '\(word)'")
+            throw BenchError("--only takes \(Part.allCases.map(\.rawValue).joined(separator: ", ")), not '\(word)'")
           }
           options.parts.insert(part)
         }
@@ -84,6 +94,8 @@ struct BenchOptions {
       case "--ip": options.ip = try value(argument)
       case "--inner-readers": options.inner = (.readers, try count(try value(argument)))
       case "--inner-status": options.inner = (.status, try count(try value(argument)))
+      case "--inner-enforce": options.inner = (.enforce, try count(try value(argument)))
+      case "--inner-watch": options.inner = (.watch, try count(try value(argument)))
       case "-h", "--help":
         print(usage, terminator: "")
         exit(0)
@@ -121,8 +133,18 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
       results = try CommandBenchmark.status(
         ifbCount: ifbCount, quick: options.quick, ip: ip, vpnstat: vpnstat,
         alternative: options.alternative)
-    case .startup:
-      throw BenchError("start-up is measured by the outer run")
+    case .enforce, .watch:
+      guard let ip = options.ip, let vpnstat = options.vpnstat else {
+        throw BenchError("inner run without --ip/--vpnstat")
+      }
+      let notes =
+        part == .enforce
+        ? try EnforceBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
+        : try WatchBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+      for note in notes { print("note: " + note) }
+      return 0
+    case .startup, .ledger, .flows:
+      throw BenchError("\(part.rawValue) is measured by the outer run")
     }
     for result in results { print(result.line) }
     return 0
@@ -188,7 +210,34 @@ func runOuter(_ options: BenchOptions) -> Int32 {
       keeper.destroy(namespace)
       progress("N=\(n): done in \(formatDuration(Double(monotonicNanoseconds() - started)))")
     }
+    var notes: [String] = []
+    if options.parts.contains(.ledger) {
+      progress("ledger: advances and a simulated year")
+      notes += try StoreBenchmark.run(quick: options.quick)
+    }
+    for (part, size) in [(BenchOptions.Part.enforce, 0), (.watch, options.sizes.max() ?? 1000)]
+    where options.parts.contains(part) {
+      progress("\(part.rawValue): namespace with \(size) ifb devices")
+      let namespace = try keeper.create(ifbCount: size)
+      let run = try runCapturing(
+        PreparedCommand(
+          label: "inner", path: ip,
+          arguments: ["netns", "exec", namespace.name, own]
+            + options.innerArguments(part, ifbCount: size, ip: ip, vpnstat: vpnstat)))
+      keeper.destroy(namespace)
+      let lines = String(decoding: run.output, as: UTF8.self).split(separator: "\n")
+      let found = lines.filter { $0.hasPrefix("note: ") }.map { String($0.dropFirst(6)) }
+      guard run.exit.succeeded, !found.isEmpty else {
+        throw BenchError("the inner \(part.rawValue) run failed (\(run.exit))")
+      }
+      notes += found
+    }
+    if options.parts.contains(.flows) {
+      progress("flows: offline parser")
+      notes += FlowBenchmark.run()
+    }
     print(Summary.render(results), terminator: "")
+    if !notes.isEmpty { print("\n" + notes.joined(separator: "\n")) }
     return 0
   } catch let interruption as Interruption {
     warn("\(interruption); deleting the namespaces made so far")

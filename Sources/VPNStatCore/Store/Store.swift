@@ -51,15 +51,14 @@ public final class Store {
     do {
       let store = try Store(location: location, connection: connect(location, query: readOnly ? "?mode=ro" : ""), readOnly: readOnly)
       store.connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds)
-      try store.validateAndMigrate()
-      return store
+      // An empty file (its creator has not written the schema yet) is no database to read.
+      return try store.validateAndMigrate() ? store : nil
     } catch let error as SQLiteError where readOnly && (error.isCannotOpen || error.isReadOnly) {
       // A user who may not write cannot create the `-shm` file of a WAL database whose last
       // writer removed it. Then there is no WAL to miss, and reading the file as immutable is
       // exact.
       let store = try Store(location: location, connection: connect(location, query: "?immutable=1"), readOnly: true)
-      try store.validateAndMigrate()
-      return store
+      return try store.validateAndMigrate() ? store : nil
     }
   }
 
@@ -105,8 +104,9 @@ public final class Store {
     }
   }
 
-  /// Reads what makes this file ours before anything is written to it.
-  private func validateAndMigrate() throws {
+  /// Reads what makes this file ours before anything is written to it, and brings the schema
+  /// up to date when it may write. Returns false for an empty file it may not initialise.
+  private func validateAndMigrate() throws -> Bool {
     var applicationID: Int64 = 0
     var version: Int64 = 0
     do {
@@ -134,7 +134,7 @@ public final class Store {
     }
     if version < Self.schemaVersion {
       if isReadOnly {
-        if version == 0 { return }  // an empty file someone else created: nothing to read
+        if version == 0 { return false }  // an empty file someone else created: nothing to read
         throw StoreError.notPermitted(
           path: location.path,
           detail: "its schema \(version) needs an upgrade to \(Self.schemaVersion), which needs write access")
@@ -150,6 +150,7 @@ public final class Store {
         }
       }
     }
+    return true
   }
 
   /// Runs a database operation, turning SQLite's errors into `StoreError`s that name the file.

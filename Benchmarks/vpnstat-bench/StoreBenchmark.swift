@@ -1,0 +1,223 @@
+import VPNStatCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The ledger's costs: one advance for 1000 interfaces (every counter moving, and all idle),
+/// and the database's size after a simulated year of 5-second samples for 20 interfaces.
+enum StoreBenchmark {
+  static func run(quick: Bool) throws -> [String] {
+    var lines = ["ledger: one advance of the ledger, in one transaction, temporary database"]
+    let directory = try temporaryDirectory()
+    defer { removeTree(directory) }
+    guard let store = try Store.open(StoreLocation(path: directory + "/advance.db"), intent: .write) else {
+      throw BenchError("cannot create a database")
+    }
+    let names = (0..<1000).map { InterfaceName("ifb\($0)") }
+    var wall = Timestamp(seconds: 1_800_000_000)
+    var boottime: Int64 = 1_000_000_000_000
+    var counter: UInt64 = 0
+    func observations(moving: Bool) -> [LedgerObservation] {
+      if moving { counter += 1500 }
+      return names.enumerated().map { i, name in
+        LedgerObservation(
+          name: name, interfaceClass: .other,
+          baseline: LedgerBaseline(
+            instance: InterfaceInstance(index: Int32(i + 2), bootID: "bench"),
+            counters: InterfaceCounters(rxBytes: counter, txBytes: counter / 2, rxPackets: counter / 1500, txPackets: counter / 3000),
+            width: .bits64, wall: wall, boottime: boottime),
+          plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
+      }
+    }
+    _ = try store.advanceLedger(observations(moving: false), now: wall)
+    for (label, moving) in [("all 1000 counters moving (1000 rows + 4000 bucket upserts)", true), ("all 1000 idle (nothing to write)", false)] {
+      var samples: [Int64] = []
+      let rounds = quick ? 20 : 100
+      for _ in 0..<rounds {
+        wall = wall + .seconds(5)
+        boottime += 5_000_000_000
+        let batch = observations(moving: moving)
+        let start = monotonicNanoseconds()
+        _ = try store.advanceLedger(batch, now: wall)
+        samples.append(monotonicNanoseconds() - start)
+      }
+      let d = Distribution(samples)
+      lines.append("  1000 interfaces, \(label): median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)) (\(d.count) advances)")
+    }
+    if quick {
+      lines.append("  (a simulated year's database size is measured by the full run)")
+      return lines
+    }
+    lines.append(try yearOfSamples(directory: directory))
+    return lines
+  }
+
+  /// A year of traffic on 20 interfaces with an injected clock: the first two days at the
+  /// recorder's 5-second interval, the rest in 5-minute steps — the same bucket rows a 5-second
+  /// year writes (every sample of a 5-minute window lands in the same rows), at 1/60 of the time.
+  static func yearOfSamples(directory: String) throws -> String {
+    let path = directory + "/year.db"
+    guard let store = try Store.open(StoreLocation(path: path), intent: .write) else {
+      throw BenchError("cannot create a database")
+    }
+    let names = (0..<20).map { InterfaceName("if\($0)") }
+    var wall = Timestamp(seconds: 1_800_000_000)
+    var boottime: Int64 = 1_000_000_000
+    var counter: UInt64 = 0
+    let year: Int64 = 365 * 86_400
+    var elapsed: Int64 = 0
+    var advances = 0
+    let start = monotonicNanoseconds()
+    while elapsed < year {
+      let step: Int64 = elapsed < 2 * 86_400 ? 5 : 300
+      elapsed += step
+      wall = wall + .seconds(step)
+      boottime += step * 1_000_000_000
+      counter += UInt64(step) * 40_000
+      let batch = names.enumerated().map { i, name in
+        LedgerObservation(
+          name: name, interfaceClass: i < 5 ? .tunnel : .ethernet,
+          baseline: LedgerBaseline(
+            instance: InterfaceInstance(index: Int32(i + 2), bootID: "bench"),
+            counters: InterfaceCounters(rxBytes: counter, txBytes: counter / 3, rxPackets: counter / 1400, txPackets: counter / 4200),
+            width: .bits64, wall: wall, boottime: boottime),
+          plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
+      }
+      _ = try store.advanceLedger(batch, now: wall)
+      advances += 1
+    }
+    store.checkpoint()
+    var info = stat()
+    stat(path, &info)
+    let buckets = TrafficGranularity.allCases.map { g in "\(g.name) \((try? store.buckets(g, since: 0).count) ?? -1)" }
+    return "  a simulated year, 20 interfaces: database \(fixed(Double(info.st_size) / 1_048_576, 2)) MiB (target < 20 MB); "
+      + "bucket rows: \(buckets.joined(separator: ", ")); \(advances) advances in \(formatDuration(Double(monotonicNanoseconds() - start)))"
+  }
+
+  static func temporaryDirectory() throws -> String {
+    var template = Array("/tmp/vpnstat-bench-XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp failed") }
+    return String(cString: made)
+  }
+
+  static func removeTree(_ path: String) {
+    let command = PreparedCommand(label: "", path: "/bin/rm", arguments: ["-rf", path])
+    if let pid = try? command.spawn() { _ = try? waitForExit(pid) }
+  }
+}
+
+/// The enforcer's latency: from a session's deadline to the tunnel down, over repeated windows,
+/// measured inside a namespace with a tun and the release binary.
+enum EnforceBenchmark {
+  static func runInner(vpnstat: String, ip: String, quick: Bool) throws -> [String] {
+    let directory = try StoreBenchmark.temporaryDirectory()
+    defer { StoreBenchmark.removeTree(directory) }
+    let db = directory + "/enforce.db"
+    func ipRun(_ arguments: [String]) throws {
+      let pid = try PreparedCommand(label: "", path: ip, arguments: arguments).spawn()
+      guard try waitForExit(pid).succeeded else { throw BenchError("ip \(arguments) failed") }
+    }
+    try ipRun(["tuntap", "add", "mode", "tun", "name", "tunbench"])
+    defer { try? ipRun(["link", "del", "tunbench"]) }
+    try ipRun(["link", "set", "tunbench", "up"])
+    let devnull = open("/dev/null", O_WRONLY)
+    defer { close(devnull) }
+    let enforcer = try PreparedCommand(
+      label: "", path: vpnstat,
+      arguments: ["enforce", "tunbench", "--db", db, "--session-length", "1s", "--pause-length", "1s"]
+    ).spawn(stdout: devnull, stderr: devnull)
+    defer {
+      kill(enforcer, SIGTERM)
+      _ = try? waitForExit(enforcer)
+    }
+    let control = try LinkControl()
+    let cycles = quick ? 5 : 20
+    var latencies: [Int64] = []
+    var failures = 0
+    for _ in 0..<cycles {
+      // Wait until the enforcer has opened this window and the tunnel is up inside it.
+      var window: SessionWindow?
+      let waitStart = monotonicNanoseconds()
+      while true {
+        window = try Store.open(StoreLocation(path: db), intent: .read)?.sessionRecord().window
+        if let w = window, SystemTimeSource().now().wall < w.sessionEndsAt, try control.isUp(InterfaceName("tunbench")) {
+          break
+        }
+        if monotonicNanoseconds() - waitStart > 5_000_000_000 { throw BenchError("no window opened") }
+        usleep(1000)
+      }
+      guard let current = window else { continue }
+      while try control.isUp(InterfaceName("tunbench")) {
+        usleep(200)
+        if SystemTimeSource().now().wall > current.sessionEndsAt + .seconds(5) { break }
+      }
+      let down = SystemTimeSource().now().wall
+      if try control.isUp(InterfaceName("tunbench")) { failures += 1 }
+      latencies.append((down - current.sessionEndsAt).nanoseconds)
+      // Past the pause, bring it up again: the enforcer opens the next window.
+      while SystemTimeSource().now().wall < current.pauseEndsAt + .milliseconds(100) { usleep(5000) }
+      try ipRun(["link", "set", "tunbench", "up"])
+      usleep(50_000)
+    }
+    let d = Distribution(latencies)
+    let worst = latencies.max() ?? 0
+    return [
+      "enforce: session deadline → tunnel down (link-down action), \(latencies.count) windows of 1 s: median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)), worst \(formatDuration(Double(worst)))"
+        + (worst < 1_000_000_000 && failures == 0 ? " — under 1 s every time" : " — TARGET MISSED (\(failures) failures)")
+    ]
+  }
+}
+
+/// `vpnstat watch`'s steady-state cost with the namespace's interfaces, on a real terminal
+/// (tmux), with a database: CPU share of one core and resident memory.
+enum WatchBenchmark {
+  static func runInner(vpnstat: String, ifbCount: Int, quick: Bool) throws -> [String] {
+    let directory = try StoreBenchmark.temporaryDirectory()
+    defer { StoreBenchmark.removeTree(directory) }
+    let db = directory + "/watch.db"
+    let record = try PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", db]).spawn()
+    _ = try waitForExit(record)
+    let socket = "vpnstat-bench-\(getpid())"
+    guard let tmux = findExecutable("tmux") else { return ["watch: tmux not found; skipped"] }
+    let start = try PreparedCommand(
+      label: "", path: tmux,
+      arguments: ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", "exec \(vpnstat) watch --db \(db)"]
+    ).spawn()
+    _ = try waitForExit(start)
+    defer {
+      if let pid = try? PreparedCommand(label: "", path: tmux, arguments: ["-L", socket, "kill-server"]).spawn() {
+        _ = try? waitForExit(pid)
+      }
+    }
+    let paneQuery = try runCapturing(PreparedCommand(label: "", path: tmux, arguments: ["-L", socket, "display-message", "-p", "#{pane_pid}"]))
+    guard let pid = Int32(String(decoding: paneQuery.output, as: UTF8.self).filter { $0.isNumber }) else {
+      throw BenchError("no pane pid")
+    }
+    sleep(5)
+    func cpuTicks() -> Int64 {
+      guard let text = SmallFile.trimmedText(SystemPath("/proc/\(pid)/stat")) else { return 0 }
+      let fields = text.split(separator: ")").last?.split(separator: " ") ?? []
+      // After the command name: state is field 3; utime and stime are fields 14 and 15.
+      return fields.count > 13 ? (Int64(fields[11]) ?? 0) + (Int64(fields[12]) ?? 0) : 0
+    }
+    let seconds: UInt32 = quick ? 20 : 60
+    let before = cpuTicks()
+    sleep(seconds)
+    let used = Double(cpuTicks() - before) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    let status = SmallFile.trimmedText(SystemPath("/proc/\(pid)/status")) ?? ""
+    let rss = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map { String($0.dropFirst(6)).trimmingCharacters(in: " \t") } ?? "?"
+    return [
+      "watch: \(ifbCount + 1) interfaces, 1 s interval, on a 120×40 terminal with a database: \(fixed(used / Double(seconds) * 100, 2)) % of one core over \(seconds) s (target < 1 %), resident \(rss) (target < 30 MiB)"
+    ]
+  }
+}
+
+extension String {
+  func trimmingCharacters(in set: String) -> String {
+    var scalars = Substring(self)
+    while let first = scalars.first, set.contains(first) { scalars = scalars.dropFirst() }
+    while let last = scalars.last, set.contains(last) { scalars = scalars.dropLast() }
+    return String(scalars)
+  }
+}
