@@ -270,7 +270,9 @@ struct StoreBadInputTests {
     #expect(try run(Built.vpnstat, ["record", "--count", "1", "--db", path]).status == 0)
   }
 
-  @Test("a user who may read but not write: status reads the totals, record is refused with 77, nothing changes")
+  @Test(
+    "a user who may read but not write: status reads the totals, record is refused with 77, nothing changes",
+    .enabled(if: Privilege.isRoot, Privilege.reason))
   func readOnlyUser() throws {
     let directory = try TemporaryDirectory("ro")
     let path = directory.file("v.db")

@@ -29,7 +29,13 @@ func python(_ script: String, _ arguments: [String] = [], input: Data? = nil, ti
 func vpnstatForOtherUsers(in directory: TemporaryDirectory) throws -> String {
   let copy = directory.file("vpnstat")
   if !FileManager.default.fileExists(atPath: copy) {
-    try FileManager.default.copyItem(atPath: Built.vpnstat, toPath: copy)
+    // Written through a close-on-exec descriptor: a child another test spawns meanwhile must
+    // not inherit it open for writing, or executing the copy fails with ETXTBSY.
+    let data = try Data(contentsOf: URL(fileURLWithPath: Built.vpnstat))
+    let fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+    guard fd >= 0 else { throw TestSetupError("cannot create \(copy)") }
+    _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
     chmod(copy, 0o755)
   }
   return copy
@@ -37,8 +43,17 @@ func vpnstatForOtherUsers(in directory: TemporaryDirectory) throws -> String {
 
 /// Runs a command as `nobody` (setpriv from util-linux, present on every Debian).
 func runAsNobody(_ executable: String, _ arguments: [String]) throws -> CommandResult {
-  try run(
-    "/usr/bin/setpriv",
-    ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", executable] + arguments,
-    environment: ["HOME": "/nonexistent", "XDG_STATE_HOME": "/nonexistent/state"])
+  var result: CommandResult
+  var attempts = 0
+  repeat {
+    result = try run(
+      "/usr/bin/setpriv",
+      ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", executable] + arguments,
+      environment: ["HOME": "/nonexistent", "XDG_STATE_HOME": "/nonexistent/state"])
+    attempts += 1
+    // 126: "text file busy" while a child spawned by a parallel test still holds the copy's
+    // descriptor between its fork and its exec; it passes in a moment.
+    if result.status == 126 { usleep(50_000) }
+  } while result.status == 126 && attempts < 10
+  return result
 }
