@@ -37,7 +37,8 @@ struct DocumentationTests {
     }
     let result = try run(Self.mandoc, ["-Tlint", "-Wwarning", Self.manPage])
     #expect(result.status == 0, "mandoc exited \(result.status):\n\(result.output)\(result.errors)")
-    #expect(result.output.isEmpty && result.errors.isEmpty, "mandoc -Tlint -Wwarning:\n\(result.output)\(result.errors)")
+    #expect(
+      result.output.isEmpty && result.errors.isEmpty, "mandoc -Tlint -Wwarning:\n\(result.output)\(result.errors)")
   }
 
   // MARK: - (b) every command and option
@@ -133,7 +134,8 @@ struct DocumentationTests {
     for line in page.split(separator: "\n", omittingEmptySubsequences: false) {
       if line.hasPrefix(".Ss ") || line.hasPrefix(".Sh ") {
         close()
-        title = line.hasPrefix(".Ss ") ? line.dropFirst(4).trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) : nil
+        title =
+          line.hasPrefix(".Ss ") ? line.dropFirst(4).trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) : nil
         body = ""
       } else {
         body += line + "\n"
@@ -217,7 +219,8 @@ struct DocumentationTests {
       }).first {
         for option in options {
           let documented = Self.readmeHasOption(section.body, option)
-          #expect(documented, "README.md: section '\(section.heading)' does not document --\(option) of '\(command.name)'")
+          #expect(
+            documented, "README.md: section '\(section.heading)' does not document --\(option) of '\(command.name)'")
         }
       } else {
         Issue.record("README.md has no section whose heading holds `\(command.name)`")
@@ -229,7 +232,8 @@ struct DocumentationTests {
 
   /// The statuses `ExitStatus.swift` defines: every `case name = NN`.
   static func definedExitStatuses() throws -> [Int32] {
-    let source = try text(Built.packageRoot.appendingPathComponent("Sources/VPNStatCore/Platform/ExitStatus.swift").path)
+    let source = try text(
+      Built.packageRoot.appendingPathComponent("Sources/VPNStatCore/Platform/ExitStatus.swift").path)
     var statuses: [Int32] = []
     for line in source.split(separator: "\n") {
       let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
@@ -257,8 +261,10 @@ struct DocumentationTests {
       } ?? ""
     }
     for status in statuses {
-      #expect(manItems.contains(".It \(status)"), "man/vpnstat.1 EXIT STATUS has no '.It \(status)'")
-      #expect(readmeRows.contains("\(status)"), "README.md 'Exit status' has no row for \(status)")
+      let inManPage = manItems.contains(".It \(status)")
+      let inReadme = readmeRows.contains("\(status)")
+      #expect(inManPage, "man/vpnstat.1 EXIT STATUS has no '.It \(status)'")
+      #expect(inReadme, "README.md 'Exit status' has no row for \(status)")
     }
   }
 
@@ -309,10 +315,12 @@ struct DocumentationTests {
       let store = try #require(try Store.open(StoreLocation(path: db), intent: .write))
       let now = SystemTimeSource().now().wall
       try store.updateSession { record in
-        record.window = SessionWindow.open(at: now, lengths: SessionLengths(session: .seconds(600), pause: .seconds(600)))
+        record.window = SessionWindow.open(
+          at: now, lengths: SessionLengths(session: .seconds(600), pause: .seconds(600)))
         record.tunnel = InterfaceName("wg0")
       }
-      try store.recordStop(StopRecord(at: now, interface: InterfaceName("wg0"), reason: .user, detail: "documentation test"))
+      try store.recordStop(
+        StopRecord(at: now, interface: InterfaceName("wg0"), reason: .user, detail: "documentation test"))
     }
 
     let status = try Self.jsonKeys(["status", "--json", "--rate", "100ms"] + fixture)
