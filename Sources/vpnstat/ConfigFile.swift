@@ -22,9 +22,9 @@ enum ConfigFile {
     guard let bytes = try? SmallFile.read(SystemPath(path), limit: 1 << 20) else { return }
     var fromFile: [String: [String]] = [:]
     for (number, rawLine) in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-      let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-      let trimmed = line.trimmingCharacters(in: " \t\r")
-      if trimmed.isEmpty { continue }
+      // A comment is a line starting with '#', so that values may hold one.
+      let trimmed = String(rawLine).trimmingCharacters(in: " \t\r")
+      if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
       guard let equals = trimmed.firstIndex(of: "=") else {
         throw UsageError("\(path):\(number + 1): expected 'name = value'", commandPath: parsed.commandPath)
       }

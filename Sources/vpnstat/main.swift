@@ -57,9 +57,12 @@ func rawArguments() -> [String] {
     return failure.exitStatus
   } catch let error as Errno where error.rawValue == EPIPE {
     return .success
+  } catch let error as Errno {
+    context.warn("I/O error: \(error)")
+    return .ioError
   } catch {
-    context.warn("\(error)")
-    return .failure
+    context.warn("internal error: \(error) (please report it)")
+    return .software
   }
 }
 

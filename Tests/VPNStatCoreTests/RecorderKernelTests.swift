@@ -6,28 +6,12 @@ import Testing
 /// The recorder against the real kernel: teardown between polls, 32-bit wraps, concurrency.
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
 struct RecorderKernelTests {
-  /// Starts a recorder in `ns` and waits until its first sample is committed.
-  func startRecorder(_ ns: TestNamespace, _ db: String, _ arguments: [String]) throws -> BackgroundProcess {
-    let recorder = try ns.start(Built.vpnstat, ["record", "--db", db] + arguments)
-    let deadline = Date().addingTimeInterval(20)
-    while Date() < deadline {
-      if let store = try? Store.open(StoreLocation(path: db), intent: .read), let ledger = try? store.loadLedger(),
-        !ledger.entries.isEmpty
-      {
-        return recorder
-      }
-      if !recorder.isRunning { throw TestSetupError("recorder exited: \(recorder.errors)") }
-      usleep(20_000)
-    }
-    throw TestSetupError("recorder never wrote: \(recorder.errors)")
-  }
-
   @Test("a tun torn down and recreated three times between two polls: every instance's bytes are booked")
   func teardownBetweenPolls() throws {
     let ns = try TestNamespace("tear")
     let directory = try TemporaryDirectory("tear")
     let db = directory.file("v.db")
-    let recorder = try startRecorder(ns, db, ["--interval", "60s"])
+    let recorder = try ns.startRecorder(db, ["--interval", "60s"])
     defer { recorder.stop() }
     var kernelTx: UInt64 = 0
     var kernelRx: UInt64 = 0
@@ -79,7 +63,7 @@ struct RecorderKernelTests {
     let ns = try TestNamespace("wrap")
     let directory = try TemporaryDirectory("wrap")
     let db = directory.file("v.db")
-    let recorder = try startRecorder(ns, db, ["--interval", "1s", "--source", "getifaddrs", "-i", "lo"])
+    let recorder = try ns.startRecorder(db, ["--interval", "1s", "--source", "getifaddrs", "-i", "lo"])
     defer { recorder.stop() }
     let sink = try ns.peer("tcp-sink", "9400")
     try sink.waitFor("ready")
@@ -106,7 +90,7 @@ struct RecorderKernelTests {
     let pair = try VethPair("conc", subnet: 33)
     let directory = try TemporaryDirectory("conc")
     let db = directory.file("v.db")
-    let recorder = try startRecorder(pair.left, db, ["--interval", "200ms"])
+    let recorder = try pair.left.startRecorder(db, ["--interval", "200ms"])
     defer { recorder.stop() }
     let sink = try pair.right.peer("udp-sink", "9500")
     try sink.waitFor("ready")
@@ -145,27 +129,34 @@ struct RecorderKernelTests {
     let exported = try pair.left.vpnstat("export", "--db", db)
     #expect(exported.status == 0, "\(exported.errors)")
     let textfile = try #require(contents(directory.file("vpnstat.prom")))
-    let parser = """
+    // export speaks OpenMetrics; the textfile the Prometheus text format node_exporter reads.
+    func parser(_ module: String) -> String {
+      """
       import sys, json
-      from prometheus_client.openmetrics.parser import text_string_to_metric_families
+      from prometheus_client.\(module) import text_string_to_metric_families
       out = {}
       for family in text_string_to_metric_families(sys.stdin.read()):
           for s in family.samples:
-              if s.name.endswith('_total'):
-                  out[s.name + '|' + s.labels.get('interface', s.labels.get('class', ''))] = s.value
+              if s.name.endswith('_total') or s.name.startswith('vpnstat_session'):
+                  out[s.name + '|' + s.labels.get('interface', s.labels.get('class', s.labels.get('vpnstat_session_state', '')))] = s.value
       print(json.dumps(out))
       """
-    for text in [exported.stdout, textfile] {
-      let parsed = try python(parser, input: text)
-      #expect(parsed.status == 0, "parser rejected it: \(parsed.errors)")
+    }
+    for (text, module) in [(exported.stdout, "openmetrics.parser"), (textfile, "parser")] {
+      let parsed = try python(parser(module), input: text)
+      #expect(parsed.status == 0, "\(module) rejected it: \(parsed.errors)")
       let values = try #require(try JSONSerialization.jsonObject(with: parsed.stdout) as? [String: Double])
       let tx = try #require(values["vpnstat_interface_transmit_bytes_total|\(pair.leftName)"])
       #expect(tx >= 100_000)
       #expect(values["vpnstat_interface_receive_bytes_total|q\"\\x"] != nil)
       #expect(values["vpnstat_class_transmit_bytes_total|other"] != nil)
+      #expect(values["vpnstat_session_state|none"] == 1, "\(module): the session gauges")
+      #expect(values["vpnstat_session_can_connect|"] == 1)
     }
+    #expect(!String(decoding: textfile, as: UTF8.self).contains("# EOF"))
+    #expect(String(decoding: exported.stdout, as: UTF8.self).hasSuffix("# EOF\n"))
     let ledger = try #require(try Store.open(StoreLocation(path: db), intent: .read)).loadLedger()
-    let fromExport = try python(parser, input: exported.stdout)
+    let fromExport = try python(parser("openmetrics.parser"), input: exported.stdout)
     let values = try #require(try JSONSerialization.jsonObject(with: fromExport.stdout) as? [String: Double])
     #expect(UInt64(values["vpnstat_interface_transmit_bytes_total|\(pair.leftName)"] ?? -1) == ledger.entries[InterfaceName(pair.leftName)]?.totals.txBytes)
   }

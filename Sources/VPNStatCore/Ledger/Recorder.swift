@@ -16,17 +16,20 @@ public struct Recorder {
   public var interval: Duration
   public var count: Int?
   public var textfileDirectory: String?
+  /// The lengths a next window would get, for the session gauges in the textfile.
+  public var nextLengths: SessionLengths
   public let log: any RecorderLog
 
   public init(
     sampler: TrafficSampler, store: Store, interval: Duration, count: Int?, textfileDirectory: String?,
-    log: any RecorderLog
+    nextLengths: SessionLengths = .builtIn, log: any RecorderLog
   ) {
     self.sampler = sampler
     self.store = store
     self.interval = interval
     self.count = count
     self.textfileDirectory = textfileDirectory
+    self.nextLengths = nextLengths
     self.log = log
   }
 
@@ -86,17 +89,24 @@ public struct Recorder {
     for problem in sample.problems {
       log.event("\(problem.name.terminalText): \(TerminalText.sanitize(problem.message))")
     }
-    try advance(sampler.observations(sample), now: sample.taken.wall)
+    let ledger = try advance(sampler.observations(sample), now: sample.taken.wall)
+    if let textfileDirectory {
+      // node_exporter's textfile collector reads the Prometheus text format, not OpenMetrics.
+      let session = try SessionView.report(
+        store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
+        nextLengths: nextLengths)
+      try OpenMetrics.writeTextfile(
+        OpenMetrics.render(ledger: ledger, session: session, at: sample.taken.wall, format: .prometheus),
+        directory: textfileDirectory)
+    }
   }
 
-  private mutating func advance(_ observations: [LedgerObservation], now: Timestamp) throws {
+  @discardableResult
+  private mutating func advance(_ observations: [LedgerObservation], now: Timestamp) throws -> Ledger {
     let result = try store.advanceLedger(observations, now: now)
     for event in result.advance.events {
       log.event("\(event.name.terminalText): \(event.detail)")
     }
-    if let textfileDirectory {
-      try OpenMetrics.writeTextfile(
-        OpenMetrics.render(ledger: result.ledger, session: nil, at: now), directory: textfileDirectory)
-    }
+    return result.ledger
   }
 }

@@ -1,19 +1,19 @@
 /// The exit statuses vpnstat documents (sysexits.h numbering), one meaning each.
 public enum ExitStatus: Int32, Sendable, CaseIterable {
   case success = 0
-  /// A failure with no better code (the message says what).
-  case failure = 1
-  /// Wrong arguments.
+  /// Wrong arguments (also a bad configuration file or capture filter).
   case usage = 64
   /// Bad data: a corrupt or foreign database, a corrupt capture file.
   case dataError = 65
-  /// Something needed is not there: no such interface, no kernel interface, a lock held.
+  /// Something needed is not there: no such interface, no database where one is needed, no
+  /// netlink socket, no libpcap.
   case unavailable = 69
-  /// An internal error; a bug.
+  /// An internal error: a bug, please report it.
   case software = 70
-  /// An I/O error writing output or the database.
+  /// An I/O error: writing the output, a capture file or the textfile failed.
   case ioError = 74
-  /// Try later: the free plan's pause (`session check`), a busy database.
+  /// Try later: the free plan's pause (`session check`), a database locked by another process,
+  /// a recorder or enforcer lock held by another process.
   case tryLater = 75
   /// Not permitted: no write access to the database, no CAP_NET_ADMIN/CAP_NET_RAW.
   case noPermission = 77

@@ -2,32 +2,63 @@
   import Glibc
 #endif
 
-/// OpenMetrics text for fleets: per-interface and per-class counters from the ledger (bridged
-/// across resets, so Prometheus sees them only grow), and the session's gauges.
+/// Metrics for fleets: per-interface and per-class counters from the ledger (bridged across
+/// resets, so they only grow) and the session window's gauges, as OpenMetrics text (`export`,
+/// a scrape) or the older Prometheus text format that node_exporter's textfile collector reads.
 public enum OpenMetrics {
+  public enum Format: String, Sendable, CaseIterable {
+    /// OpenMetrics 1.0: `_total` and `_created` samples, `# UNIT`, `# EOF`.
+    case openmetrics
+    /// Prometheus text format 0.0.4, for node_exporter's textfile collector.
+    case prometheus
+  }
+
+  /// One metric family and its samples.
+  struct Family {
+    enum Kind: String {
+      case counter, gauge, stateset
+    }
+    var name: String
+    var kind: Kind
+    var unit: String?
+    var help: String
+    /// Label set (rendered, without braces), value, and for counters the creation time.
+    var samples: [(labels: String, value: String, created: String?)] = []
+  }
+
   /// The exposition of `ledger` (and `session`, when known) at `time`.
-  public static func render(ledger: Ledger, session: SessionReport?, at time: Timestamp) -> String {
-    var out = ""
-    out.reserveCapacity(256 + ledger.entries.count * 900)
+  public static func render(
+    ledger: Ledger, session: SessionReport?, at time: Timestamp, format: Format = .openmetrics
+  ) -> String {
+    var families = ledgerFamilies(ledger)
+    if let session { families += sessionFamilies(session) }
+    families.append(
+      Family(
+        name: "vpnstat_scrape_timestamp_seconds", kind: .gauge, unit: "seconds",
+        help: "When vpnstat produced these figures.", samples: [("", seconds(time), nil)]))
+    return render(families, format: format)
+  }
+
+  static func ledgerFamilies(_ ledger: Ledger) -> [Family] {
     let entries = ledger.entries.values.sorted { $0.name < $1.name }
-    let families: [(String, String, String, (LedgerTotals) -> UInt64)] = [
+    let perInterface: [(String, String?, String, KeyPath<LedgerTotals, UInt64>)] = [
       ("vpnstat_interface_receive_bytes", "bytes", "Bytes received, bridged across counter resets and wraps (estimate).", \.rxBytes),
       ("vpnstat_interface_transmit_bytes", "bytes", "Bytes transmitted, bridged across counter resets and wraps (estimate).", \.txBytes),
-      ("vpnstat_interface_receive_packets", "", "Packets received (estimate).", \.rxPackets),
-      ("vpnstat_interface_transmit_packets", "", "Packets transmitted (estimate).", \.txPackets),
-      ("vpnstat_interface_resets", "", "Counter resets bridged (interface recreated, rebooted or cleared).", \.resets),
-      ("vpnstat_interface_wraps", "", "32-bit counter wraps bridged.", \.wraps),
-      ("vpnstat_interface_discarded", "", "Samples discarded as faster than plausible.", \.discarded),
+      ("vpnstat_interface_receive_packets", nil, "Packets received (estimate).", \.rxPackets),
+      ("vpnstat_interface_transmit_packets", nil, "Packets transmitted (estimate).", \.txPackets),
+      ("vpnstat_interface_resets", nil, "Counter resets bridged (interface recreated, rebooted or cleared).", \.resets),
+      ("vpnstat_interface_wraps", nil, "32-bit counter wraps bridged.", \.wraps),
+      ("vpnstat_interface_discarded", nil, "Samples discarded as faster than plausible.", \.discarded),
     ]
-    for (name, unit, help, value) in families {
-      out += "# TYPE \(name) counter\n"
-      if !unit.isEmpty { out += "# UNIT \(name) \(unit)\n" }
-      out += "# HELP \(name) \(help)\n"
-      for entry in entries {
-        let labels = "{interface=\"\(label(entry.name))\",class=\"\(entry.interfaceClass.rawValue)\"}"
-        out += "\(name)_total\(labels) \(value(entry.totals))\n"
-        out += "\(name)_created\(labels) \(seconds(entry.totals.firstSeenAt))\n"
-      }
+    var families = perInterface.map { name, unit, help, value in
+      Family(
+        name: name, kind: .counter, unit: unit, help: help,
+        samples: entries.map { entry in
+          (
+            "interface=\"\(label(entry.name))\",class=\"\(entry.interfaceClass.rawValue)\"",
+            String(entry.totals[keyPath: value]), seconds(entry.totals.firstSeenAt)
+          )
+        })
     }
     var classes: [InterfaceClass: LedgerTotals] = [:]
     for entry in entries {
@@ -41,22 +72,78 @@ public enum OpenMetrics {
       ("vpnstat_class_receive_bytes", "Bytes received by all interfaces of a class (estimate).", \LedgerTotals.rxBytes),
       ("vpnstat_class_transmit_bytes", "Bytes transmitted by all interfaces of a class (estimate).", \LedgerTotals.txBytes),
     ] {
-      out += "# TYPE \(name) counter\n# UNIT \(name) bytes\n# HELP \(name) \(help)\n"
-      for interfaceClass in InterfaceClass.allCases {
-        guard let sum = classes[interfaceClass] else { continue }
-        out += "\(name)_total{class=\"\(interfaceClass.rawValue)\"} \(sum[keyPath: value])\n"
+      families.append(
+        Family(
+          name: name, kind: .counter, unit: "bytes", help: help,
+          samples: InterfaceClass.allCases.compactMap { interfaceClass in
+            classes[interfaceClass].map { ("class=\"\(interfaceClass.rawValue)\"", String($0[keyPath: value]), seconds($0.firstSeenAt)) }
+          }))
+    }
+    return families
+  }
+
+  static func sessionFamilies(_ report: SessionReport) -> [Family] {
+    var families = [
+      Family(
+        name: "vpnstat_session_state", kind: .stateset, help: "The free plan's session state.",
+        samples: SessionState.allCases.map {
+          ("vpnstat_session_state=\"\($0.rawValue)\"", report.state == $0 ? "1" : "0", nil)
+        }),
+      Family(
+        name: "vpnstat_session_can_connect", kind: .gauge, help: "1 when connecting is allowed now.",
+        samples: [("", report.canConnect ? "1" : "0", nil)]),
+      Family(
+        name: "vpnstat_session_remaining_seconds", kind: .gauge, unit: "seconds",
+        help: "Session time left (0 when not active).",
+        samples: [("", String(report.remaining.map(SessionText.seconds) ?? 0), nil)]),
+      Family(
+        name: "vpnstat_session_pause_remaining_seconds", kind: .gauge, unit: "seconds",
+        help: "Time until reconnecting is allowed (0 when it is).",
+        samples: [("", String(report.pauseRemaining.map(SessionText.seconds) ?? 0), nil)]),
+    ]
+    if let usage = report.usage {
+      families.append(
+        Family(
+          name: "vpnstat_session_usage_bytes", kind: .gauge, unit: "bytes",
+          help: "Tunnel-class traffic in the current window (estimate).",
+          samples: [("direction=\"receive\"", String(usage.rx), nil), ("direction=\"transmit\"", String(usage.tx), nil)]))
+    }
+    return families
+  }
+
+  static func render(_ families: [Family], format: Format) -> String {
+    var out = ""
+    out.reserveCapacity(families.reduce(0) { $0 + 200 + $1.samples.count * 120 })
+    for family in families {
+      switch format {
+      case .openmetrics:
+        out += "# TYPE \(family.name) \(family.kind.rawValue)\n"
+        if let unit = family.unit { out += "# UNIT \(family.name) \(unit)\n" }
+        out += "# HELP \(family.name) \(family.help)\n"
+        for sample in family.samples {
+          let labels = sample.labels.isEmpty ? "" : "{\(sample.labels)}"
+          out += "\(family.name)\(family.kind == .counter ? "_total" : "")\(labels) \(sample.value)\n"
+          if family.kind == .counter, let created = sample.created {
+            out += "\(family.name)_created\(labels) \(created)\n"
+          }
+        }
+      case .prometheus:
+        // The 0.0.4 format names the family by its sample; a stateset is a gauge per state.
+        let name = family.kind == .counter ? family.name + "_total" : family.name
+        out += "# HELP \(name) \(family.help)\n"
+        out += "# TYPE \(name) \(family.kind == .counter ? "counter" : "gauge")\n"
+        for sample in family.samples {
+          let labels = sample.labels.isEmpty ? "" : "{\(sample.labels)}"
+          out += "\(name)\(labels) \(sample.value)\n"
+        }
       }
     }
-    if let session { out += SessionMetrics.render(session) }
-    out += "# TYPE vpnstat_scrape_timestamp_seconds gauge\n# UNIT vpnstat_scrape_timestamp_seconds seconds\n"
-    out += "# HELP vpnstat_scrape_timestamp_seconds When vpnstat produced these figures.\n"
-    out += "vpnstat_scrape_timestamp_seconds \(seconds(time))\n"
-    out += "# EOF\n"
+    if format == .openmetrics { out += "# EOF\n" }
     return out
   }
 
   /// A label value: the name as UTF-8 text when it is clean, else vpnstat's escaped form; then
-  /// OpenMetrics' own escapes for backslash, quote and newline.
+  /// the format's own escapes for backslash, quote and newline.
   static func label(_ name: InterfaceName) -> String {
     let text: String
     if let utf8 = String(validating: name.bytes, as: UTF8.self),
@@ -106,4 +193,3 @@ public enum OpenMetrics {
     }
   }
 }
-

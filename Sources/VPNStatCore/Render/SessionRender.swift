@@ -103,6 +103,8 @@ public enum SessionJSON {
     json.number(report.plan == .free ? UInt64(SessionText.seconds(report.nextLengths.pause)) : nil)
     json.key("tunnel")
     json.string(report.tunnel?.jsonText)
+    json.key("tunnel_name_encoding")
+    json.string(report.tunnel.map { $0.isValidUTF8 ? "utf8" : "escaped" })
     json.key("usage")
     if let usage = report.usage {
       json.beginObject()
@@ -125,6 +127,8 @@ public enum SessionJSON {
       json.string(stop.at.rfc3339(fractionDigits: 3))
       json.key("interface")
       json.string(stop.interface?.jsonText)
+      json.key("interface_name_encoding")
+      json.string(stop.interface.map { $0.isValidUTF8 ? "utf8" : "escaped" })
       json.key("detail")
       json.string(stop.detail)
       json.endObject()
@@ -148,30 +152,5 @@ public enum SessionJSON {
     write(report, into: &json)
     json.endObject()
     return json.bytes
-  }
-}
-
-/// The session window's gauges in OpenMetrics.
-public enum SessionMetrics {
-  public static func render(_ report: SessionReport) -> String {
-    var out = "# TYPE vpnstat_session_state stateset\n# HELP vpnstat_session_state The free plan's session state.\n"
-    for state in SessionState.allCases {
-      out += "vpnstat_session_state{vpnstat_session_state=\"\(state.rawValue)\"} \(report.state == state ? 1 : 0)\n"
-    }
-    out += "# TYPE vpnstat_session_can_connect gauge\n# HELP vpnstat_session_can_connect 1 when connecting is allowed now.\n"
-    out += "vpnstat_session_can_connect \(report.canConnect ? 1 : 0)\n"
-    out += "# TYPE vpnstat_session_remaining_seconds gauge\n# UNIT vpnstat_session_remaining_seconds seconds\n"
-    out += "# HELP vpnstat_session_remaining_seconds Session time left (0 when not active).\n"
-    out += "vpnstat_session_remaining_seconds \(report.remaining.map(SessionText.seconds) ?? 0)\n"
-    out += "# TYPE vpnstat_session_pause_remaining_seconds gauge\n# UNIT vpnstat_session_pause_remaining_seconds seconds\n"
-    out += "# HELP vpnstat_session_pause_remaining_seconds Time until reconnecting is allowed (0 when it is).\n"
-    out += "vpnstat_session_pause_remaining_seconds \(report.pauseRemaining.map(SessionText.seconds) ?? 0)\n"
-    if let usage = report.usage {
-      out += "# TYPE vpnstat_session_usage_bytes gauge\n# UNIT vpnstat_session_usage_bytes bytes\n"
-      out += "# HELP vpnstat_session_usage_bytes Tunnel-class traffic in the current window (estimate).\n"
-      out += "vpnstat_session_usage_bytes{direction=\"receive\"} \(usage.rx)\n"
-      out += "vpnstat_session_usage_bytes{direction=\"transmit\"} \(usage.tx)\n"
-    }
-    return out
   }
 }

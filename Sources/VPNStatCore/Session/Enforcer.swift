@@ -55,7 +55,7 @@ public struct Enforcer {
     if let link = try control.link(named: tunnel) {
       linkIndex = link.index
       linkUp = Self.isUp(link)
-      if linkUp { try tunnelCameUp(duringPause: false) }
+      if linkUp { try tunnelCameUp() }
     }
     log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe(try store.sessionRecord()))")
     while true {
@@ -104,7 +104,7 @@ public struct Enforcer {
     linkIndex = change.record.index
     if up && (!linkUp || newInstance) {
       linkUp = true
-      try tunnelCameUp(duringPause: true)
+      try tunnelCameUp()
     } else if !up && linkUp {
       linkUp = false
       try tunnelWentDown(gone: false, wasUp: true)
@@ -112,7 +112,7 @@ public struct Enforcer {
   }
 
   /// The on-tunnel-up rule, in one transaction with the stored window.
-  private mutating func tunnelCameUp(duringPause: Bool) throws {
+  private mutating func tunnelCameUp() throws {
     let reading = sampler.clock.now()
     try advanceLedger()
     let now = try store.trustedNow(reading)
@@ -139,10 +139,9 @@ public struct Enforcer {
       log.event("\(tunnel.terminalText) up inside the window: \(Units.duration(seconds: (window.sessionEndsAt - now).nanoseconds / 1_000_000_000)) left")
       try arm(window.sessionEndsAt)
     case .refuse(let window):
-      // Brought up during the pause (by anything): down at once. Already up when the enforcer
-      // started and past its deadline: that is the limit itself.
-      let inPause = !window.canConnect(at: now)
-      try disconnect(reason: duringPause && inPause ? .pause : .freeLimit, at: now)
+      // Up during the pause (raised by anything, also before this enforcer started, as with a
+      // PostUp hook): down at once. Exactly at the deadline it is the limit itself.
+      try disconnect(reason: window.canConnect(at: now) ? .freeLimit : .pause, at: now)
     }
   }
 
@@ -170,7 +169,7 @@ public struct Enforcer {
     case .disarm: try arm(nil)
     case .arm(let deadline): try arm(deadline)
     case .disconnect: try disconnect(reason: .freeLimit, at: now)
-    case .tunnelUp: try tunnelCameUp(duringPause: false)
+    case .tunnelUp: try tunnelCameUp()
     }
   }
 
@@ -191,7 +190,7 @@ public struct Enforcer {
     linkIndex = link?.index
     linkUp = up
     if up && (!wasUp || newInstance) {
-      try tunnelCameUp(duringPause: true)
+      try tunnelCameUp()
     } else if !up && wasUp {
       try tunnelWentDown(gone: link == nil, wasUp: true)
     }

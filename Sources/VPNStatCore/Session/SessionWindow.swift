@@ -130,7 +130,10 @@ extension SessionRecord {
   public func switching(to plan: Plan) -> SessionRecord {
     var next = self
     next.plan = plan
-    if plan == .premium { next.window = nil }
+    if plan == .premium {
+      next.window = nil
+      next.tunnel = nil
+    }
     return next
   }
 }

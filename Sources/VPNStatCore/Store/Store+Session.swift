@@ -119,12 +119,15 @@ extension Store {
       let now = TrustedClock.now(reading, last: last)
       if !isReadOnly {
         let pair = TrustedClock.after(reading, trusted: now)
+        // Never wait for this write: this "now" is right either way, and the next writer stores
+        // a pair. (The connect gate must answer at once even when the database is locked.)
+        connection.setBusyTimeout(milliseconds: 0)
+        defer { connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds) }
         do {
           try connection.query(
             "INSERT OR REPLACE INTO trusted_clock (id, wall, boottime, boot_id) VALUES (1, ?, ?, ?)",
             [.integer(pair.wall.nanoseconds), .integer(pair.boottime), .text(pair.bootID)])
         } catch let error as SQLiteError where error.isBusy {
-          // Busy: this "now" is still right; the next writer stores a pair.
         }
       }
       return now

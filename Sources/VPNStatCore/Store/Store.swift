@@ -17,10 +17,12 @@ public final class Store {
   var cachedLedger: (ledger: Ledger, dataVersion: Int64)?
   /// When this connection last deleted buckets past their retention.
   var lastPrune: Timestamp?
+  /// How long a statement waits for another process's lock before failing busy.
+  let busyTimeoutMilliseconds: Int32
 
   /// How a command means to use the database.
   public enum Intent: Sendable {
-    /// Read only; never create or write (`history`, `session status`).
+    /// Read only; never create or write (`history`, `plan` without an argument).
     case read
     /// Write when permitted, else read (`status`, `watch`, `export`): they show what they can.
     case writeIfPermitted
@@ -49,23 +51,32 @@ public final class Store {
     if !exists { try create(location) }
     let readOnly = intent == .read || !writable
     do {
-      let store = try Store(location: location, connection: connect(location, query: readOnly ? "?mode=ro" : ""), readOnly: readOnly)
-      store.connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds)
+      let store = try Store(
+        location: location, connection: connect(location, query: readOnly ? "?mode=ro" : ""), readOnly: readOnly,
+        busyTimeoutMilliseconds: busyTimeoutMilliseconds)
       // An empty file (its creator has not written the schema yet) is no database to read.
       return try store.validateAndMigrate() ? store : nil
+    } catch StoreError.busy where intent == .writeIfPermitted {
+      // Locked by another process for longer than the busy timeout: a command that only needs
+      // to read reads (WAL readers are never blocked by a writer).
+      return try open(location, intent: .read, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
     } catch let error as SQLiteError where readOnly && (error.isCannotOpen || error.isReadOnly) {
       // A user who may not write cannot create the `-shm` file of a WAL database whose last
       // writer removed it. Then there is no WAL to miss, and reading the file as immutable is
       // exact.
-      let store = try Store(location: location, connection: connect(location, query: "?immutable=1"), readOnly: true)
+      let store = try Store(
+        location: location, connection: connect(location, query: "?immutable=1"), readOnly: true,
+        busyTimeoutMilliseconds: busyTimeoutMilliseconds)
       return try store.validateAndMigrate() ? store : nil
     }
   }
 
-  private init(location: StoreLocation, connection: SQLiteConnection, readOnly: Bool) {
+  private init(location: StoreLocation, connection: SQLiteConnection, readOnly: Bool, busyTimeoutMilliseconds: Int32) {
     self.location = location
     self.connection = connection
     self.isReadOnly = readOnly
+    self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+    connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds)
   }
 
   /// Creates the directory (0755) and an empty file (0644) so the modes do not depend on umask:

@@ -33,6 +33,13 @@ public struct StoreLocation: Hashable, Sendable {
   /// Whether this process may write the database: the file (if any) and its directory, where
   /// SQLite keeps the `-wal` and `-shm` files.
   public var isWritable: Bool {
-    (exists ? access(path, W_OK) == 0 : true) && access(directory, W_OK) == 0
+    if exists { return access(path, W_OK) == 0 && access(directory, W_OK) == 0 }
+    // A missing directory is created: whether that is allowed is up to the nearest ancestor
+    // that exists.
+    var candidate = directory
+    while access(candidate, F_OK) != 0, let slash = candidate.lastIndex(of: "/") {
+      candidate = slash == candidate.startIndex ? "/" : String(candidate[..<slash])
+    }
+    return access(candidate, W_OK) == 0
   }
 }

@@ -9,7 +9,7 @@ enum HistoryCommand: Subcommand {
       OptionSpec("hours", .optionalValue("n"), help: "The last N hours (default 24).", accepts: { parsePositiveInt($0) != nil }),
       OptionSpec("days", .optionalValue("n"), help: "The last N days (default 30; the default view).", accepts: { parsePositiveInt($0) != nil }),
       OptionSpec("months", .optionalValue("n"), help: "The last N months (default 12).", accepts: { parsePositiveInt($0) != nil }),
-      OptionSpec("by", .value("grouping"), help: "Rows per class (default) or per interface.", accepts: { TrafficHistory.Grouping(rawValue: $0) != nil }),
+      OptionSpec("by", .value("grouping"), help: "Rows per class or per interface (default: class; interface with -i).", accepts: { TrafficHistory.Grouping(rawValue: $0) != nil }),
       CommonOptions.interface, CommonOptions.only, CommonOptions.json, CommonOptions.bytes,
       CommonOptions.noColor, CommonOptions.db,
     ])

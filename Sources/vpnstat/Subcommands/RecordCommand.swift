@@ -7,7 +7,8 @@ enum RecordCommand: Subcommand {
     discussion: """
       Samples every interval and on every link change, advances the ledger (totals bridged across
       counter resets and wraps) and the 5-minute, hourly, daily and monthly buckets. One recorder
-      per database. Stops cleanly on SIGTERM or SIGINT; a kill -9 loses at most one interval.
+      per database. Stops cleanly on SIGTERM, SIGINT or SIGHUP; after a kill -9 the next sample
+      bridges from the last one stored, so only what a tunnel deleted meanwhile carried is lost.
       """,
     options: [
       OptionSpec(
@@ -16,8 +17,10 @@ enum RecordCommand: Subcommand {
       OptionSpec("count", .value("n"), help: "Stop after N samples.", accepts: { parsePositiveInt($0) != nil }),
       CommonOptions.interface, CommonOptions.only, CommonOptions.source, CommonOptions.classOverride,
       CommonOptions.db,
-      OptionSpec("textfile", .value("dir"), help: "Also write DIR/vpnstat.prom (OpenMetrics) for node_exporter, atomically."),
-      CommonOptions.maxRate, CommonOptions.sysfsRoot,
+      OptionSpec(
+        "textfile", .value("dir"),
+        help: "Also write DIR/vpnstat.prom for node_exporter's textfile collector (Prometheus text format), atomically, every interval."),
+      CommonOptions.maxRate, CommonOptions.sessionLength, CommonOptions.pauseLength, CommonOptions.sysfsRoot,
     ])
 
   struct StandardErrorLog: RecorderLog {
@@ -39,7 +42,7 @@ enum RecordCommand: Subcommand {
     var recorder = Recorder(
       sampler: try CommonOptions.sampler(parsed, recorded: try CommonOptions.selection(parsed)),
       store: store, interval: interval, count: count, textfileDirectory: parsed.value("textfile"),
-      log: StandardErrorLog(context: context))
+      nextLengths: try CommonOptions.lengths(parsed), log: StandardErrorLog(context: context))
     try recorder.run()
     withExtendedLifetime(lock) {}
     return .success
@@ -49,8 +52,14 @@ enum RecordCommand: Subcommand {
 /// `vpnstat export`: the ledger as OpenMetrics text, for a scrape or a one-off.
 enum ExportCommand: Subcommand {
   static let spec = CommandSpec(
-    name: "export", abstract: "Print OpenMetrics text (per interface and class, and the session).",
-    options: [CommonOptions.source, CommonOptions.classOverride, CommonOptions.db, CommonOptions.maxRate, CommonOptions.sysfsRoot])
+    name: "export", abstract: "Print metrics: per interface and class, and the session window (OpenMetrics by default).",
+    options: [
+      OptionSpec(
+        "format", .value("format"), help: "openmetrics (default) or prometheus (the text format node_exporter reads).",
+        accepts: { OpenMetrics.Format(rawValue: $0) != nil }),
+      CommonOptions.source, CommonOptions.classOverride, CommonOptions.db, CommonOptions.maxRate,
+      CommonOptions.sessionLength, CommonOptions.pauseLength, CommonOptions.sysfsRoot,
+    ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     var sampler = try CommonOptions.sampler(parsed)
@@ -58,7 +67,9 @@ enum ExportCommand: Subcommand {
     let sample = try sampler.sample()
     var warnings: [String] = []
     let ledger: Ledger
-    if let store = try Store.open(location, intent: .writeIfPermitted) {
+    let format = try parsed.value("format", expected: "openmetrics or prometheus", OpenMetrics.Format.init(rawValue:)) ?? .openmetrics
+    let store = try Store.open(location, intent: .writeIfPermitted)
+    if let store {
       ledger = try LedgerView.advance(store, sampler: &sampler, sample: sample, warnings: &warnings)
     } else {
       // No database: the kernel's counters of the current instances, which Prometheus' rate()
@@ -67,7 +78,8 @@ enum ExportCommand: Subcommand {
       warnings.append("no database at \(location.path): exporting the kernel's counters of the current instances")
     }
     for warning in warnings { context.warn(warning) }
-    try context.write(OpenMetrics.render(ledger: ledger, session: nil, at: sample.taken.wall))
+    let session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
+    try context.write(OpenMetrics.render(ledger: ledger, session: session, at: sample.taken.wall, format: format))
     return .success
   }
 }

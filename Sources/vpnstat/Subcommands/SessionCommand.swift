@@ -43,8 +43,13 @@ enum SessionCommand: Subcommand {
     let sample = try sampler.sample()
     var report: SessionReport
     if let store {
+      // The gate answers from what is stored, without waiting on the ledger; `session status`
+      // advances it first, so the window's usage is current.
       var warnings: [String] = []
-      let ledger = try LedgerView.advance(store, sampler: &sampler, sample: sample, warnings: &warnings)
+      let ledger =
+        parsed.path.last == "check"
+        ? nil : try LedgerView.advance(store, sampler: &sampler, sample: sample, warnings: &warnings)
+      for warning in warnings { context.warn(warning) }
       report = try SessionView.report(
         store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
         nextLengths: try CommonOptions.lengths(parsed))

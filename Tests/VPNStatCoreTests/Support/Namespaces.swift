@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import VPNStatCore
+
 /// Whether the kernel tests can run: they need root (CI is root) to make namespaces and devices.
 enum Privilege {
   static let isRoot = getuid() == 0
@@ -137,3 +139,22 @@ func interface(_ status: [String: Any], named name: String) -> [String: Any]? {
 }
 
 func uint(_ value: Any?) -> UInt64? { (value as? NSNumber)?.uint64Value }
+
+extension TestNamespace {
+  /// Starts `vpnstat record` in the namespace and returns once its first sample is committed, so
+  /// traffic the test makes afterwards is traffic the ledger must count.
+  func startRecorder(_ db: String, _ arguments: [String]) throws -> BackgroundProcess {
+    let recorder = try start(Built.vpnstat, ["record", "--db", db] + arguments)
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline {
+      if let store = try? Store.open(StoreLocation(path: db), intent: .read), let ledger = try? store.loadLedger(),
+        !ledger.entries.isEmpty
+      {
+        return recorder
+      }
+      if !recorder.isRunning { throw TestSetupError("recorder exited: \(recorder.errors)") }
+      usleep(20_000)
+    }
+    throw TestSetupError("recorder never wrote: \(recorder.errors)")
+  }
+}
