@@ -121,14 +121,22 @@ enum FlowsCommand: Subcommand {
       let interface = InterfaceName(parsingEscaped: name)
       let capture = try LiveFlowCapture(interface: interface, options: options)
       context.warn(capture.listeningMessage)
+      // The same hold on the terminal as watch: the alternate screen, no cursor, and the
+      // terminal given back however the capture ends.
+      let screen = terminal ? try? TerminalMode(input: .standardInput, output: context.standardOutput) : nil
+      defer { screen?.restore() }
       try capture.run { snapshot in
         if json {
           var bytes = FlowJSON.render(snapshot, top: top)
           bytes.append(0x0A)
           try context.write(bytes)
+        } else if let screen {
+          let size = TerminalSize.of(context.standardOutput) ?? TerminalSize(columns: 80, rows: 24)
+          let text = FlowView.render(snapshot, width: size.columns, height: size.rows, options: view)
+          let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+          try screen.draw(lines.last == "" ? Array(lines.dropLast()) : lines)
         } else if terminal {
           let size = TerminalSize.of(context.standardOutput) ?? TerminalSize(columns: 80, rows: 24)
-          // Home, clear, then the screen; the last line is left free for the cursor.
           try context.write(
             "\u{1B}[H\u{1B}[2J"
               + FlowView.render(snapshot, width: size.columns, height: size.rows - 1, options: view)
