@@ -48,11 +48,3 @@ enum ConfigFile {
   }
 }
 
-extension String {
-  func trimmingCharacters(in set: String) -> String {
-    var scalars = Substring(self)
-    while let first = scalars.first, set.contains(first) { scalars = scalars.dropFirst() }
-    while let last = scalars.last, set.contains(last) { scalars = scalars.dropLast() }
-    return String(scalars)
-  }
-}

@@ -336,7 +336,7 @@ public final class FileFlowCapture {
   let clock: any TimeSource
 
   public init(path: String, options: FlowCaptureOptions, clock: any TimeSource = SystemTimeSource())
-    throws(CaptureFailure)
+    throws(GeneralFailure)
   {
     source = try PcapFileSource(path: path, filter: options.filter)
     self.options = options
@@ -348,7 +348,7 @@ public final class FileFlowCapture {
   public func run(emit: (FlowSnapshot) throws -> Void) throws {
     let aggregator = FlowAggregator(
       localAddresses: Set(options.localAddresses), resolver: nil, idleTimeout: options.idleTimeout)
-    let writer = try options.writePath.map { (path) throws(CaptureFailure) in
+    let writer = try options.writePath.map { (path) throws(GeneralFailure) in
       try CaptureFileWriter(
         path: path, linkType: source.linkType, snapshotLength: source.snapshotLength)
     }

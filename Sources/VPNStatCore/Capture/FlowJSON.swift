@@ -1,7 +1,6 @@
 /// `flows --json`: one compact object per report (NDJSON), schema version 1. The fields are
 /// listed in vpnstat(1); `null` where a value is unknown.
 public enum FlowJSON {
-  public static let schemaVersion = 1
 
   /// The report as one JSON object (no trailing newline). `top` limits the flow, host and
   /// process lists to the most active.
@@ -9,10 +8,7 @@ public enum FlowJSON {
     let limit = top ?? Int.max
     var json = JSONWriter(capacity: 1024 + min(snapshot.flows.count, limit) * 400)
     json.beginObject()
-    json.key("schema_version")
-    json.number(schemaVersion)
-    json.key("generated_at")
-    json.string(snapshot.generatedAt.rfc3339(fractionDigits: 3))
+    json.envelope(generatedAt: snapshot.generatedAt, estimateNotes: snapshot.estimateNotes)
     switch snapshot.origin {
     case .interface(let name, let index):
       json.key("interface")
@@ -35,12 +31,6 @@ public enum FlowJSON {
     }
     json.key("link_type")
     json.string(snapshot.linkType.name)
-    json.key("estimate")
-    json.bool(true)
-    json.key("estimate_notes")
-    json.beginArray()
-    for note in snapshot.estimateNotes { json.string(note) }
-    json.endArray()
     json.key("started_at")
     json.string(snapshot.startedAt.rfc3339(fractionDigits: 3))
     json.key("interval_seconds")
@@ -148,9 +138,7 @@ public enum FlowJSON {
     json.endArray()
 
     json.key("warnings")
-    json.beginArray()
-    for warning in snapshot.warnings { json.string(warning) }
-    json.endArray()
+    json.strings(snapshot.warnings)
     json.endObject()
     return json.bytes
   }
@@ -165,14 +153,8 @@ public enum FlowJSON {
   }
 
   static func writeCounts(_ counts: TrafficCounts, into json: inout JSONWriter) {
-    json.key("rx_bytes")
-    json.number(counts.rxBytes)
-    json.key("tx_bytes")
-    json.number(counts.txBytes)
-    json.key("rx_packets")
-    json.number(counts.rxPackets)
-    json.key("tx_packets")
-    json.number(counts.txPackets)
+    json.trafficCounts(
+      rxBytes: counts.rxBytes, txBytes: counts.txBytes, rxPackets: counts.rxPackets, txPackets: counts.txPackets)
   }
 
   static func writeRates(_ interval: TrafficCounts, seconds: Double, into json: inout JSONWriter) {

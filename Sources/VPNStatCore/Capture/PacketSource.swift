@@ -5,35 +5,28 @@
 #endif
 
 /// Why a capture could not start or go on, with the exit status vpnstat documents for it.
-public struct CaptureFailure: CommandFailure, Sendable, CustomStringConvertible {
-  public var exitStatus: ExitStatus
-  public var message: String
-  public init(_ exitStatus: ExitStatus, _ message: String) {
-    self.exitStatus = exitStatus
-    self.message = message
-  }
-  public var description: String { message }
+extension GeneralFailure {
 
-  static func noPermission(_ interface: InterfaceName, _ detail: String) -> CaptureFailure {
-    CaptureFailure(
+  static func noPermission(_ interface: InterfaceName, _ detail: String) -> GeneralFailure {
+    GeneralFailure(
       .noPermission,
       "no permission to capture on '\(interface.terminalText)': capturing needs CAP_NET_RAW "
         + "(run as root, or grant it with 'setcap cap_net_raw=ep' on the binary) (\(TerminalText.sanitize(detail)))"
     )
   }
-  static func noSuchInterface(_ interface: InterfaceName) -> CaptureFailure {
-    CaptureFailure(.unavailable, "no interface named '\(interface.terminalText)'")
+  static func noSuchInterface(_ interface: InterfaceName) -> GeneralFailure {
+    GeneralFailure(.unavailable, "no interface named '\(interface.terminalText)'")
   }
-  static func badFilter(_ expression: String, _ detail: String) -> CaptureFailure {
-    CaptureFailure(
+  static func badFilter(_ expression: String, _ detail: String) -> GeneralFailure {
+    GeneralFailure(
       .usage, "bad filter '\(TerminalText.sanitize(expression))': \(TerminalText.sanitize(detail))")
   }
   static func unsupportedLinkType(_ dlt: Int32, where place: String, status: ExitStatus)
-    -> CaptureFailure
+    -> GeneralFailure
   {
     let description =
       pcap_datalink_val_to_description(dlt).map { " (" + String(cString: $0) + ")" } ?? ""
-    return CaptureFailure(
+    return GeneralFailure(
       status,
       "unsupported link type \(CaptureLinkType.name(dlt: dlt))\(TerminalText.sanitize(description)) in \(place): "
         + "vpnstat reads raw IP, Ethernet and Linux cooked (v1, v2) captures")
@@ -75,7 +68,7 @@ public struct CaptureDrops: Hashable, Sendable {
 public protocol PacketSource: AnyObject {
   var linkType: CaptureLinkType { get }
   /// The next packet, or nil when none is waiting (live) or the file has ended.
-  func next() throws(CaptureFailure) -> CapturedPacket?
+  func next() throws(GeneralFailure) -> CapturedPacket?
 }
 
 /// A live capture: a source that can be polled and can report drops.
@@ -99,7 +92,7 @@ enum Pcap {
   }
 
   /// Compiles and installs a BPF filter; a bad one is a usage error with libpcap's words.
-  static func apply(filter expression: String, to handle: OpaquePointer) throws(CaptureFailure) {
+  static func apply(filter expression: String, to handle: OpaquePointer) throws(GeneralFailure) {
     var program = bpf_program()
     let compiled = pcap_compile(handle, &program, expression, 1, PCAP_NETMASK_UNKNOWN)
     guard compiled == 0 else { throw .badFilter(expression, lastError(handle)) }
@@ -113,10 +106,10 @@ enum Pcap {
   static func check(
     filter expression: String, linkType: CaptureLinkType, snapshotLength: Int32 = 262_144
   )
-    throws(CaptureFailure)
+    throws(GeneralFailure)
   {
     guard let handle = pcap_open_dead(linkType.dlt, snapshotLength) else {
-      throw CaptureFailure(.software, "pcap_open_dead failed")
+      throw GeneralFailure(.software, "pcap_open_dead failed")
     }
     defer { pcap_close(handle) }
     var program = bpf_program()
@@ -145,23 +138,23 @@ public final class PcapFileSource: PacketSource {
   public private(set) var packetsRead: UInt64 = 0
   public private(set) var bytesRead: UInt64 = 0
 
-  public init(path: String, filter: String? = nil) throws(CaptureFailure) {
+  public init(path: String, filter: String? = nil) throws(GeneralFailure) {
     self.path = path
     let shown = TerminalText.sanitize(path)
     // "-" is standard input (libpcap reads it): `tcpdump -w - | vpnstat flows --read -`.
     if path != "-", access(path, R_OK) != 0 {
       let error = Errno.current
       if error.meansNotPermitted {
-        throw CaptureFailure(.noPermission, "cannot read capture file '\(shown)': \(error)")
+        throw GeneralFailure(.noPermission, "cannot read capture file '\(shown)': \(error)")
       }
-      throw CaptureFailure(.unavailable, "cannot read capture file '\(shown)': \(error)")
+      throw GeneralFailure(.unavailable, "cannot read capture file '\(shown)': \(error)")
     }
     var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
     guard
       let opened = pcap_open_offline_with_tstamp_precision(
         path, UInt32(PCAP_TSTAMP_PRECISION_NANO), &errorBuffer)
     else {
-      throw CaptureFailure(
+      throw GeneralFailure(
         .dataError,
         "'\(shown)' is not a capture file vpnstat can read: \(TerminalText.sanitize(Pcap.errorText(errorBuffer)))"
       )
@@ -179,7 +172,7 @@ public final class PcapFileSource: PacketSource {
 
   deinit { pcap_close(handle) }
 
-  public func next() throws(CaptureFailure) -> CapturedPacket? {
+  public func next() throws(GeneralFailure) -> CapturedPacket? {
     switch pcap_next_ex(handle, &header, &data) {
     case 1:
       guard let header, let data else { return nil }
@@ -192,7 +185,7 @@ public final class PcapFileSource: PacketSource {
     case PCAP_ERROR_BREAK, 0:
       return nil
     default:
-      throw CaptureFailure(
+      throw GeneralFailure(
         .dataError,
         "capture file '\(TerminalText.sanitize(path))' is truncated or corrupt after \(packetsRead) packets "
           + "(\(bytesRead) captured bytes): \(TerminalText.sanitize(Pcap.lastError(handle)))")
@@ -220,12 +213,12 @@ public final class PcapLiveSource: LivePacketSource {
   public init(
     interface: InterfaceName, snapshotLength: Int32, bufferSize: Int32 = 4 << 20,
     filter: String? = nil
-  ) throws(CaptureFailure) {
+  ) throws(GeneralFailure) {
     self.interface = interface
     var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
     let created = SystemPath(bytes: interface.bytes).withCString { pcap_create($0, &errorBuffer) }
     guard let created else {
-      throw CaptureFailure(
+      throw GeneralFailure(
         .unavailable,
         "cannot capture on '\(interface.terminalText)': \(TerminalText.sanitize(Pcap.errorText(errorBuffer)))"
       )
@@ -246,11 +239,11 @@ public final class PcapLiveSource: LivePacketSource {
       case PCAP_ERROR_NO_SUCH_DEVICE:
         throw .noSuchInterface(interface)
       case PCAP_ERROR_IFACE_NOT_UP:
-        throw CaptureFailure(.unavailable, "interface '\(interface.terminalText)' is not up")
+        throw GeneralFailure(.unavailable, "interface '\(interface.terminalText)' is not up")
       default:
         let text = detail.isEmpty ? String(cString: pcap_statustostr(status)) : detail
         if text.contains("Operation not permitted") { throw .noPermission(interface, text) }
-        throw CaptureFailure(
+        throw GeneralFailure(
           .unavailable,
           "cannot capture on '\(interface.terminalText)': \(TerminalText.sanitize(text))")
       }
@@ -286,7 +279,7 @@ public final class PcapLiveSource: LivePacketSource {
 
   /// The next waiting packet. A capture whose interface went down or away fails with 69 and
   /// libpcap's words; the caller decides whether to follow the interface.
-  public func next() throws(CaptureFailure) -> CapturedPacket? {
+  public func next() throws(GeneralFailure) -> CapturedPacket? {
     switch pcap_next_ex(handle, &header, &data) {
     case 1:
       guard let header, let data else { return nil }
@@ -296,7 +289,7 @@ public final class PcapLiveSource: LivePacketSource {
     case 0, PCAP_ERROR_BREAK:
       return nil
     default:
-      throw CaptureFailure(
+      throw GeneralFailure(
         .unavailable,
         "capture on '\(interface.terminalText)' stopped: \(TerminalText.sanitize(Pcap.lastError(handle)))"
       )
@@ -318,18 +311,18 @@ public final class CaptureFileWriter {
   private let dumper: OpaquePointer
   private var closed = false
 
-  public init(path: String, linkType: CaptureLinkType, snapshotLength: Int32) throws(CaptureFailure)
+  public init(path: String, linkType: CaptureLinkType, snapshotLength: Int32) throws(GeneralFailure)
   {
     self.linkType = linkType
     guard
       let dead = pcap_open_dead_with_tstamp_precision(
         linkType.dlt, snapshotLength, UInt32(PCAP_TSTAMP_PRECISION_NANO))
-    else { throw CaptureFailure(.software, "pcap_open_dead failed") }
+    else { throw GeneralFailure(.software, "pcap_open_dead failed") }
     guard let dumper = pcap_dump_open(dead, path) else {
       let detail = Pcap.lastError(dead)
       pcap_close(dead)
       let status: ExitStatus = detail.contains("Permission denied") ? .noPermission : .ioError
-      throw CaptureFailure(
+      throw GeneralFailure(
         status,
         "cannot write capture file '\(TerminalText.sanitize(path))': \(TerminalText.sanitize(detail))"
       )
@@ -350,9 +343,9 @@ public final class CaptureFileWriter {
     pcap_dump(user, &header, packet.bytes.baseAddress?.assumingMemoryBound(to: UInt8.self))
   }
 
-  public func flush() throws(CaptureFailure) {
+  public func flush() throws(GeneralFailure) {
     guard pcap_dump_flush(dumper) == 0 else {
-      throw CaptureFailure(.ioError, "cannot write the capture file: \(Errno.current)")
+      throw GeneralFailure(.ioError, "cannot write the capture file: \(Errno.current)")
     }
   }
 

@@ -41,7 +41,7 @@ extension CounterSourceError: CommandFailure {
 }
 
 /// A failure described on the spot.
-public struct GeneralFailure: CommandFailure, CustomStringConvertible {
+public struct GeneralFailure: CommandFailure, Sendable, CustomStringConvertible {
   public var exitStatus: ExitStatus
   public var message: String
   public init(_ exitStatus: ExitStatus, _ message: String) {

@@ -121,6 +121,40 @@ public struct JSONWriter {
     let scaled = (value * 1000).rounded() / 1000
     bytes.append(contentsOf: Array("\(scaled)".utf8))
   }
+  /// An array of strings (notes, warnings).
+  public mutating func strings(_ values: [String]) {
+    beginArray()
+    for value in values { string(value) }
+    endArray()
+  }
+
+  /// The four traffic counts every report writes, under their contract names.
+  public mutating func trafficCounts(rxBytes: UInt64, txBytes: UInt64, rxPackets: UInt64, txPackets: UInt64) {
+    key("rx_bytes")
+    number(rxBytes)
+    key("tx_bytes")
+    number(txBytes)
+    key("rx_packets")
+    number(rxPackets)
+    key("tx_packets")
+    number(txPackets)
+  }
+
+  /// The envelope every vpnstat JSON object opens with: schema version, time, the estimate flag
+  /// and, when given, the notes saying why.
+  public mutating func envelope(generatedAt: Timestamp, estimateNotes: [String]?) {
+    key("schema_version")
+    number(StatusJSON.schemaVersion)
+    key("generated_at")
+    string(generatedAt.rfc3339(fractionDigits: 3))
+    key("estimate")
+    bool(true)
+    if let estimateNotes {
+      key("estimate_notes")
+      strings(estimateNotes)
+    }
+  }
+
   public mutating func bool(_ value: Bool) {
     separate()
     append(value ? "true" : "false")

@@ -142,12 +142,7 @@ public enum SessionJSON {
   public static func render(_ report: SessionReport, generatedAt: Timestamp) -> [UInt8] {
     var json = JSONWriter()
     json.beginObject()
-    json.key("schema_version")
-    json.number(StatusJSON.schemaVersion)
-    json.key("generated_at")
-    json.string(generatedAt.rfc3339(fractionDigits: 3))
-    json.key("estimate")
-    json.bool(true)
+    json.envelope(generatedAt: generatedAt, estimateNotes: nil)
     json.key("session")
     write(report, into: &json)
     json.endObject()

@@ -11,20 +11,11 @@ public enum StatusJSON {
 
   public static func write(_ snapshot: StatusSnapshot, into json: inout JSONWriter) {
     json.beginObject()
-    json.key("schema_version")
-    json.number(schemaVersion)
-    json.key("generated_at")
-    json.string(snapshot.generatedAt.rfc3339(fractionDigits: 3))
+    json.envelope(generatedAt: snapshot.generatedAt, estimateNotes: StatusSnapshot.estimateNotes)
     json.key("source")
     json.string(snapshot.source.rawValue)
     json.key("source_fallback")
     json.string(snapshot.fallbackReason)
-    json.key("estimate")
-    json.bool(true)
-    json.key("estimate_notes")
-    json.beginArray()
-    for note in StatusSnapshot.estimateNotes { json.string(note) }
-    json.endArray()
     json.key("interfaces")
     json.beginArray()
     for report in snapshot.interfaces { write(report, into: &json) }
@@ -39,14 +30,9 @@ public enum StatusJSON {
       json.beginObject()
       json.key("interfaces")
       json.number(summary.interfaces)
-      json.key("rx_bytes")
-      json.number(summary.rxBytes)
-      json.key("tx_bytes")
-      json.number(summary.txBytes)
-      json.key("rx_packets")
-      json.number(summary.rxPackets)
-      json.key("tx_packets")
-      json.number(summary.txPackets)
+      json.trafficCounts(
+        rxBytes: summary.rxBytes, txBytes: summary.txBytes, rxPackets: summary.rxPackets,
+        txPackets: summary.txPackets)
       let totals = summary.totals ?? (hasLedger ? LedgerTotals(firstSeenAt: snapshot.generatedAt) : nil)
       writeLedger(totals, into: &json)
       json.key("rx_bytes_per_second")
@@ -70,9 +56,7 @@ public enum StatusJSON {
     }
     json.endArray()
     json.key("warnings")
-    json.beginArray()
-    for warning in snapshot.warnings { json.string(warning) }
-    json.endArray()
+    json.strings(snapshot.warnings)
     json.key("session")
     if let session = snapshot.session {
       SessionJSON.write(session, into: &json)
@@ -96,14 +80,9 @@ public enum StatusJSON {
     json.string(report.classBy.rawValue)
     json.key("state")
     json.string(report.state.rawValue)
-    json.key("rx_bytes")
-    json.number(report.counters.rxBytes)
-    json.key("tx_bytes")
-    json.number(report.counters.txBytes)
-    json.key("rx_packets")
-    json.number(report.counters.rxPackets)
-    json.key("tx_packets")
-    json.number(report.counters.txPackets)
+    json.trafficCounts(
+      rxBytes: report.counters.rxBytes, txBytes: report.counters.txBytes,
+      rxPackets: report.counters.rxPackets, txPackets: report.counters.txPackets)
     json.key("rx_errors")
     json.number(report.counters.rxErrors)
     json.key("tx_errors")
