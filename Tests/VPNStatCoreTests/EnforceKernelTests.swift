@@ -194,7 +194,9 @@ struct EnforceKernelTests {
     #expect(enforcer.errors.contains("falling back to link-down"))
   }
 
-  @Test("an unprivileged user reads the state, gets 77 from session reset and plan; the database is unchanged")
+  @Test(
+    "an unprivileged user reads the state, gets 77 from session reset and plan; the database is unchanged",
+    .enabled(if: Privilege.canRunAsNobody, Privilege.nobodyReason))
   func unprivileged() throws {
     let t = try EnforcedTunnel("nob")
     try t.up()

@@ -272,7 +272,7 @@ struct StoreBadInputTests {
 
   @Test(
     "a user who may read but not write: status reads the totals, record is refused with 77, nothing changes",
-    .enabled(if: Privilege.isRoot, Privilege.reason))
+    .enabled(if: Privilege.canRunAsNobody, Privilege.nobodyReason))
   func readOnlyUser() throws {
     let directory = try TemporaryDirectory("ro")
     let path = directory.file("v.db")

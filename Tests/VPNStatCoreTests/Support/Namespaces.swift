@@ -7,6 +7,16 @@ import Testing
 enum Privilege {
   static let isRoot = getuid() == 0
   static let reason: Comment = "needs root: creates network namespaces and devices (run the suite as root, as CI does)"
+
+  /// Whether commands can be run as `nobody` here: root can switch users, and `nobody` can reach
+  /// and run a program (a chroot whose "/" is mode 0700 lets it run nothing at all).
+  static let canRunAsNobody: Bool = {
+    guard isRoot else { return false }
+    let probe = try? run("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/bin/true"])
+    return probe?.status == 0
+  }()
+  static let nobodyReason: Comment =
+    "needs root and a user 'nobody' that can run programs here (this root directory is not searchable by other users)"
 }
 
 /// A network namespace a test made, removed (with every device in it) when the test ends —
