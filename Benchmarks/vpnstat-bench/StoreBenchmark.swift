@@ -25,13 +25,16 @@ enum StoreBenchmark {
           name: name, interfaceClass: .other,
           baseline: LedgerBaseline(
             instance: InterfaceInstance(index: Int32(i + 2), bootID: "bench"),
-            counters: InterfaceCounters(rxBytes: counter, txBytes: counter / 2, rxPackets: counter / 1500, txPackets: counter / 3000),
+            counters: InterfaceCounters(
+              rxBytes: counter, txBytes: counter / 2, rxPackets: counter / 1500, txPackets: counter / 3000),
             width: .bits64, wall: wall, boottime: boottime),
           plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
       }
     }
     _ = try store.advanceLedger(observations(moving: false), now: wall)
-    for (label, moving) in [("all 1000 counters moving (1000 rows + 4000 bucket upserts)", true), ("all 1000 idle (nothing to write)", false)] {
+    for (label, moving) in [
+      ("all 1000 counters moving (1000 rows + 4000 bucket upserts)", true), ("all 1000 idle (nothing to write)", false),
+    ] {
       var samples: [Int64] = []
       let rounds = quick ? 20 : 100
       for _ in 0..<rounds {
@@ -43,7 +46,9 @@ enum StoreBenchmark {
         samples.append(monotonicNanoseconds() - start)
       }
       let d = Distribution(samples)
-      lines.append("  1000 interfaces, \(label): median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)) (\(d.count) advances)")
+      lines.append(
+        "  1000 interfaces, \(label): median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)) (\(d.count) advances)"
+      )
     }
     if quick {
       lines.append("  (a simulated year's database size is measured by the full run)")
@@ -80,7 +85,8 @@ enum StoreBenchmark {
           name: name, interfaceClass: i < 5 ? .tunnel : .ethernet,
           baseline: LedgerBaseline(
             instance: InterfaceInstance(index: Int32(i + 2), bootID: "bench"),
-            counters: InterfaceCounters(rxBytes: counter, txBytes: counter / 3, rxPackets: counter / 1400, txPackets: counter / 4200),
+            counters: InterfaceCounters(
+              rxBytes: counter, txBytes: counter / 3, rxPackets: counter / 1400, txPackets: counter / 4200),
             width: .bits64, wall: wall, boottime: boottime),
           plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
       }
@@ -91,7 +97,8 @@ enum StoreBenchmark {
     var info = stat()
     stat(path, &info)
     let buckets = TrafficGranularity.allCases.map { g in "\(g.name) \((try? store.buckets(g, since: 0).count) ?? -1)" }
-    return "  a simulated year, 20 interfaces: database \(fixed(Double(info.st_size) / 1_048_576, 2)) MiB (target < 20 MB); "
+    return
+      "  a simulated year, 20 interfaces: database \(fixed(Double(info.st_size) / 1_048_576, 2)) MiB (target < 20 MB); "
       + "bucket rows: \(buckets.joined(separator: ", ")); \(advances) advances in \(formatDuration(Double(monotonicNanoseconds() - start)))"
   }
 
@@ -141,7 +148,8 @@ enum EnforceBenchmark {
       let waitStart = monotonicNanoseconds()
       while true {
         window = try Store.open(StoreLocation(path: db), intent: .read)?.sessionRecord().window
-        if let w = window, SystemTimeSource().now().wall < w.sessionEndsAt, try control.isUp(InterfaceName("tunbench")) {
+        if let w = window, SystemTimeSource().now().wall < w.sessionEndsAt, try control.isUp(InterfaceName("tunbench"))
+        {
           break
         }
         if monotonicNanoseconds() - waitStart > 5_000_000_000 { throw BenchError("no window opened") }
@@ -164,7 +172,8 @@ enum EnforceBenchmark {
     let worst = latencies.max() ?? 0
     return [
       "enforce: session deadline → tunnel down (link-down action), \(latencies.count) windows of 1 s: median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)), worst \(formatDuration(Double(worst)))"
-        + (worst < 1_000_000_000 && failures == 0 ? " — under 1 s every time" : " — TARGET MISSED (\(failures) failures)")
+        + (worst < 1_000_000_000 && failures == 0
+          ? " — under 1 s every time" : " — TARGET MISSED (\(failures) failures)")
     ]
   }
 }
@@ -176,13 +185,17 @@ enum WatchBenchmark {
     let directory = try StoreBenchmark.temporaryDirectory()
     defer { StoreBenchmark.removeTree(directory) }
     let db = directory + "/watch.db"
-    let record = try PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", db]).spawn()
+    let record = try PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", db])
+      .spawn()
     _ = try waitForExit(record)
     let socket = "vpnstat-bench-\(getpid())"
     guard let tmux = findExecutable("tmux") else { return ["watch: tmux not found; skipped"] }
     let start = try PreparedCommand(
       label: "", path: tmux,
-      arguments: ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", "exec \(vpnstat) watch --db \(db)"]
+      arguments: [
+        "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40",
+        "exec \(vpnstat) watch --db \(db)",
+      ]
     ).spawn()
     _ = try waitForExit(start)
     defer {
@@ -190,7 +203,8 @@ enum WatchBenchmark {
         _ = try? waitForExit(pid)
       }
     }
-    let paneQuery = try runCapturing(PreparedCommand(label: "", path: tmux, arguments: ["-L", socket, "display-message", "-p", "#{pane_pid}"]))
+    let paneQuery = try runCapturing(
+      PreparedCommand(label: "", path: tmux, arguments: ["-L", socket, "display-message", "-p", "#{pane_pid}"]))
     guard let pid = Int32(String(decoding: paneQuery.output, as: UTF8.self).filter { $0.isNumber }) else {
       throw BenchError("no pane pid")
     }
@@ -206,10 +220,12 @@ enum WatchBenchmark {
     sleep(seconds)
     let used = Double(cpuTicks() - before) / Double(sysconf(Int32(_SC_CLK_TCK)))
     let status = SmallFile.trimmedText(SystemPath("/proc/\(pid)/status")) ?? ""
-    let rss = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map { String($0.dropFirst(6)).trimmingCharacters(in: " \t") } ?? "?"
+    let rss =
+      status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map {
+        String($0.dropFirst(6)).trimmingCharacters(in: " \t")
+      } ?? "?"
     return [
       "watch: \(ifbCount + 1) interfaces, 1 s interval, on a 120×40 terminal with a database: \(fixed(used / Double(seconds) * 100, 2)) % of one core over \(seconds) s (target < 1 %), resident \(rss) (target < 30 MiB)"
     ]
   }
 }
-

@@ -170,8 +170,7 @@ func runOuter(_ options: BenchOptions) -> Int32 {
     options.vpnstat
     ?? (own.split(separator: "/", omittingEmptySubsequences: false).dropLast()
       .joined(separator: "/") + "/vpnstat")
-  for binary in [vpnstat] + (options.alternative.map { [$0] } ?? []) where access(binary, X_OK) != 0
-  {
+  for binary in [vpnstat] + (options.alternative.map { [$0] } ?? []) where access(binary, X_OK) != 0 {
     warn("no executable vpnstat at \(binary): build it first with 'swift build -c release'")
     return 69
   }
@@ -188,8 +187,7 @@ func runOuter(_ options: BenchOptions) -> Int32 {
       results += try CommandBenchmark.startup(
         quick: options.quick, ip: ip, vpnstat: vpnstat, alternative: options.alternative)
     }
-    for n in options.sizes where options.parts.contains(.readers) || options.parts.contains(.status)
-    {
+    for n in options.sizes where options.parts.contains(.readers) || options.parts.contains(.status) {
       let started = monotonicNanoseconds()
       progress("N=\(n): making namespace with lo and \(n) ifb devices")
       let namespace = try keeper.create(ifbCount: n)

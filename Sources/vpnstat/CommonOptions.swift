@@ -75,10 +75,13 @@ enum CommonOptions {
 extension CommonOptions {
   static let db = OptionSpec(
     "db", .value("path"),
-    help: "The database (default: $VPNSTAT_DB, else /var/lib/vpnstat/vpnstat.db for root, $XDG_STATE_HOME/vpnstat/vpnstat.db or ~/.local/state/vpnstat/vpnstat.db otherwise).")
+    help:
+      "The database (default: $VPNSTAT_DB, else /var/lib/vpnstat/vpnstat.db for root, $XDG_STATE_HOME/vpnstat/vpnstat.db or ~/.local/state/vpnstat/vpnstat.db otherwise)."
+  )
   static let maxRate = OptionSpec(
     "max-rate", .value("rate"),
-    help: "Plausible maximum where the link speed is unknown, e.g. 10Gbit (default 100Gbit); faster deltas are discarded.",
+    help:
+      "Plausible maximum where the link speed is unknown, e.g. 10Gbit (default 100Gbit); faster deltas are discarded.",
     accepts: { parseRate($0) != nil })
 
   static func storeLocation(_ parsed: ParsedCommand, _ context: CommandContext) -> StoreLocation {

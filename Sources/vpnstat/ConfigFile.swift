@@ -5,7 +5,9 @@ import VPNStatCore
 /// (default `~/.config/vpnstat/config`) otherwise. Options on the command line win.
 enum ConfigFile {
   /// The options a configuration file may set.
-  static let settable: Set<String> = ["db", "source", "max-rate", "class", "session-length", "pause-length", "exec-timeout"]
+  static let settable: Set<String> = [
+    "db", "source", "max-rate", "class", "session-length", "pause-length", "exec-timeout",
+  ]
 
   static func path(_ context: CommandContext, isRoot: Bool) -> String {
     if let explicit = context.environment("VPNSTAT_CONFIG"), !explicit.isEmpty { return explicit }
@@ -21,7 +23,9 @@ enum ConfigFile {
   static func apply(to parsed: inout ParsedCommand, path: String) throws {
     guard let bytes = try? SmallFile.read(SystemPath(path), limit: 1 << 20) else { return }
     var fromFile: [String: [String]] = [:]
-    for (number, rawLine) in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+    for (number, rawLine) in String(decoding: bytes, as: UTF8.self).split(
+      separator: "\n", omittingEmptySubsequences: false
+    ).enumerated() {
       // A comment is a line starting with '#', so that values may hold one.
       let trimmed = String(rawLine).trimmingCharacters(in: " \t\r")
       if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
@@ -41,10 +45,10 @@ enum ConfigFile {
       guard let values = fromFile[option.long] else { continue }
       for value in values where !option.accepts(value) {
         throw UsageError(
-          "\(path): invalid value '\(TerminalText.sanitize(value))' for '\(option.long)'", commandPath: parsed.commandPath)
+          "\(path): invalid value '\(TerminalText.sanitize(value))' for '\(option.long)'",
+          commandPath: parsed.commandPath)
       }
       parsed.values[option.long] = option.repeatable ? values : [values[values.count - 1]]
     }
   }
 }
-

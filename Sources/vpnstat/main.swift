@@ -12,7 +12,8 @@ let subcommands: [any Subcommand.Type] = [
 
 let rootSpec = CommandSpec(
   name: "vpnstat",
-  abstract: "Traffic per interface class (Wi‑Fi, cellular, tunnel), as estimates, beside the VPN free plan's session window.",
+  abstract:
+    "Traffic per interface class (Wi‑Fi, cellular, tunnel), as estimates, beside the VPN free plan's session window.",
   subcommands: subcommands.map { $0.spec },
   defaultSubcommand: "status")
 

@@ -141,7 +141,8 @@ struct ClassificationTests {
     #expect(!table.output.contains("cellular"))
     #expect(table.output.contains("warning: junk0"))
     let override = try run(
-      Built.vpnstat, ["status", "--json", "--sysfs-root", tree.directory.path, "--class", "usb0=cellular", "-i", "usb0"])
+      Built.vpnstat,
+      ["status", "--json", "--sysfs-root", tree.directory.path, "--class", "usb0=cellular", "-i", "usb0"])
     let overridden = try parseStatus(override)
     #expect(interfaces(overridden).count == 1)
     #expect(interface(overridden, named: "usb0")?["class_by"] as? String == "override")

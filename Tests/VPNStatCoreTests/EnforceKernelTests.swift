@@ -68,7 +68,6 @@ final class EnforcedTunnel: @unchecked Sendable {
   }
 }
 
-
 func instant(_ value: Any?) -> Date? {
   guard let text = value as? String, let parsed = Timestamp(rfc3339: text) else { return nil }
   return Date(timeIntervalSince1970: parsed.secondsDouble)
@@ -159,7 +158,8 @@ struct EnforceKernelTests {
     try t.up()
     let out = t.directory.file("argv")
     let pwned = t.directory.file("pwned")
-    let script = "printf '%s\\n' \"$@\" > \(out); echo \"$VPNSTAT_INTERFACE $VPNSTAT_REASON\" >> \(out); ip link set \(t.tunnel) down"
+    let script =
+      "printf '%s\\n' \"$@\" > \(out); echo \"$VPNSTAT_INTERFACE $VPNSTAT_REASON\" >> \(out); ip link set \(t.tunnel) down"
     let arguments = ["a b", "'single'", "\"double\"", "$(touch \(pwned))", "`touch \(pwned)`", "*"]
     _ = try t.startEnforcer(["--exec", "/bin/sh", "-c", script, "sh"] + arguments, session: "1s", pause: "2s")
     let down = try t.waitUntil(timeout: 4) { try !t.isUp() }

@@ -295,4 +295,3 @@ struct FlowKernelTests {
         && badFilter.errors.contains("syntax error"))
   }
 }
-

@@ -177,7 +177,8 @@ struct LedgerTests {
 /// The database as bad input: every case names the file, exits as documented, changes nothing.
 struct StoreBadInputTests {
   func check(
-    _ path: String, expectStatus: Int32, fragment: String, commands: [[String]] = [["status", "--json"], ["record", "--count", "1"], ["history"]]
+    _ path: String, expectStatus: Int32, fragment: String,
+    commands: [[String]] = [["status", "--json"], ["record", "--count", "1"], ["history"]]
   ) throws {
     let before = contents(path)
     for command in commands {
@@ -201,7 +202,8 @@ struct StoreBadInputTests {
   func foreign() throws {
     let directory = try TemporaryDirectory("foreign")
     let path = directory.file("v.db")
-    let made = try python("import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table t(x)'); c.commit()", [path])
+    let made = try python(
+      "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table t(x)'); c.commit()", [path])
     #expect(made.status == 0)
     try check(path, expectStatus: 65, fragment: "not vpnstat's")
   }
@@ -216,7 +218,8 @@ struct StoreBadInputTests {
     #expect(full.count >= 8192)
     let path = directory.file("v.db")
     try full.prefix(full.count / 2 + 100).write(to: URL(fileURLWithPath: path))
-    try check(path, expectStatus: 65, fragment: "damaged", commands: [["status", "--json"], ["record", "--count", "1"]])
+    try check(
+      path, expectStatus: 65, fragment: "damaged", commands: [["status", "--json"], ["record", "--count", "1"]])
   }
 
   @Test("a database from a newer vpnstat: 65, untouched")
@@ -237,7 +240,11 @@ struct StoreBadInputTests {
     #expect(try run(Built.vpnstat, ["record", "--count", "1", "--db", path]).status == 0)
     let holder = try BackgroundProcess(
       "/usr/bin/python3",
-      ["-c", "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('begin immediate'); print('locked', flush=True); time.sleep(30)", path])
+      [
+        "-c",
+        "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('begin immediate'); print('locked', flush=True); time.sleep(30)",
+        path,
+      ])
     try holder.waitFor("locked")
     let before = contents(path)
     let record = try run(Built.vpnstat, ["record", "--count", "1", "--db", path])
@@ -258,7 +265,9 @@ struct StoreBadInputTests {
     let first = try BackgroundProcess(Built.vpnstat, ["record", "--interval", "1s", "--db", path])
     defer { first.stop() }
     let deadline = Date().addingTimeInterval(10)
-    while !FileManager.default.fileExists(atPath: path + ".record.lock") || (contents(path + ".record.lock")?.isEmpty ?? true) {
+    while !FileManager.default.fileExists(atPath: path + ".record.lock")
+      || (contents(path + ".record.lock")?.isEmpty ?? true)
+    {
       if Date() > deadline { break }
       usleep(20_000)
     }

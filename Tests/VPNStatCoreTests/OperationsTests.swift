@@ -18,7 +18,8 @@ struct OperationsTests {
     #expect(fromFile.status == 0, "\(fromFile.errors)")
     #expect(fromFile.output.contains("\"next_session_length_seconds\":420"))
     #expect(fromFile.output.contains("\"next_pause_length_seconds\":180"))
-    let overridden = try run(Built.vpnstat, ["session", "--json", "--db", db, "--session-length", "9m"], environment: environment)
+    let overridden = try run(
+      Built.vpnstat, ["session", "--json", "--db", db, "--session-length", "9m"], environment: environment)
     #expect(overridden.output.contains("\"next_session_length_seconds\":540"))
 
     try Data("session-length = 7m\ncolour = yes\n".utf8).write(to: URL(fileURLWithPath: config))
@@ -53,7 +54,11 @@ struct OperationsTests {
     #expect(try run(Built.vpnstat, ["plan", "free", "--db", db]).status == 0)
     let holder = try BackgroundProcess(
       "/usr/bin/python3",
-      ["-c", "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('begin immediate'); print('locked', flush=True); time.sleep(30)", db])
+      [
+        "-c",
+        "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('begin immediate'); print('locked', flush=True); time.sleep(30)",
+        db,
+      ])
     defer { holder.stop() }
     try holder.waitFor("locked")
     let gate = try run(Built.vpnstat, ["session", "check", "--db", db])

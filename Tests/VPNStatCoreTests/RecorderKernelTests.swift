@@ -49,13 +49,17 @@ struct RecorderKernelTests {
     let expectedTx = kernelTx + third.txBytes
     let expectedRx = kernelRx + third.rxBytes
     #expect(expectedTx > 300_000)
-    #expect(Double(totalTx) >= Double(expectedTx) * 0.999 && Double(totalTx) <= Double(expectedTx) * 1.001, "\(totalTx) vs \(expectedTx)")
-    #expect(Double(totalRx) >= Double(expectedRx) * 0.999 && Double(totalRx) <= Double(expectedRx) * 1.001, "\(totalRx) vs \(expectedRx)")
+    #expect(
+      Double(totalTx) >= Double(expectedTx) * 0.999 && Double(totalTx) <= Double(expectedTx) * 1.001,
+      "\(totalTx) vs \(expectedTx)")
+    #expect(
+      Double(totalRx) >= Double(expectedRx) * 0.999 && Double(totalRx) <= Double(expectedRx) * 1.001,
+      "\(totalRx) vs \(expectedRx)")
     #expect((uint(tun7["resets"]) ?? 0) >= 2)
     #expect(totalTx < 1 << 32, "phantom wrap")
     #expect(recorder.stop() == 0)
     #expect(recorder.errors.contains("tun7: reset"), "one stderr line per reset: \(recorder.errors)")
-    owners.forEach { $0.stop() }
+    for owner in owners { owner.stop() }
   }
 
   @Test("32-bit counters wrapping for real: getifaddrs over more than 5 GiB of loopback traffic")
@@ -68,7 +72,8 @@ struct RecorderKernelTests {
     let sink = try ns.peer("tcp-sink", "9400")
     try sink.waitFor("ready")
     // Paced to ~1 GiB/s so one interval never holds more than one wrap.
-    let sent = try ns.run(Built.testPeer, ["tcp-send", "127.0.0.1", "9400", "\(5_600_000_000)", "--rate", "\(1_000_000_000)"], timeout: 120)
+    let sent = try ns.run(
+      Built.testPeer, ["tcp-send", "127.0.0.1", "9400", "\(5_600_000_000)", "--rate", "\(1_000_000_000)"], timeout: 120)
     #expect(sent.status == 0, "\(sent.errors)")
     _ = sink.stop()
     usleep(1_200_000)
@@ -94,7 +99,8 @@ struct RecorderKernelTests {
     defer { recorder.stop() }
     let sink = try pair.right.peer("udp-sink", "9500")
     try sink.waitFor("ready")
-    let sender = try pair.left.start(Built.testPeer, ["udp-send", pair.rightAddress, "9500", "3000", "1200", "--gap-us", "300"])
+    let sender = try pair.left.start(
+      Built.testPeer, ["udp-send", pair.rightAddress, "9500", "3000", "1200", "--gap-us", "300"])
     var runs = 0
     while sender.isRunning || runs < 5 {
       let status = try pair.left.vpnstat("status", "--json", "--db", db)
@@ -158,6 +164,8 @@ struct RecorderKernelTests {
     let ledger = try #require(try Store.open(StoreLocation(path: db), intent: .read)).loadLedger()
     let fromExport = try python(parser("openmetrics.parser"), input: exported.stdout)
     let values = try #require(try JSONSerialization.jsonObject(with: fromExport.stdout) as? [String: Double])
-    #expect(UInt64(values["vpnstat_interface_transmit_bytes_total|\(pair.leftName)"] ?? -1) == ledger.entries[InterfaceName(pair.leftName)]?.totals.txBytes)
+    #expect(
+      UInt64(values["vpnstat_interface_transmit_bytes_total|\(pair.leftName)"] ?? -1)
+        == ledger.entries[InterfaceName(pair.leftName)]?.totals.txBytes)
   }
 }

@@ -15,7 +15,10 @@ struct SessionRuleTests {
   @Test("the first connection opens a window: 15 minutes, then a 45-minute pause")
   func opens() {
     let (decision, record) = SessionRecord().tunnelUp(at: t0, lengths: lengths)
-    guard case .opened(let window) = decision else { Issue.record("\(decision)"); return }
+    guard case .opened(let window) = decision else {
+      Issue.record("\(decision)")
+      return
+    }
     #expect(window.sessionEndsAt == t0 + .seconds(900))
     #expect(window.pauseEndsAt == t0 + .seconds(3600))
     #expect(record.window == window)
@@ -27,7 +30,10 @@ struct SessionRuleTests {
     let (_, record) = SessionRecord().tunnelUp(at: t0, lengths: lengths)
     let later = t0 + .seconds(600)
     let (decision, after) = record.tunnelUp(at: later, lengths: lengths)
-    guard case .resumed(let window) = decision else { Issue.record("\(decision)"); return }
+    guard case .resumed(let window) = decision else {
+      Issue.record("\(decision)")
+      return
+    }
     #expect(window.sessionEndsAt == t0 + .seconds(900))
     #expect(after == record)
     #expect(report(after, at: later, tunnelUp: true).remaining == .seconds(300))
@@ -39,7 +45,10 @@ struct SessionRuleTests {
     let inPause = t0 + .seconds(900 + 8 * 60 + 48)
     #expect(!record.canConnect(at: inPause))
     let (decision, _) = record.tunnelUp(at: inPause, lengths: lengths)
-    guard case .refuse = decision else { Issue.record("\(decision)"); return }
+    guard case .refuse = decision else {
+      Issue.record("\(decision)")
+      return
+    }
     let shown = report(record, at: inPause, tunnelUp: false)
     #expect(shown.state == .paused)
     #expect(shown.pauseRemaining == .seconds(36 * 60 + 12))
@@ -66,7 +75,10 @@ struct SessionRuleTests {
     #expect(record.canConnect(at: later))
     #expect(report(record, at: later, tunnelUp: false).state == .none)
     let (decision, next) = record.tunnelUp(at: later, lengths: lengths)
-    guard case .reopened(let window) = decision else { Issue.record("\(decision)"); return }
+    guard case .reopened(let window) = decision else {
+      Issue.record("\(decision)")
+      return
+    }
     #expect(window.openedAt == later)
     #expect(window.sessionEndsAt == later + .seconds(900))
     #expect(next.window == window)
@@ -87,14 +99,21 @@ struct SessionRuleTests {
     #expect(downgraded.window == nil)
     #expect(downgraded.canConnect(at: t0 + .seconds(1000)))
     let (reopened, _) = downgraded.tunnelUp(at: t0 + .seconds(1000), lengths: lengths)
-    guard case .opened = reopened else { Issue.record("\(reopened)"); return }
+    guard case .opened = reopened else {
+      Issue.record("\(reopened)")
+      return
+    }
   }
 
   @Test("the lengths a window opened with stay with it; debug builds default to 2 min / 1 min")
   func lengthsStay() {
-    let (_, record) = SessionRecord().tunnelUp(at: t0, lengths: SessionLengths(session: .seconds(60), pause: .seconds(60)))
+    let (_, record) = SessionRecord().tunnelUp(
+      at: t0, lengths: SessionLengths(session: .seconds(60), pause: .seconds(60)))
     let (decision, _) = record.tunnelUp(at: t0 + .seconds(30), lengths: lengths)
-    guard case .resumed(let window) = decision else { Issue.record("\(decision)"); return }
+    guard case .resumed(let window) = decision else {
+      Issue.record("\(decision)")
+      return
+    }
     #expect(window.lengths.session == .seconds(60))
     #if DEBUG
       #expect(SessionLengths.builtIn == SessionLengths(session: .seconds(120), pause: .seconds(60)))
@@ -137,13 +156,15 @@ struct SessionRuleTests {
     let (_, record) = SessionRecord().tunnelUp(at: clock.now().wall, lengths: lengths)
     clock.advance(.seconds(5 * 60))
     let before = clock.now()
-    #expect(WatchdogDecision.check(record, now: before.wall, linkUp: true, armed: nil) == .arm(record.window!.sessionEndsAt))
+    #expect(
+      WatchdogDecision.check(record, now: before.wall, linkUp: true, armed: nil) == .arm(record.window!.sessionEndsAt))
     clock.suspend(.seconds(30 * 60))
     let after = clock.now()
     // CLOCK_MONOTONIC stood still: the enforcer sees the sleep and checks at once.
     #expect(after.suspended - before.suspended == Duration.seconds(30 * 60).nanoseconds)
     #expect(after.monotonic == before.monotonic)
-    #expect(WatchdogDecision.check(record, now: after.wall, linkUp: true, armed: record.window!.sessionEndsAt) == .disconnect)
+    #expect(
+      WatchdogDecision.check(record, now: after.wall, linkUp: true, armed: record.window!.sessionEndsAt) == .disconnect)
   }
 
   @Test("the watchdog: premium disarms, a reset window re-opens, a down tunnel waits")

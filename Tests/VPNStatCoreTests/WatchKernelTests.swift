@@ -52,17 +52,21 @@ func row(_ screen: String, _ name: String) -> String? {
 
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
 struct WatchKernelTests {
-  @Test("under tmux: the tun under tunnel with a moving rate, the countdown ticking, totals kept across a recreation, and the terminal restored after q")
+  @Test(
+    "under tmux: the tun under tunnel with a moving rate, the countdown ticking, totals kept across a recreation, and the terminal restored after q"
+  )
   func liveScreen() throws {
     let t = try EnforcedTunnel("wat")
     try t.ns.ip("addr", "add", "169.254.55.1", "peer", "169.254.55.2", "dev", t.tunnel)
     try t.up()
     let enforcer = try t.startEnforcer(session: "300s", pause: "60s")
     defer { enforcer.stop() }
-    let sender = try t.ns.start(Built.testPeer, ["udp-send", "169.254.55.2", "9700", "100000", "1000", "--gap-us", "400"])
+    let sender = try t.ns.start(
+      Built.testPeer, ["udp-send", "169.254.55.2", "9700", "100000", "1000", "--gap-us", "400"])
     defer { sender.stop() }
     let screen = try TmuxScreen(
-      "ip netns exec \(t.ns.name) \(Built.vpnstat) watch --db \(t.db) --interval 500ms --session-length 300s --pause-length 60s")
+      "ip netns exec \(t.ns.name) \(Built.vpnstat) watch --db \(t.db) --interval 500ms --session-length 300s --pause-length 60s"
+    )
     let first = try screen.waitFor("the tun with a rate") { screen in
       guard let line = row(screen, t.tunnel) else { return false }
       return line.contains("KiB/s") || line.contains("MiB/s")
@@ -75,7 +79,9 @@ struct WatchKernelTests {
       screen.firstMatch(of: /active · ([0-9]+:[0-9]{2}) left/).map { String($0.1) }
     }
     let before = try #require(countdown(first))
-    let later = try screen.waitFor(timeout: 4, "the countdown moving") { countdown($0) != nil && countdown($0) != before }
+    let later = try screen.waitFor(timeout: 4, "the countdown moving") {
+      countdown($0) != nil && countdown($0) != before
+    }
     #expect(countdown(later) != before)
     // The rate moves while bytes flow: the tun's row changes between refreshes.
     let rowBefore = row(later, t.tunnel)
@@ -84,7 +90,9 @@ struct WatchKernelTests {
     // Recreate the tun while watching: it comes back with its totals kept and a reset counted.
     sender.stop()
     usleep(600_000)
-    let totalBefore = try #require(try Store.open(StoreLocation(path: t.db), intent: .read)?.loadLedger().entries[InterfaceName(t.tunnel)]?.totals.txBytes)
+    let totalBefore = try #require(
+      try Store.open(StoreLocation(path: t.db), intent: .read)?.loadLedger().entries[InterfaceName(t.tunnel)]?.totals
+        .txBytes)
     #expect(totalBefore > 100_000)
     t.owner?.stop()
     try screen.waitFor(timeout: 5, "the tun gone") { row($0, t.tunnel) == nil }
@@ -97,7 +105,8 @@ struct WatchKernelTests {
       return line.split(separator: " ").contains("1")
     }
     #expect(row(back, t.tunnel) != nil)
-    let totalAfter = try #require(try Store.open(StoreLocation(path: t.db), intent: .read)?.loadLedger().entries[InterfaceName(t.tunnel)]?.totals)
+    let totalAfter = try #require(
+      try Store.open(StoreLocation(path: t.db), intent: .read)?.loadLedger().entries[InterfaceName(t.tunnel)]?.totals)
     #expect(totalAfter.txBytes > totalBefore)
     #expect(totalAfter.resets >= 1)
 
@@ -135,7 +144,8 @@ struct WatchKernelTests {
   func jsonStream() throws {
     let ns = try TestNamespace("wjson")
     let child = try ChildProcess(
-      "/usr/sbin/ip", ["netns", "exec", ns.name, Built.vpnstat, "watch", "--json", "--count", "3", "--interval", "400ms"])
+      "/usr/sbin/ip",
+      ["netns", "exec", ns.name, Built.vpnstat, "watch", "--json", "--count", "3", "--interval", "400ms"])
     var arrivals: [Date] = []
     var seen = 0
     let deadline = Date().addingTimeInterval(10)

@@ -30,12 +30,17 @@ struct WatchScreenTests {
       let now: Timestamp
       switch state {
       case .none, .unlimited: now = t0
-      case .active: record.window = SessionWindow.open(at: t0 - .seconds(100), lengths: .release); now = t0
-      case .paused, .expired: record.window = SessionWindow.open(at: t0 - .seconds(1000), lengths: .release); now = t0
+      case .active:
+        record.window = SessionWindow.open(at: t0 - .seconds(100), lengths: .release)
+        now = t0
+      case .paused, .expired:
+        record.window = SessionWindow.open(at: t0 - .seconds(1000), lengths: .release)
+        now = t0
       }
       snapshot.session = SessionReport.make(
         record, now: now, tunnelUp: state == .expired, nextLengths: .release, tunnelTotals: (5000, 600),
-        lastStop: StopRecord(at: t0, interface: InterfaceName(bytes: names[1]), reason: .freeLimit, detail: "x\u{1B}[31m"))
+        lastStop: StopRecord(
+          at: t0, interface: InterfaceName(bytes: names[1]), reason: .freeLimit, detail: "x\u{1B}[31m"))
       #expect(snapshot.session?.state == state)
     }
     return snapshot
@@ -64,7 +69,8 @@ struct WatchScreenTests {
           for line in lines {
             #expect(TerminalText.width(line) <= size.columns, "\(size): '\(line)'")
             for scalar in line.unicodeScalars {
-              #expect(!TerminalText.isUnsafe(scalar), "\(size): unsafe U+\(String(scalar.value, radix: 16)) in '\(line)'")
+              #expect(
+                !TerminalText.isUnsafe(scalar), "\(size): unsafe U+\(String(scalar.value, radix: 16)) in '\(line)'")
             }
           }
           // The estimate note survives every size.
@@ -79,7 +85,8 @@ struct WatchScreenTests {
     let snapshot = Self.snapshot(classes: InterfaceClass.allCases, state: .active)
     let size = TerminalSize(columns: 100, rows: 30)
     let plain = WatchScreen.render(snapshot, history: RateHistory(), state: WatchViewState(), size: size, color: false)
-    let coloured = WatchScreen.render(snapshot, history: RateHistory(), state: WatchViewState(), size: size, color: true)
+    let coloured = WatchScreen.render(
+      snapshot, history: RateHistory(), state: WatchViewState(), size: size, color: true)
     #expect(coloured.map { $0.replacing(/\x1B\[[0-9;]*m/, with: "") } == plain)
     for line in coloured {
       #expect(line.replacing(/\x1B\[[0-9;]*m/, with: "").unicodeScalars.allSatisfy { !TerminalText.isUnsafe($0) })
@@ -89,7 +96,9 @@ struct WatchScreenTests {
   @Test("tunnel first, the session line, the countdown, and columns dropped in order when narrow")
   func layout() throws {
     let snapshot = Self.snapshot(classes: [.wifi, .tunnel], state: .active)
-    let wide = WatchScreen.render(snapshot, history: RateHistory(), state: WatchViewState(), size: TerminalSize(columns: 160, rows: 40), color: false)
+    let wide = WatchScreen.render(
+      snapshot, history: RateHistory(), state: WatchViewState(), size: TerminalSize(columns: 160, rows: 40),
+      color: false)
     #expect(wide[1].contains("active") && wide[1].contains("13:20 left"))
     let header = try #require(wide.first { $0.hasPrefix("INTERFACE") })
     for column in ["STATE", "RX/S", "TX/S", "TOTAL RX", "TOTAL TX", "RESETS", "RECENT"] {
@@ -98,12 +107,15 @@ struct WatchScreenTests {
     let tunnelLine = try #require(wide.firstIndex { $0.hasPrefix("tunnel") })
     let wifiLine = try #require(wide.firstIndex { $0.hasPrefix("wifi") })
     #expect(tunnelLine < wifiLine)
-    let narrow = WatchScreen.render(snapshot, history: RateHistory(), state: WatchViewState(), size: TerminalSize(columns: 40, rows: 40), color: false)
+    let narrow = WatchScreen.render(
+      snapshot, history: RateHistory(), state: WatchViewState(), size: TerminalSize(columns: 40, rows: 40), color: false
+    )
     let narrowHeader = try #require(narrow.first { $0.hasPrefix("INTERFACE") })
     #expect(narrowHeader.contains("RX/S"), "rates are the last to go: \(narrowHeader)")
     #expect(!narrowHeader.contains("RESETS"))
     let filtered = WatchScreen.render(
-      snapshot, history: RateHistory(), state: WatchViewState(classFilter: .wifi), size: TerminalSize(columns: 120, rows: 40), color: false)
+      snapshot, history: RateHistory(), state: WatchViewState(classFilter: .wifi),
+      size: TerminalSize(columns: 120, rows: 40), color: false)
     #expect(!filtered.contains { $0.hasPrefix("tunnel") })
     #expect(filtered.contains { $0.hasPrefix("wifi") })
   }
@@ -112,11 +124,14 @@ struct WatchScreenTests {
   func sparklines() {
     var history = RateHistory(capacity: 5)
     func snap(_ rate: Double?, index: Int32) -> StatusSnapshot {
-      let reports = rate.map {
-        [InterfaceReport(
-          name: InterfaceName("tun0"), index: index, interfaceClass: .tunnel, classBy: .kind, state: .up,
-          counters: .zero, width: .bits64, rate: TrafficRate(rxBytesPerSecond: $0, txBytesPerSecond: 0))]
-      } ?? []
+      let reports =
+        rate.map {
+          [
+            InterfaceReport(
+              name: InterfaceName("tun0"), index: index, interfaceClass: .tunnel, classBy: .kind, state: .up,
+              counters: .zero, width: .bits64, rate: TrafficRate(rxBytesPerSecond: $0, txBytesPerSecond: 0))
+          ]
+        } ?? []
       return StatusSnapshot(generatedAt: Timestamp(seconds: 0), source: .netlink, interfaces: reports)
     }
     history.record(snap(10, index: 4))

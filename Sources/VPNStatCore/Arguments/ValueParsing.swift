@@ -16,7 +16,9 @@ public func parseDuration(_ text: String) -> Duration? {
     rest = rest[unitEnd...]
     let scale: Double
     switch unit {
-    case "": scale = 1; guard !sawUnit, rest.isEmpty else { return nil }
+    case "":
+      scale = 1
+      guard !sawUnit, rest.isEmpty else { return nil }
     case "ms": scale = 0.001
     case "s", "sec": scale = 1
     case "m", "min": scale = 60

@@ -311,8 +311,7 @@ public final class CaptureFileWriter {
   private let dumper: OpaquePointer
   private var closed = false
 
-  public init(path: String, linkType: CaptureLinkType, snapshotLength: Int32) throws(GeneralFailure)
-  {
+  public init(path: String, linkType: CaptureLinkType, snapshotLength: Int32) throws(GeneralFailure) {
     self.linkType = linkType
     guard
       let dead = pcap_open_dead_with_tstamp_precision(

@@ -95,8 +95,7 @@ struct SocketTable {
     if let inode = bound[Bound(ipProtocol: ipProtocol, local: local, localPort: localPort)] {
       return inode
     }
-    if let inode = wildcard[Wildcard(ipProtocol: ipProtocol, port: localPort, fromIPv6Table: true)]
-    {
+    if let inode = wildcard[Wildcard(ipProtocol: ipProtocol, port: localPort, fromIPv6Table: true)] {
       return inode
     }
     if local.isIPv4,

@@ -137,7 +137,8 @@ public struct Ledger: Sendable {
         old.counters, old.instance, new.counters, new.instance, width: new.width)
       entry.interfaceClass = observation.interfaceClass
       entry.baseline = new
-      let unchanged = delta.kind == .growth && delta.rxBytes == 0 && delta.txBytes == 0
+      let unchanged =
+        delta.kind == .growth && delta.rxBytes == 0 && delta.txBytes == 0
         && delta.rxPackets == 0 && delta.txPackets == 0
       if unchanged {
         // Nothing to book; keep the stored baseline as it was, so idle interfaces cost no write.
@@ -150,7 +151,9 @@ public struct Ledger: Sendable {
         result.events.append(
           LedgerEvent(
             name: observation.name, kind: .discarded, delta: delta,
-            detail: "\(delta.kind == .growth ? "delta" : delta.kind.rawValue) of rx \(delta.rxBytes) / tx \(delta.txBytes) bytes in \(Self.format(seconds)) s exceeds the plausible \(Units.rate(observation.plausibleBytesPerSecond, bits: true))"))
+            detail:
+              "\(delta.kind == .growth ? "delta" : delta.kind.rawValue) of rx \(delta.rxBytes) / tx \(delta.txBytes) bytes in \(Self.format(seconds)) s exceeds the plausible \(Units.rate(observation.plausibleBytesPerSecond, bits: true))"
+          ))
       } else {
         entry.totals.rxBytes &+= delta.rxBytes
         entry.totals.txBytes &+= delta.txBytes
@@ -181,7 +184,8 @@ public struct Ledger: Sendable {
         }
         if delta.rxBytes | delta.txBytes | delta.rxPackets | delta.txPackets != 0 {
           result.booked.append(
-            BookedTraffic(name: observation.name, interfaceClass: observation.interfaceClass, wall: new.wall, delta: delta))
+            BookedTraffic(
+              name: observation.name, interfaceClass: observation.interfaceClass, wall: new.wall, delta: delta))
         }
       }
       entries[observation.name] = entry

@@ -45,7 +45,8 @@ public struct TrafficHistory: Sendable {
     var sums: [Key: [Int64: Row]] = [:]
     for bucket in buckets where bucket.start >= first && selection.includes(bucket.name, bucket.interfaceClass) {
       let key = Key(interfaceClass: bucket.interfaceClass, name: grouping == .interface ? bucket.name : nil)
-      var row = sums[key, default: [:]][bucket.start] ?? Row(start: bucket.start, end: granularity.next(after: bucket.start))
+      var row =
+        sums[key, default: [:]][bucket.start] ?? Row(start: bucket.start, end: granularity.next(after: bucket.start))
       row.rxBytes &+= bucket.rxBytes
       row.txBytes &+= bucket.txBytes
       row.rxPackets &+= bucket.rxPackets

@@ -66,8 +66,8 @@ public struct ChildCommand: Sendable {
     let argv = arguments.map { strdup($0) } + [nil]
     let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer {
-      argv.forEach { free($0) }
-      envp.forEach { free($0) }
+      for pointer in argv { free(pointer) }
+      for pointer in envp { free(pointer) }
     }
     var pid: pid_t = 0
     let rc = posix_spawnp(&pid, program, &actions, &attributes, argv, envp)

@@ -17,7 +17,8 @@ public final class NetlinkSocket {
   /// Opens and binds a socket; `groups` subscribes to notifications (e.g. `linkGroup`).
   /// `nonBlocking` sockets return what is queued and never wait.
   public init(groups: UInt32 = 0, nonBlocking: Bool = false, receiveBuffer: Int32 = 0) throws {
-    let type = Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+    let type =
+      Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
       | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
     let fd = try retryingInterrupts { socket(AF_NETLINK, type, NETLINK_ROUTE) }
     descriptor = FileDescriptor(rawValue: fd)
@@ -68,7 +69,8 @@ public final class NetlinkSocket {
       try withUnsafePointer(to: &kernel) { (pointer) -> Int in
         try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) -> Int in
           try retryingInterrupts {
-            sendto(descriptor.rawValue, raw.baseAddress, raw.count, 0, address,
+            sendto(
+              descriptor.rawValue, raw.baseAddress, raw.count, 0, address,
               socklen_t(MemoryLayout<sockaddr_nl>.size))
           }
         }

@@ -100,7 +100,8 @@ public enum HistoryJSON {
         json.string(Timestamp(seconds: row.start).rfc3339)
         json.key("end")
         json.string(Timestamp(seconds: row.end).rfc3339)
-        json.trafficCounts(rxBytes: row.rxBytes, txBytes: row.txBytes, rxPackets: row.rxPackets, txPackets: row.txPackets)
+        json.trafficCounts(
+          rxBytes: row.rxBytes, txBytes: row.txBytes, rxPackets: row.rxPackets, txPackets: row.txPackets)
         json.endObject()
       }
       json.endArray()

@@ -69,11 +69,21 @@ public struct JSONWriter {
         guard byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F else { continue }
         if runStart < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i])) }
         switch byte {
-        case 0x22: bytes.append(0x5C); bytes.append(0x22)
-        case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
-        case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
-        case 0x0D: bytes.append(0x5C); bytes.append(0x72)
-        case 0x09: bytes.append(0x5C); bytes.append(0x74)
+        case 0x22:
+          bytes.append(0x5C)
+          bytes.append(0x22)
+        case 0x5C:
+          bytes.append(0x5C)
+          bytes.append(0x5C)
+        case 0x0A:
+          bytes.append(0x5C)
+          bytes.append(0x6E)
+        case 0x0D:
+          bytes.append(0x5C)
+          bytes.append(0x72)
+        case 0x09:
+          bytes.append(0x5C)
+          bytes.append(0x74)
         default:
           append("\\u00")
           bytes.append(contentsOf: hexByte(byte).utf8)
@@ -169,9 +179,12 @@ public struct JSONWriter {
       bytes.append(0x30 + UInt8(value))
       return
     }
-    var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-      UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-      (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    var digits:
+      (
+        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+      ) =
+        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     var count = 0
     var rest = value
     withUnsafeMutableBytes(of: &digits) { buffer in

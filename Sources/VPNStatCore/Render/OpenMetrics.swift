@@ -42,8 +42,14 @@ public enum OpenMetrics {
   static func ledgerFamilies(_ ledger: Ledger) -> [Family] {
     let entries = ledger.entries.values.sorted { $0.name < $1.name }
     let perInterface: [(String, String?, String, KeyPath<LedgerTotals, UInt64>)] = [
-      ("vpnstat_interface_receive_bytes", "bytes", "Bytes received, bridged across counter resets and wraps (estimate).", \.rxBytes),
-      ("vpnstat_interface_transmit_bytes", "bytes", "Bytes transmitted, bridged across counter resets and wraps (estimate).", \.txBytes),
+      (
+        "vpnstat_interface_receive_bytes", "bytes",
+        "Bytes received, bridged across counter resets and wraps (estimate).", \.rxBytes
+      ),
+      (
+        "vpnstat_interface_transmit_bytes", "bytes",
+        "Bytes transmitted, bridged across counter resets and wraps (estimate).", \.txBytes
+      ),
       ("vpnstat_interface_receive_packets", nil, "Packets received (estimate).", \.rxPackets),
       ("vpnstat_interface_transmit_packets", nil, "Packets transmitted (estimate).", \.txPackets),
       ("vpnstat_interface_resets", nil, "Counter resets bridged (interface recreated, rebooted or cleared).", \.resets),
@@ -70,13 +76,18 @@ public enum OpenMetrics {
     }
     for (name, help, value) in [
       ("vpnstat_class_receive_bytes", "Bytes received by all interfaces of a class (estimate).", \LedgerTotals.rxBytes),
-      ("vpnstat_class_transmit_bytes", "Bytes transmitted by all interfaces of a class (estimate).", \LedgerTotals.txBytes),
+      (
+        "vpnstat_class_transmit_bytes", "Bytes transmitted by all interfaces of a class (estimate).",
+        \LedgerTotals.txBytes
+      ),
     ] {
       families.append(
         Family(
           name: name, kind: .counter, unit: "bytes", help: help,
           samples: InterfaceClass.allCases.compactMap { interfaceClass in
-            classes[interfaceClass].map { ("class=\"\(interfaceClass.rawValue)\"", String($0[keyPath: value]), seconds($0.firstSeenAt)) }
+            classes[interfaceClass].map {
+              ("class=\"\(interfaceClass.rawValue)\"", String($0[keyPath: value]), seconds($0.firstSeenAt))
+            }
           }))
     }
     return families
@@ -106,7 +117,9 @@ public enum OpenMetrics {
         Family(
           name: "vpnstat_session_usage_bytes", kind: .gauge, unit: "bytes",
           help: "Tunnel-class traffic in the current window (estimate).",
-          samples: [("direction=\"receive\"", String(usage.rx), nil), ("direction=\"transmit\"", String(usage.tx), nil)]))
+          samples: [
+            ("direction=\"receive\"", String(usage.rx), nil), ("direction=\"transmit\"", String(usage.tx), nil),
+          ]))
     }
     return families
   }

@@ -16,13 +16,16 @@ public enum SessionText {
       return "session: free plan · no window · connecting opens a \(minutes(report.nextLengths.session)) session"
     case .active:
       let window = report.window!
-      return "session: free plan · active · \(Units.clock(seconds: seconds(report.remaining ?? .zero))) left (until \(window.sessionEndsAt.localClockTime(withSeconds: true))), then a \(minutes(window.lengths.pause)) pause"
+      return
+        "session: free plan · active · \(Units.clock(seconds: seconds(report.remaining ?? .zero))) left (until \(window.sessionEndsAt.localClockTime(withSeconds: true))), then a \(minutes(window.lengths.pause)) pause"
     case .paused:
       let window = report.window!
-      return "session: free plan · paused · reconnect in \(minutes(report.pauseRemaining ?? .zero)) (at \(window.pauseEndsAt.localClockTime(withSeconds: true)))"
+      return
+        "session: free plan · paused · reconnect in \(minutes(report.pauseRemaining ?? .zero)) (at \(window.pauseEndsAt.localClockTime(withSeconds: true)))"
     case .expired:
       let window = report.window!
-      return "session: free plan · expired at \(window.sessionEndsAt.localClockTime(withSeconds: true)) · disconnect pending"
+      return
+        "session: free plan · expired at \(window.sessionEndsAt.localClockTime(withSeconds: true)) · disconnect pending"
     }
   }
 
@@ -42,7 +45,8 @@ public enum SessionText {
       lines.append(lengths)
     }
     if let usage = report.usage {
-      lines.append("usage this window: \(options.estimate(usage.rx)) received, \(options.estimate(usage.tx)) sent (tunnel class)")
+      lines.append(
+        "usage this window: \(options.estimate(usage.rx)) received, \(options.estimate(usage.tx)) sent (tunnel class)")
     }
     if let stop = report.lastStop {
       var line = "last stop: \(stop.reason.rawValue) at \(stop.at.localClockTime(withSeconds: true))"
@@ -64,7 +68,9 @@ public enum SessionText {
     var lines = [style.apply(headline(report), color: options.color)]
     lines += details(report, options: options)
     if report.usage != nil {
-      lines.append(TextStyle.dim.apply("≈ usage is an estimate from interface counters (protocol overhead included).", color: options.color))
+      lines.append(
+        TextStyle.dim.apply(
+          "≈ usage is an estimate from interface counters (protocol overhead included).", color: options.color))
     }
     return lines.joined(separator: "\n") + "\n"
   }

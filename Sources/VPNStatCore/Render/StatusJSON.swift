@@ -121,4 +121,3 @@ public enum StatusJSON {
     json.string(ledger?.firstSeenAt.rfc3339)
   }
 }
-

@@ -7,7 +7,9 @@ public struct WatchViewState: Hashable, Sendable {
   public var showHelp = false
   public var interval: Duration = .seconds(1)
 
-  public init(classFilter: InterfaceClass? = nil, bits: Bool = false, showHelp: Bool = false, interval: Duration = .seconds(1)) {
+  public init(
+    classFilter: InterfaceClass? = nil, bits: Bool = false, showHelp: Bool = false, interval: Duration = .seconds(1)
+  ) {
     self.classFilter = classFilter
     self.bits = bits
     self.showHelp = showHelp
@@ -46,10 +48,15 @@ public enum WatchScreen {
     var lines: [(String, TextStyle)] = []
 
     let filterName = state.classFilter?.rawValue ?? "all"
-    let title = "vpnstat watch · \(snapshot.source.rawValue) · every \(intervalText(state.interval)) · \(snapshot.generatedAt.localClockTime(withSeconds: true))"
+    let title =
+      "vpnstat watch · \(snapshot.source.rawValue) · every \(intervalText(state.interval)) · \(snapshot.generatedAt.localClockTime(withSeconds: true))"
     let keys = "q quit · c class: \(filterName) · b \(state.bits ? "bits" : "bytes") · ? help"
     if TerminalText.width(title) + 3 + TerminalText.width(keys) <= width {
-      lines.append((title + String(repeating: " ", count: width - TerminalText.width(title) - TerminalText.width(keys)) + keys, .bold))
+      lines.append(
+        (
+          title + String(repeating: " ", count: width - TerminalText.width(title) - TerminalText.width(keys)) + keys,
+          .bold
+        ))
     } else {
       lines.append((title, .bold))
     }
@@ -82,19 +89,33 @@ public enum WatchScreen {
     let hasLedger = shown.contains { $0.ledger != nil }
     var columns: [Column] = [
       Column(header: "STATE", alignRight: false, priority: 3, cell: { $0.state.rawValue }, groupCell: { _ in "" }),
-      Column(header: "RX/S", alignRight: true, priority: 9, cell: { options.rate($0.rate?.rxBytesPerSecond) }, groupCell: { options.rate($0.rate?.rxBytesPerSecond) }),
-      Column(header: "TX/S", alignRight: true, priority: 8, cell: { options.rate($0.rate?.txBytesPerSecond) }, groupCell: { options.rate($0.rate?.txBytesPerSecond) }),
+      Column(
+        header: "RX/S", alignRight: true, priority: 9, cell: { options.rate($0.rate?.rxBytesPerSecond) },
+        groupCell: { options.rate($0.rate?.rxBytesPerSecond) }),
+      Column(
+        header: "TX/S", alignRight: true, priority: 8, cell: { options.rate($0.rate?.txBytesPerSecond) },
+        groupCell: { options.rate($0.rate?.txBytesPerSecond) }),
     ]
     if hasLedger {
       columns += [
-        Column(header: "TOTAL RX", alignRight: true, priority: 5, cell: { options.estimate($0.ledger?.rxBytes) }, groupCell: { options.estimate($0.totals?.rxBytes) }),
-        Column(header: "TOTAL TX", alignRight: true, priority: 4, cell: { options.estimate($0.ledger?.txBytes) }, groupCell: { options.estimate($0.totals?.txBytes) }),
-        Column(header: "RESETS", alignRight: true, priority: 2, cell: { $0.ledger.map { String($0.resets) } ?? "–" }, groupCell: { $0.totals.map { String($0.resets) } ?? "" }),
+        Column(
+          header: "TOTAL RX", alignRight: true, priority: 5, cell: { options.estimate($0.ledger?.rxBytes) },
+          groupCell: { options.estimate($0.totals?.rxBytes) }),
+        Column(
+          header: "TOTAL TX", alignRight: true, priority: 4, cell: { options.estimate($0.ledger?.txBytes) },
+          groupCell: { options.estimate($0.totals?.txBytes) }),
+        Column(
+          header: "RESETS", alignRight: true, priority: 2, cell: { $0.ledger.map { String($0.resets) } ?? "–" },
+          groupCell: { $0.totals.map { String($0.resets) } ?? "" }),
       ]
     } else {
       columns += [
-        Column(header: "RX", alignRight: true, priority: 5, cell: { options.estimate($0.counters.rxBytes) }, groupCell: { options.estimate($0.rxBytes) }),
-        Column(header: "TX", alignRight: true, priority: 4, cell: { options.estimate($0.counters.txBytes) }, groupCell: { options.estimate($0.txBytes) }),
+        Column(
+          header: "RX", alignRight: true, priority: 5, cell: { options.estimate($0.counters.rxBytes) },
+          groupCell: { options.estimate($0.rxBytes) }),
+        Column(
+          header: "TX", alignRight: true, priority: 4, cell: { options.estimate($0.counters.txBytes) },
+          groupCell: { options.estimate($0.txBytes) }),
       ]
     }
 
@@ -168,8 +189,10 @@ public enum WatchScreen {
         lines.append((line(label(row), cellTexts[i], spark: ""), .bold))
       case .member(let report):
         lines.append(
-          (line(label(row), cellTexts[i], spark: history.sparkline(for: report.name, width: sparkWidth)),
-           report.state == .up ? .plain : .dim))
+          (
+            line(label(row), cellTexts[i], spark: history.sparkline(for: report.name, width: sparkWidth)),
+            report.state == .up ? .plain : .dim
+          ))
       }
     }
     if shown.isEmpty {

@@ -57,7 +57,8 @@ public struct Enforcer {
       linkUp = Self.isUp(link)
       if linkUp { try tunnelCameUp() }
     }
-    log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe(try store.sessionRecord()))")
+    log.event(
+      "enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe(try store.sessionRecord()))")
     while true {
       let ready = try waitForReadable(
         [signals.descriptor, notifications.descriptor, deadline.descriptor, ticks.descriptor], timeout: nil)
@@ -133,10 +134,14 @@ public struct Enforcer {
     case .unlimited:
       try arm(nil)
     case .opened(let window), .reopened(let window):
-      log.event("\(tunnel.terminalText) up: opened a window until \(window.sessionEndsAt.localClockTime(withSeconds: true)) (\(Units.duration(seconds: window.lengths.session.nanoseconds / 1_000_000_000)), then a \(Units.duration(seconds: window.lengths.pause.nanoseconds / 1_000_000_000)) pause)")
+      log.event(
+        "\(tunnel.terminalText) up: opened a window until \(window.sessionEndsAt.localClockTime(withSeconds: true)) (\(Units.duration(seconds: window.lengths.session.nanoseconds / 1_000_000_000)), then a \(Units.duration(seconds: window.lengths.pause.nanoseconds / 1_000_000_000)) pause)"
+      )
       try arm(window.sessionEndsAt)
     case .resumed(let window):
-      log.event("\(tunnel.terminalText) up inside the window: \(Units.duration(seconds: (window.sessionEndsAt - now).nanoseconds / 1_000_000_000)) left")
+      log.event(
+        "\(tunnel.terminalText) up inside the window: \(Units.duration(seconds: (window.sessionEndsAt - now).nanoseconds / 1_000_000_000)) left"
+      )
       try arm(window.sessionEndsAt)
     case .refuse(let window):
       // Up during the pause (raised by anything, also before this enforcer started, as with a
@@ -158,7 +163,9 @@ public struct Enforcer {
     guard record.plan == .free, let window = record.window, !window.sessionOver(at: now) else { return }
     let reason: StopReason = gone ? .vanished : .user
     try store.recordStop(StopRecord(at: now, interface: tunnel, reason: reason))
-    log.event("\(tunnel.terminalText) \(gone ? "went away" : "was taken down") by something else: recorded '\(reason.rawValue)'")
+    log.event(
+      "\(tunnel.terminalText) \(gone ? "went away" : "was taken down") by something else: recorded '\(reason.rawValue)'"
+    )
   }
 
   /// The deadline check, on the timer, the periodic tick, a clock change and a wake from sleep.
@@ -176,7 +183,9 @@ public struct Enforcer {
   private mutating func noteSleep() {
     let suspended = sampler.clock.now().suspended
     if suspended > lastSuspended + 500_000_000 {
-      log.event("woke from \(Units.duration(seconds: (suspended - lastSuspended) / 1_000_000_000)) of sleep: checking the deadline")
+      log.event(
+        "woke from \(Units.duration(seconds: (suspended - lastSuspended) / 1_000_000_000)) of sleep: checking the deadline"
+      )
       try? check()
     }
     lastSuspended = suspended
@@ -263,7 +272,8 @@ public struct Enforcer {
   private func describe(_ record: SessionRecord) -> String {
     guard record.plan == .free else { return "plan premium: usage only" }
     guard let window = record.window else { return "no window yet" }
-    return "window until \(window.sessionEndsAt.localClockTime(withSeconds: true)), pause until \(window.pauseEndsAt.localClockTime(withSeconds: true))"
+    return
+      "window until \(window.sessionEndsAt.localClockTime(withSeconds: true)), pause until \(window.pauseEndsAt.localClockTime(withSeconds: true))"
   }
 
   static func isUp(_ record: LinkRecord) -> Bool { record.attributes.isAdministrativelyUp }

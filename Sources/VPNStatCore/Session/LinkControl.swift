@@ -40,7 +40,8 @@ public final class LinkControl {
 
   /// Clears IFF_UP on the link with `index`.
   public func setDown(index: Int32) throws {
-    try socket.request(type: RouteLinkMessages.newLink, payload: RouteLinkMessages.setUpRequest(index: index, up: false))
+    try socket.request(
+      type: RouteLinkMessages.newLink, payload: RouteLinkMessages.setUpRequest(index: index, up: false))
   }
 }
 

@@ -87,6 +87,7 @@ public struct SessionReport: Hashable, Sendable {
   public var pauseMessage: String? {
     guard !canConnect, let wait = pauseRemaining, let window else { return nil }
     let seconds = (wait.nanoseconds + 999_999_999) / 1_000_000_000
-    return "free plan pause: you can reconnect in \(Units.duration(seconds: seconds)) (at \(window.pauseEndsAt.localClockTime(withSeconds: true)))"
+    return
+      "free plan pause: you can reconnect in \(Units.duration(seconds: seconds)) (at \(window.pauseEndsAt.localClockTime(withSeconds: true)))"
   }
 }

@@ -66,7 +66,10 @@ public struct SessionRecord: Hashable, Sendable {
   /// Tunnel-class ledger totals when the window opened: the window's usage is the growth since.
   public var usageBase: (rx: UInt64, tx: UInt64)
 
-  public init(plan: Plan = .free, window: SessionWindow? = nil, tunnel: InterfaceName? = nil, usageBase: (rx: UInt64, tx: UInt64) = (0, 0)) {
+  public init(
+    plan: Plan = .free, window: SessionWindow? = nil, tunnel: InterfaceName? = nil,
+    usageBase: (rx: UInt64, tx: UInt64) = (0, 0)
+  ) {
     self.plan = plan
     self.window = window
     self.tunnel = tunnel
@@ -153,7 +156,8 @@ public enum WatchdogDecision: Hashable, Sendable {
   /// on-tunnel-up rule applies again.
   case tunnelUp
 
-  public static func check(_ record: SessionRecord, now: Timestamp, linkUp: Bool, armed: Timestamp?) -> WatchdogDecision {
+  public static func check(_ record: SessionRecord, now: Timestamp, linkUp: Bool, armed: Timestamp?) -> WatchdogDecision
+  {
     guard record.plan == .free else { return armed == nil ? .wait : .disarm }
     guard linkUp else { return .wait }
     guard let window = record.window else { return .tunnelUp }

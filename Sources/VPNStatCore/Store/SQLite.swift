@@ -87,7 +87,8 @@ final class SQLiteConnection {
       case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, transientDestructor)
       case .blob(let v):
         rc = v.withUnsafeBytes {
-          sqlite3_bind_blob(statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transientDestructor)
+          sqlite3_bind_blob(
+            statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transientDestructor)
         }
       }
       if rc != SQLITE_OK { throw error(rc) }

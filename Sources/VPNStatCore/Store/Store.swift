@@ -185,7 +185,8 @@ public final class Store {
     var out = ""
     for byte in path.utf8 {
       switch byte {
-      case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2F, 0x2D, 0x2E, 0x5F, 0x7E: out.unicodeScalars.append(Unicode.Scalar(byte))
+      case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2F, 0x2D, 0x2E, 0x5F, 0x7E:
+        out.unicodeScalars.append(Unicode.Scalar(byte))
       default: out += "%" + hexByte(byte).uppercased()
       }
     }

@@ -37,14 +37,16 @@ enum EnforceCommand: Subcommand {
     guard let store = try Store.open(location, intent: .write, busyTimeoutMilliseconds: 5000) else {
       return .unavailable
     }
-    let lock = try ProcessLock(path: location.path + ".enforce-\(tunnel.escaped).lock", role: "vpnstat enforce \(tunnel.escaped)")
+    let lock = try ProcessLock(
+      path: location.path + ".enforce-\(tunnel.escaped).lock", role: "vpnstat enforce \(tunnel.escaped)")
     let control: LinkControl
     do {
       control = try LinkControl()
     } catch {
       throw GeneralFailure(.unavailable, "cannot open a netlink socket to watch \(tunnel.terminalText): \(error)")
     }
-    let action: (any DisconnectAction)? = parsed.has("exec") ? CommandAction(arguments: parsed.all("exec"), timeout: timeout) : nil
+    let action: (any DisconnectAction)? =
+      parsed.has("exec") ? CommandAction(arguments: parsed.all("exec"), timeout: timeout) : nil
     var enforcer = try Enforcer(
       tunnel: tunnel, store: store,
       sampler: try CommonOptions.sampler(parsed, recorded: InterfaceSelection(names: [tunnel])),

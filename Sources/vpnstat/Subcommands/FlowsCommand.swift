@@ -88,8 +88,7 @@ enum FlowsCommand: Subcommand {
     {
       options.lookupInterval = lookup
     }
-    if let idle = try parsed.value("idle-timeout", expected: "a duration such as 5m", parseDuration)
-    {
+    if let idle = try parsed.value("idle-timeout", expected: "a duration such as 5m", parseDuration) {
       options.idleTimeout = idle
     }
     options.writePath = parsed.value("write")

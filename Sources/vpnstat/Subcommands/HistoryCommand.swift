@@ -5,11 +5,20 @@ enum HistoryCommand: Subcommand {
   static let spec = CommandSpec(
     name: "history", abstract: "Show recorded usage per 5 minutes, hour, day or month.",
     options: [
-      OptionSpec("five-minutes", .optionalValue("n"), help: "The last N 5-minute buckets (default 24).", accepts: { parsePositiveInt($0) != nil }),
-      OptionSpec("hours", .optionalValue("n"), help: "The last N hours (default 24).", accepts: { parsePositiveInt($0) != nil }),
-      OptionSpec("days", .optionalValue("n"), help: "The last N days (default 30; the default view).", accepts: { parsePositiveInt($0) != nil }),
-      OptionSpec("months", .optionalValue("n"), help: "The last N months (default 12).", accepts: { parsePositiveInt($0) != nil }),
-      OptionSpec("by", .value("grouping"), help: "Rows per class or per interface (default: class; interface with -i).", accepts: { TrafficHistory.Grouping(rawValue: $0) != nil }),
+      OptionSpec(
+        "five-minutes", .optionalValue("n"), help: "The last N 5-minute buckets (default 24).",
+        accepts: { parsePositiveInt($0) != nil }),
+      OptionSpec(
+        "hours", .optionalValue("n"), help: "The last N hours (default 24).", accepts: { parsePositiveInt($0) != nil }),
+      OptionSpec(
+        "days", .optionalValue("n"), help: "The last N days (default 30; the default view).",
+        accepts: { parsePositiveInt($0) != nil }),
+      OptionSpec(
+        "months", .optionalValue("n"), help: "The last N months (default 12).", accepts: { parsePositiveInt($0) != nil }
+      ),
+      OptionSpec(
+        "by", .value("grouping"), help: "Rows per class or per interface (default: class; interface with -i).",
+        accepts: { TrafficHistory.Grouping(rawValue: $0) != nil }),
       CommonOptions.interface, CommonOptions.only, CommonOptions.json, CommonOptions.bytes,
       CommonOptions.noColor, CommonOptions.db,
     ])
@@ -24,7 +33,9 @@ enum HistoryCommand: Subcommand {
         "choose one of --five-minutes, --hours, --days, --months", commandPath: parsed.commandPath)
     }
     let (option, granularity, defaultCount) = given.first ?? ("days", .day, 30)
-    let count = try parsed.value(option, expected: "a positive number") { $0.isEmpty ? defaultCount : parsePositiveInt($0) } ?? defaultCount
+    let count =
+      try parsed.value(option, expected: "a positive number") { $0.isEmpty ? defaultCount : parsePositiveInt($0) }
+      ?? defaultCount
     let selection = try CommonOptions.selection(parsed)
     let grouping =
       try parsed.value("by", expected: "class or interface", TrafficHistory.Grouping.init(rawValue:))

@@ -19,7 +19,9 @@ enum RecordCommand: Subcommand {
       CommonOptions.db,
       OptionSpec(
         "textfile", .value("dir"),
-        help: "Also write DIR/vpnstat.prom for node_exporter's textfile collector (Prometheus text format), atomically, every interval."),
+        help:
+          "Also write DIR/vpnstat.prom for node_exporter's textfile collector (Prometheus text format), atomically, every interval."
+      ),
       CommonOptions.maxRate, CommonOptions.sessionLength, CommonOptions.pauseLength, CommonOptions.sysfsRoot,
     ])
 
@@ -52,7 +54,8 @@ enum RecordCommand: Subcommand {
 /// `vpnstat export`: the ledger as OpenMetrics text, for a scrape or a one-off.
 enum ExportCommand: Subcommand {
   static let spec = CommandSpec(
-    name: "export", abstract: "Print metrics: per interface and class, and the session window (OpenMetrics by default).",
+    name: "export",
+    abstract: "Print metrics: per interface and class, and the session window (OpenMetrics by default).",
     options: [
       OptionSpec(
         "format", .value("format"), help: "openmetrics (default) or prometheus (the text format node_exporter reads).",
@@ -67,7 +70,9 @@ enum ExportCommand: Subcommand {
     let sample = try sampler.sample()
     var warnings: [String] = []
     let ledger: Ledger
-    let format = try parsed.value("format", expected: "openmetrics or prometheus", OpenMetrics.Format.init(rawValue:)) ?? .openmetrics
+    let format =
+      try parsed.value("format", expected: "openmetrics or prometheus", OpenMetrics.Format.init(rawValue:))
+      ?? .openmetrics
     let store = try Store.open(location, intent: .writeIfPermitted)
     if let store {
       ledger = try LedgerView.advance(store, sampler: &sampler, sample: sample, warnings: &warnings)

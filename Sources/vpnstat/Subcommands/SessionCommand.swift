@@ -13,7 +13,9 @@ enum SessionCommand: Subcommand {
       CommandSpec(
         name: "check",
         abstract: "The connect gate for a tunnel's pre-up hook: exit 0 if connecting is allowed, 75 in the pause.",
-        options: [OptionSpec("quiet", short: "q", help: "Print nothing; the exit status says it all."), CommonOptions.json] + common),
+        options: [
+          OptionSpec("quiet", short: "q", help: "Print nothing; the exit status says it all."), CommonOptions.json,
+        ] + common),
       CommandSpec(
         name: "reset", abstract: "Clear the session window (needs write access to the database).",
         options: [CommonOptions.db]),
@@ -31,7 +33,9 @@ enum SessionCommand: Subcommand {
         record.tunnel = nil
         return had
       }
-      if had { try store.recordStop(StopRecord(at: now, interface: nil, reason: .reset, detail: "vpnstat session reset")) }
+      if had {
+        try store.recordStop(StopRecord(at: now, interface: nil, reason: .reset, detail: "vpnstat session reset"))
+      }
       try context.write(had ? "session window cleared\n" : "there was no session window\n")
       return .success
     default:
@@ -84,7 +88,8 @@ enum SessionCommand: Subcommand {
 enum PlanCommand: Subcommand {
   static let spec = CommandSpec(
     name: "plan", abstract: "Show or set the plan: free (15 min sessions, 45 min pauses) or premium (no limit).",
-    options: [CommonOptions.db], positionals: [PositionalSpec("plan", help: "free or premium; omitted: show the plan.", optional: true)])
+    options: [CommonOptions.db],
+    positionals: [PositionalSpec("plan", help: "free or premium; omitted: show the plan.", optional: true)])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let location = CommonOptions.storeLocation(parsed, context)
@@ -94,7 +99,8 @@ enum PlanCommand: Subcommand {
       return .success
     }
     guard let plan = Plan(rawValue: word) else {
-      throw UsageError("invalid plan '\(TerminalText.sanitize(word))': expected free or premium", commandPath: parsed.commandPath)
+      throw UsageError(
+        "invalid plan '\(TerminalText.sanitize(word))': expected free or premium", commandPath: parsed.commandPath)
     }
     guard let store = try Store.open(location, intent: .write) else { return .unavailable }
     let now = try store.trustedNow(SystemTimeSource().now())
@@ -103,7 +109,9 @@ enum PlanCommand: Subcommand {
       record = record.switching(to: plan)
       return had && record.window == nil
     }
-    if cleared { try store.recordStop(StopRecord(at: now, interface: nil, reason: .reset, detail: "plan changed to premium")) }
+    if cleared {
+      try store.recordStop(StopRecord(at: now, interface: nil, reason: .reset, detail: "plan changed to premium"))
+    }
     try context.write("plan: \(plan.rawValue)\(cleared ? " (session window cleared)" : "")\n")
     return .success
   }

@@ -23,7 +23,9 @@ enum StatusCommand: Subcommand {
     let selection = try CommonOptions.selection(parsed)
     let rateInterval: Duration? =
       parsed.has("rate")
-      ? (try parsed.value("rate", expected: "a duration such as 500ms, 1s, 2m") { $0.isEmpty ? .seconds(1) : parseDuration($0) })
+      ? (try parsed.value("rate", expected: "a duration such as 500ms, 1s, 2m") {
+        $0.isEmpty ? .seconds(1) : parseDuration($0)
+      })
       : nil
     var sampler = try CommonOptions.sampler(parsed)
     let store = try Store.open(CommonOptions.storeLocation(parsed, context), intent: .writeIfPermitted)
@@ -43,7 +45,8 @@ enum StatusCommand: Subcommand {
     snapshot.warnings += warnings
     snapshot.session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
     if store == nil, parsed.has("db") {
-      snapshot.warnings.append("no database at \(CommonOptions.storeLocation(parsed, context).path) (vpnstat record creates one)")
+      snapshot.warnings.append(
+        "no database at \(CommonOptions.storeLocation(parsed, context).path) (vpnstat record creates one)")
     }
     for name in selection.names.sorted() where !sample.interfaces.contains(where: { $0.name == name }) {
       context.warn("no interface named '\(name.terminalText)'")

@@ -11,7 +11,8 @@ enum WatchCommand: Subcommand {
       """,
     options: [
       OptionSpec(
-        "interval", short: "n", .value("duration"), help: "Time between refreshes (default 1s; fractions allowed, e.g. 500ms).",
+        "interval", short: "n", .value("duration"),
+        help: "Time between refreshes (default 1s; fractions allowed, e.g. 500ms).",
         accepts: { parseDuration($0) != nil }),
       OptionSpec("count", .value("n"), help: "Stop after N refreshes.", accepts: { parsePositiveInt($0) != nil }),
       CommonOptions.json, CommonOptions.source, CommonOptions.interface, CommonOptions.only,
@@ -20,12 +21,14 @@ enum WatchCommand: Subcommand {
     ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    let interval = try parsed.value("interval", expected: "a duration such as 1s or 500ms", parseDuration) ?? .seconds(1)
+    let interval =
+      try parsed.value("interval", expected: "a duration such as 1s or 500ms", parseDuration) ?? .seconds(1)
     let count = try parsed.value("count", expected: "a positive number", parsePositiveInt)
     let mode: LiveView.Mode =
       parsed.has("json")
       ? .json
-      : (context.standardOutput.isTerminal && context.standardError.isTerminal && FileDescriptor.standardInput.isTerminal
+      : (context.standardOutput.isTerminal && context.standardError.isTerminal
+        && FileDescriptor.standardInput.isTerminal
         ? .terminal(color: context.colorEnabled(parsed)) : .plain)
     let store = try Store.open(CommonOptions.storeLocation(parsed, context), intent: .writeIfPermitted)
     var view = LiveView(

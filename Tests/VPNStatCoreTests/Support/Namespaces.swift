@@ -12,7 +12,8 @@ enum Privilege {
   /// and run a program (a chroot whose "/" is mode 0700 lets it run nothing at all).
   static let canRunAsNobody: Bool = {
     guard isRoot else { return false }
-    let probe = try? run("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/bin/true"])
+    let probe = try? run(
+      "/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/bin/true"])
     return probe?.status == 0
   }()
   static let nobodyReason: Comment =
@@ -44,7 +45,9 @@ final class TestNamespace: @unchecked Sendable {
   }
 
   /// Runs a program inside the namespace (with its own /sys, as `ip netns exec` mounts one).
-  func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: TimeInterval = 60)
+  func run(
+    _ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: TimeInterval = 60
+  )
     throws -> CommandResult
   {
     try VPNStatCoreTests.run(
@@ -82,7 +85,9 @@ final class TestNamespace: @unchecked Sendable {
   }
 
   /// The kernel's own counters for a device, from `ip -s -j link` (the peer tool).
-  func kernelCounters(_ device: String) throws -> (rxBytes: UInt64, txBytes: UInt64, rxPackets: UInt64, txPackets: UInt64) {
+  func kernelCounters(_ device: String) throws -> (
+    rxBytes: UInt64, txBytes: UInt64, rxPackets: UInt64, txPackets: UInt64
+  ) {
     let result = try ip("-s", "-j", "link", "show", "dev", device)
     let parsed = try JSONSerialization.jsonObject(with: result.stdout) as? [[String: Any]]
     guard let link = parsed?.first, let stats = link["stats64"] as? [String: Any],

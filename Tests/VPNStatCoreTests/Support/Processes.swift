@@ -69,8 +69,8 @@ final class ChildProcess: @unchecked Sendable {
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer {
-      argv.forEach { free($0) }
-      envp.forEach { free($0) }
+      for pointer in argv { free(pointer) }
+      for pointer in envp { free(pointer) }
     }
     // The test runner blocks some signals; a child must start with none blocked and default
     // dispositions, or SIGTERM would never reach it.

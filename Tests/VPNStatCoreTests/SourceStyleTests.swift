@@ -1,0 +1,19 @@
+import Foundation
+import Testing
+
+/// The code's form, checked with the formatter that ships with the toolchain and the project's
+/// `.swift-format`, so style cannot drift between authors.
+struct SourceStyleTests {
+  @Test("swift-format lint --strict finds nothing in Sources, Tests and Benchmarks")
+  func formatted() throws {
+    let root = Built.packageRoot.path
+    let result = try run(
+      "/usr/bin/env",
+      [
+        "swift-format", "lint", "--strict", "--configuration", root + "/.swift-format", "-r",
+        root + "/Sources", root + "/Tests", root + "/Benchmarks", root + "/Package.swift",
+      ])
+    #expect(result.status == 0, "swift-format: \(result.errors)")
+    #expect(result.errors.isEmpty && result.output.isEmpty, "\(result.errors)\(result.output)")
+  }
+}
