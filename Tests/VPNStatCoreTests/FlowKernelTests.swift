@@ -42,10 +42,7 @@ struct FlowKernelTests {
   )
   func tunAttribution() throws {
     let ns = try TestNamespace("fltun")
-    let tun = try ns.peer("tun", "tunf1", "--echo")
-    try tun.waitFor("ready")
-    try ns.ip("addr", "add", "169.254.51.1", "peer", "169.254.51.2", "dev", "tunf1")
-    try ns.ip("link", "set", "tunf1", "up")
+    let tun = try ns.echoTunnel("tunf1", local: "169.254.51.1", peer: "169.254.51.2")
     let sink = try ns.peer("udp-sink", "9101")
     try sink.waitFor("ready")
     let flows = try startFlows(ns, ["tunf1", "--json", "--interval", "5s"])
@@ -142,10 +139,7 @@ struct FlowKernelTests {
   @Test("traffic from a socket closed before the lookup lands in unknown, not lost")
   func closedBeforeLookup() throws {
     let ns = try TestNamespace("flclose")
-    let tun = try ns.peer("tun", "tunf3", "--echo")
-    try tun.waitFor("ready")
-    try ns.ip("addr", "add", "169.254.53.1", "peer", "169.254.53.2", "dev", "tunf3")
-    try ns.ip("link", "set", "tunf3", "up")
+    let tun = try ns.echoTunnel("tunf3", local: "169.254.53.1", peer: "169.254.53.2")
     let sink = try ns.peer("udp-sink", "9301")
     try sink.waitFor("ready")
     // /proc is read at the start (the sink's socket is known) and then not again for 30 s,
@@ -182,10 +176,7 @@ struct FlowKernelTests {
   func followsRecreatedTunnel() throws {
     let ns = try TestNamespace("flre")
     func bringUp() throws -> BackgroundProcess {
-      let tun = try ns.peer("tun", "tunf4", "--echo")
-      try tun.waitFor("ready")
-      try ns.ip("addr", "add", "169.254.54.1", "peer", "169.254.54.2", "dev", "tunf4")
-      try ns.ip("link", "set", "tunf4", "up")
+      let tun = try ns.echoTunnel("tunf4", local: "169.254.54.1", peer: "169.254.54.2")
       return tun
     }
     func index() throws -> Int {

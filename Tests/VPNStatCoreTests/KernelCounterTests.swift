@@ -55,10 +55,7 @@ struct KernelCounterTests {
   @Test("bytes through a tun with a process on it appear in rx and tx as the kernel counts them")
   func tunBytesMatchKernel() throws {
     let ns = try TestNamespace("tunb")
-    let tun = try ns.peer("tun", "tun3", "--echo")
-    try tun.waitFor("ready")
-    try ns.ip("addr", "add", "169.254.40.1", "peer", "169.254.40.2", "dev", "tun3")
-    try ns.ip("link", "set", "tun3", "up")
+    let tun = try ns.echoTunnel("tun3", local: "169.254.40.1", peer: "169.254.40.2")
     let sink = try ns.peer("udp-sink", "9001")
     try sink.waitFor("ready")
     try ns.peerRun("udp-send", "169.254.40.2", "9001", "200", "700", "--gap-us", "200")

@@ -17,10 +17,7 @@ struct RecorderKernelTests {
     var kernelRx: UInt64 = 0
     var owners: [BackgroundProcess] = []
     for round in 0..<3 {
-      let tun = try ns.peer("tun", "tun7", "--echo")
-      try tun.waitFor("ready")
-      try ns.ip("addr", "add", "169.254.77.1", "peer", "169.254.77.2", "dev", "tun7")
-      try ns.ip("link", "set", "tun7", "up")
+      let tun = try ns.echoTunnel("tun7", local: "169.254.77.1", peer: "169.254.77.2")
       try ns.peerRun("udp-send", "169.254.77.2", "9300", "\(100 + 50 * round)", "900", "--gap-us", "100")
       usleep(100_000)
       let counted = try ns.kernelCounters("tun7")

@@ -11,19 +11,13 @@ public enum FlowJSON {
     json.envelope(generatedAt: snapshot.generatedAt, estimateNotes: snapshot.estimateNotes)
     switch snapshot.origin {
     case .interface(let name, let index):
-      json.key("interface")
-      json.string(name.jsonText)
-      json.key("name_encoding")
-      json.string(name.isValidUTF8 ? "utf8" : "escaped")
+      json.name(name, key: "interface", encodingKey: "name_encoding")
       json.key("interface_index")
       if let index { json.number(Int(index)) } else { json.null() }
       json.key("file")
       json.null()
     case .file(let path):
-      json.key("interface")
-      json.null()
-      json.key("name_encoding")
-      json.null()
+      json.name(nil, key: "interface", encodingKey: "name_encoding")
       json.key("interface_index")
       json.null()
       json.key("file")

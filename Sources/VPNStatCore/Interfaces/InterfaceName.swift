@@ -46,6 +46,9 @@ public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvert
     return escaped
   }
 
+  /// How `jsonText` is to be read: `utf8` (exact) or `escaped` (vpnstat's escaped form).
+  public var jsonEncoding: String { isValidUTF8 ? "utf8" : "escaped" }
+
   /// Lossless, printable, ASCII-only text: printable ASCII as itself, a backslash as `\\`, every
   /// other byte as `\xHH`. Safe for a terminal, a log line or a file name.
   public var escaped: String {

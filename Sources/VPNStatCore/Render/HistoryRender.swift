@@ -88,10 +88,7 @@ public enum HistoryJSON {
       json.beginObject()
       json.key("class")
       json.string(series.interfaceClass.rawValue)
-      json.key("interface")
-      json.string(series.name?.jsonText)
-      json.key("name_encoding")
-      json.string(series.name.map { $0.isValidUTF8 ? "utf8" : "escaped" })
+      json.name(series.name, key: "interface", encodingKey: "name_encoding")
       json.key("buckets")
       json.beginArray()
       for row in series.rows {

@@ -131,6 +131,14 @@ public struct JSONWriter {
     let scaled = (value * 1000).rounded() / 1000
     bytes.append(contentsOf: Array("\(scaled)".utf8))
   }
+  /// An interface name under `key`, and how to read it under `encodingKey`; both null for none.
+  public mutating func name(_ name: InterfaceName?, key nameKey: StaticString, encodingKey: StaticString) {
+    key(nameKey)
+    string(name?.jsonText)
+    key(encodingKey)
+    string(name?.jsonEncoding)
+  }
+
   /// An array of strings (notes, warnings).
   public mutating func strings(_ values: [String]) {
     beginArray()

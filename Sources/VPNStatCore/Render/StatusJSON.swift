@@ -46,10 +46,7 @@ public enum StatusJSON {
     json.beginArray()
     for problem in snapshot.problems {
       json.beginObject()
-      json.key("name")
-      json.string(problem.name.jsonText)
-      json.key("name_encoding")
-      json.string(problem.name.isValidUTF8 ? "utf8" : "escaped")
+      json.name(problem.name, key: "name", encodingKey: "name_encoding")
       json.key("message")
       json.string(problem.message)
       json.endObject()
@@ -68,10 +65,7 @@ public enum StatusJSON {
 
   static func write(_ report: InterfaceReport, into json: inout JSONWriter) {
     json.beginObject()
-    json.key("name")
-    json.string(report.name.jsonText)
-    json.key("name_encoding")
-    json.string(report.name.isValidUTF8 ? "utf8" : "escaped")
+    json.name(report.name, key: "name", encodingKey: "name_encoding")
     json.key("index")
     json.number(Int(report.index))
     json.key("class")

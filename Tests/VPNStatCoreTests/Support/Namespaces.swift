@@ -76,6 +76,16 @@ final class TestNamespace: @unchecked Sendable {
     try start(Built.testPeer, arguments)
   }
 
+  /// A tun owned by the test peer, echoing every packet back with the addresses swapped (so
+  /// rx and tx both move), with `local` and `peer` as its point-to-point addresses, up.
+  func echoTunnel(_ name: String, local: String, peer: String) throws -> BackgroundProcess {
+    let owner = try self.peer("tun", name, "--echo")
+    try owner.waitFor("ready")
+    try ip("addr", "add", local, "peer", peer, "dev", name)
+    try ip("link", "set", name, "up")
+    return owner
+  }
+
   /// Runs the test peer to completion inside the namespace.
   @discardableResult
   func peerRun(_ arguments: String...) throws -> CommandResult {
