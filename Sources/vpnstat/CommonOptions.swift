@@ -121,6 +121,20 @@ extension CommonOptions {
       pause: try parsed.value("pause-length", expected: "a duration such as 45m", parseDuration) ?? builtIn.pause)
   }
 
+  /// One sample and, with a database, the ledger as of that sample (advanced in memory: readers
+  /// never write it), with the warnings a report shows about both.
+  static func sample(_ sampler: inout TrafficSampler, store: Store?) throws -> (
+    sample: CounterSample, ledger: Ledger?, warnings: [String]
+  ) {
+    var warnings: [String] = []
+    if let problem = sampler.clock.bootIDProblem { warnings.append(problem) }
+    guard let store else { return (try sampler.sample(), nil, warnings) }
+    var view = LedgerView(store: store)
+    let (sample, ledger) = try view.sample(&sampler)
+    if let warning = try store.health().warning(at: sample.taken.wall) { warnings.append(warning) }
+    return (sample, ledger, warnings)
+  }
+
   /// The session report for a command that sampled, when there is a database.
   static func sessionReport(
     _ store: Store?, _ parsed: ParsedCommand, sampler: inout TrafficSampler, sample: CounterSample, ledger: Ledger?

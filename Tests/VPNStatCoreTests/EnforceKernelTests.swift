@@ -168,6 +168,8 @@ struct EnforceKernelTests {
     let written = String(decoding: contents(out) ?? Data(), as: UTF8.self)
     #expect(written == (arguments + ["\(t.tunnel) free-limit"]).joined(separator: "\n") + "\n")
     #expect(!FileManager.default.fileExists(atPath: pwned))
+    // Disconnect first, record after: the stop follows the kernel's confirmation.
+    _ = try t.waitUntil(timeout: 3) { try t.lastStop() != nil }
     let stop = try #require(try t.lastStop())
     #expect(stop["reason"] as? String == "free-limit")
     #expect(stop["detail"] is NSNull, "a working action records no failure: \(stop)")

@@ -116,36 +116,91 @@ struct CounterRuleTests {
     InterfaceCounters(rxBytes: rx, txBytes: tx, rxPackets: rx / 100, txPackets: tx / 100)
   }
 
+  /// A reading of `counters` from `instance`, `seconds` into a boot that began at wall time
+  /// 1_800_000_000 s (moved by `clockSet` when the wall clock was set).
+  func reading(
+    _ counters: InterfaceCounters, _ instance: InterfaceInstance, width: CounterWidth = .bits64, seconds: Int64 = 100,
+    clockSet: Int64 = 0
+  ) -> LedgerBaseline {
+    LedgerBaseline(
+      instance: instance, counters: counters, width: width,
+      wall: Timestamp(seconds: 1_800_000_000 + seconds + clockSet),
+      boottime: seconds * 1_000_000_000)
+  }
+
+  func delta(_ old: LedgerBaseline, _ new: LedgerBaseline) throws -> CounterDelta {
+    try #require(CounterDelta.between(old, new))
+  }
+
   @Test("growth is new − old")
-  func growth() {
-    let d = CounterDelta.between(counters(100, 200), a, counters(350, 900), a, width: .bits64)
+  func growth() throws {
+    let d = try delta(reading(counters(100, 200), a), reading(counters(350, 900), a, seconds: 105))
     #expect(d.kind == .growth && d.rxBytes == 250 && d.txBytes == 700)
   }
 
   @Test("a new ifindex is a reset: the new instance counts from zero")
-  func recreated() {
+  func recreated() throws {
     let b = InterfaceInstance(index: 5, bootID: "boot-a")
-    let d = CounterDelta.between(counters(9_000_000, 9_000_000), a, counters(300, 400), b, width: .bits64)
+    let d = try delta(reading(counters(9_000_000, 9_000_000), a), reading(counters(300, 400), b, seconds: 105))
     #expect(d.kind == .reset && d.rxBytes == 300 && d.txBytes == 400)
   }
 
   @Test("a changed boot id is a reset, never a wrap, even with the same ifindex and 32-bit counters")
-  func reboot() {
+  func reboot() throws {
     let rebooted = InterfaceInstance(index: 4, bootID: "boot-b")
-    let d = CounterDelta.between(counters(4_000_000_000, 10), a, counters(1000, 5), rebooted, width: .bits32)
+    let d = try delta(
+      reading(counters(4_000_000_000, 10), a, width: .bits32), reading(counters(1000, 5), rebooted, width: .bits32))
     #expect(d.kind == .reset && d.rxBytes == 1000 && d.txBytes == 5)
   }
 
   @Test("a dropped 32-bit counter wraps exactly at 2^32")
-  func wrap() {
-    let d = CounterDelta.between(counters(4_294_967_000, 50), a, counters(704, 60), a, width: .bits32)
+  func wrap() throws {
+    let d = try delta(
+      reading(counters(4_294_967_000, 50), a, width: .bits32),
+      reading(counters(704, 60), a, width: .bits32, seconds: 105))
     #expect(d.kind == .wrap && d.rxBytes == 1000 && d.txBytes == 10)
   }
 
-  @Test("a dropped 64-bit counter is a reset (the driver cleared it), not 2^64 of traffic")
+  @Test("a 64-bit counter of the same instance that went back is old news: nothing booked, never a reset")
   func dropped64() {
-    let d = CounterDelta.between(counters(5_000_000_000, 50), a, counters(704, 60), a, width: .bits64)
-    #expect(d.kind == .reset && d.rxBytes == 704 && d.txBytes == 60)
+    #expect(
+      CounterDelta.between(reading(counters(5_000_000_000, 50), a), reading(counters(704, 60), a, seconds: 105)) == nil)
+    // One counter behind is enough: the reading was taken before the baseline.
+    #expect(CounterDelta.between(reading(counters(5000, 50), a), reading(counters(6000, 40), a, seconds: 105)) == nil)
+  }
+
+  @Test("readers of different widths on one instance: the 32-bit one decides, in both orders, no phantom 4 GiB")
+  func mixedWidths() throws {
+    let wide = counters(5_000_000_000, 9_000_000_000)
+    let later = counters(5_000_001_000, 9_000_002_000)
+    let narrowLater = InterfaceCounters(
+      rxBytes: later.rxBytes % (1 << 32), txBytes: later.txBytes % (1 << 32), rxPackets: later.rxPackets % (1 << 32),
+      txPackets: later.txPackets % (1 << 32))
+    let narrowWide = InterfaceCounters(
+      rxBytes: wide.rxBytes % (1 << 32), txBytes: wide.txBytes % (1 << 32), rxPackets: wide.rxPackets % (1 << 32),
+      txPackets: wide.txPackets % (1 << 32))
+    let down = try delta(reading(wide, a), reading(narrowLater, a, width: .bits32, seconds: 105))
+    #expect(down.rxBytes == 1000 && down.txBytes == 2000 && down.kind != .reset)
+    let up = try delta(reading(narrowWide, a, width: .bits32), reading(later, a, seconds: 105))
+    #expect(up.rxBytes == 1000 && up.txBytes == 2000 && up.kind != .reset)
+  }
+
+  @Test("without boot ids the clocks tell boots apart: uptime back is a reboot, a steady boot instant is not")
+  func unknownBootIDs() throws {
+    let unknown = InterfaceInstance(index: 4, bootID: "")
+    // Same boot: uptime forward, boot instant unchanged, even with a readable id on one side.
+    let same = try delta(reading(counters(1000, 10), a), reading(counters(1500, 20), unknown, seconds: 160))
+    #expect(same.kind == .growth && same.rxBytes == 500)
+    // Uptime went back: a new boot, whatever the counters say.
+    let rebooted = try delta(reading(counters(1000, 10), unknown, seconds: 500), reading(counters(5000, 20), unknown))
+    #expect(rebooted.kind == .reset && rebooted.rxBytes == 5000)
+    // The wall clock was set (boot instant moved): the counters decide.
+    let set = try delta(
+      reading(counters(1000, 10), unknown), reading(counters(1800, 30), unknown, seconds: 160, clockSet: 3600))
+    #expect(set.kind == .growth && set.rxBytes == 800)
+    let setAndLower = try delta(
+      reading(counters(1000, 10), unknown), reading(counters(200, 30), unknown, seconds: 160, clockSet: 3600))
+    #expect(setAndLower.kind == .reset && setAndLower.rxBytes == 200)
   }
 
   @Test("netlink refused falls back to sysfs and says so")

@@ -35,6 +35,9 @@ static inline int clinux_ioctl_int(int fd, unsigned long request, int arg) {
 extern int pipe2(int pipefd[2], int flags);
 static inline int clinux_pipe2(int fds[2], int flags) { return pipe2(fds, flags); }
 
+/// O_TMPFILE is defined by <fcntl.h> only under _GNU_SOURCE (020000000 | O_DIRECTORY).
+static inline int clinux_o_tmpfile(void) { return 020000000 | 0200000; }
+
 static inline unsigned long clinux_tunsetiff(void) { return TUNSETIFF; }
 static inline unsigned long clinux_tunsetpersist(void) { return TUNSETPERSIST; }
 

@@ -65,7 +65,7 @@ public enum LocalAddresses {
 struct InterfaceCounterWindow {
   private var reader: CounterReader
   let name: InterfaceName?
-  private var last: [InterfaceName: (InterfaceCounters, InterfaceInstance, CounterWidth)] = [:]
+  private var last: [InterfaceName: LedgerBaseline] = [:]
   private(set) var total = TrafficCounts()
   private(set) var working = true
 
@@ -82,20 +82,20 @@ struct InterfaceCounterWindow {
       return
     }
     for interface in sample.interfaces where name == nil || interface.name == name {
-      let instance = InterfaceInstance(index: interface.index, bootID: sample.taken.bootID)
-      if let (old, oldInstance, _) = last[interface.name] {
-        let delta = CounterDelta.between(
-          old, oldInstance, interface.counters, instance, width: interface.width)
-        total += TrafficCounts(
-          rxBytes: delta.rxBytes, txBytes: delta.txBytes, rxPackets: delta.rxPackets,
-          txPackets: delta.txPackets)
+      let reading = LedgerBaseline(interface, taken: sample.taken)
+      if let old = last[interface.name] {
+        if let delta = CounterDelta.between(old, reading) {
+          total += TrafficCounts(
+            rxBytes: delta.rxBytes, txBytes: delta.txBytes, rxPackets: delta.rxPackets,
+            txPackets: delta.txPackets)
+        }
       } else if baselineTaken {
         // A name that appeared during the capture: all of its traffic is new.
         total += TrafficCounts(
           rxBytes: interface.counters.rxBytes, txBytes: interface.counters.txBytes,
           rxPackets: interface.counters.rxPackets, txPackets: interface.counters.txPackets)
       }
-      last[interface.name] = (interface.counters, instance, interface.width)
+      last[interface.name] = reading
     }
     baselineTaken = true
   }

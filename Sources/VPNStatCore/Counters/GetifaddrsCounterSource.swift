@@ -11,13 +11,15 @@ public struct GetifaddrsCounterSource: CounterSource {
   public init() {}
 
   public mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
+    // Stamped before reading: a sample's time never lies after its counters (the ledger orders
+    // readings by it).
+    let taken = clock.now()
     var list: UnsafeMutablePointer<ifaddrs>?
     guard getifaddrs(&list) == 0 else {
       let error = Errno.current
       throw error.meansNotPermitted
         ? .notPermitted(.getifaddrs, error.description) : .unavailable(.getifaddrs, error.description)
     }
-    let taken = clock.now()
     defer { freeifaddrs(list) }
     var interfaces: [InterfaceSample] = []
     var entry = list

@@ -79,10 +79,7 @@ public struct TrafficSampler {
       result.append(
         LedgerObservation(
           name: entry.name, interfaceClass: described.interfaceClass,
-          baseline: LedgerBaseline(
-            instance: InterfaceInstance(index: entry.index, bootID: sample.taken.bootID),
-            counters: entry.counters, width: entry.width, wall: sample.taken.wall,
-            boottime: sample.taken.boottime),
+          baseline: LedgerBaseline(entry, taken: sample.taken),
           plausibleBytesPerSecond: plausible(described)))
     }
     return result
@@ -99,10 +96,8 @@ public struct TrafficSampler {
     guard recorded.includes(entry.name, described.interfaceClass) else { return nil }
     return LedgerObservation(
       name: entry.name, interfaceClass: described.interfaceClass,
-      baseline: LedgerBaseline(
-        instance: InterfaceInstance(index: entry.index, bootID: now.bootID), counters: counters,
-        width: .bits64, wall: now.wall, boottime: now.boottime),
-      plausibleBytesPerSecond: plausible(described), isNotification: true)
+      baseline: LedgerBaseline(entry, taken: now),
+      plausibleBytesPerSecond: plausible(described))
   }
 
   /// Keeps the netlink reader's link table current from a notification.

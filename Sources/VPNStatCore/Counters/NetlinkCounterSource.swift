@@ -12,6 +12,9 @@ public struct LinkRecord: Hashable, Sendable {
   /// `IFLA_STATS64`, present in dumps without RTEXT_FILTER_SKIP_STATS and in notifications
   /// (a `RTM_DELLINK` carries the dying link's final counters).
   public var counters: InterfaceCounters?
+  /// Set on the `RTM_DELLINK` of a link moved to another network namespace
+  /// (`IFLA_NEW_NETNSID`): it lives on, out of this namespace's reach.
+  public var movedToNamespace: Int32?
 }
 
 /// Building and reading the rtnetlink link and stats messages vpnstat uses.
@@ -66,6 +69,7 @@ public enum RouteLinkMessages {
     var name: InterfaceName?
     var attributes = LinkAttributes(arpType: arpType, flags: flags)
     var counters: InterfaceCounters?
+    var movedTo: Int32?
     let attributeBytes = UnsafeRawBufferPointer(rebasing: payload[interfaceInfoLength...])
     for (type, value) in RouteAttributes(attributeBytes) {
       switch Int(type) {
@@ -77,6 +81,8 @@ public enum RouteLinkMessages {
         if let byte = value.first { attributes.carrier = byte != 0 }
       case Int(IFLA_STATS64):
         counters = stats64(value)
+      case Int(IFLA_NEW_NETNSID):
+        if value.count >= 4 { movedTo = value.loadUnaligned(as: Int32.self) }
       case Int(IFLA_LINKINFO):
         for (infoType, infoValue) in RouteAttributes(value)
         where infoType == UInt16(IFLA_INFO_KIND) {
@@ -87,7 +93,8 @@ public enum RouteLinkMessages {
       }
     }
     guard let name else { return nil }
-    return LinkRecord(index: index, name: name, attributes: attributes, counters: counters)
+    return LinkRecord(
+      index: index, name: name, attributes: attributes, counters: counters, movedToNamespace: movedTo)
   }
 
   /// Parses the payload of an `RTM_NEWSTATS` message: the ifindex and its 64-bit counters.
@@ -156,6 +163,8 @@ public struct NetlinkCounterSource: CounterSource {
       if links.isEmpty { try refreshLinks() }
       var counters: [(Int32, InterfaceCounters)] = []
       counters.reserveCapacity(links.count)
+      // Stamped before the dump: a sample's time never lies after its counters.
+      let taken = clock.now()
       try socket.dump(
         type: RouteLinkMessages.getStats, payload: RouteLinkMessages.statsDumpRequest()
       ) { message in
@@ -164,7 +173,6 @@ public struct NetlinkCounterSource: CounterSource {
         else { return }
         counters.append(entry)
       }
-      let taken = clock.now()
       if counters.contains(where: { links[$0.0] == nil }) { try refreshLinks() }
       var interfaces: [InterfaceSample] = []
       interfaces.reserveCapacity(counters.count)

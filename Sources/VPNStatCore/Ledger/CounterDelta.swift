@@ -2,6 +2,7 @@
 /// same name after a reboot, is a new instance whose counters started at zero.
 public struct InterfaceInstance: Hashable, Sendable {
   public var index: Int32
+  /// The kernel's boot id, or "" when it could not be read (see `BootIdentity`).
   public var bootID: String
   public init(index: Int32, bootID: String) {
     self.index = index
@@ -9,13 +10,37 @@ public struct InterfaceInstance: Hashable, Sendable {
   }
 }
 
+/// Telling boots apart. The kernel's boot id says it exactly; where it cannot be read (a sandbox
+/// that hides /proc/sys), the clocks decide: CLOCK_BOOTTIME only runs forward within a boot, and
+/// the boot instant (wall − boottime) stays put unless the wall clock is set.
+public enum BootIdentity {
+  /// How far the boot instant may drift within one boot (NTP slewing, the reads' own spacing)
+  /// before it stops being evidence of the same boot.
+  static let driftTolerance: Int64 = 2_000_000_000
+
+  /// True or false when the evidence decides; nil when only the counters can (an unreadable boot
+  /// id, uptime gone forward, the wall clock apparently set).
+  public static func same(_ old: LedgerBaseline, _ new: LedgerBaseline) -> Bool? {
+    let oldID = known(old.instance.bootID)
+    let newID = known(new.instance.bootID)
+    if let oldID, let newID { return oldID == newID }
+    if new.boottime < old.boottime { return false }
+    let oldBoot = old.wall.nanoseconds &- old.boottime
+    let newBoot = new.wall.nanoseconds &- new.boottime
+    if (oldBoot &- newBoot).magnitude <= UInt64(driftTolerance) { return true }
+    return nil
+  }
+
+  /// The id when it is one (older databases stored "unknown" for an unreadable one).
+  static func known(_ id: String) -> String? { id.isEmpty || id == "unknown" ? nil : id }
+}
+
 /// The traffic between two samples of one interface name, and how it was derived.
 public struct CounterDelta: Hashable, Sendable {
   public enum Kind: String, Hashable, Sendable {
     /// Same instance, every counter grew (or stayed).
     case growth
-    /// A new instance (ifindex or boot id changed), or a 64-bit counter that dropped (the driver
-    /// cleared its statistics): the new counters are all new traffic.
+    /// A new instance (ifindex or boot changed): the new counters are all new traffic.
     case reset
     /// Same instance, a 32-bit counter dropped: it wrapped at 2³² (exact arithmetic).
     case wrap
@@ -35,38 +60,63 @@ public struct CounterDelta: Hashable, Sendable {
     self.kind = kind
   }
 
-  /// The rules of DESIGN.md ("The ledger"): the only place they are written.
-  public static func between(
-    _ old: InterfaceCounters, _ oldInstance: InterfaceInstance, _ new: InterfaceCounters,
-    _ newInstance: InterfaceInstance, width: CounterWidth
-  ) -> CounterDelta {
+  /// The rules of ARCHITECTURE.md ("The ledger"): the only place they are written. Nil when `new`
+  /// is not news: the same instance with 64-bit counters below `old`. On Linux one instance's
+  /// counters only go forward, so such a reading was taken before `old` (another sampler, a
+  /// notification read late) and must neither be booked nor move the baseline back.
+  public static func between(_ old: LedgerBaseline, _ new: LedgerBaseline) -> CounterDelta? {
+    let a = old.counters
+    let b = new.counters
     let fresh = CounterDelta(
-      rxBytes: new.rxBytes, txBytes: new.txBytes, rxPackets: new.rxPackets,
-      txPackets: new.txPackets, kind: .reset)
-    if oldInstance != newInstance { return fresh }
-    let dropped =
-      new.rxBytes < old.rxBytes || new.txBytes < old.txBytes || new.rxPackets < old.rxPackets
-      || new.txPackets < old.txPackets
-    if !dropped {
-      return CounterDelta(
-        rxBytes: new.rxBytes - old.rxBytes, txBytes: new.txBytes - old.txBytes,
-        rxPackets: new.rxPackets - old.rxPackets, txPackets: new.txPackets - old.txPackets,
-        kind: .growth)
-    }
+      rxBytes: b.rxBytes, txBytes: b.txBytes, rxPackets: b.rxPackets, txPackets: b.txPackets, kind: .reset)
+    guard old.instance.index == new.instance.index else { return fresh }
+    // Two readers may disagree on width (a netlink recorder, `status --source getifaddrs`): the
+    // narrower one decides, since the wider value holds the same low bits.
+    let width: CounterWidth = old.width == .bits32 || new.width == .bits32 ? .bits32 : .bits64
+    let below: Bool
     switch width {
-    case .bits64:
-      return fresh
-    case .bits32:
-      // Each counter wraps on its own: bytes wrap long before packets do.
-      func wrapped(_ old: UInt64, _ new: UInt64) -> UInt64 {
-        let o = old & 0xFFFF_FFFF
-        let n = new & 0xFFFF_FFFF
-        return n >= o ? n - o : n + (1 << 32) - o
-      }
-      return CounterDelta(
-        rxBytes: wrapped(old.rxBytes, new.rxBytes), txBytes: wrapped(old.txBytes, new.txBytes),
-        rxPackets: wrapped(old.rxPackets, new.rxPackets),
-        txPackets: wrapped(old.txPackets, new.txPackets), kind: .wrap)
+    case .bits64: below = b.anyBelow(a)
+    case .bits32: below = b.masked32.anyBelow(a.masked32)
     }
+    switch BootIdentity.same(old, new) {
+    case false?: return fresh
+    // Undecided, and the counters went back: a new boot (counting it anew books the least).
+    case nil where below: return fresh
+    default: break
+    }
+    if width == .bits64 {
+      if below { return nil }
+      return CounterDelta(
+        rxBytes: b.rxBytes - a.rxBytes, txBytes: b.txBytes - a.txBytes, rxPackets: b.rxPackets - a.rxPackets,
+        txPackets: b.txPackets - a.txPackets, kind: .growth)
+    }
+    // Each 32-bit counter wraps on its own: bytes wrap long before packets do.
+    func wrapped(_ old: UInt64, _ new: UInt64) -> UInt64 {
+      let o = old & 0xFFFF_FFFF
+      let n = new & 0xFFFF_FFFF
+      return n >= o ? n - o : n + (1 << 32) - o
+    }
+    return CounterDelta(
+      rxBytes: wrapped(a.rxBytes, b.rxBytes), txBytes: wrapped(a.txBytes, b.txBytes),
+      rxPackets: wrapped(a.rxPackets, b.rxPackets), txPackets: wrapped(a.txPackets, b.txPackets),
+      kind: below ? .wrap : .growth)
+  }
+
+  /// True when nothing moved.
+  public var isZero: Bool { rxBytes | txBytes | rxPackets | txPackets == 0 }
+}
+
+extension InterfaceCounters {
+  /// True when any of the four traffic counters is lower than in `other`.
+  func anyBelow(_ other: InterfaceCounters) -> Bool {
+    rxBytes < other.rxBytes || txBytes < other.txBytes || rxPackets < other.rxPackets
+      || txPackets < other.txPackets
+  }
+
+  /// The counters as a 32-bit reader sees them.
+  var masked32: InterfaceCounters {
+    InterfaceCounters(
+      rxBytes: rxBytes & 0xFFFF_FFFF, txBytes: txBytes & 0xFFFF_FFFF, rxPackets: rxPackets & 0xFFFF_FFFF,
+      txPackets: txPackets & 0xFFFF_FFFF)
   }
 }

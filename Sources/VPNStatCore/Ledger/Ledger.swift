@@ -19,6 +19,15 @@ public struct LedgerBaseline: Hashable, Sendable {
   }
 }
 
+extension LedgerBaseline {
+  /// One interface of a sample taken at `taken`.
+  public init(_ sample: InterfaceSample, taken: ClockReading) {
+    self.init(
+      instance: InterfaceInstance(index: sample.index, bootID: taken.bootID), counters: sample.counters,
+      width: sample.width, wall: taken.wall, boottime: taken.boottime)
+  }
+}
+
 /// The ledger's record of one interface name: where it last stood and the totals that only grow.
 public struct LedgerEntry: Hashable, Sendable {
   public var name: InterfaceName
@@ -35,7 +44,9 @@ public struct LedgerEntry: Hashable, Sendable {
 }
 
 /// One reading of one interface instance to advance the ledger with: from a sample, or from a
-/// link notification (a `RTM_DELLINK` carries the dying instance's final counters).
+/// link notification (a `RTM_DELLINK` carries the dying instance's final counters). Netlink
+/// notifications carry no time of their own and may be read after a newer poll of the same
+/// instance; `CounterDelta` keeps such a reading from moving the instance back.
 public struct LedgerObservation: Hashable, Sendable {
   public var name: InterfaceName
   public var interfaceClass: InterfaceClass
@@ -43,19 +54,15 @@ public struct LedgerObservation: Hashable, Sendable {
   /// The fastest plausible traffic, bytes per second: the link speed where the kernel knows a
   /// real one, else the configured cap.
   public var plausibleBytesPerSecond: Double
-  /// True for a link notification. Netlink notifications carry no time of their own and may be
-  /// read after a newer poll of the same instance, so one can never move that instance back.
-  public var isNotification: Bool
 
   public init(
     name: InterfaceName, interfaceClass: InterfaceClass, baseline: LedgerBaseline,
-    plausibleBytesPerSecond: Double, isNotification: Bool = false
+    plausibleBytesPerSecond: Double
   ) {
     self.name = name
     self.interfaceClass = interfaceClass
     self.baseline = baseline
     self.plausibleBytesPerSecond = plausibleBytesPerSecond
-    self.isNotification = isNotification
   }
 }
 
@@ -127,20 +134,17 @@ public struct Ledger: Sendable {
         continue
       }
       let old = entry.baseline
-      if old.instance == new.instance {
-        // Out of order: a poll stamped before the baseline, or a notification queued behind a
-        // newer poll (its counters lower than what was already booked) adds nothing.
-        if new.boottime < old.boottime { continue }
-        if observation.isNotification && new.counters.anyBelow(old.counters) { continue }
+      // A reading stamped before the baseline of the same instance is old news; one whose
+      // counters are below it too (CounterDelta says nil). Neither moves the baseline back.
+      if old.instance.index == new.instance.index, BootIdentity.same(old, new) != false,
+        new.boottime < old.boottime
+      {
+        continue
       }
-      let delta = CounterDelta.between(
-        old.counters, old.instance, new.counters, new.instance, width: new.width)
+      guard let delta = CounterDelta.between(old, new) else { continue }
       entry.interfaceClass = observation.interfaceClass
       entry.baseline = new
-      let unchanged =
-        delta.kind == .growth && delta.rxBytes == 0 && delta.txBytes == 0
-        && delta.rxPackets == 0 && delta.txPackets == 0
-      if unchanged {
+      if delta.kind == .growth && delta.isZero {
         // Nothing to book; keep the stored baseline as it was, so idle interfaces cost no write.
         continue
       }
@@ -163,14 +167,9 @@ public struct Ledger: Sendable {
         case .growth: break
         case .reset:
           entry.totals.resets += 1
-          let why: String
-          if old.instance.bootID != new.instance.bootID {
-            why = "rebooted"
-          } else if old.instance.index != new.instance.index {
-            why = "recreated, ifindex \(old.instance.index) → \(new.instance.index)"
-          } else {
-            why = "counters cleared"
-          }
+          let why =
+            old.instance.index != new.instance.index
+            ? "recreated, ifindex \(old.instance.index) → \(new.instance.index)" : "rebooted"
           result.events.append(
             LedgerEvent(
               name: observation.name, kind: .reset, delta: delta,
@@ -182,7 +181,7 @@ public struct Ledger: Sendable {
               name: observation.name, kind: .wrap, delta: delta,
               detail: "32-bit counter wrapped: counted rx \(delta.rxBytes) / tx \(delta.txBytes) bytes across 2^32"))
         }
-        if delta.rxBytes | delta.txBytes | delta.rxPackets | delta.txPackets != 0 {
+        if !delta.isZero {
           result.booked.append(
             BookedTraffic(
               name: observation.name, interfaceClass: observation.interfaceClass, wall: new.wall, delta: delta))
@@ -197,7 +196,7 @@ public struct Ledger: Sendable {
   /// Seconds between two baselines: CLOCK_BOOTTIME within one boot; after a reboot, the new
   /// instance counted since the new boot.
   static func window(from old: LedgerBaseline, to new: LedgerBaseline) -> Double {
-    if old.instance.bootID == new.instance.bootID && new.boottime >= old.boottime {
+    if BootIdentity.same(old, new) != false && new.boottime >= old.boottime {
       return Double(new.boottime - old.boottime) / 1e9
     }
     return Double(max(new.boottime, 0)) / 1e9
@@ -206,13 +205,5 @@ public struct Ledger: Sendable {
   private static func format(_ seconds: Double) -> String {
     let tenths = (seconds * 10).rounded() / 10
     return "\(tenths)"
-  }
-}
-
-extension InterfaceCounters {
-  /// True when any of the four traffic counters is lower than in `other`.
-  func anyBelow(_ other: InterfaceCounters) -> Bool {
-    rxBytes < other.rxBytes || txBytes < other.txBytes || rxPackets < other.rxPackets
-      || txPackets < other.txPackets
   }
 }

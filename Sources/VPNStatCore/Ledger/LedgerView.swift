@@ -1,22 +1,31 @@
-/// How one-shot and live reports get their ledger: advanced and saved when the database may be
-/// written, advanced in memory only when it may not (or is busy), so a report always shows
-/// what it can and says when its totals were not saved.
-public enum LedgerView {
-  public static func advance(
-    _ store: Store, sampler: inout TrafficSampler, sample: CounterSample, warnings: inout [String]
-  ) throws -> Ledger {
-    let observations = sampler.observations(sample)
-    do {
-      let result = try store.advanceLedger(observations, now: sample.taken.wall)
-      if !result.persisted {
-        warnings.append("\(store.location.path) is read-only here: totals include this sample but were not saved")
-      }
-      return result.ledger
-    } catch StoreError.busy {
-      var ledger = try store.loadLedger()
-      _ = ledger.advance(observations)
-      warnings.append("\(store.location.path) is busy: totals include this sample but were not saved")
-      return ledger
+/// The ledger as a reader sees it (`status`, `watch`, `export`, `session`): the stored one,
+/// advanced in memory with this process's own samples and link notifications, and never written
+/// back. One writer of record (the recorder, the enforcer) keeps the database; any number of
+/// readers cannot move it, nor each other.
+public struct LedgerView {
+  public let store: Store
+  public private(set) var ledger = Ledger()
+  private var loadedVersion: Int64?
+
+  public init(store: Store) { self.store = store }
+
+  /// Takes a sample and returns it with the ledger it advances. The stored ledger is (re)loaded
+  /// first when another process committed since the last load, and the kernel is read after it:
+  /// every stored baseline is then older than the sample, so a counter that went back is never
+  /// mistaken for a reset.
+  public mutating func sample(_ sampler: inout TrafficSampler) throws -> (sample: CounterSample, ledger: Ledger) {
+    let version = try store.dataVersion()
+    if version != loadedVersion {
+      ledger = try store.loadLedger()
+      loadedVersion = version
     }
+    let sample = try sampler.sample()
+    _ = ledger.advance(sampler.observations(sample))
+    return (sample, ledger)
+  }
+
+  /// Books link notifications (a tunnel deleted between samples keeps its last bytes here).
+  public mutating func book(_ observations: [LedgerObservation]) {
+    _ = ledger.advance(observations)
   }
 }

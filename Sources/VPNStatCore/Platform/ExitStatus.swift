@@ -5,6 +5,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
   case usage = 64
   /// Bad data: a corrupt or foreign database, a corrupt capture file.
   case dataError = 65
+  /// The connect gate cannot tell: the session could not be read within its timeout (a
+  /// database locked by another process). Hooks treat it as a refusal.
+  case undecided = 66
   /// Something needed is not there: no such interface, no database where one is needed, no
   /// netlink socket, no libpcap.
   case unavailable = 69

@@ -63,6 +63,14 @@ public struct FileDescriptor: Hashable, Sendable {
   public static let standardError = FileDescriptor(rawValue: 2)
 
   public var isTerminal: Bool { isatty(rawValue) == 1 }
+
+  /// True for a pipe or a socket: descriptors whose far end can go away (and poll says so).
+  public var isPipeOrSocket: Bool {
+    var info = stat()
+    guard fstat(rawValue, &info) == 0 else { return false }
+    let type = info.st_mode & S_IFMT
+    return type == S_IFIFO || type == S_IFSOCK
+  }
 }
 
 /// Whole-file reads of the small files sysfs and procfs serve.

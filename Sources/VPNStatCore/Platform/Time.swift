@@ -175,14 +175,38 @@ public struct ClockReading: Sendable, Equatable {
 /// Where "now" comes from. Tests inject their own to drive time; production reads the kernel.
 public protocol TimeSource: Sendable {
   func now() -> ClockReading
+  /// Why readings carry no boot id, when they do not: said where users look, since boots are
+  /// then told apart by the clocks alone (`BootIdentity`).
+  var bootIDProblem: String? { get }
+}
+
+extension TimeSource {
+  public var bootIDProblem: String? { nil }
 }
 
 /// The kernel's clocks and `/proc/sys/kernel/random/boot_id`.
 public struct SystemTimeSource: TimeSource {
+  /// The boot id, or "" when it cannot be read.
   public let bootID: String
+  public let bootIDProblem: String?
 
   public init(procRoot: String = "/proc") {
-    bootID = SmallFile.trimmedText(SystemPath(procRoot + "/sys/kernel/random/boot_id")) ?? "unknown"
+    let path = SystemPath(procRoot + "/sys/kernel/random/boot_id")
+    do {
+      let bytes = try SmallFile.read(path, limit: 64).trimmingASCIIWhitespace()
+      // A boot id is a UUID; anything else is not evidence of a boot.
+      if bytes.count == 36, bytes.allSatisfy({ $0 == 0x2D || ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+      {
+        bootID = String(decoding: bytes, as: UTF8.self)
+        bootIDProblem = nil
+      } else {
+        bootID = ""
+        bootIDProblem = "\(path) does not hold a boot id; telling boots apart by the clocks"
+      }
+    } catch {
+      bootID = ""
+      bootIDProblem = "cannot read \(path) (\(error)); telling boots apart by the clocks"
+    }
   }
 
   public func now() -> ClockReading {

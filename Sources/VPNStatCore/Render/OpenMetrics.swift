@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// Metrics for fleets: per-interface and per-class counters from the ledger (bridged across
 /// resets, so they only grow) and the session window's gauges, as OpenMetrics text (`export`,
 /// a scrape) or the older Prometheus text format that node_exporter's textfile collector reads.
@@ -26,12 +22,21 @@ public enum OpenMetrics {
     var samples: [(labels: String, value: String, created: String?)] = []
   }
 
-  /// The exposition of `ledger` (and `session`, when known) at `time`.
+  /// The exposition of `ledger` (and `session` and the database's `health`, when known) at `time`.
   public static func render(
-    ledger: Ledger, session: SessionReport?, at time: Timestamp, format: Format = .openmetrics
+    ledger: Ledger, session: SessionReport?, health: StoreHealth? = nil, at time: Timestamp,
+    format: Format = .openmetrics
   ) -> String {
     var families = ledgerFamilies(ledger)
     if let session { families += sessionFamilies(session) }
+    if let health {
+      families.append(
+        Family(
+          name: "vpnstat_notification_overflows", kind: .counter,
+          help:
+            "Times the kernel dropped link notifications because a recorder fell behind: traffic of links deleted meanwhile is missing.",
+          samples: [("", String(health.notificationOverflows), nil)]))
+    }
     families.append(
       Family(
         name: "vpnstat_scrape_timestamp_seconds", kind: .gauge, unit: "seconds",
@@ -182,27 +187,5 @@ public enum OpenMetrics {
     let whole = time.seconds
     let millis = (time.nanoseconds - whole * 1_000_000_000) / 1_000_000
     return "\(whole).\(millis < 10 ? "00" : millis < 100 ? "0" : "")\(millis)"
-  }
-
-  /// Writes `text` as `vpnstat.prom` in `directory` atomically (a temporary file renamed over
-  /// it), as node_exporter's textfile collector requires.
-  public static func writeTextfile(_ text: String, directory: String) throws {
-    let final = directory + "/vpnstat.prom"
-    let temporary = directory + "/.vpnstat.prom.\(getpid()).tmp"
-    do {
-      let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
-      do {
-        try fd.writeAll(text)
-        fd.close()
-      } catch {
-        fd.close()
-        throw error
-      }
-      guard rename(temporary, final) == 0 else { throw Errno.current }
-    } catch let error as Errno {
-      unlink(temporary)
-      throw GeneralFailure(
-        error.meansNotPermitted ? .noPermission : .ioError, "cannot write \(final): \(error)")
-    }
   }
 }

@@ -7,9 +7,21 @@
 /// on-tunnel-up rule whenever the tunnel appears or comes up (whoever raised it), disconnects at
 /// the wall-clock deadline, takes the tunnel down at once during the pause, and records why every
 /// session ended. It also advances the ledger for the tunnel, so the window's usage is live.
+///
+/// Disconnect first, record after: the decision is made from what the enforcer holds in memory
+/// (the session record and the trusted clock, refreshed from the database whenever it can be
+/// read), and nothing the database does — locked by another user's reader, full, read-only —
+/// delays taking the tunnel down. What could not be written is kept and written when it can.
+///
+/// The tunnel is the device that bears the name when it comes up, followed by its ifindex: a
+/// rename does not take it out of reach. A device moved to another network namespace is out of
+/// reach, and recorded as escaped. One enforcer per tunnel, in one network namespace.
 public struct Enforcer {
+  /// The name given on the command line: any device that bears it is under the limit.
   public let tunnel: InterfaceName
-  let store: Store
+  private(set) var store: Store?
+  /// Opens the database when it could not be opened at start (locked): retried every tick.
+  let openStore: () throws -> Store?
   var sampler: TrafficSampler
   let lengths: SessionLengths
   let action: any DisconnectAction
@@ -18,24 +30,50 @@ public struct Enforcer {
   /// The safety net: the deadline is also checked (and the ledger advanced) this often.
   let checkInterval: Duration
 
-  /// What the enforcer believes about the link, from the kernel.
-  var linkIndex: Int32?
-  var linkUp = false
+  /// The devices under the limit, by ifindex: the one named `tunnel`, and any of them renamed.
+  var devices: [Int32: Device] = [:]
   /// The deadline the wall-clock timer is armed for (in trusted time), if any.
   var armed: Timestamp?
-  /// Set while a disconnect of ours is in flight, so its link-down is not recorded as the user's.
-  var disconnecting = false
   /// CLOCK_BOOTTIME − CLOCK_MONOTONIC at the last wake: when it grows, the machine slept.
   var lastSuspended: Int64 = 0
   let deadline: WallClockDeadline
 
+  /// The session as last read (or as changed here and not yet written); nil until read once.
+  var record: SessionRecord?
+  /// The last trusted clock pair: the stored one or a later one of ours.
+  var trusted: TrustedClock?
+  /// Writes the database refused, kept in order and retried.
+  var pendingStops: [StopRecord] = []
+  var pendingWindow: PendingWindow?
+  /// The tunnel-class totals after the last ledger advance: the usage base of a new window.
+  var tunnelTotals: (rx: UInt64, tx: UInt64) = (0, 0)
+  /// The last database problem logged, so an outage is one line, not one per tick.
+  var databaseProblem: String?
+  /// Set when the last disconnect's action left the link up: during the pause the next up goes
+  /// straight to link-down rather than waiting for the action to fail again.
+  var actionFailed = false
+
+  /// One device under the limit.
+  struct Device: Equatable {
+    var name: InterfaceName
+    var up: Bool
+  }
+
+  /// A window opened here that the database has not taken yet.
+  struct PendingWindow {
+    var window: SessionWindow
+    var tunnel: InterfaceName
+    var usageBase: (rx: UInt64, tx: UInt64)
+  }
+
   public init(
-    tunnel: InterfaceName, store: Store, sampler: TrafficSampler, lengths: SessionLengths,
-    action: (any DisconnectAction)?, control: LinkControl, log: any RecorderLog,
+    tunnel: InterfaceName, store: Store?, openStore: @escaping () throws -> Store? = { nil }, sampler: TrafficSampler,
+    lengths: SessionLengths, action: (any DisconnectAction)?, control: LinkControl, log: any RecorderLog,
     checkInterval: Duration = .seconds(5)
   ) throws {
     self.tunnel = tunnel
     self.store = store
+    self.openStore = openStore
     self.sampler = sampler
     self.lengths = lengths
     self.control = control
@@ -51,14 +89,13 @@ public struct Enforcer {
     let notifications = try LinkNotifications()
     let ticks = try IntervalTimer(interval: checkInterval)
     lastSuspended = sampler.clock.now().suspended
-    try advanceLedger()
+    refresh()
+    advanceLedger()
     if let link = try control.link(named: tunnel) {
-      linkIndex = link.index
-      linkUp = Self.isUp(link)
-      if linkUp { try tunnelCameUp() }
+      devices[link.index] = Device(name: link.name, up: Self.isUp(link))
+      if Self.isUp(link) { try tunnelCameUp(link.index) }
     }
-    log.event(
-      "enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe(try store.sessionRecord()))")
+    log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
     while true {
       let ready = try waitForReadable(
         [signals.descriptor, notifications.descriptor, deadline.descriptor, ticks.descriptor], timeout: nil)
@@ -66,10 +103,10 @@ public struct Enforcer {
         try stop()
         return
       }
-      noteSleep()
+      try noteSleep()
       if ready.contains(notifications.descriptor) {
         let (changes, overflowed) = notifications.drain()
-        for change in changes where change.record.name == tunnel { try handle(change) }
+        for change in changes { try handle(change) }
         if overflowed { try resynchronise() }
       }
       if ready.contains(deadline.descriptor) {
@@ -79,7 +116,10 @@ public struct Enforcer {
         }
       }
       if ready.contains(ticks.descriptor), ticks.acknowledge() > 0 {
-        try advanceLedger()
+        if store == nil { reopen() }
+        flush()
+        refresh()
+        advanceLedger()
         try check()
       }
     }
@@ -88,56 +128,68 @@ public struct Enforcer {
   // MARK: - Events
 
   private mutating func handle(_ change: LinkNotifications.Change) throws {
-    if let observation = sampler.observation(change) {
-      _ = try store.advanceLedger([observation], now: sampler.clock.now().wall)
-    }
-    sampler.apply(change)
-    if change.deleted {
-      guard linkIndex == nil || linkIndex == change.record.index else { return }
-      let wasUp = linkUp
-      linkIndex = nil
-      linkUp = false
-      try tunnelWentDown(gone: true, wasUp: wasUp)
+    let index = change.record.index
+    let followed = devices[index]
+    guard followed != nil || change.record.name == tunnel else {
+      sampler.apply(change)
       return
     }
+    let observation = sampler.observation(change)
+    sampler.apply(change)
+    // The decision first; the ledger (a database write) after it.
+    defer { if let observation { advanceLedger(notified: [observation]) } }
+    let wasUp = followed?.up ?? false
+    if change.deleted {
+      devices[index] = nil
+      if let namespace = change.record.movedToNamespace {
+        try escaped(change.record.name, namespace: namespace, wasUp: wasUp)
+      } else {
+        try tunnelWentDown(gone: true, wasUp: wasUp)
+      }
+      return
+    }
+    if let followed, followed.name != change.record.name {
+      log.event(
+        "\(followed.name.terminalText) was renamed \(change.record.name.terminalText): still enforcing on it")
+      sampler.recorded.names.insert(change.record.name)
+    }
     let up = Self.isUp(change.record)
-    let newInstance = linkIndex != change.record.index
-    linkIndex = change.record.index
-    if up && (!linkUp || newInstance) {
-      linkUp = true
-      try tunnelCameUp()
-    } else if !up && linkUp {
-      linkUp = false
+    devices[index] = Device(name: change.record.name, up: up)
+    if up && !wasUp {
+      try tunnelCameUp(index)
+    } else if !up && wasUp {
       try tunnelWentDown(gone: false, wasUp: true)
     }
   }
 
-  /// The on-tunnel-up rule, in one transaction with the stored window.
-  private mutating func tunnelCameUp() throws {
-    let reading = sampler.clock.now()
-    try advanceLedger()
-    let now = try store.trustedNow(reading)
-    let base = try store.tunnelTotals()
-    let tunnel = self.tunnel
-    let decision = try store.updateSession { record -> TunnelUpDecision in
-      let (decision, next) = record.tunnelUp(at: now, lengths: lengths)
-      record = next
-      switch decision {
-      case .opened, .reopened:
-        record.tunnel = tunnel
-        record.usageBase = base
-      default: break
-      }
-      return decision
+  /// The on-tunnel-up rule, decided on the freshest record that can be read, applied at once.
+  private mutating func tunnelCameUp(_ index: Int32) throws {
+    refresh()
+    let now = trustedNow()
+    guard let known = record else {
+      // Never read the session: guessing "allowed" would let anyone who can lock the database
+      // open the tunnel during the pause, so hold it down until the session can be read.
+      log.event(
+        "\(tunnel.terminalText) came up but the session window cannot be read (\(databaseProblem ?? "no database")): holding it down"
+      )
+      try disconnect(reason: .undecided, at: now)
+      return
     }
+    let (decision, next) = known.tunnelUp(at: now, lengths: lengths)
     switch decision {
     case .unlimited:
       try arm(nil)
     case .opened(let window), .reopened(let window):
+      var opened = next
+      opened.tunnel = devices[index]?.name ?? tunnel
+      opened.usageBase = tunnelTotals
+      record = opened
+      pendingWindow = PendingWindow(window: window, tunnel: opened.tunnel!, usageBase: tunnelTotals)
       log.event(
         "\(tunnel.terminalText) up: opened a window until \(window.sessionEndsAt.localClockTime(withSeconds: true)) (\(Units.duration(seconds: window.lengths.session.nanoseconds / 1_000_000_000)), then a \(Units.duration(seconds: window.lengths.pause.nanoseconds / 1_000_000_000)) pause)"
       )
       try arm(window.sessionEndsAt)
+      flush()
     case .resumed(let window):
       log.event(
         "\(tunnel.terminalText) up inside the window: \(Units.duration(seconds: (window.sessionEndsAt - now).nanoseconds / 1_000_000_000)) left"
@@ -151,101 +203,149 @@ public struct Enforcer {
   }
 
   private mutating func tunnelWentDown(gone: Bool, wasUp: Bool) throws {
+    guard !devices.values.contains(where: \.up) else { return }
     try arm(nil)
-    if disconnecting {
-      disconnecting = false
-      return
-    }
     guard wasUp || gone else { return }
-    let now = try store.trustedNow(sampler.clock.now())
-    let record = try store.sessionRecord()
+    let now = trustedNow()
     // Only the end of a running session is a stop worth recording.
-    guard record.plan == .free, let window = record.window, !window.sessionOver(at: now) else { return }
+    guard let record, record.plan == .free, let window = record.window, !window.sessionOver(at: now) else { return }
     let reason: StopReason = gone ? .vanished : .user
-    try store.recordStop(StopRecord(at: now, interface: tunnel, reason: reason))
+    pendingStops.append(StopRecord(at: now, interface: tunnel, reason: reason))
+    flush()
     log.event(
       "\(tunnel.terminalText) \(gone ? "went away" : "was taken down") by something else: recorded '\(reason.rawValue)'"
     )
   }
 
+  /// A followed device moved to another network namespace: it lives on where this enforcer
+  /// cannot see or take it down. Said loudly and recorded, whatever the session's state.
+  private mutating func escaped(_ name: InterfaceName, namespace: Int32, wasUp: Bool) throws {
+    let now = trustedNow()
+    let detail = "\(name.terminalText) was moved to another network namespace (netnsid \(namespace)), out of reach"
+    log.event("\(detail): the limit no longer holds for it")
+    pendingStops.append(StopRecord(at: now, interface: name, reason: .escaped, detail: detail))
+    flush()
+    if !devices.values.contains(where: \.up) { try arm(nil) }
+  }
+
   /// The deadline check, on the timer, the periodic tick, a clock change and a wake from sleep.
   private mutating func check() throws {
-    let now = try store.trustedNow(sampler.clock.now())
-    switch WatchdogDecision.check(try store.sessionRecord(), now: now, linkUp: linkUp, armed: armed) {
+    let now = trustedNow()
+    let linkUp = devices.values.contains(where: \.up)
+    guard let record else {
+      if linkUp { try tunnelCameUp(devices.first(where: { $0.value.up })!.key) }
+      return
+    }
+    switch WatchdogDecision.check(record, now: now, linkUp: linkUp, armed: armed) {
     case .wait: break
     case .disarm: try arm(nil)
     case .arm(let deadline): try arm(deadline)
     case .disconnect: try disconnect(reason: .freeLimit, at: now)
-    case .tunnelUp: try tunnelCameUp()
+    case .tunnelUp:
+      if let index = devices.first(where: { $0.value.up })?.key { try tunnelCameUp(index) }
     }
   }
 
-  private mutating func noteSleep() {
+  private mutating func noteSleep() throws {
     let suspended = sampler.clock.now().suspended
     if suspended > lastSuspended + 500_000_000 {
       log.event(
         "woke from \(Units.duration(seconds: (suspended - lastSuspended) / 1_000_000_000)) of sleep: checking the deadline"
       )
-      try? check()
+      lastSuspended = suspended
+      try check()
     }
     lastSuspended = suspended
   }
 
+  /// After lost notifications: the kernel's view of the tunnel's name and of every followed device.
   private mutating func resynchronise() throws {
-    let link = try control.link(named: tunnel)
-    let up = link.map(Self.isUp) ?? false
-    let wasUp = linkUp
-    let newInstance = link?.index != linkIndex
-    linkIndex = link?.index
-    linkUp = up
-    if up && (!wasUp || newInstance) {
-      try tunnelCameUp()
-    } else if !up && wasUp {
-      try tunnelWentDown(gone: link == nil, wasUp: true)
+    var fresh: [Int32: Device] = [:]
+    for (index, device) in devices {
+      if let link = try control.link(named: device.name), link.index == index {
+        fresh[index] = Device(name: link.name, up: Self.isUp(link))
+      }
+    }
+    if let link = try control.link(named: tunnel) { fresh[link.index] = Device(name: link.name, up: Self.isUp(link)) }
+    let wasUp = devices.values.contains(where: \.up)
+    let cameUp = fresh.first { $0.value.up && devices[$0.key]?.up != true }?.key
+    let gone = devices.keys.contains { fresh[$0] == nil }
+    devices = fresh
+    if let cameUp {
+      try tunnelCameUp(cameUp)
+    } else if wasUp && !fresh.values.contains(where: \.up) {
+      try tunnelWentDown(gone: gone, wasUp: true)
     }
   }
 
   private mutating func stop() throws {
     try arm(nil)
-    try? advanceLedger()
-    let now = try store.trustedNow(sampler.clock.now())
-    let record = try store.sessionRecord()
-    if linkUp, record.plan == .free, let window = record.window, !window.sessionOver(at: now) {
-      try store.recordStop(StopRecord(at: now, interface: tunnel, reason: .stopped, detail: "enforcer stopped"))
+    advanceLedger()
+    refresh()
+    let now = trustedNow()
+    if devices.values.contains(where: \.up), let record, record.plan == .free, let window = record.window,
+      !window.sessionOver(at: now)
+    {
+      pendingStops.append(StopRecord(at: now, interface: tunnel, reason: .stopped, detail: "enforcer stopped"))
+    }
+    flush()
+    if !pendingStops.isEmpty || pendingWindow != nil {
+      log.event("stopping with records the database would not take (\(databaseProblem ?? "unknown")): they are lost")
     }
     log.event("stopped enforcing on \(tunnel.terminalText)")
   }
 
   // MARK: - Actions
 
-  /// Records the stop first (the kernel alone cannot say why), runs the action, then believes
-  /// only the kernel: if the link is still up, falls back to link-down and records the failure.
+  /// Takes every device under the limit down: the action, then the kernel's word on it, then
+  /// link-down where the action did not do it. Only then is the stop recorded (or kept for later).
   private mutating func disconnect(reason: StopReason, at now: Timestamp) throws {
     try arm(nil)
-    disconnecting = true
-    let outcome = action.disconnect(tunnel, reason: reason)
     var detail: String?
-    if case .failed(let why) = outcome { detail = why }
-    var confirmed = waitUntilDown(timeout: .seconds(2))
-    if !confirmed {
-      let failure = "\(action.label) left \(tunnel.terminalText) up" + (detail.map { " (\($0))" } ?? "")
-      log.event(failure + "; falling back to link-down")
-      detail = failure + "; fell back to link-down"
-      _ = LinkDownAction(control: control).disconnect(tunnel, reason: reason)
-      confirmed = waitUntilDown(timeout: .seconds(2))
-      if !confirmed { detail! += ", which failed too" }
+    var confirmed = true
+    for (index, device) in devices.sorted(by: { $0.key < $1.key }) where device.up {
+      // In the pause, an action that already failed once is not given the time to fail again.
+      let skipAction = actionFailed && reason != .freeLimit
+      var failure: String?
+      if !skipAction {
+        if case .failed(let why) = action.disconnect(device.name, reason: reason) { failure = why }
+      }
+      var down = !skipAction && waitUntilDown(index, timeout: .seconds(2))
+      if !down {
+        if !skipAction {
+          let text = "\(action.label) left \(device.name.terminalText) up" + (failure.map { " (\($0))" } ?? "")
+          log.event(text + "; falling back to link-down")
+          detail = text + "; fell back to link-down"
+          actionFailed = true
+        }
+        _ = LinkDownAction(control: control).disconnect(device.name, reason: reason)
+        down = waitUntilDown(index, timeout: .seconds(2))
+        if !down { detail = (detail ?? "link-down") + ", which failed too" }
+      } else if !skipAction {
+        actionFailed = false
+      }
+      if down { devices[index]?.up = false }
+      confirmed = confirmed && down
     }
-    try store.recordStop(StopRecord(at: now, interface: tunnel, reason: reason, detail: detail))
-    if confirmed { linkUp = false }
-    log.event(
-      "\(tunnel.terminalText): \(reason == .pause ? "up during the free plan's pause" : "free session over"): disconnected"
-        + (confirmed ? "" : " — FAILED, the link is still up"))
+    let why: String
+    switch reason {
+    case .freeLimit: why = "free session over"
+    case .undecided: why = "session unknown"
+    default: why = "up during the free plan's pause"
+    }
+    log.event("\(tunnel.terminalText): \(why): disconnected" + (confirmed ? "" : " — FAILED, the link is still up"))
+    pendingStops.append(StopRecord(at: now, interface: tunnel, reason: reason, detail: detail))
+    flush()
   }
 
-  private func waitUntilDown(timeout: Duration) -> Bool {
+  private func waitUntilDown(_ index: Int32, timeout: Duration) -> Bool {
     let end = SystemTimeSource.read(CLOCK_MONOTONIC) + timeout.nanoseconds
     repeat {
-      if let up = try? control.isUp(tunnel), !up { return true }
+      if let link = try? control.link(index: index) {
+        if !Self.isUp(link) { return true }
+      } else {
+        return true  // gone
+      }
       usleep(5_000)
     } while SystemTimeSource.read(CLOCK_MONOTONIC) < end
     return false
@@ -260,16 +360,122 @@ public struct Enforcer {
       return
     }
     let reading = sampler.clock.now()
-    let trusted = try store.trustedNow(reading)
+    let trusted = trustedNow(reading)
     try deadline.arm(at: target - (trusted - reading.wall))
   }
 
-  private mutating func advanceLedger() throws {
-    let sample = try sampler.sample()
-    _ = try store.advanceLedger(sampler.observations(sample), now: sample.taken.wall)
+  // MARK: - The database, when it answers
+
+  /// "Now" that never runs behind the last trusted time of this boot, from memory and, when it
+  /// was readable, the stored pair.
+  private mutating func trustedNow(_ reading: ClockReading? = nil) -> Timestamp {
+    let reading = reading ?? sampler.clock.now()
+    let now = TrustedClock.now(reading, last: trusted)
+    trusted = TrustedClock.after(reading, trusted: now)
+    return now
   }
 
-  private func describe(_ record: SessionRecord) -> String {
+  /// Reads the session and the trusted clock; on failure keeps what memory holds (and says so
+  /// once). A window opened here and not yet written is kept over the stored record.
+  private mutating func refresh() {
+    guard let store else { return }
+    do {
+      let stored = try store.sessionRecord()
+      let reading = sampler.clock.now()
+      let storedNow = try store.trustedNow(reading, writing: false)
+      if pendingWindow == nil { record = stored }
+      let now = max(TrustedClock.now(reading, last: trusted), storedNow)
+      trusted = TrustedClock.after(reading, trusted: now)
+      recovered()
+    } catch {
+      problem(error)
+    }
+  }
+
+  /// Writes the pending window and stops. A window is written only if the stored record would
+  /// open one too at its opening instant (another process may have reset or opened one since).
+  private mutating func flush() {
+    guard let store, pendingWindow != nil || !pendingStops.isEmpty else { return }
+    var rearm: Timestamp?
+    do {
+      if let pending = pendingWindow {
+        let adopted = try store.updateSession { stored -> SessionRecord in
+          let (decision, next) = stored.tunnelUp(at: pending.window.openedAt, lengths: pending.window.lengths)
+          switch decision {
+          case .opened, .reopened:
+            stored = next
+            stored.window = pending.window
+            stored.tunnel = pending.tunnel
+            stored.usageBase = pending.usageBase
+          default: break
+          }
+          return stored
+        }
+        pendingWindow = nil
+        record = adopted
+        if adopted.window != nil, adopted.window != pending.window, adopted.plan == .free {
+          log.event("another process changed the session meanwhile; following the stored window")
+          rearm = adopted.window?.sessionEndsAt
+        }
+      }
+      while let stop = pendingStops.first {
+        try store.recordStop(stop)
+        pendingStops.removeFirst()
+      }
+      if let trusted { try? store.storeTrusted(trusted) }
+      recovered()
+    } catch {
+      problem(error)
+    }
+    if let rearm, devices.values.contains(where: \.up) { try? arm(rearm) }
+  }
+
+  /// Advances the ledger for the tunnel, the sample read inside the write transaction.
+  private mutating func advanceLedger(notified: [LedgerObservation] = []) {
+    guard let store else { return }
+    do {
+      let result = try store.advanceLedger(now: sampler.clock.now().wall) {
+        () -> (Void, [LedgerObservation]) in
+        if !notified.isEmpty { return ((), notified) }
+        let sample = try sampler.sample()
+        return ((), sampler.observations(sample))
+      }
+      var rx: UInt64 = 0
+      var tx: UInt64 = 0
+      for entry in result.ledger.entries.values where entry.interfaceClass == .tunnel {
+        rx &+= entry.totals.rxBytes
+        tx &+= entry.totals.txBytes
+      }
+      tunnelTotals = (rx, tx)
+    } catch {
+      problem(error)
+    }
+  }
+
+  private mutating func reopen() {
+    do {
+      store = try openStore()
+      if store != nil { recovered() }
+    } catch {
+      problem(error)
+    }
+  }
+
+  private mutating func problem(_ error: any Error) {
+    let text = (error as? any CommandFailure)?.message ?? "\(error)"
+    guard text != databaseProblem else { return }
+    databaseProblem = text
+    log.event("database: \(text) — enforcing from memory; what is not written is kept and retried")
+  }
+
+  private mutating func recovered() {
+    guard databaseProblem != nil, pendingStops.isEmpty, pendingWindow == nil else { return }
+    databaseProblem = nil
+    log.event("database: readable and writable again; everything kept was written")
+  }
+
+  private func describe() -> String {
+    guard let record else { return "session window unknown (\(databaseProblem ?? "no database"))" }
     guard record.plan == .free else { return "plan premium: usage only" }
     guard let window = record.window else { return "no window yet" }
     return

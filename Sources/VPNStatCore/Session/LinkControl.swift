@@ -33,6 +33,28 @@ public final class LinkControl {
     return found
   }
 
+  /// What the kernel says about the link with ifindex `index` now; nil when there is none.
+  public func link(index: Int32) throws -> LinkRecord? {
+    var payload = [UInt8](repeating: 0, count: RouteLinkMessages.interfaceInfoLength)
+    payload[0] = UInt8(AF_UNSPEC)
+    payload.withUnsafeMutableBytes { $0.storeBytes(of: index, toByteOffset: 4, as: Int32.self) }
+    var mask = UInt32(RTEXT_FILTER_SKIP_STATS)
+    payload += RouteAttributes.encode(type: UInt16(IFLA_EXT_MASK), value: withUnsafeBytes(of: &mask) { Array($0) })
+    var found: LinkRecord?
+    do {
+      try socket.exchange(type: RouteLinkMessages.getLink, payload: payload) { message in
+        if message.type == RouteLinkMessages.newLink, let record = RouteLinkMessages.parseLink(message.payload),
+          record.index == index
+        {
+          found = record
+        }
+      }
+    } catch let error as Errno where error.meansVanished {
+      return nil
+    }
+    return found
+  }
+
   /// True when the link named `name` exists and has IFF_UP.
   public func isUp(_ name: InterfaceName) throws -> Bool {
     try link(named: name)?.attributes.isAdministrativelyUp ?? false

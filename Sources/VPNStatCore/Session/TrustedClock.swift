@@ -12,9 +12,14 @@ public struct TrustedClock: Hashable, Sendable {
     self.bootID = bootID
   }
 
-  /// The trusted "now" for `reading`, given the last trusted pair (if any from this boot).
+  /// The trusted "now" for `reading`, given the last trusted pair (if any from this boot). Without
+  /// boot ids, uptime that went forward counts as the same boot: after a reboot that assumption
+  /// only gives a floor below the true time, which the wall clock then exceeds.
   public static func now(_ reading: ClockReading, last: TrustedClock?) -> Timestamp {
-    guard let last, last.bootID == reading.bootID, reading.boottime >= last.boottime else { return reading.wall }
+    guard let last, reading.boottime >= last.boottime else { return reading.wall }
+    if let lastID = BootIdentity.known(last.bootID), let id = BootIdentity.known(reading.bootID), lastID != id {
+      return reading.wall
+    }
     let floor = last.wall + .nanoseconds(reading.boottime - last.boottime)
     return max(reading.wall, floor)
   }
@@ -38,6 +43,10 @@ public enum StopReason: String, Hashable, Sendable, CaseIterable {
   case vanished
   /// The enforcer was stopped (SIGTERM/SIGINT) while the tunnel was up.
   case stopped
+  /// The tunnel was moved to another network namespace, out of the enforcer's reach.
+  case escaped
+  /// The enforcer could not read the session window and held the tunnel down rather than guess.
+  case undecided
   /// `vpnstat session reset` or a plan change ended the window.
   case reset
 }

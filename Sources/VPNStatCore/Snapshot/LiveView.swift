@@ -2,10 +2,10 @@
   import Glibc
 #endif
 
-/// `vpnstat watch`: samples every interval (and books link changes as they happen), advances the
-/// ledger when there is a database, reads the session from the store on every refresh (another
-/// process, the enforcer, changes it), and shows the result as a full screen, plain lines or
-/// JSON lines.
+/// `vpnstat watch`: samples every interval (and books link changes as they happen), shows the
+/// ledger when there is a database (advanced in memory; the recorder keeps the stored one), reads
+/// the session from the store on every refresh (another process, the enforcer, changes it), and
+/// shows the result as a full screen, plain lines or JSON lines.
 public struct LiveView {
   public enum Mode: Sendable {
     /// A full-screen view on a terminal.
@@ -18,6 +18,7 @@ public struct LiveView {
 
   public var sampler: TrafficSampler
   public let store: Store?
+  var ledgerView: LedgerView?
   public let selection: InterfaceSelection
   public let interval: Duration
   public let count: Int?
@@ -43,6 +44,7 @@ public struct LiveView {
     self.output = output
     self.input = input
     self.state = WatchViewState(interval: interval)
+    self.ledgerView = store.map(LedgerView.init(store:))
   }
 
   public mutating func run() throws {
@@ -59,15 +61,20 @@ public struct LiveView {
     let notifications = try? LinkNotifications()
     let timer = try IntervalTimer(interval: interval)
 
-    var previous = try sampler.sample()
-    var current = try frame(previous, previous: nil)
+    var (previous, ledger) = try sample()
+    var current = try frame(previous, previous: nil, ledger: ledger)
     if let terminal { try terminal.draw(screen(current, color: color)) }
+    // A pipe or socket on stdout is watched too: a reader that went away (`| head -n 1`) ends
+    // the view at once rather than at the next write.
+    let watchOutput = terminal == nil && output.isPipeOrSocket
     var emitted = 0
     while count.map({ emitted < $0 }) ?? true {
       var watched = [signals.descriptor, timer.descriptor]
       if let notifications { watched.append(notifications.descriptor) }
       if terminal != nil { watched.append(input) }
+      if watchOutput { watched.append(output) }
       let ready = try waitForReadable(watched, timeout: nil)
+      if watchOutput, ready.contains(output) { return }
       var redraw = false
       if ready.contains(signals.descriptor) {
         let received = signals.received()
@@ -90,9 +97,9 @@ public struct LiveView {
         try book(notifications)
       }
       if ready.contains(timer.descriptor), timer.acknowledge() > 0 {
-        if let notifications { try book(notifications) }
-        let sample = try sampler.sample()
-        current = try frame(sample, previous: previous)
+        if let notifications { book(notifications) }
+        let (sample, ledger) = try self.sample()
+        current = try frame(sample, previous: previous, ledger: ledger)
         previous = sample
         history.record(current)
         emitted += 1
@@ -113,13 +120,21 @@ public struct LiveView {
     return WatchScreen.render(snapshot, history: history, state: state, size: size, color: color)
   }
 
+  /// One sample, and the ledger it advances when there is a database.
+  private mutating func sample() throws -> (CounterSample, Ledger?) {
+    guard var view = ledgerView else { return (try sampler.sample(), nil) }
+    defer { ledgerView = view }
+    let (sample, ledger) = try view.sample(&sampler)
+    return (sample, ledger)
+  }
+
   /// One refresh: the sample, the ledger, the session, as a snapshot.
-  private mutating func frame(_ sample: CounterSample, previous: CounterSample?) throws -> StatusSnapshot {
-    var warnings: [String] = []
-    let ledger = try store.map { try LedgerView.advance($0, sampler: &sampler, sample: sample, warnings: &warnings) }
+  private mutating func frame(_ sample: CounterSample, previous: CounterSample?, ledger: Ledger?) throws
+    -> StatusSnapshot
+  {
     var snapshot = StatusSnapshot.make(
       sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
-    snapshot.warnings = warnings
+    if let problem = sampler.clock.bootIDProblem { snapshot.warnings.append(problem) }
     if let store {
       snapshot.session = try SessionView.report(
         store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
@@ -128,21 +143,15 @@ public struct LiveView {
     return snapshot
   }
 
-  /// Books link changes into the ledger (a tunnel torn down between ticks keeps its bytes).
-  private mutating func book(_ notifications: LinkNotifications) throws {
+  /// Books link changes into the in-memory ledger (a tunnel torn down between ticks keeps its
+  /// bytes) and keeps the reader's link table current.
+  private mutating func book(_ notifications: LinkNotifications) {
     let (changes, _) = notifications.drain()
     var observations: [LedgerObservation] = []
     for change in changes {
-      if store != nil, let observation = sampler.observation(change) { observations.append(observation) }
+      if ledgerView != nil, let observation = sampler.observation(change) { observations.append(observation) }
       sampler.apply(change)
     }
-    if let store, !observations.isEmpty {
-      do {
-        _ = try store.advanceLedger(observations, now: sampler.clock.now().wall)
-      } catch StoreError.busy {
-        // The next tick's sample carries the same counters forward; nothing is lost but time.
-      } catch StoreError.notPermitted {
-      }
-    }
+    if !observations.isEmpty { ledgerView?.book(observations) }
   }
 }

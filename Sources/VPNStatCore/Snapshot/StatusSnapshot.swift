@@ -181,10 +181,10 @@ extension StatusSnapshot {
       if let previous, let before = previousByName[entry.name] {
         let seconds = Double(sample.taken.boottime - previous.taken.boottime) / 1e9
         if seconds > 0 {
-          let delta = CounterDelta.between(
-            before.counters, InterfaceInstance(index: before.index, bootID: previous.taken.bootID),
-            entry.counters, InterfaceInstance(index: entry.index, bootID: sample.taken.bootID),
-            width: entry.width)
+          let delta =
+            CounterDelta.between(
+              LedgerBaseline(before, taken: previous.taken), LedgerBaseline(entry, taken: sample.taken))
+            ?? CounterDelta(rxBytes: 0, txBytes: 0, rxPackets: 0, txPackets: 0, kind: .growth)
           report.rate = TrafficRate(
             rxBytesPerSecond: Double(delta.rxBytes) / seconds,
             txBytesPerSecond: Double(delta.txBytes) / seconds)

@@ -16,6 +16,7 @@ public struct SQLiteError: Error, CustomStringConvertible {
   public var isCorrupt: Bool { primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB }
   public var isReadOnly: Bool { primary == SQLITE_READONLY || primary == SQLITE_PERM || primary == SQLITE_AUTH }
   public var isCannotOpen: Bool { primary == SQLITE_CANTOPEN }
+  public var isFull: Bool { primary == SQLITE_FULL }
 }
 
 /// One SQLite connection: the thin layer over the C API that the Store speaks SQL through.
@@ -43,11 +44,29 @@ final class SQLiteConnection {
   deinit {
     for statement in statements.values { sqlite3_finalize(statement) }
     sqlite3_close_v2(handle)
+    busyDeadline.deallocate()
   }
 
   var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
 
   func setBusyTimeout(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
+
+  /// Waits for other processes' locks until `deadline` (CLOCK_MONOTONIC nanoseconds) in all,
+  /// however many statements wait: a caller that must answer in time (the connect gate) cannot
+  /// be held longer by a lock that comes back for every statement.
+  func setBusyDeadline(_ deadline: Int64) {
+    busyDeadline.pointee = deadline
+    sqlite3_busy_handler(
+      handle,
+      { context, _ in
+        guard let context else { return 0 }
+        let deadline = context.load(as: Int64.self)
+        if SystemTimeSource.read(CLOCK_MONOTONIC) >= deadline { return 0 }
+        usleep(2_000)
+        return 1
+      }, UnsafeMutableRawPointer(busyDeadline))
+  }
+  private let busyDeadline = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
 
   /// Keeps the `-wal` and `-shm` files after the last connection closes, so that users who may
   /// read but not write the database can still open it.

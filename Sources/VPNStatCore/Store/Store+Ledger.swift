@@ -36,20 +36,17 @@ extension Store {
     return Ledger(entries: entries)
   }
 
-  /// Advances the ledger with `observations` in one transaction against the stored baselines,
-  /// so several processes sampling at once stay consistent; writes the changed entries and adds
-  /// the booked traffic to the buckets. On a read-only store the same advance is computed in
-  /// memory and nothing is written (`persisted` is false).
-  public func advanceLedger(_ observations: [LedgerObservation], now: Timestamp) throws -> (
-    ledger: Ledger, advance: LedgerAdvance, persisted: Bool
-  ) {
-    if isReadOnly {
-      var ledger = try loadLedger()
-      let advance = ledger.advance(observations)
-      return (ledger, advance, false)
-    }
+  /// Advances the ledger with what `observe` reads from the kernel, inside one write transaction:
+  /// the stored baselines are read under the write lock and the kernel after them, so however
+  /// many processes sample at once, each one's counters are newer than the baselines it advances
+  /// from. Writes the changed entries and adds the booked traffic to the buckets. Returns the
+  /// ledger, what the advance did, and what `observe` returned besides its observations.
+  public func advanceLedger<Reading>(
+    now: Timestamp, observing observe: () throws -> (Reading, [LedgerObservation])
+  ) throws -> (ledger: Ledger, advance: LedgerAdvance, reading: Reading) {
+    guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "opened for reading") }
     let pruneDue = lastPrune.map { now - $0 > .seconds(3600) || now < $0 } ?? true
-    let (ledger, advance, version) = try guarded {
+    let (ledger, advance, reading, version) = try guarded {
       try connection.transaction {
         let version = try connection.scalar("PRAGMA data_version") ?? 0
         var ledger: Ledger
@@ -58,16 +55,32 @@ extension Store {
         } else {
           ledger = try readLedger()
         }
+        let (reading, observations) = try observe()
         let advance = ledger.advance(observations)
         try write(advance)
         if pruneDue { try prune(now: now) }
-        return (ledger, advance, version)
+        return (ledger, advance, reading, version)
       }
     }
     // Only after the commit: a rolled-back advance must not be remembered.
     cachedLedger = (ledger, version)
     if pruneDue { lastPrune = now }
-    return (ledger, advance, true)
+    return (ledger, advance, reading)
+  }
+
+  /// Advances the ledger with observations already made (link notifications: each carries the
+  /// counters the kernel sent, and a late one cannot move an instance back).
+  public func advanceLedger(_ observations: [LedgerObservation], now: Timestamp) throws -> (
+    ledger: Ledger, advance: LedgerAdvance
+  ) {
+    let result = try advanceLedger(now: now) { ((), observations) }
+    return (result.ledger, result.advance)
+  }
+
+  /// SQLite's count of commits by other connections since this one last looked: a reader
+  /// reloads the ledger only when it moved.
+  public func dataVersion() throws -> Int64 {
+    try guarded { try connection.scalar("PRAGMA data_version") ?? 0 }
   }
 
   private func write(_ advance: LedgerAdvance) throws {
@@ -141,6 +154,31 @@ extension Store {
     }
   }
 
+  /// Counts one overflow of the link notifications (the kernel dropped some: deleted links'
+  /// final counters may be missing).
+  public func noteNotificationOverflow(at time: Timestamp) throws {
+    try guarded {
+      try connection.query(
+        """
+        INSERT INTO incidents (kind, count, last_at) VALUES ('notification-overflow', 1, ?)
+        ON CONFLICT (kind) DO UPDATE SET count = count + 1, last_at = excluded.last_at
+        """, [.integer(time.nanoseconds)])
+    }
+  }
+
+  /// What the ledger could not see, for reports: zero on a schema older than the incidents table.
+  public func health() throws -> StoreHealth {
+    var health = StoreHealth()
+    guard schema >= 3 else { return health }
+    try guarded {
+      try connection.query("SELECT count, last_at FROM incidents WHERE kind = 'notification-overflow'") { row in
+        health.notificationOverflows = row.unsigned(0)
+        health.lastNotificationOverflow = Timestamp(nanoseconds: row.integer(1))
+      }
+    }
+    return health
+  }
+
   /// The database file's size in bytes, with its WAL (for the benchmark and `--verbose` notes).
   public func fileSize() -> Int64 {
     var total: Int64 = 0
@@ -167,4 +205,19 @@ public struct TrafficBucket: Hashable, Sendable {
   public var txBytes: UInt64
   public var rxPackets: UInt64
   public var txPackets: UInt64
+}
+
+/// What the ledger could not see, as recorded: shown with the totals it affects.
+public struct StoreHealth: Hashable, Sendable {
+  /// How often the kernel dropped link notifications because a recorder fell behind.
+  public var notificationOverflows: UInt64 = 0
+  public var lastNotificationOverflow: Timestamp?
+
+  /// The warning reports show, for an overflow within the last day (older ones stay counted in
+  /// the metrics).
+  public func warning(at now: Timestamp) -> String? {
+    guard let last = lastNotificationOverflow, now - last < .seconds(86_400) else { return nil }
+    return
+      "link notifications overflowed \(notificationOverflows) time(s), last at \(last.rfc3339): traffic of links deleted while the recorder fell behind is missing from the totals"
+  }
 }

@@ -107,9 +107,10 @@ extension Store {
 
   // MARK: - Trusted clock
 
-  /// The trusted "now" for `reading` (never behind the last trusted time of this boot), stored
-  /// back when this connection may write.
-  public func trustedNow(_ reading: ClockReading) throws -> Timestamp {
+  /// The trusted "now" for `reading` (never behind the last trusted time of this boot). A writer
+  /// stores the pair back unless told not to, without waiting for a lock: this "now" is right
+  /// either way, and the next writer stores a pair.
+  public func trustedNow(_ reading: ClockReading, writing: Bool? = nil) throws -> Timestamp {
     try guarded {
       var last: TrustedClock?
       try connection.query("SELECT wall, boottime, boot_id FROM trusted_clock WHERE id = 1") { row in
@@ -117,20 +118,27 @@ extension Store {
           wall: Timestamp(nanoseconds: row.integer(0)), boottime: row.integer(1), bootID: row.text(2) ?? "")
       }
       let now = TrustedClock.now(reading, last: last)
-      if !isReadOnly {
-        let pair = TrustedClock.after(reading, trusted: now)
-        // Never wait for this write: this "now" is right either way, and the next writer stores
-        // a pair. (The connect gate must answer at once even when the database is locked.)
+      if writing ?? !isReadOnly {
         connection.setBusyTimeout(milliseconds: 0)
         defer { connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds) }
         do {
-          try connection.query(
-            "INSERT OR REPLACE INTO trusted_clock (id, wall, boottime, boot_id) VALUES (1, ?, ?, ?)",
-            [.integer(pair.wall.nanoseconds), .integer(pair.boottime), .text(pair.bootID)])
+          try writeTrusted(TrustedClock.after(reading, trusted: now))
         } catch let error as SQLiteError where error.isBusy {
         }
       }
       return now
     }
+  }
+
+  /// Stores `pair` as the last trusted time (an enforcer keeps its own in memory and writes it
+  /// back when the database lets it).
+  public func storeTrusted(_ pair: TrustedClock) throws {
+    try guarded { try writeTrusted(pair) }
+  }
+
+  private func writeTrusted(_ pair: TrustedClock) throws {
+    try connection.query(
+      "INSERT OR REPLACE INTO trusted_clock (id, wall, boottime, boot_id) VALUES (1, ?, ?, ?)",
+      [.integer(pair.wall.nanoseconds), .integer(pair.boottime), .text(pair.bootID)])
   }
 }

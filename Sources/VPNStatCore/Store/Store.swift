@@ -10,23 +10,26 @@ import CSQLite
 public final class Store {
   public let location: StoreLocation
   let connection: SQLiteConnection
-  /// True when this connection may not write (file permissions, or opened for reading).
+  /// True when this connection was opened for reading: it never writes.
   public let isReadOnly: Bool
   /// The ledger as last loaded or written by this connection, and SQLite's `data_version` then:
   /// while no other connection commits, a long-running sampler need not reload it every tick.
   var cachedLedger: (ledger: Ledger, dataVersion: Int64)?
   /// When this connection last deleted buckets past their retention.
   var lastPrune: Timestamp?
+  /// The schema version of the file as opened (current once a writer has migrated it).
+  var schema: Int64 = 0
   /// How long a statement waits for another process's lock before failing busy.
-  let busyTimeoutMilliseconds: Int32
+  private(set) var busyTimeoutMilliseconds: Int32
 
   /// How a command means to use the database.
   public enum Intent: Sendable {
-    /// Read only; never create or write (`history`, `plan` without an argument).
+    /// Read only: never create, upgrade or write anything (`status`, `watch`, `export`,
+    /// `session`, the connect gate, `history`). A full disk, a lock held by a reader or a damaged
+    /// page can then never cost a write half done.
     case read
-    /// Write when permitted, else read (`status`, `watch`, `export`): they show what they can.
-    case writeIfPermitted
-    /// Must write, creating the database if missing (`record`, `enforce`, `plan`).
+    /// Read and write, creating the database if missing (`record`, `enforce`, `plan`,
+    /// `session reset`). The file is checked for damage before the first write.
     case write
   }
 
@@ -35,31 +38,32 @@ public final class Store {
   /// The schema version this vpnstat writes; migrations bring older ones up to it.
   public static let schemaVersion: Int64 = Int64(migrations.count)
 
-  /// Opens the database at `location` for `intent`. Returns nil when it does not exist and the
-  /// intent does not create it. Throws `StoreError` (never rewriting a file it cannot use).
+  /// Opens the database at `location` for `intent`. Returns nil when it does not exist (or is an
+  /// empty file) and the intent does not create it. Throws `StoreError`, never rewriting a file it
+  /// cannot use. Each statement waits up to `busyTimeoutMilliseconds` for another process's
+  /// lock; with `waitingAtMost`, all of them together wait no longer than that.
   public static func open(
-    _ location: StoreLocation, intent: Intent, busyTimeoutMilliseconds: Int32 = 2000
+    _ location: StoreLocation, intent: Intent, busyTimeoutMilliseconds: Int32 = 2000, waitingAtMost: Duration? = nil
   ) throws -> Store? {
+    let deadline = waitingAtMost.map { SystemTimeSource.read(CLOCK_MONOTONIC) + $0.nanoseconds }
     let exists = location.exists
-    if !exists && intent != .write { return nil }
-    let writable = location.isWritable
-    if intent == .write && !writable {
-      throw StoreError.notPermitted(
-        path: location.path,
-        detail: exists ? "no write access to the file or its directory" : "cannot create it in \(location.directory)")
+    if !exists && intent == .read { return nil }
+    if intent == .write {
+      if !location.isWritable {
+        throw StoreError.notPermitted(
+          path: location.path,
+          detail: exists ? "no write access to the file or its directory" : "cannot create it in \(location.directory)")
+      }
+      try location.checkDirectoryTrust()
+      if !exists { try create(location) }
     }
-    if !exists { try create(location) }
-    let readOnly = intent == .read || !writable
+    let readOnly = intent == .read
     do {
       let store = try Store(
         location: location, connection: connect(location, query: readOnly ? "?mode=ro" : ""), readOnly: readOnly,
         busyTimeoutMilliseconds: busyTimeoutMilliseconds)
-      // An empty file (its creator has not written the schema yet) is no database to read.
+      if let deadline { store.connection.setBusyDeadline(deadline) }
       return try store.validateAndMigrate() ? store : nil
-    } catch StoreError.busy where intent == .writeIfPermitted {
-      // Locked by another process for longer than the busy timeout: a command that only needs
-      // to read reads (WAL readers are never blocked by a writer).
-      return try open(location, intent: .read, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
     } catch let error as SQLiteError where readOnly && (error.isCannotOpen || error.isReadOnly) {
       // A user who may not write cannot create the `-shm` file of a WAL database whose last
       // writer removed it. Then there is no WAL to miss, and reading the file as immutable is
@@ -67,6 +71,7 @@ public final class Store {
       let store = try Store(
         location: location, connection: connect(location, query: "?immutable=1"), readOnly: true,
         busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+      if let deadline { store.connection.setBusyDeadline(deadline) }
       return try store.validateAndMigrate() ? store : nil
     }
   }
@@ -115,8 +120,9 @@ public final class Store {
     }
   }
 
-  /// Reads what makes this file ours before anything is written to it, and brings the schema
-  /// up to date when it may write. Returns false for an empty file it may not initialise.
+  /// Reads what makes this file ours before anything is written to it; for a writer, checks it
+  /// for damage and then brings the schema up to date. Returns false for an empty file a reader
+  /// finds (its creator has not written the schema yet: no database to read).
   private func validateAndMigrate() throws -> Bool {
     var applicationID: Int64 = 0
     var version: Int64 = 0
@@ -137,19 +143,23 @@ public final class Store {
     if version > Self.schemaVersion {
       throw StoreError.newerSchema(path: location.path, found: version, supported: Self.schemaVersion)
     }
-    if !isReadOnly {
-      try guarded {
-        try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
-        connection.persistWAL()
+    schema = version
+    if isReadOnly {
+      if version == 0 { return false }
+      if version < Self.oldestReadableSchema {
+        throw StoreError.olderSchema(path: location.path, found: version, supported: Self.schemaVersion)
       }
+      return true
+    }
+    // Nothing writes to a file found damaged: look at every page before the first write.
+    if version > 0, let problem = try guarded({ try integrityProblem() }) {
+      throw StoreError.corrupt(path: location.path, detail: problem)
+    }
+    try guarded {
+      try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
+      connection.persistWAL()
     }
     if version < Self.schemaVersion {
-      if isReadOnly {
-        if version == 0 { return false }  // an empty file someone else created: nothing to read
-        throw StoreError.notPermitted(
-          path: location.path,
-          detail: "its schema \(version) needs an upgrade to \(Self.schemaVersion), which needs write access")
-      }
       try guarded {
         try connection.transaction {
           // Re-read under the write lock: another process may have migrated meanwhile.
@@ -160,8 +170,24 @@ public final class Store {
           try connection.execute("PRAGMA user_version = \(Self.schemaVersion)")
         }
       }
+      schema = Self.schemaVersion
     }
     return true
+  }
+
+  /// What SQLite's quick check finds wrong with the file (page structure, freelist, indexes),
+  /// or nil when nothing. Cheap at vpnstat's sizes: a year of history is under a megabyte.
+  private func integrityProblem() throws -> String? {
+    var lines: [String] = []
+    try connection.query("PRAGMA quick_check(3)") { row in lines.append(row.text(0) ?? "") }
+    return lines == ["ok"] ? nil : lines.joined(separator: "; ")
+  }
+
+  /// Changes how long each statement waits for another process's lock (an enforcer opens with
+  /// time to migrate, then waits only moments: it must never be held up by the database).
+  public func setBusyTimeout(milliseconds: Int32) {
+    busyTimeoutMilliseconds = milliseconds
+    connection.setBusyTimeout(milliseconds: milliseconds)
   }
 
   /// Runs a database operation, turning SQLite's errors into `StoreError`s that name the file.
@@ -177,6 +203,7 @@ public final class Store {
     if error.primary == SQLITE_NOTADB { return .notADatabase(path: location.path) }
     if error.isCorrupt { return .corrupt(path: location.path, detail: error.message) }
     if error.isBusy { return .busy(path: location.path) }
+    if error.isFull { return .full(path: location.path) }
     if error.isReadOnly { return .notPermitted(path: location.path, detail: error.message) }
     return .unavailable(path: location.path, detail: error.message)
   }
@@ -248,5 +275,17 @@ public final class Store {
       wall INTEGER NOT NULL, boottime INTEGER NOT NULL, boot_id TEXT NOT NULL
     );
     """,
+    // 3: counts of what the ledger could not see (notification overflows), for reports.
+    """
+    CREATE TABLE incidents (
+      kind TEXT PRIMARY KEY,
+      count INTEGER NOT NULL,
+      last_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """,
   ]
+
+  /// The oldest schema a reader can read (older ones lack the session): readers never upgrade,
+  /// so they read what is there and take the defaults for tables added since.
+  static let oldestReadableSchema: Int64 = 2
 }

@@ -9,20 +9,25 @@ public enum StoreError: Error, CommandFailure, CustomStringConvertible {
   case corrupt(path: String, detail: String)
   /// Written by a newer vpnstat.
   case newerSchema(path: String, found: Int64, supported: Int64)
+  /// Written by an older vpnstat; a writing command upgrades it, a reader never does.
+  case olderSchema(path: String, found: Int64, supported: Int64)
   /// The operation needs to write and this user may not.
   case notPermitted(path: String, detail: String)
   /// Another process holds the database locked longer than the busy timeout.
   case busy(path: String)
   /// The file or its directory cannot be opened or created.
   case unavailable(path: String, detail: String)
-  /// Another vpnstat process holds a lock this one needs (a recorder, an enforcer).
-  case lockHeld(path: String, holder: String)
+  /// The disk (or the file system's quota) is full.
+  case full(path: String)
+  /// The directory is writable by other users, who could plant links or take vpnstat's locks.
+  case untrustedDirectory(path: String, detail: String)
 
   public var exitStatus: ExitStatus {
     switch self {
-    case .notADatabase, .foreign, .corrupt, .newerSchema: .dataError
-    case .notPermitted: .noPermission
-    case .busy, .lockHeld: .tryLater
+    case .notADatabase, .foreign, .corrupt, .newerSchema, .olderSchema: .dataError
+    case .notPermitted, .untrustedDirectory: .noPermission
+    case .busy: .tryLater
+    case .full: .ioError
     case .unavailable: .unavailable
     }
   }
@@ -39,14 +44,18 @@ public enum StoreError: Error, CommandFailure, CustomStringConvertible {
       "\(path) is damaged (\(detail)); it was left untouched. Move it aside to start a new one."
     case .newerSchema(let path, let found, let supported):
       "\(path) was written by a newer vpnstat (schema \(found); this vpnstat reads up to \(supported)); it was left untouched."
+    case .olderSchema(let path, let found, let supported):
+      "\(path) has schema \(found), older than this vpnstat's \(supported); a writing command (vpnstat record) upgrades it. It was left untouched."
     case .notPermitted(let path, let detail):
       "cannot write \(path): \(detail). Run as a user who may write it (e.g. root), or use --db."
     case .busy(let path):
       "\(path) is locked by another process; try again."
     case .unavailable(let path, let detail):
       "cannot open \(path): \(detail)"
-    case .lockHeld(let path, let holder):
-      "\(holder) already holds \(path)"
+    case .full(let path):
+      "cannot write \(path): the disk is full. Nothing was changed; free some space."
+    case .untrustedDirectory(let path, let detail):
+      "refusing to write \(path): \(detail), so others could plant links or take vpnstat's locks there. Use a directory only root or you can write."
     }
   }
 }

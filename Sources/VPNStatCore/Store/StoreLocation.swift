@@ -42,4 +42,23 @@ public struct StoreLocation: Hashable, Sendable {
     }
     return access(candidate, W_OK) == 0
   }
+
+  /// Refuses a database directory other users may write (see `DirectoryTrust`): a writer's
+  /// files, `-wal`, `-shm` and locks would be theirs to plant or squat.
+  public func checkDirectoryTrust() throws {
+    if let problem = DirectoryTrust.problem(directory) {
+      throw StoreError.untrustedDirectory(path: path, detail: problem)
+    }
+  }
+
+  /// The lock file named `name` (e.g. "record", "enforce-wg0") of this database: beside the
+  /// file it really is, so two paths to one database (a symlink) share their locks.
+  public func lockPath(_ name: String) -> String {
+    var real = path
+    if let resolved = realpath(path, nil) {
+      real = String(cString: resolved)
+      free(resolved)
+    }
+    return real + "." + name + ".lock"
+  }
 }

@@ -34,11 +34,21 @@ enum EnforceCommand: Subcommand {
     }
     let timeout = try parsed.value("exec-timeout", expected: "a duration such as 10s", parseDuration) ?? .seconds(10)
     let location = CommonOptions.storeLocation(parsed, context)
-    guard let store = try Store.open(location, intent: .write, busyTimeoutMilliseconds: 5000) else {
-      return .unavailable
+    // Time to migrate at the start; afterwards the enforcer waits only moments for a lock, and
+    // a database that is locked or full never holds it up (it enforces from memory meanwhile).
+    let open = { (wait: Int32) throws -> Store? in
+      let store = try Store.open(location, intent: .write, busyTimeoutMilliseconds: wait)
+      store?.setBusyTimeout(milliseconds: 25)
+      return store
+    }
+    var store: Store?
+    do {
+      store = try open(2000)
+    } catch StoreError.busy {
+      context.warn("\(location.path) is locked by another process: enforcing from memory until it can be read")
     }
     let lock = try ProcessLock(
-      path: location.path + ".enforce-\(tunnel.escaped).lock", role: "vpnstat enforce \(tunnel.escaped)")
+      path: location.lockPath("enforce-\(tunnel.escaped)"), role: "vpnstat enforce \(tunnel.escaped)")
     let control: LinkControl
     do {
       control = try LinkControl()
@@ -48,7 +58,7 @@ enum EnforceCommand: Subcommand {
     let action: (any DisconnectAction)? =
       parsed.has("exec") ? CommandAction(arguments: parsed.all("exec"), timeout: timeout) : nil
     var enforcer = try Enforcer(
-      tunnel: tunnel, store: store,
+      tunnel: tunnel, store: store, openStore: { try open(25) },
       sampler: try CommonOptions.sampler(parsed, recorded: InterfaceSelection(names: [tunnel])),
       lengths: try CommonOptions.lengths(parsed), action: action, control: control,
       log: RecordCommand.StandardErrorLog(context: context))

@@ -34,13 +34,23 @@ enum RecordCommand: Subcommand {
     let interval = try parsed.value("interval", expected: "a duration such as 5s or 1m", parseDuration) ?? .seconds(5)
     let count = try parsed.value("count", expected: "a positive number", parsePositiveInt)
     let location = CommonOptions.storeLocation(parsed, context)
-    if let directory = parsed.value("textfile"), !SmallFile.exists(SystemPath(directory)) {
-      throw GeneralFailure(.unavailable, "--textfile: no directory \(directory)")
+    if let directory = parsed.value("textfile") {
+      guard SmallFile.exists(SystemPath(directory)) else {
+        throw GeneralFailure(.unavailable, "--textfile: no directory \(directory)")
+      }
+      if let problem = DirectoryTrust.problem(directory) {
+        throw GeneralFailure(
+          .noPermission, "--textfile: refusing to write in \(directory): \(problem); others could replace the file")
+      }
+      AtomicFile.removeLeftovers(of: "vpnstat.prom", in: directory)
     }
     guard let store = try Store.open(location, intent: .write, busyTimeoutMilliseconds: 5000) else {
       throw StoreError.unavailable(path: location.path, detail: "cannot create it")
     }
-    let lock = try ProcessLock(path: location.path + ".record.lock", role: "vpnstat record")
+    let lock = try ProcessLock(path: location.lockPath("record"), role: "vpnstat record")
+    // Saves in the loop wait briefly for another writer's lock, then retry at the next tick, so
+    // link notifications keep being read while the database is held.
+    store.setBusyTimeout(milliseconds: 250)
     var recorder = Recorder(
       sampler: try CommonOptions.sampler(parsed, recorded: try CommonOptions.selection(parsed)),
       store: store, interval: interval, count: count, textfileDirectory: parsed.value("textfile"),
@@ -67,16 +77,12 @@ enum ExportCommand: Subcommand {
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     var sampler = try CommonOptions.sampler(parsed)
     let location = CommonOptions.storeLocation(parsed, context)
-    let sample = try sampler.sample()
-    var warnings: [String] = []
-    let ledger: Ledger
     let format =
       try parsed.value("format", expected: "openmetrics or prometheus", OpenMetrics.Format.init(rawValue:))
       ?? .openmetrics
-    let store = try Store.open(location, intent: .writeIfPermitted)
-    if let store {
-      ledger = try LedgerView.advance(store, sampler: &sampler, sample: sample, warnings: &warnings)
-    } else {
+    let store = try Store.open(location, intent: .read)
+    var (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
+    if ledger == nil {
       // No database: the kernel's counters of the current instances, which Prometheus' rate()
       // handles across resets the way it handles any counter reset.
       ledger = Ledger(kernelCountersOf: sampler.observations(sample))
@@ -84,7 +90,10 @@ enum ExportCommand: Subcommand {
     }
     for warning in warnings { context.warn(warning) }
     let session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
-    try context.write(OpenMetrics.render(ledger: ledger, session: session, at: sample.taken.wall, format: format))
+    try context.write(
+      OpenMetrics.render(
+        ledger: ledger ?? Ledger(), session: session, health: try store?.health(), at: sample.taken.wall,
+        format: format))
     return .success
   }
 }

@@ -12,9 +12,19 @@ enum SessionCommand: Subcommand {
         options: [CommonOptions.json, CommonOptions.bytes, CommonOptions.noColor] + common),
       CommandSpec(
         name: "check",
-        abstract: "The connect gate for a tunnel's pre-up hook: exit 0 if connecting is allowed, 75 in the pause.",
+        abstract:
+          "The connect gate for a tunnel's pre-up hook: exit 0 if connecting is allowed, 75 in the pause, 66 if it cannot tell.",
+        discussion: """
+          Only reads: a database that is locked, full or read-only cannot make it hang or pass.
+          When the session cannot be read within --timeout it exits 66 (undecided), which the
+          shipped hooks treat as a refusal.
+          """,
         options: [
           OptionSpec("quiet", short: "q", help: "Print nothing; the exit status says it all."), CommonOptions.json,
+          OptionSpec(
+            "timeout", .value("duration"),
+            help: "How long to wait for a database another process holds locked (default 2s); then exit 66.",
+            accepts: { parseDuration($0) != nil }),
         ] + common),
       CommandSpec(
         name: "reset", abstract: "Clear the session window (needs write access to the database).",
@@ -41,45 +51,68 @@ enum SessionCommand: Subcommand {
     default:
       break
     }
-    // status and check read; a missing database is simply "no window yet".
-    let store = try Store.open(location, intent: .writeIfPermitted)
+    // status and check only read; a missing database is simply "no window yet".
+    let isGate = parsed.path.last == "check"
+    if isGate {
+      let timeout = try parsed.value("timeout", expected: "a duration such as 2s", parseDuration) ?? .seconds(2)
+      do {
+        return try check(parsed, context, location: location, timeout: timeout)
+      } catch let error as StoreError {
+        guard case .busy = error else { throw error }
+        context.warn(
+          "cannot read the session window in \(location.path) within \(parsed.value("timeout") ?? "2s"): it is locked by another process. Undecided: treat this as a refusal and try again."
+        )
+        return .undecided
+      }
+    }
+    let store = try Store.open(location, intent: .read)
     var sampler = try CommonOptions.sampler(parsed)
-    let sample = try sampler.sample()
-    var report: SessionReport
-    if let store {
-      // The gate answers from what is stored, without waiting on the ledger; `session status`
-      // advances it first, so the window's usage is current.
-      var warnings: [String] = []
-      let ledger =
-        parsed.path.last == "check"
-        ? nil : try LedgerView.advance(store, sampler: &sampler, sample: sample, warnings: &warnings)
-      for warning in warnings { context.warn(warning) }
-      report = try SessionView.report(
-        store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
-        nextLengths: try CommonOptions.lengths(parsed))
-    } else {
-      report = SessionReport.make(
+    let (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
+    for warning in warnings { context.warn(warning) }
+    let report =
+      try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
+      ?? SessionReport.make(
         SessionRecord(), now: sample.taken.wall, tunnelUp: false, nextLengths: try CommonOptions.lengths(parsed),
         tunnelTotals: nil, lastStop: nil)
-    }
-    if parsed.path.last == "check" {
-      if parsed.has("json") {
-        try context.write(SessionJSON.render(report, generatedAt: sample.taken.wall) + [0x0A])
-      } else if !parsed.has("quiet") {
-        if let message = report.pauseMessage {
-          context.warn(message)
-        } else {
-          try context.write(SessionText.headline(report) + "\n")
-        }
-      }
-      return report.canConnect ? .success : .tryLater
-    }
     if parsed.has("json") {
       try context.write(SessionJSON.render(report, generatedAt: sample.taken.wall) + [0x0A])
     } else {
       try context.write(SessionText.render(report, options: CommonOptions.display(parsed, context)))
     }
     return .success
+  }
+
+  /// The connect gate: the stored window at the trusted now, read within `timeout` however the
+  /// database is held. The tunnel's state (expired or paused) comes from a sample when one can
+  /// be taken; the decision never needs it.
+  static func check(_ parsed: ParsedCommand, _ context: CommandContext, location: StoreLocation, timeout: Duration)
+    throws -> ExitStatus
+  {
+    let clock = SystemTimeSource()
+    let reading = clock.now()
+    let store = try Store.open(location, intent: .read, waitingAtMost: timeout)
+    var report: SessionReport
+    if let store {
+      var sampler = try CommonOptions.sampler(parsed)
+      let sample = try? sampler.sample()
+      report = try SessionView.report(
+        store, reading: reading, sample: sample, catalog: &sampler.catalog, ledger: nil,
+        nextLengths: try CommonOptions.lengths(parsed))
+    } else {
+      report = SessionReport.make(
+        SessionRecord(), now: reading.wall, tunnelUp: false, nextLengths: try CommonOptions.lengths(parsed),
+        tunnelTotals: nil, lastStop: nil)
+    }
+    if parsed.has("json") {
+      try context.write(SessionJSON.render(report, generatedAt: reading.wall) + [0x0A])
+    } else if !parsed.has("quiet") {
+      if let message = report.pauseMessage {
+        context.warn(message)
+      } else {
+        try context.write(SessionText.headline(report) + "\n")
+      }
+    }
+    return report.canConnect ? .success : .tryLater
   }
 }
 

@@ -28,18 +28,14 @@ enum StatusCommand: Subcommand {
       })
       : nil
     var sampler = try CommonOptions.sampler(parsed)
-    let store = try Store.open(CommonOptions.storeLocation(parsed, context), intent: .writeIfPermitted)
+    let store = try Store.open(CommonOptions.storeLocation(parsed, context), intent: .read)
 
     var previous: CounterSample?
     if let rateInterval {
       previous = try sampler.sample()
       sleep(for: rateInterval)
     }
-    let sample = try sampler.sample()
-    var warnings: [String] = []
-    let ledger = try store.map { store in
-      try LedgerView.advance(store, sampler: &sampler, sample: sample, warnings: &warnings)
-    }
+    let (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
     var snapshot = StatusSnapshot.make(
       sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
     snapshot.warnings += warnings

@@ -30,7 +30,7 @@ enum WatchCommand: Subcommand {
       : (context.standardOutput.isTerminal && context.standardError.isTerminal
         && FileDescriptor.standardInput.isTerminal
         ? .terminal(color: context.colorEnabled(parsed)) : .plain)
-    let store = try Store.open(CommonOptions.storeLocation(parsed, context), intent: .writeIfPermitted)
+    let store = try Store.open(CommonOptions.storeLocation(parsed, context), intent: .read)
     var view = LiveView(
       sampler: try CommonOptions.sampler(parsed), store: store, selection: try CommonOptions.selection(parsed),
       interval: interval, count: count, mode: mode, nextLengths: try CommonOptions.lengths(parsed))
