@@ -71,3 +71,21 @@ public func parseRate(_ text: String) -> Double? {
   guard let scale = units[String(body[numberEnd...])] else { return nil }
   return value * scale
 }
+
+/// A size in bytes as people write one: `4096`, `64KiB`, `32MiB`, `2GB`, `1.5GiB`; nil for
+/// anything else, for zero or less, and for more than 2⁶² bytes.
+public func parseSize(_ text: String) -> UInt64? {
+  let body = Substring(text.trimmingASCIIWhitespace)
+  let numberEnd = body.firstIndex(where: { !($0.isASCII && ($0.isNumber || $0 == ".")) }) ?? body.endIndex
+  guard numberEnd > body.startIndex, let value = Double(body[..<numberEnd]), value > 0, value.isFinite else {
+    return nil
+  }
+  let units: [String: Double] = [
+    "": 1, "B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+    "KiB": 1024, "MiB": 1_048_576, "GiB": Double(1 << 30), "TiB": Double(1 << 40),
+  ]
+  guard let scale = units[String(body[numberEnd...])] else { return nil }
+  let bytes = (value * scale).rounded()
+  guard bytes >= 1, bytes <= Double(1 << 62) else { return nil }
+  return UInt64(bytes)
+}

@@ -14,9 +14,13 @@ public final class LinkNotifications {
     public var deleted: Bool
   }
 
-  public init() throws {
-    // A large receive buffer: a burst of changes (1000 links added) must not overflow it.
-    socket = try NetlinkSocket(groups: NetlinkSocket.linkGroup, nonBlocking: true, receiveBuffer: 8 << 20)
+  /// The receive buffer asked for: about 2.3 KiB per notification, so the default holds some
+  /// 14,000 (the kernel doubles it) — a reader stalled while thousands of tunnels come and go.
+  /// Memory is used only while notifications wait.
+  public static let defaultReceiveBuffer: Int32 = 32 << 20
+
+  public init(receiveBuffer: Int32 = LinkNotifications.defaultReceiveBuffer) throws {
+    socket = try NetlinkSocket(groups: NetlinkSocket.linkGroup, nonBlocking: true, receiveBuffer: receiveBuffer)
   }
 
   public var descriptor: FileDescriptor { socket.descriptor }

@@ -20,6 +20,8 @@ public struct Recorder {
   /// The lengths a next window would get, for the session gauges in the textfile.
   public var nextLengths: SessionLengths
   public let log: any RecorderLog
+  /// The link notifications' receive buffer (`VPNSTAT_NOTIFICATION_BUFFER`).
+  public var notificationBuffer = LinkNotifications.defaultReceiveBuffer
   /// Link notifications read while the database could not be written: booked with the next
   /// advance that can be (a deleted link's final counters exist nowhere else).
   private var pending: [LedgerObservation] = []
@@ -43,7 +45,7 @@ public struct Recorder {
   /// advance is committed before it returns.
   public mutating func run() throws {
     let signals = try SignalChannel([SIGINT, SIGTERM, SIGHUP])
-    let notifications = try? LinkNotifications()
+    let notifications = try? LinkNotifications(receiveBuffer: notificationBuffer)
     if notifications == nil {
       log.event("link notifications unavailable: traffic of links deleted between polls is not booked")
     }

@@ -24,8 +24,11 @@ public final class NetlinkSocket {
     descriptor = FileDescriptor(rawValue: fd)
     buffer = .allocate(byteCount: 1 << 18, alignment: 8)
     if receiveBuffer > 0 {
+      // SO_RCVBUF is capped by net.core.rmem_max (often 208 KiB); root may force the size.
       var size = receiveBuffer
-      _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+      if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+      }
     }
     var address = sockaddr_nl()
     address.nl_family = sa_family_t(AF_NETLINK)

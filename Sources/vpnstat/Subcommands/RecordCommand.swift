@@ -55,6 +55,13 @@ enum RecordCommand: Subcommand {
       sampler: try CommonOptions.sampler(parsed, recorded: try CommonOptions.selection(parsed)),
       store: store, interval: interval, count: count, textfileDirectory: parsed.value("textfile"),
       nextLengths: try CommonOptions.lengths(parsed), log: StandardErrorLog(context: context))
+    if let text = context.environment("VPNSTAT_NOTIFICATION_BUFFER") {
+      guard let size = parseSize(text), size >= 4096, size <= 1 << 30 else {
+        throw UsageError(
+          "VPNSTAT_NOTIFICATION_BUFFER: expected a size from 4KiB to 1GiB, got '\(TerminalText.sanitize(text))'")
+      }
+      recorder.notificationBuffer = Int32(size)
+    }
     try recorder.run()
     withExtendedLifetime(lock) {}
     return .success
