@@ -365,7 +365,15 @@ struct LedgerConcurrencyKernelTests {
     for _ in 0..<60 {
       let tun = try ns.echoTunnel("tun8", local: "169.254.8.1", peer: "169.254.8.2")
       try ns.peerRun("udp-send", "169.254.8.2", "9800", "20", "500")
-      kernelTx += try ns.kernelCounters("tun8").txBytes
+      // The echoes come back to a port nobody listens on: wait for the ICMP answers to settle.
+      var settled = try ns.kernelCounters("tun8").txBytes
+      while true {
+        usleep(30_000)
+        let again = try ns.kernelCounters("tun8").txBytes
+        if again == settled { break }
+        settled = again
+      }
+      kernelTx += settled
       tun.stop()
       while (try? ns.ip("link", "show", "tun8")) != nil { usleep(5_000) }
     }
