@@ -119,6 +119,7 @@ struct RecorderKernelTests {
 
   @Test("OpenMetrics from export and from record --textfile parse with prometheus_client and match the ledger")
   func openMetrics() throws {
+    try Tool.requirePythonModule("prometheus_client", package: "python3-prometheus-client")
     let pair = try VethPair("prom", subnet: 34)
     let directory = try TemporaryDirectory("prom")
     let db = directory.file("v.db")
