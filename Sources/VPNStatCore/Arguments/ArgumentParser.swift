@@ -163,14 +163,13 @@ public func parseCommandLine(_ arguments: [String], root: CommandSpec) throws ->
         inlineValue = String(letters.dropFirst())
       }
     }
-    let display = "--" + option.long
     switch option.arity {
     case .flag:
       if inlineValue != nil {
-        throw UsageError("'\(display)' takes no value", commandPath: commandPath)
+        throw UsageError("'--\(option.long)' takes no value", commandPath: commandPath)
       }
       try record(option, "", into: &parsed, path: commandPath)
-    case .value(let valueName):
+    case .value:
       let value: String
       if let inlineValue {
         value = inlineValue
@@ -178,35 +177,36 @@ public func parseCommandLine(_ arguments: [String], root: CommandSpec) throws ->
         value = next
         remaining = remaining.dropFirst()
       } else {
-        throw UsageError("missing value for '\(display) <\(valueName)>'", commandPath: commandPath)
+        throw UsageError("missing value for '\(option.display)'", commandPath: commandPath)
       }
-      guard option.accepts(value) else {
-        throw UsageError(
-          "invalid value '\(TerminalText.sanitize(value))' for '\(display) <\(valueName)>'",
-          commandPath: commandPath)
-      }
+      guard option.accepts(value) else { throw option.invalidValue(value, commandPath: commandPath) }
       try record(option, value, into: &parsed, path: commandPath)
-    case .optionalValue(let valueName):
+    case .optionalValue:
       if let inlineValue {
-        guard option.accepts(inlineValue) else {
-          throw UsageError(
-            "invalid value '\(TerminalText.sanitize(inlineValue))' for '\(display) <\(valueName)>'",
-            commandPath: commandPath)
-        }
+        guard option.accepts(inlineValue) else { throw option.invalidValue(inlineValue, commandPath: commandPath) }
         try record(option, inlineValue, into: &parsed, path: commandPath)
-      } else if let next = remaining.first, !next.hasPrefix("-"), option.accepts(next) {
-        remaining = remaining.dropFirst()
-        try record(option, next, into: &parsed, path: commandPath)
+      } else if let next = remaining.first, !next.hasPrefix("-") {
+        // A word after the option is its value when it fits; when it does not and the command
+        // takes no positional, it can only have been meant as the value (`--hours 0`), so that
+        // is the error to report rather than an unexpected argument.
+        if option.accepts(next) {
+          remaining = remaining.dropFirst()
+          try record(option, next, into: &parsed, path: commandPath)
+        } else if spec.positionals.isEmpty {
+          throw option.invalidValue(next, commandPath: commandPath)
+        } else {
+          try record(option, "", into: &parsed, path: commandPath)
+        }
       } else {
         try record(option, "", into: &parsed, path: commandPath)
       }
-    case .remainder(let valueName):
+    case .remainder:
       var rest = Array(remaining)
       remaining = []
       if let inlineValue { rest.insert(inlineValue, at: 0) }
       if rest.first == "--" { rest.removeFirst() }
       guard !rest.isEmpty else {
-        throw UsageError("missing value for '\(display) <\(valueName)>…'", commandPath: commandPath)
+        throw UsageError("missing value for '\(option.display)'", commandPath: commandPath)
       }
       parsed.values[option.long] = rest
     }

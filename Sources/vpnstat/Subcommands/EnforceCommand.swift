@@ -13,9 +13,8 @@ enum EnforceCommand: Subcommand {
       OptionSpec(
         "action", .value("action"), help: "The built-in disconnect action: link-down (default).",
         accepts: { $0 == "link-down" }),
-      OptionSpec(
-        "exec-timeout", .value("duration"), help: "How long --exec may run before it is killed (default 10s).",
-        accepts: { parseDuration($0) != nil }),
+      OptionSpec.duration(
+        "exec-timeout", help: "How long --exec may run before it is killed (default 10s)."),
       CommonOptions.db, CommonOptions.sessionLength, CommonOptions.pauseLength, CommonOptions.source,
       CommonOptions.classOverride, CommonOptions.maxRate,
       OptionSpec(

@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+
+@testable import VPNStatCore
+
+/// Bad numbers, files and names as a careless user or an attacker gives them: each one is a
+/// clear error with a documented status, never a trap, a hang or an allocation without bound.
+struct BadInputTests {
+  /// Never the machine's own configuration file or database.
+  static let environment = ["VPNSTAT_CONFIG": "/nonexistent/vpnstat-tests/config"]
+
+  static func vpnstat(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 10) throws
+    -> CommandResult
+  {
+    try run(Built.vpnstat, arguments, environment: Self.environment.merging(environment) { $1 }, timeout: timeout)
+  }
+
+  // MARK: - durations
+
+  @Test("a duration is 1 ms to 100 days: less rounds to nothing, and is refused")
+  func durationRange() {
+    #expect(parseDuration("1ms") == .milliseconds(1))
+    #expect(parseDuration("0.001") == .milliseconds(1))
+    #expect(parseDuration("100d") == .seconds(100 * 86_400))
+    for tiny in ["0.0000000001", "0.9ms", "0.0009", "0.0001s", "1e-9"] {
+      #expect(parseDuration(tiny) == nil, "\(tiny)")
+    }
+  }
+
+  /// Every `--name <duration>` option of every command, read from `--help`.
+  static func durationOptions() throws -> [(command: [String], option: String)] {
+    var found: [(command: [String], option: String)] = []
+    for command in try DocumentationTests.allCommands() {
+      let help = try vpnstat(Array(command.path.dropFirst()) + ["--help"]).output
+      for match in help.matches(of: /--([a-z-]+) \[?<duration>/) {
+        found.append((Array(command.path.dropFirst()), String(match.1)))
+      }
+    }
+    return found
+  }
+
+  @Test("every duration option refuses 0.0000000001 with 64 and names it (watch and record hung, flows --read trapped)")
+  func tinyDurationsEverywhere() throws {
+    let options = try Self.durationOptions()
+    // The ones the issue names, so that a change in --help cannot make this test vacuous.
+    for expected in ["watch interval", "record interval", "flows interval", "status rate", "enforce exec-timeout"] {
+      #expect(options.contains { "\($0.command.joined(separator: " ")) \($0.option)" == expected }, "\(expected)")
+    }
+    let directory = try TemporaryDirectory("tiny")
+    let capture = directory.file("c.pcap")
+    try CaptureFiles.writePcap(KnownTraffic().packets, link: .rawIP, to: capture)
+    for (command, option) in options {
+      var arguments = command + ["--\(option)=0.0000000001", "--db", directory.file("v.db")]
+      switch command.first {
+      case "flows": arguments += ["--read", capture]
+      case "enforce": arguments += ["vpnstat-none0"]
+      case "watch", "record": arguments += ["--count", "2"]
+      default: break
+      }
+      let result = try Self.vpnstat(arguments, timeout: 5)
+      #expect(result.status == 64, "\(arguments): \(result.status) \(result.errors)")
+      #expect(
+        result.errors.contains("invalid value '0.0000000001' for '--\(option)")
+          && result.errors.contains("from 1ms to 100d"), "\(arguments): \(result.errors)")
+    }
+  }
+
+  // MARK: - counts
+
+  @Test("history counts: 0 names the option, beyond what is kept is refused at once, the bounds are in --help")
+  func historyCounts() throws {
+    let directory = try TemporaryDirectory("hcount")
+    let db = directory.file("v.db")
+    let recorded = try Self.vpnstat(["record", "--count", "2", "--interval", "50ms", "--db", db])
+    #expect(recorded.status == 0, "\(recorded.errors)")
+    let zero = try Self.vpnstat(["history", "--hours", "0", "--db", db])
+    #expect(zero.status == 64)
+    #expect(zero.errors.contains("invalid value '0' for '--hours"), "\(zero.errors)")
+    let help = try Self.vpnstat(["history", "--help"]).output
+    let views: [(String, TrafficGranularity)] = [
+      ("five-minutes", .fiveMinutes), ("hours", .hour), ("days", .day), ("months", .month),
+    ]
+    for (option, granularity) in views {
+      let most = granularity.retainedBuckets
+      #expect(help.contains("1 to \(most)"), "--\(option) documents its bound")
+      let largest = try Self.vpnstat(["history", "--\(option)", "\(most)", "--json", "--db", db])
+      #expect(largest.status == 0, "--\(option) \(most): \(largest.errors)")
+      // These spun forever, allocated gigabytes or aborted.
+      for value in ["\(most + 1)", "9223372036854775807", "2000000000", "99999999999999999999"] {
+        let started = Date()
+        let result = try Self.vpnstat(["history", "--\(option)", value, "--json", "--db", db], timeout: 5)
+        #expect(result.status == 64, "--\(option) \(value): \(result.status) \(result.errors)")
+        #expect(result.errors.contains("expected a number from 1 to \(most)"), "\(result.errors)")
+        #expect(Date().timeIntervalSince(started) < 2)
+      }
+    }
+  }
+
+  @Test("the first of the last N buckets is one step back, for any N, and N−1 steps forward reach now")
+  func startOfLast() {
+    let now = Timestamp(seconds: 1_796_000_000)
+    for granularity in TrafficGranularity.allCases {
+      for count in [1, 2, 3, 13, 30, granularity.retainedBuckets] {
+        var start = granularity.start(ofLast: count, at: now)
+        for _ in 1..<count { start = granularity.next(after: start) }
+        #expect(start == granularity.start(of: now), "\(granularity) \(count)")
+      }
+      // Any count ends at the epoch at worst, at once.
+      #expect(granularity.start(ofLast: Int.max, at: now) == 0)
+    }
+  }
+
+  @Test("history is made from the buckets there are, not one row per requested bucket")
+  func historyWithoutRowPerRequest() {
+    let now = Timestamp(seconds: 1_796_000_000)
+    let granularity = TrafficGranularity.day
+    var start = granularity.start(of: now)
+    for _ in 0..<2 { start = granularity.start(of: Timestamp(seconds: start - 1)) }
+    let bucket = TrafficBucket(
+      name: InterfaceName("wg0"), start: start, interfaceClass: .tunnel, rxBytes: 5, txBytes: 7, rxPackets: 1,
+      txPackets: 1)
+    let clock = ContinuousClock()
+    let began = clock.now
+    let history = TrafficHistory.make(
+      buckets: [bucket], granularity: granularity, count: 10_000_000, now: now, grouping: .class,
+      selection: InterfaceSelection())
+    #expect(clock.now - began < .milliseconds(500))
+    let rows = history.series.first?.rows ?? []
+    #expect(rows.count == 3)
+    #expect(rows.first?.start == start && rows.first?.rxBytes == 5)
+    #expect(rows.last?.start == granularity.start(of: now))
+  }
+}
