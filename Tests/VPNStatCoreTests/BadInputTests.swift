@@ -130,4 +130,53 @@ struct BadInputTests {
     #expect(rows.first?.start == start && rows.first?.rxBytes == 5)
     #expect(rows.last?.start == granularity.start(of: now))
   }
+
+  // MARK: - numbers from files and the kernel
+
+  @Test("a pcapng packet after 2262 is a corrupt file (65), not a trap")
+  func pcapngBeyondInt64() throws {
+    let directory = try CaptureDirectory()
+    var file = CaptureFiles.pcapng(Array(KnownTraffic().packets.prefix(3)), link: .rawIP)
+    // The first enhanced packet block's timestamp (after the 28-byte section header and the
+    // 20-byte interface block): 0x00210000_00000000 µs ≈ 9.3e18 ns, past Int64's nanoseconds.
+    file.replaceSubrange(60..<64, with: [0x00, 0x00, 0x21, 0x00])
+    let path = directory.path("late.pcapng")
+    try file.write(to: URL(fileURLWithPath: path))
+    for extra in [[], ["--interval", "1ms"], ["--json"]] {
+      let result = try Self.vpnstat(["flows", "--read", path] + extra)
+      #expect(result.status == 65, "\(extra): \(result.status) \(result.errors)")
+      #expect(result.errors.contains("packet 1 has a time vpnstat cannot represent"), "\(result.errors)")
+    }
+  }
+
+  @Test("timestamps out of Int64's range parse as nil")
+  func rfc3339Range() {
+    #expect(Timestamp(rfc3339: "2262-04-11T23:47:16Z") != nil)
+    #expect(Timestamp(rfc3339: "2262-04-11T23:47:17Z") == nil)
+    #expect(Timestamp(rfc3339: "9999-12-31T23:59:59.999999999Z") == nil)
+    #expect(Timestamp(rfc3339: "0000-01-01T00:00:00Z") == nil)
+    #expect(Timestamp(checkedSeconds: .max, nanoseconds: 0) == nil)
+  }
+
+  @Test("a counter that jumps by 2^64 − 1 between two samples gives a huge rate, printed, not a trap")
+  func hugeRate() throws {
+    let tree = try SysfsFixture()
+    try tree.add("wg0", index: 7, rx: 0, tx: 0, type: 65534)
+    let counter = tree.directory.appendingPathComponent("wg0/statistics/rx_bytes")
+    for arguments in [["--json"], [], ["--bytes"]] {
+      try Data("0\n".utf8).write(to: counter)
+      let child = try ChildProcess(
+        Built.vpnstat, ["status", "--rate", "500ms", "--sysfs-root", tree.directory.path] + arguments,
+        environment: Self.environment)
+      usleep(200_000)
+      try Data("18446744073709551615\n".utf8).write(to: counter)
+      let status = child.wait(timeout: 10)
+      #expect(status == 0, "\(arguments): \(status) \(String(decoding: child.stderrData, as: UTF8.self))")
+      if arguments == ["--json"] {
+        let object = try JSONSerialization.jsonObject(with: child.stdoutData) as? [String: Any]
+        let rate = (object?["interfaces"] as? [[String: Any]])?.first?["rx_bytes_per_second"] as? NSNumber
+        #expect((rate?.doubleValue ?? 0) > 1e19, "\(child.output)")
+      }
+    }
+  }
 }

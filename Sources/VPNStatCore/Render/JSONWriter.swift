@@ -124,7 +124,14 @@ public struct JSONWriter {
   public mutating func number(_ value: Double?) {
     guard let value, value.isFinite else { return null() }
     if value.magnitude >= 1e15 || value == value.rounded() {
-      number(Int64(value.rounded()))
+      // Beyond Int64 (a rate from a counter that jumped by 2^64 in a millisecond), JSON's own
+      // exponent form: 1.8446744073709552e+22.
+      guard let whole = Int64(exactly: value.rounded()) else {
+        separate()
+        bytes.append(contentsOf: Array("\(value)".utf8))
+        return
+      }
+      number(whole)
       return
     }
     separate()
