@@ -179,4 +179,90 @@ struct BadInputTests {
       }
     }
   }
+
+  // MARK: - the configuration file
+
+  static func config(_ text: String, in directory: TemporaryDirectory, mode: mode_t = 0o644) throws -> String {
+    let path = directory.file("config")
+    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    chmod(path, mode)
+    return path
+  }
+
+  /// `vpnstat session --json` with the configuration file at `path`: the lengths it applied.
+  static func lengths(config path: String, db: String) throws -> (CommandResult, Int?, Int?) {
+    let result = try vpnstat(["session", "--json", "--db", db], environment: ["VPNSTAT_CONFIG": path])
+    let object = try? JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
+    let session = object?["session"] as? [String: Any]
+    return (
+      result, (session?["next_session_length_seconds"] as? NSNumber)?.intValue,
+      (session?["next_pause_length_seconds"] as? NSNumber)?.intValue
+    )
+  }
+
+  @Test("config lines end in LF, CRLF or CR alike (CRLF was one long line, silently)", arguments: ["\n", "\r\n", "\r"])
+  func configLineEndings(ending: String) throws {
+    let directory = try TemporaryDirectory("cfgeol")
+    let path = try Self.config(
+      ["# lengths", "session-length = 7m", "pause-length = 11m", ""].joined(separator: ending), in: directory)
+    let (result, session, pause) = try Self.lengths(config: path, db: directory.file("v.db"))
+    #expect(result.status == 0, "\(result.errors)")
+    #expect(session == 420 && pause == 660, "\(result.output)")
+  }
+
+  @Test("a config file over 1 MiB is refused, not cut (a cut line read as 1 s sessions)")
+  func configTooLarge() throws {
+    let directory = try TemporaryDirectory("cfgbig")
+    // One long comment, so that the first MiB ends right after "session-length = 1".
+    let filler = "#" + String(repeating: "x", count: (1 << 20) - 20) + "\n"
+    #expect(filler.utf8.count + "session-length = 1".utf8.count == 1 << 20)
+    let path = try Self.config(filler + "session-length = 15m\n", in: directory)
+    let (result, _, _) = try Self.lengths(config: path, db: directory.file("v.db"))
+    #expect(result.status == 64, "\(result.output)")
+    #expect(result.errors.contains("larger than 1 MiB"), "\(result.errors)")
+  }
+
+  @Test(
+    "every config error names file:line",
+    arguments: [
+      ("max-rate = 10Gbit\nsession-length = soon\n", ":2: invalid value 'soon' for 'session-length'"),
+      ("# c\n\nclass = wg0\n", ":3: invalid value 'wg0' for 'class'"),
+      ("class = wg0=satellite\n", ":1: invalid value 'wg0=satellite' for 'class'"),
+      ("exec-timeout = 0.0000001\n", ":1: invalid value '0.0000001' for 'exec-timeout'"),
+      ("source=proc\r\n", ":1: invalid value 'proc' for 'source'"),
+      ("db = /tmp/x\njunk\n", ":2: expected 'name = value'"),
+      ("colour = yes\n", ":1: unknown setting 'colour'"),
+    ])
+  func configErrorsNameTheLine(text: String, fragment: String) throws {
+    let directory = try TemporaryDirectory("cfgline")
+    let path = try Self.config(text, in: directory)
+    // enforce reads exec-timeout; status reads the rest. Both reject before doing anything.
+    let command = text.hasPrefix("exec-timeout") ? ["enforce", "vpnstat-none0"] : ["status"]
+    let result = try Self.vpnstat(command + ["--db", directory.file("v.db")], environment: ["VPNSTAT_CONFIG": path])
+    #expect(result.status == 64, "\(result.errors)")
+    #expect(result.errors.contains(path + fragment), "\(result.errors)")
+  }
+
+  @Test("a world-writable config file is refused, as sudo refuses such a sudoers")
+  func configWorldWritable() throws {
+    let directory = try TemporaryDirectory("cfgww")
+    let path = try Self.config("session-length = 7m\n", in: directory, mode: 0o666)
+    let (result, _, _) = try Self.lengths(config: path, db: directory.file("v.db"))
+    #expect(result.status == 64)
+    #expect(result.errors.contains("\(path) is world writable"), "\(result.errors)")
+    chmod(path, 0o644)
+    #expect(try Self.lengths(config: path, db: directory.file("v.db")).1 == 420)
+  }
+
+  @Test(
+    "a config file owned by someone other than root or the user is refused",
+    .enabled(if: Privilege.isRoot, "needs root to give a file to another user"))
+  func configForeignOwner() throws {
+    let directory = try TemporaryDirectory("cfgown")
+    let path = try Self.config("session-length = 7m\n", in: directory)
+    chown(path, 65534, 65534)
+    let (result, _, _) = try Self.lengths(config: path, db: directory.file("v.db"))
+    #expect(result.status == 64)
+    #expect(result.errors.contains("\(path) is owned by uid 65534, should be 0"), "\(result.errors)")
+  }
 }
