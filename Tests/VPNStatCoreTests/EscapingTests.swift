@@ -3,8 +3,8 @@ import Testing
 
 @testable import VPNStatCore
 
-/// Names leave vpnstat harmless in every format: JSON that reaches a terminal carries no C1,
-/// BiDi or invisible character raw.
+/// Names leave vpnstat distinct and harmless in every format: JSON that reaches a terminal
+/// carries no C1, BiDi or invisible character raw, and OpenMetrics label values are injective.
 struct EscapingTests {
   /// A JSON string as `JSONWriter` writes it, without the quotes.
   static func json(_ text: String) -> String {
@@ -64,5 +64,67 @@ struct EscapingTests {
         ? Array(name.utf8) : InterfaceName(parsingEscaped: name).bytes
     }
     #expect(Set(shown) == Set(names))
+  }
+
+  // MARK: - OpenMetrics label values
+
+  /// A label value as an OpenMetrics parser reads it: `\\`, `\"` and `\n` unescaped.
+  static func unescapeLabel(_ value: String) -> String {
+    var out = ""
+    var escaping = false
+    for scalar in value.unicodeScalars {
+      if escaping {
+        switch scalar {
+        case "n": out += "\n"
+        default: out.unicodeScalars.append(scalar)
+        }
+        escaping = false
+      } else if scalar == "\\" {
+        escaping = true
+      } else {
+        out.unicodeScalars.append(scalar)
+      }
+    }
+    return out
+  }
+
+  static let hostile: [[UInt8]] = [
+    [0x01, 0x02], Array("\\x01\\x02".utf8), Array("q\"x".utf8), Array("q\\\"x".utf8), Array("a\\b".utf8),
+    Array("a\\\\b".utf8), Array("a\\\\\\b".utf8), Array("nl\nx".utf8), Array("nl\\nx".utf8), Array("tab\tx".utf8),
+    [0x62, 0xFF, 0xFE, 0x61], Array("b\\xff\\xfea".utf8), Array("b\\xFF\\xFEa".utf8), [0xC3], Array("\u{202E}x".utf8),
+    Array("\\xe2\\x80\\xaex".utf8), Array("天気".utf8), Array("\\xe5\\xa4\\xa9\\xe6\\xb0\\x97".utf8), Array("wg0".utf8),
+    Array("\u{1B}[2J".utf8), Array("\\x1b[2J".utf8), [0x7F], Array("\\x7f".utf8), Array("\u{9B}".utf8),
+  ]
+
+  @Test("label values: quote, backslash and newline escaped as the format says, never raw")
+  func labelEscapes() {
+    #expect(OpenMetrics.label(InterfaceName("wg0")) == "wg0")
+    #expect(OpenMetrics.label(InterfaceName("天気")) == "天気")
+    #expect(OpenMetrics.label(InterfaceName("q\"x")) == "q\\\"x")
+    // A backslash is vpnstat's `\\`, and each of those two the format's `\\`.
+    #expect(OpenMetrics.label(InterfaceName("a\\b")) == "a\\\\\\\\b")
+    #expect(OpenMetrics.label(InterfaceName("nl\nx")) == "nl\\\\x0ax")
+    #expect(OpenMetrics.label(InterfaceName(bytes: [0x01, 0x02])) == "\\\\x01\\\\x02")
+    #expect(OpenMetrics.label(InterfaceName(bytes: [0x62, 0xFF])) == "b\\\\xff")
+    for bytes in Self.hostile {
+      let label = OpenMetrics.label(InterfaceName(bytes: bytes))
+      #expect(!label.unicodeScalars.contains { $0.value < 0x20 || $0 == "\u{7F}" || TerminalText.isUnsafe($0) })
+      // Every quote is escaped: the label cannot end early.
+      let unescapedQuote = label.unicodeScalars.indices.contains { index in
+        label.unicodeScalars[index] == "\""
+          && label.unicodeScalars[..<index].reversed().prefix { $0 == "\\" }.count % 2 == 0
+      }
+      #expect(!unescapedQuote, "\(label)")
+    }
+  }
+
+  @Test("label values are injective: the bytes 01 02 and the text \\x01\\x02 differ, and every value reads back")
+  func labelInjective() {
+    let labels = Self.hostile.map { OpenMetrics.label(InterfaceName(bytes: $0)) }
+    #expect(Set(labels).count == labels.count, "\(labels)")
+    #expect(labels[0] != labels[1])
+    for (bytes, label) in zip(Self.hostile, labels) {
+      #expect(InterfaceName(parsingEscaped: Self.unescapeLabel(label)).bytes == bytes, "\(label)")
+    }
   }
 }
