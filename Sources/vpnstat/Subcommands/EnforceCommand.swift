@@ -45,7 +45,7 @@ enum EnforceCommand: Subcommand {
       throw GeneralFailure(.unavailable, "cannot open a netlink socket to watch \(tunnel.terminalText): \(error)")
     }
     let action: (any DisconnectAction)? =
-      parsed.has("exec") ? CommandAction(arguments: parsed.all("exec"), timeout: timeout) : nil
+      parsed.remainderBytes["exec"].map { CommandAction(arguments: $0, timeout: timeout) }
     var enforcer = try Enforcer(
       tunnel: tunnel, store: store,
       sampler: try CommonOptions.sampler(parsed, recorded: InterfaceSelection(names: [tunnel])),
