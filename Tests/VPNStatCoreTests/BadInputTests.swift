@@ -265,4 +265,32 @@ struct BadInputTests {
     #expect(result.status == 64)
     #expect(result.errors.contains("\(path) is owned by uid 65534, should be 0"), "\(result.errors)")
   }
+
+  // MARK: - interface names
+
+  @Test("the kernel's rule for names, in one place")
+  func kernelNameRule() {
+    for good in ["wg0", "a", "fifteen-bytes-x", "e\u{1B}[2Jv", "q\"\\x", "a.b", "...", "天気"] {
+      #expect(InterfaceName(good).kernelProblem == nil, "\(good)")
+    }
+    #expect(InterfaceName(bytes: [0x62, 0xFF, 0x1C]).kernelProblem == nil)
+    let bad: [[UInt8]] = [
+      [], Array("sixteen-bytes-xx".utf8), Array(".".utf8), Array("..".utf8), Array("a/b".utf8),
+      Array("a:b".utf8), Array("a b".utf8), Array("a\tb".utf8), Array("a\nb".utf8), [0x61, 0x0B], [0x61, 0x0C],
+      [0x61, 0x0D], [0x61, 0xA0], [0x61, 0x00],
+    ]
+    for bytes in bad {
+      #expect(InterfaceName(bytes: bytes).kernelProblem != nil, "\(bytes)")
+    }
+  }
+
+  @Test("enforce refuses a name no interface can have, with 64, instead of waiting forever")
+  func enforceRefusesImpossibleNames() throws {
+    let directory = try TemporaryDirectory("enfname")
+    for name in ["a b", "a:b", "a\\xa0b", ".", "..", "", "sixteen-bytes-xx", "a/b", "a\\x0bb"] {
+      let result = try Self.vpnstat(["enforce", "--db", directory.file("v.db"), "--", name], timeout: 5)
+      #expect(result.status == 64, "'\(name)': \(result.status) \(result.errors)")
+      #expect(result.errors.contains("invalid interface name"), "\(result.errors)")
+    }
+  }
 }

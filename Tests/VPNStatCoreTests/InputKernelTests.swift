@@ -3,13 +3,36 @@ import Testing
 
 @testable import VPNStatCore
 
-/// Input that only the kernel can judge: the exact bytes an `--exec` command receives.
+/// Input that only the kernel can judge: which interface names it refuses, and the exact bytes
+/// an `--exec` command receives.
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
 struct InputKernelTests {
   /// Octal escapes for `printf` in /bin/sh: any bytes as an argument, which a Swift String
   /// argument cannot carry when they are not UTF-8.
   static func printfOctal(_ bytes: [UInt8]) -> String {
     bytes.map { "\\" + String($0, radix: 8) }.joined()
+  }
+
+  @Test(
+    "InterfaceName.kernelProblem agrees with this kernel on every character rule (whitespace, 0xA0, ':', '.', '..')")
+  func nameRuleMatchesKernel() throws {
+    let ns = try TestNamespace("names")
+    // Lengths and the empty name are not tried here: TUNSETIFF cuts a long name and names an
+    // empty one itself. They follow dev_valid_name, as ip(8) does.
+    let names: [[UInt8]] = [
+      Array("a b".utf8), Array("a\tb".utf8), Array("a\nb".utf8), [0x61, 0x0B], [0x61, 0x0C], [0x61, 0x0D],
+      [0x61, 0xA0], Array("a:b".utf8), Array(".".utf8), Array("..".utf8), Array("a/b".utf8),
+      [0x61, 0x1C], [0x61, 0x85], [0x61, 0xFF], Array("e\u{1B}[2J".utf8), Array("q\"\\x".utf8), Array("a.b".utf8),
+      Array("...".utf8), Array("天気".utf8), [0x61, 0x7F],
+    ]
+    for bytes in names {
+      let owner = try ns.start(
+        "/bin/sh", ["-c", "exec \"$0\" tun \"$(printf '\(Self.printfOctal(bytes))')\"", Built.testPeer])
+      let accepted = (try? owner.waitFor("ready", timeout: 5)) != nil
+      owner.stop()
+      let name = InterfaceName(bytes: bytes)
+      #expect(accepted == (name.kernelProblem == nil), "\(name.escaped): kernel \(accepted ? "accepts" : "refuses")")
+    }
   }
 
   @Test(

@@ -25,8 +25,11 @@ enum EnforceCommand: Subcommand {
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let tunnel = InterfaceName(parsingEscaped: parsed.positionals[0])
-    guard !tunnel.bytes.isEmpty, tunnel.bytes.count <= 15, !tunnel.bytes.contains(0x2F) else {
-      throw UsageError("invalid interface name '\(tunnel.escaped)'", commandPath: parsed.commandPath)
+    // A name the kernel refuses can never come up: waiting for it would be forever.
+    if let problem = tunnel.kernelProblem {
+      throw UsageError(
+        "invalid interface name '\(tunnel.escaped)': it \(problem), so no interface can have it",
+        commandPath: parsed.commandPath)
     }
     if parsed.has("exec") && parsed.has("action") {
       throw UsageError("give either --action or --exec, not both", commandPath: parsed.commandPath)
