@@ -65,6 +65,62 @@ struct BadInputTests {
     }
   }
 
+  @Test("a rate is finite: three hundred digits of TiB are refused, not infinite")
+  func rateRange() {
+    #expect(parseRate("10Gbit") == 1.25e9)
+    #expect(parseRate(String(repeating: "9", count: 300) + "TiB") == nil)
+    #expect(parseRate(String(repeating: "9", count: 400) + "B") == nil)
+  }
+
+  // MARK: - the parser
+
+  static let spec = CommandSpec(
+    name: "tool", abstract: "t",
+    subcommands: [
+      CommandSpec(
+        name: "history", abstract: "h",
+        options: [
+          OptionSpec(
+            "hours", .optionalValue("n"), help: "h", accepts: { parseCount($0, in: 1...168) != nil },
+            expected: "a number from 1 to 168")
+        ]),
+      CommandSpec(
+        name: "show", abstract: "s",
+        options: [OptionSpec("rate", .optionalValue("d"), help: "r", accepts: { parseDuration($0) != nil })],
+        positionals: [PositionalSpec("name", help: "n", optional: true)]),
+      CommandSpec(
+        name: "run", abstract: "r", options: [OptionSpec("exec", .remainder("command"), help: "x")],
+        positionals: [PositionalSpec("name", help: "n")]),
+    ])
+
+  @Test("a word the optional value refuses is its invalid value, unless the command takes a positional")
+  func optionalValueWord() throws {
+    let error = try #require(throws: UsageError.self) {
+      try parseCommandLine(["history", "--hours", "0"], root: Self.spec)
+    }
+    #expect(error.message == "invalid value '0' for '--hours <n>': expected a number from 1 to 168")
+    #expect(try parseCommandLine(["history", "--hours", "5"], root: Self.spec).value("hours") == "5")
+    #expect(try parseCommandLine(["history", "--hours"], root: Self.spec).value("hours") == "")
+    let show = try parseCommandLine(["show", "--rate", "wg0"], root: Self.spec)
+    #expect(show.value("rate") == "" && show.positionals == ["wg0"])
+  }
+
+  @Test("a remainder keeps its words' exact bytes (inline, after --, not UTF-8); options stay text")
+  func remainderBytes() throws {
+    let raw: [[UInt8]] = [
+      Array("run".utf8), [0x77, 0xFF], Array("--exec".utf8), Array("--".utf8), Array("/bin/x".utf8), [0xFF, 0xFE],
+      Array("a\\xffb".utf8), Array("é".utf8),
+    ]
+    let parsed = try parseCommandLine(rawArguments: raw, root: Self.spec)
+    #expect(parsed.positionals == ["w\\xff"])
+    #expect(parsed.remainderBytes["exec"] == Array(raw[4...]))
+    #expect(parsed.all("exec") == ["/bin/x", "\\xff\\xfe", "a\\xffb", "é"])
+    let inline = try parseCommandLine(
+      rawArguments: [Array("run".utf8), Array("wg0".utf8), Array("--exec=/bin/".utf8) + [0xE9], [0x80]],
+      root: Self.spec)
+    #expect(inline.remainderBytes["exec"] == [Array("/bin/".utf8) + [0xE9], [0x80]])
+  }
+
   // MARK: - counts
 
   @Test("history counts: 0 names the option, beyond what is kept is refused at once, the bounds are in --help")

@@ -86,5 +86,7 @@ public func parseRate(_ text: String) -> Double? {
     "KiB": 1024, "MiB": 1_048_576, "GiB": Double(1 << 30), "TiB": Double(1 << 40),
   ]
   guard let scale = units[String(body[numberEnd...])] else { return nil }
-  return value * scale
+  // Three hundred digits of TiB are finite digits and an infinite rate.
+  let rate = value * scale
+  return rate.isFinite ? rate : nil
 }
