@@ -31,9 +31,12 @@ struct CommandContext {
     try standardOutput.writeAll(bytes)
   }
 
-  /// A line on stderr, prefixed `vpnstat: `.
+  /// A line on stderr, prefixed `vpnstat: `. Messages quote what they were given — paths,
+  /// values, names — so every line is made safe for a terminal here, the one way out: a path
+  /// holding ESC must not repaint the screen of whoever reads the error.
   func warn(_ text: String) {
-    try? standardError.writeAll("vpnstat: " + text + "\n")
+    let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { TerminalText.sanitize(String($0)) }
+    try? standardError.writeAll("vpnstat: " + lines.joined(separator: "\n") + "\n")
   }
 }
 

@@ -15,7 +15,8 @@ enum CommonOptions {
     help: "Only interfaces of this class: tunnel, wifi, cellular, ethernet, loopback, other (comma-separated allowed).")
   static let classOverride = OptionSpec(
     "class", .value("name=class"), repeatable: true,
-    help: "Classify interface NAME as CLASS, overriding the evidence.")
+    help: "Classify interface NAME as CLASS, overriding the evidence.",
+    accepts: { parseClassOverride($0) != nil }, expected: classExpectation)
   static let bytes = OptionSpec("bytes", help: "Show raw byte counts instead of IEC units.")
   static let noColor = OptionSpec("no-color", help: "No colour (also when NO_COLOR is set).")
   static let sysfsRoot = OptionSpec(
@@ -23,6 +24,7 @@ enum CommonOptions {
     help: "Read interfaces from DIR instead of /sys/class/net (implies --source sysfs).")
 
   static let classAlternatives = InterfaceClass.allCases.map(\.rawValue).joined(separator: ", ")
+  static let classExpectation = "NAME=CLASS with CLASS one of \(classAlternatives)"
 
   static func sourceKind(_ parsed: ParsedCommand) throws -> CounterSourceKind {
     let kind = try parsed.value(
@@ -51,18 +53,18 @@ enum CommonOptions {
     return InterfaceSelection(names: names, classes: classes)
   }
 
+  /// `NAME=CLASS` (the last `=` separates them), or nil.
+  static func parseClassOverride(_ value: String) -> (InterfaceName, InterfaceClass)? {
+    guard let equals = value.lastIndex(of: "="), equals != value.startIndex,
+      let interfaceClass = InterfaceClass(rawValue: String(value[value.index(after: equals)...]))
+    else { return nil }
+    return (InterfaceName(parsingEscaped: String(value[..<equals])), interfaceClass)
+  }
+
   static func classifier(_ parsed: ParsedCommand) throws -> Classifier {
     var overrides: [InterfaceName: InterfaceClass] = [:]
-    for value in parsed.all("class") {
-      guard let equals = value.lastIndex(of: "="),
-        let interfaceClass = InterfaceClass(rawValue: String(value[value.index(after: equals)...])),
-        equals != value.startIndex
-      else {
-        throw UsageError(
-          "invalid value '\(TerminalText.sanitize(value))' for '--class': expected NAME=CLASS with CLASS one of \(classAlternatives)",
-          commandPath: parsed.commandPath)
-      }
-      overrides[InterfaceName(parsingEscaped: String(value[..<equals]))] = interfaceClass
+    for (name, interfaceClass) in try parsed.all("class", expected: classExpectation, parseClassOverride) {
+      overrides[name] = interfaceClass
     }
     return Classifier(overrides: overrides)
   }
@@ -106,12 +108,12 @@ extension CommonOptions {
 }
 
 extension CommonOptions {
-  static let sessionLength = OptionSpec(
-    "session-length", .value("duration"),
-    help: "Length of a free session (default 15m; 2m in debug builds).", accepts: { parseDuration($0) != nil })
-  static let pauseLength = OptionSpec(
-    "pause-length", .value("duration"),
-    help: "Length of the pause after it (default 45m; 1m in debug builds).", accepts: { parseDuration($0) != nil })
+  static let sessionLength = OptionSpec.duration(
+    "session-length",
+    help: "Length of a free session (default 15m; 2m in debug builds).")
+  static let pauseLength = OptionSpec.duration(
+    "pause-length",
+    help: "Length of the pause after it (default 45m; 1m in debug builds).")
 
   /// The lengths a new window gets: options, then the configuration file, then the built-in ones.
   static func lengths(_ parsed: ParsedCommand) throws -> SessionLengths {

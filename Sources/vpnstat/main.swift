@@ -17,12 +17,11 @@ let rootSpec = CommandSpec(
   subcommands: subcommands.map { $0.spec },
   defaultSubcommand: "status")
 
-/// The arguments as the kernel passed them. Non-UTF-8 bytes (an interface name may hold any)
-/// are kept in vpnstat's escaped form rather than replaced.
-func rawArguments() -> [String] {
+/// The arguments as the kernel passed them, as bytes: they need not be UTF-8 (an interface name
+/// or an `--exec` argument may hold any byte), and the parser decides how to read each.
+func rawArguments() -> [[UInt8]] {
   (1..<Int(CommandLine.argc)).map { i in
-    let bytes = UnsafeRawBufferPointer(start: CommandLine.unsafeArgv[i], count: strlen(CommandLine.unsafeArgv[i]!))
-    return String(validating: bytes, as: UTF8.self) ?? InterfaceName(bytes: bytes).escaped
+    Array(UnsafeRawBufferPointer(start: CommandLine.unsafeArgv[i], count: strlen(CommandLine.unsafeArgv[i]!)))
   }
 }
 
@@ -32,7 +31,7 @@ func rawArguments() -> [String] {
   signal(SIGPIPE, SIG_IGN)
   let context = CommandContext()
   do {
-    var parsed = try parseCommandLine(rawArguments(), root: rootSpec)
+    var parsed = try parseCommandLine(rawArguments: rawArguments(), root: rootSpec)
     if !parsed.helpRequested && !parsed.versionRequested {
       try ConfigFile.apply(to: &parsed, path: ConfigFile.path(context, isRoot: getuid() == 0))
     }

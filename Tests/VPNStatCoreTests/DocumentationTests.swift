@@ -31,10 +31,7 @@ struct DocumentationTests {
 
   @Test("mandoc -Tlint -Wwarning finds nothing to say about man/vpnstat.1")
   func manPageLints() throws {
-    guard FileManager.default.isExecutableFile(atPath: Self.mandoc) else {
-      Issue.record("\(Self.mandoc) is missing: run scripts/install-deps (it installs mandoc), then test again")
-      return
-    }
+    try Tool.require(Self.mandoc)
     let result = try run(Self.mandoc, ["-Tlint", "-Wwarning", Self.manPage])
     #expect(result.status == 0, "mandoc exited \(result.status):\n\(result.output)\(result.errors)")
     #expect(

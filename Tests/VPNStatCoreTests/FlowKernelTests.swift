@@ -240,6 +240,7 @@ struct FlowKernelTests {
 
   @Test("a file tcpdump wrote on a veth gives exact totals for known flows")
   func tcpdumpFile() throws {
+    try Tool.require("/usr/bin/tcpdump")
     let pair = try VethPair("fltd", subnet: 66)
     let sink = try pair.right.peer("udp-sink", "9601")
     try sink.waitFor("ready")

@@ -8,6 +8,7 @@ final class TmuxScreen: @unchecked Sendable {
   let socket = "vpnstat-test-\(getpid())-\(UUID().uuidString.prefix(6))"
 
   init(_ command: String, columns: Int = 120, rows: Int = 40) throws {
+    try Tool.require("/usr/bin/tmux")
     let shell = "\(command); echo EXITED $?; stty -a; exec sleep 600"
     let result = try run(
       "/usr/bin/tmux",

@@ -19,6 +19,9 @@ public struct ParsedCommand: Sendable {
   /// Values by option long name, in command-line order; flags map to `[""]` per occurrence.
   public var values: [String: [String]]
   public var positionals: [String]
+  /// The exact bytes of a remainder option's words (`--exec`), by long name: a command's
+  /// arguments are passed on as given, also when they are not UTF-8.
+  public var remainderBytes: [String: [[UInt8]]] = [:]
   public var helpRequested = false
   public var versionRequested = false
 
@@ -55,8 +58,26 @@ public struct ParsedCommand: Sendable {
   public func optionalValueGiven(_ long: String) -> Bool { has(long) }
 }
 
+/// An argument as text: itself when it is UTF-8, else vpnstat's escaped form (an interface name
+/// may hold any byte), so that no byte is lost to a replacement character.
+public func argumentText(_ bytes: [UInt8]) -> String {
+  String(validating: bytes, as: UTF8.self) ?? InterfaceName(bytes: bytes).escaped
+}
+
+/// Parses the arguments as the kernel passed them (without the program name) against `root`.
+/// Options and positionals are read as text (`argumentText`); a remainder option keeps its
+/// words' bytes too, in `remainderBytes`.
+public func parseCommandLine(rawArguments: [[UInt8]], root: CommandSpec) throws -> ParsedCommand {
+  try parseCommandLine(rawArguments.map(argumentText), raw: rawArguments, root: root)
+}
+
 /// Parses `arguments` (without the program name) against `root`.
 public func parseCommandLine(_ arguments: [String], root: CommandSpec) throws -> ParsedCommand {
+  try parseCommandLine(arguments, raw: arguments.map { Array($0.utf8) }, root: root)
+}
+
+/// `arguments[i]` is the text of the bytes `raw[i]`.
+private func parseCommandLine(_ arguments: [String], raw: [[UInt8]], root: CommandSpec) throws -> ParsedCommand {
   var spec = root
   var path = [root.name]
   var remaining = arguments[...]
@@ -107,7 +128,8 @@ public func parseCommandLine(_ arguments: [String], root: CommandSpec) throws ->
   var parsed = ParsedCommand(path: path, spec: spec, values: [:], positionals: [])
   let commandPath = parsed.commandPath
   var optionsEnded = false
-  while let word = remaining.popFirst() {
+  while let wordIndex = remaining.indices.first {
+    let word = remaining.removeFirst()
     if optionsEnded || word == "-" || !word.hasPrefix("-") {
       parsed.positionals.append(word)
       continue
@@ -126,12 +148,16 @@ public func parseCommandLine(_ arguments: [String], root: CommandSpec) throws ->
     }
     let option: OptionSpec
     var inlineValue: String?
+    // The inline value's bytes: what follows `--name=` or `-n` in the word as passed (the name
+    // is ASCII, so it is the same length in the text and in the bytes).
+    var inlineBytes: [UInt8] = []
     if word.hasPrefix("--") {
       let body = word.dropFirst(2)
       let name: Substring
       if let equals = body.firstIndex(of: "=") {
         name = body[..<equals]
         inlineValue = String(body[body.index(after: equals)...])
+        inlineBytes = Array(raw[wordIndex].drop { $0 != 0x3D }.dropFirst())
       } else {
         name = body
       }
@@ -161,16 +187,16 @@ public func parseCommandLine(_ arguments: [String], root: CommandSpec) throws ->
           continue
         }
         inlineValue = String(letters.dropFirst())
+        inlineBytes = Array(raw[wordIndex].dropFirst(2))
       }
     }
-    let display = "--" + option.long
     switch option.arity {
     case .flag:
       if inlineValue != nil {
-        throw UsageError("'\(display)' takes no value", commandPath: commandPath)
+        throw UsageError("'--\(option.long)' takes no value", commandPath: commandPath)
       }
       try record(option, "", into: &parsed, path: commandPath)
-    case .value(let valueName):
+    case .value:
       let value: String
       if let inlineValue {
         value = inlineValue
@@ -178,37 +204,46 @@ public func parseCommandLine(_ arguments: [String], root: CommandSpec) throws ->
         value = next
         remaining = remaining.dropFirst()
       } else {
-        throw UsageError("missing value for '\(display) <\(valueName)>'", commandPath: commandPath)
+        throw UsageError("missing value for '\(option.display)'", commandPath: commandPath)
       }
-      guard option.accepts(value) else {
-        throw UsageError(
-          "invalid value '\(TerminalText.sanitize(value))' for '\(display) <\(valueName)>'",
-          commandPath: commandPath)
-      }
+      guard option.accepts(value) else { throw option.invalidValue(value, commandPath: commandPath) }
       try record(option, value, into: &parsed, path: commandPath)
-    case .optionalValue(let valueName):
+    case .optionalValue:
       if let inlineValue {
-        guard option.accepts(inlineValue) else {
-          throw UsageError(
-            "invalid value '\(TerminalText.sanitize(inlineValue))' for '\(display) <\(valueName)>'",
-            commandPath: commandPath)
-        }
+        guard option.accepts(inlineValue) else { throw option.invalidValue(inlineValue, commandPath: commandPath) }
         try record(option, inlineValue, into: &parsed, path: commandPath)
-      } else if let next = remaining.first, !next.hasPrefix("-"), option.accepts(next) {
-        remaining = remaining.dropFirst()
-        try record(option, next, into: &parsed, path: commandPath)
+      } else if let next = remaining.first, !next.hasPrefix("-") {
+        // A word after the option is its value when it fits; when it does not and the command
+        // takes no positional, it can only have been meant as the value (`--hours 0`), so that
+        // is the error to report rather than an unexpected argument.
+        if option.accepts(next) {
+          remaining = remaining.dropFirst()
+          try record(option, next, into: &parsed, path: commandPath)
+        } else if spec.positionals.isEmpty {
+          throw option.invalidValue(next, commandPath: commandPath)
+        } else {
+          try record(option, "", into: &parsed, path: commandPath)
+        }
       } else {
         try record(option, "", into: &parsed, path: commandPath)
       }
-    case .remainder(let valueName):
+    case .remainder:
       var rest = Array(remaining)
+      var restBytes = remaining.indices.map { raw[$0] }
       remaining = []
-      if let inlineValue { rest.insert(inlineValue, at: 0) }
-      if rest.first == "--" { rest.removeFirst() }
+      if let inlineValue {
+        rest.insert(inlineValue, at: 0)
+        restBytes.insert(inlineBytes, at: 0)
+      }
+      if rest.first == "--" {
+        rest.removeFirst()
+        restBytes.removeFirst()
+      }
       guard !rest.isEmpty else {
-        throw UsageError("missing value for '\(display) <\(valueName)>…'", commandPath: commandPath)
+        throw UsageError("missing value for '\(option.display)'", commandPath: commandPath)
       }
       parsed.values[option.long] = rest
+      parsed.remainderBytes[option.long] = restBytes
     }
   }
   if parsed.helpRequested || parsed.versionRequested { return parsed }

@@ -49,10 +49,12 @@ public struct OptionSpec: Sendable {
   public var help: String
   /// Checks a value as the option reads it, for `optionalValue` and for early, clear errors.
   public var accepts: @Sendable (String) -> Bool
+  /// What `accepts` wants, in words, for the error about a value it refused.
+  public var expected: String?
 
   public init(
     _ long: String, short: Character? = nil, _ arity: Arity = .flag, repeatable: Bool = false,
-    help: String, accepts: @escaping @Sendable (String) -> Bool = { _ in true }
+    help: String, accepts: @escaping @Sendable (String) -> Bool = { _ in true }, expected: String? = nil
   ) {
     self.long = long
     self.short = short
@@ -60,6 +62,30 @@ public struct OptionSpec: Sendable {
     self.repeatable = repeatable
     self.help = help
     self.accepts = accepts
+    self.expected = expected
+  }
+
+  /// A `--name <duration>` option: every duration option accepts the same range and says so.
+  public static func duration(_ long: String, short: Character? = nil, help: String) -> OptionSpec {
+    OptionSpec(
+      long, short: short, .value("duration"), help: help, accepts: { parseDuration($0) != nil },
+      expected: durationExpectation)
+  }
+
+  /// How the option shows in messages: `--interval <duration>`.
+  public var display: String {
+    switch arity {
+    case .flag: "--\(long)"
+    case .value(let name), .optionalValue(let name): "--\(long) <\(name)>"
+    case .remainder(let name): "--\(long) <\(name)>…"
+    }
+  }
+
+  /// The usage error for a value this option refuses.
+  func invalidValue(_ value: String, commandPath: String) -> UsageError {
+    var message = "invalid value '\(TerminalText.sanitize(value))' for '\(display)'"
+    if let expected { message += ": expected \(expected)" }
+    return UsageError(message, commandPath: commandPath)
   }
 }
 

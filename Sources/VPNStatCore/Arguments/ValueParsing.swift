@@ -1,5 +1,13 @@
+/// The durations every option accepts: at least 1 ms (less rounds to nothing a timer or a slice
+/// of packet time can use: `0.0000000001` made watch and record spin and flows divide by zero),
+/// at most 100 days.
+public let durationRange: ClosedRange<Duration> = .milliseconds(1) ... .seconds(100 * 86_400)
+
+/// What a duration option expects, for its usage errors.
+public let durationExpectation = "a duration from 1ms to 100d, such as 500ms, 90s, 15m or 1h30m"
+
 /// Durations as people type them: `500ms`, `90s`, `15m`, `1h`, `1.5s`, `1h30m`; a bare number is
-/// seconds. Nil for anything else, for zero-or-negative, and for more than 100 days.
+/// seconds. Nil for anything else and for anything outside `durationRange`.
 public func parseDuration(_ text: String) -> Duration? {
   var total: Double = 0
   var rest = Substring(text.trimmingASCIIWhitespace)
@@ -29,13 +37,22 @@ public func parseDuration(_ text: String) -> Duration? {
     sawUnit = true
     total += value * scale
   }
-  guard total > 0, total <= 100 * 86_400 else { return nil }
-  return .nanoseconds(Int64((total * 1e9).rounded()))
+  // Checked in seconds before converting, so the conversion cannot overflow.
+  guard total <= 100 * 86_400 else { return nil }
+  let duration = Duration.nanoseconds(Int64((total * 1e9).rounded()))
+  return durationRange.contains(duration) ? duration : nil
 }
 
 /// A positive count (`--count 3`).
 public func parsePositiveInt(_ text: String) -> Int? {
   guard let value = Int(text), value > 0 else { return nil }
+  return value
+}
+
+/// A count within `range` (`--hours 24`); nil for anything else, also for a number too large
+/// for an Int.
+public func parseCount(_ text: String, in range: ClosedRange<Int>) -> Int? {
+  guard let value = Int(text), range.contains(value) else { return nil }
   return value
 }
 
@@ -69,7 +86,9 @@ public func parseRate(_ text: String) -> Double? {
     "KiB": 1024, "MiB": 1_048_576, "GiB": Double(1 << 30), "TiB": Double(1 << 40),
   ]
   guard let scale = units[String(body[numberEnd...])] else { return nil }
-  return value * scale
+  // Three hundred digits of TiB are finite digits and an infinite rate.
+  let rate = value * scale
+  return rate.isFinite ? rate : nil
 }
 
 /// A size in bytes as people write one: `4096`, `64KiB`, `32MiB`, `2GB`, `1.5GiB`; nil for

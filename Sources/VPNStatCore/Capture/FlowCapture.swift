@@ -361,6 +361,13 @@ public final class FileFlowCapture {
     var reports = 0
     let origin = FlowSnapshot.Origin.file(source.path)
 
+    // Packet times are 1970…2262 (PcapFileSource checks), so their differences cannot overflow;
+    // a slice may end after 2262, and then ends there.
+    func sliceEnd(_ start: Timestamp, _ interval: Int64) -> Int64 {
+      let (end, overflow) = start.nanoseconds.addingReportingOverflow(interval)
+      return overflow ? .max : end
+    }
+
     func report(until end: Timestamp) throws {
       let start = first ?? end
       let snapshot = aggregator.report(
@@ -387,8 +394,8 @@ public final class FileFlowCapture {
         first = packet.timestamp
         sliceStart = packet.timestamp
       }
-      if let interval, packet.timestamp.nanoseconds >= sliceStart.nanoseconds + interval {
-        try report(until: Timestamp(nanoseconds: sliceStart.nanoseconds + interval))
+      if let interval, packet.timestamp.nanoseconds >= sliceEnd(sliceStart, interval) {
+        try report(until: Timestamp(nanoseconds: sliceEnd(sliceStart, interval)))
         if reports >= options.count ?? Int.max { return }
         // Slices without packets are skipped: the next one starts where this packet falls.
         let skipped = (packet.timestamp.nanoseconds - sliceStart.nanoseconds) / interval

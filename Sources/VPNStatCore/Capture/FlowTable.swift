@@ -14,13 +14,15 @@ public struct TrafficCounts: Hashable, Sendable {
     self.txPackets = txPackets
   }
 
-  public var bytes: UInt64 { rxBytes + txBytes }
-  public var packets: UInt64 { rxPackets + txPackets }
+  // Sums wrap at 2^64 like the counters they add up (and the ledger's totals) rather than trap:
+  // the kernel counters summed for coverage are whatever the kernel says.
+  public var bytes: UInt64 { rxBytes &+ txBytes }
+  public var packets: UInt64 { rxPackets &+ txPackets }
 
   public static func + (a: TrafficCounts, b: TrafficCounts) -> TrafficCounts {
     TrafficCounts(
-      rxBytes: a.rxBytes + b.rxBytes, txBytes: a.txBytes + b.txBytes,
-      rxPackets: a.rxPackets + b.rxPackets, txPackets: a.txPackets + b.txPackets)
+      rxBytes: a.rxBytes &+ b.rxBytes, txBytes: a.txBytes &+ b.txBytes,
+      rxPackets: a.rxPackets &+ b.rxPackets, txPackets: a.txPackets &+ b.txPackets)
   }
   public static func += (a: inout TrafficCounts, b: TrafficCounts) { a = a + b }
 

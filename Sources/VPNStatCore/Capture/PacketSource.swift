@@ -119,11 +119,22 @@ enum Pcap {
     pcap_freecode(&program)
   }
 
-  static func timestamp(_ header: UnsafePointer<pcap_pkthdr>) -> Timestamp {
+  /// A packet's time, or nil when it is before 1970 or after 2262 (a pcapng file can say either):
+  /// within that range any two packet times, and a time plus a slice of at most 100 days, are
+  /// differences and sums that cannot overflow.
+  static func timestamp(_ header: UnsafePointer<pcap_pkthdr>) -> Timestamp? {
     // Handles are opened with nanosecond precision: tv_usec holds nanoseconds.
-    Timestamp(
-      nanoseconds: Int64(header.pointee.ts.tv_sec) * 1_000_000_000
-        + Int64(header.pointee.ts.tv_usec))
+    guard header.pointee.ts.tv_sec >= 0,
+      let time = Timestamp(
+        checkedSeconds: Int64(header.pointee.ts.tv_sec), nanoseconds: Int64(header.pointee.ts.tv_usec)),
+      time.nanoseconds >= 0
+    else { return nil }
+    return time
+  }
+
+  /// What a packet time outside `timestamp`'s range is called in errors.
+  static func badTime(_ header: UnsafePointer<pcap_pkthdr>) -> String {
+    "a time vpnstat cannot represent (\(header.pointee.ts.tv_sec) s since 1970; only 1970 to 2262 are)"
   }
 }
 
@@ -176,11 +187,17 @@ public final class PcapFileSource: PacketSource {
     switch pcap_next_ex(handle, &header, &data) {
     case 1:
       guard let header, let data else { return nil }
+      guard let timestamp = Pcap.timestamp(header) else {
+        throw GeneralFailure(
+          .dataError,
+          "capture file '\(TerminalText.sanitize(path))' is corrupt: packet \(packetsRead + 1) has \(Pcap.badTime(header))"
+        )
+      }
       let captured = Int(header.pointee.caplen)
       packetsRead += 1
       bytesRead += UInt64(captured)
       return CapturedPacket(
-        timestamp: Pcap.timestamp(header), wireLength: Int(header.pointee.len),
+        timestamp: timestamp, wireLength: Int(header.pointee.len),
         bytes: UnsafeRawBufferPointer(start: data, count: captured))
     case PCAP_ERROR_BREAK, 0:
       return nil
@@ -283,8 +300,12 @@ public final class PcapLiveSource: LivePacketSource {
     switch pcap_next_ex(handle, &header, &data) {
     case 1:
       guard let header, let data else { return nil }
+      guard let timestamp = Pcap.timestamp(header) else {
+        throw GeneralFailure(
+          .unavailable, "capture on '\(interface.terminalText)' stopped: a packet has \(Pcap.badTime(header))")
+      }
       return CapturedPacket(
-        timestamp: Pcap.timestamp(header), wireLength: Int(header.pointee.len),
+        timestamp: timestamp, wireLength: Int(header.pointee.len),
         bytes: UnsafeRawBufferPointer(start: data, count: Int(header.pointee.caplen)))
     case 0, PCAP_ERROR_BREAK:
       return nil

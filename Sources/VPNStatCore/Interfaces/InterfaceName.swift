@@ -1,6 +1,6 @@
-/// An interface name exactly as the kernel holds it: up to 15 bytes, any byte but NUL and '/'.
-/// Names are bytes, not text — the kernel accepts ESC, quotes and non-UTF-8 — so every way of
-/// showing one is an explicit, escaping conversion.
+/// An interface name exactly as the kernel holds it: 1 to 15 bytes, not `.` or `..`, and no NUL,
+/// `/`, `:` or whitespace (see `kernelProblem`). Names are bytes, not text — the kernel accepts
+/// ESC, quotes and non-UTF-8 — so every way of showing one is an explicit, escaping conversion.
 public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvertible {
   public let bytes: [UInt8]
 
@@ -34,6 +34,23 @@ public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvert
 
   public static func < (a: InterfaceName, b: InterfaceName) -> Bool {
     a.bytes.lexicographicallyPrecedes(b.bytes)
+  }
+
+  /// Why the kernel would refuse this name, or nil when it could name an interface. The kernel's
+  /// rule (`dev_valid_name`): not empty, at most 15 bytes, not `.` or `..`, and no `/`, `:` or
+  /// byte its `isspace` calls a space — tab, line feed, vertical tab, form feed, carriage
+  /// return, space, and 0xA0 (Latin-1's no-break space). Checked on Linux 6.18.
+  public var kernelProblem: String? {
+    if bytes.isEmpty { return "is empty" }
+    if bytes.count > 15 { return "is longer than 15 bytes" }
+    if bytes == [0x2E] || bytes == [0x2E, 0x2E] { return "is '.' or '..'" }
+    if bytes.contains(0) { return "contains a NUL byte" }
+    if bytes.contains(0x2F) { return "contains '/'" }
+    if bytes.contains(0x3A) { return "contains ':'" }
+    if bytes.contains(where: { (0x09...0x0D).contains($0) || $0 == 0x20 || $0 == 0xA0 }) {
+      return "contains whitespace (space, tab, line break or the byte 0xA0)"
+    }
+    return nil
   }
 
   /// True when the name is valid UTF-8.

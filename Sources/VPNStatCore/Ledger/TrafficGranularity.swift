@@ -74,25 +74,26 @@ public enum TrafficGranularity: Int, CaseIterable, Sendable {
     start(ofLast: retainedBuckets, at: now)
   }
 
-  /// The start of the first of the last `count` buckets, the last being the one holding `now`.
+  /// The start of the first of the last `count` buckets, the last being the one holding `now`:
+  /// one step back by `count - 1` buckets, whatever `count` is (a count from the command line
+  /// must not cost a loop or an allocation per bucket). Clamped to the Unix epoch: nothing was
+  /// recorded before it.
   public func start(ofLast count: Int, at now: Timestamp) -> Int64 {
-    var start = self.start(of: now)
-    for _ in 1..<max(count, 1) { start = previous(before: start) }
-    return start
-  }
-
-  func previous(before start: Int64) -> Int64 {
+    let start = self.start(of: now)
+    // More steps than there are buckets since 1970 all land before it.
+    let steps = max(0, min(max(count, 1) - 1, Int(start / 300) + 1))
     switch self {
-    case .fiveMinutes: return start - 300
-    case .hour: return start - 3600
+    case .fiveMinutes: return max(0, start - Int64(steps) * 300)
+    case .hour: return max(0, start - Int64(steps) * 3600)
     case .day, .month:
       var t = time_t(start)
       var parts = tm()
       localtime_r(&t, &parts)
-      if self == .day { parts.tm_mday -= 1 } else { parts.tm_mon -= 1 }
+      // mktime normalises an out-of-range day or month: one call for any number of steps.
+      if self == .day { parts.tm_mday -= Int32(clamping: steps) } else { parts.tm_mon -= Int32(clamping: steps) }
       parts.tm_hour = 0
       parts.tm_isdst = -1
-      return Int64(mktime(&parts))
+      return max(0, Int64(mktime(&parts)))
     }
   }
 }

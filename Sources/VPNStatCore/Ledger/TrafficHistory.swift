@@ -30,20 +30,22 @@ public struct TrafficHistory: Sendable {
   public var series: [Series]
 
   /// Builds the history of the last `count` buckets up to the one holding `now`. Each series
-  /// starts at its first bucket with traffic, so a young database shows no run of empty rows.
+  /// starts at its first bucket with traffic, so a young database shows no run of empty rows:
+  /// the rows made are the buckets between that one and now, never `count` of them up front.
   public static func make(
     buckets: [TrafficBucket], granularity: TrafficGranularity, count: Int, now: Timestamp,
     grouping: Grouping, selection: InterfaceSelection
   ) -> TrafficHistory {
-    var starts: [Int64] = [granularity.start(ofLast: count, at: now)]
-    while starts.count < count { starts.append(granularity.next(after: starts[starts.count - 1])) }
-    let first = starts[0]
+    let first = granularity.start(ofLast: count, at: now)
+    let last = granularity.start(of: now)
     struct Key: Hashable {
       var interfaceClass: InterfaceClass
       var name: InterfaceName?
     }
     var sums: [Key: [Int64: Row]] = [:]
-    for bucket in buckets where bucket.start >= first && selection.includes(bucket.name, bucket.interfaceClass) {
+    // Buckets outside the range (a clock that was set back, a damaged database) are left out.
+    for bucket in buckets
+    where (first...last).contains(bucket.start) && selection.includes(bucket.name, bucket.interfaceClass) {
       let key = Key(interfaceClass: bucket.interfaceClass, name: grouping == .interface ? bucket.name : nil)
       var row =
         sums[key, default: [:]][bucket.start] ?? Row(start: bucket.start, end: granularity.next(after: bucket.start))
@@ -56,8 +58,17 @@ public struct TrafficHistory: Sendable {
     var series: [Series] = []
     for (key, rowsByStart) in sums {
       guard let firstWithData = rowsByStart.keys.min() else { continue }
-      let rows = starts.filter { $0 >= firstWithData }.map {
-        rowsByStart[$0] ?? Row(start: $0, end: granularity.next(after: $0))
+      var rows: [Row] = []
+      // Rows fall on bucket boundaries of the current time zone; a bucket stored under another
+      // one matches none, as before.
+      var start = granularity.start(of: Timestamp(seconds: firstWithData))
+      if start < firstWithData { start = granularity.next(after: start) }
+      // Every step moves forward (a failed mktime would not): the loop ends at `last`.
+      while start <= last {
+        let end = granularity.next(after: start)
+        rows.append(rowsByStart[start] ?? Row(start: start, end: end))
+        guard end > start else { break }
+        start = end
       }
       series.append(Series(interfaceClass: key.interfaceClass, name: key.name, rows: rows))
     }

@@ -3,9 +3,11 @@
 #endif
 
 /// A command run as an argv — never through a shell, so arguments holding spaces, quotes or
-/// `$(…)` reach it exactly — with a timeout after which it is killed.
+/// `$(…)` reach it exactly, as bytes (they need not be UTF-8) — with a timeout after which it is
+/// killed.
 public struct ChildCommand: Sendable {
-  public var arguments: [String]
+  public var arguments: [[UInt8]]
+  /// Set in the child's environment, over what it inherits.
   public var environment: [String: String]
   public var timeout: Duration
 
@@ -25,7 +27,7 @@ public struct ChildCommand: Sendable {
     }
   }
 
-  public init(_ arguments: [String], environment: [String: String] = [:], timeout: Duration) {
+  public init(_ arguments: [[UInt8]], environment: [String: String] = [:], timeout: Duration) {
     self.arguments = arguments
     self.environment = environment
     self.timeout = timeout
@@ -53,24 +55,26 @@ public struct ChildCommand: Sendable {
     posix_spawnattr_setpgroup(&attributes, 0)
     posix_spawnattr_setflags(
       &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-    var merged: [String: String] = [:]
+    // The inherited environment passes as it is (its values need not be UTF-8 either), less the
+    // variables set here.
+    let added = environment.map { Array("\($0.key)=\($0.value)".utf8) }
+    let overridden = Set(environment.keys.map { Array("\($0)=".utf8) })
+    var inherited: [UnsafeMutablePointer<CChar>?] = []
     var entry = environ
     while let pointer = entry.pointee {
-      let text = String(cString: pointer)
-      if let equals = text.firstIndex(of: "=") {
-        merged[String(text[..<equals])] = String(text[text.index(after: equals)...])
-      }
+      let prefix = UnsafeBufferPointer(start: pointer, count: strcspn(pointer, "=") + 1)
+      if !overridden.contains(prefix.map { UInt8(bitPattern: $0) }) { inherited.append(pointer) }
       entry += 1
     }
-    for (key, value) in environment { merged[key] = value }
-    let argv = arguments.map { strdup($0) } + [nil]
-    let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    let argv = arguments.map(copyCString) + [nil]
+    let owned = added.map(copyCString)
     defer {
       for pointer in argv { free(pointer) }
-      for pointer in envp { free(pointer) }
+      for pointer in owned { free(pointer) }
     }
+    let envp = inherited + owned + [nil]
     var pid: pid_t = 0
-    let rc = posix_spawnp(&pid, program, &actions, &attributes, argv, envp)
+    let rc = SystemPath(bytes: program).withCString { posix_spawnp(&pid, $0, &actions, &attributes, argv, envp) }
     guard rc == 0 else { return .failedToStart(Errno(rawValue: rc)) }
     let deadline = SystemTimeSource.read(CLOCK_MONOTONIC) + timeout.nanoseconds
     var status: Int32 = 0
@@ -89,4 +93,14 @@ public struct ChildCommand: Sendable {
     let signal = status & 0x7F
     return signal == 0 ? .exited((status >> 8) & 0xFF) : .signaled(signal)
   }
+}
+
+/// A malloc'd, NUL-terminated copy of `bytes` (for an argv or envp), freed by the caller.
+private func copyCString(_ bytes: [UInt8]) -> UnsafeMutablePointer<CChar>? {
+  guard let copy = malloc(bytes.count + 1)?.assumingMemoryBound(to: CChar.self) else { return nil }
+  bytes.withUnsafeBytes { raw in
+    if let base = raw.baseAddress { UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: raw.count) }
+  }
+  copy[bytes.count] = 0
+  return copy
 }

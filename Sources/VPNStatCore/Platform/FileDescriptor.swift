@@ -58,6 +58,14 @@ public struct FileDescriptor: Hashable, Sendable {
     try string.withUTF8 { (utf8) in try writeAll(UnsafeRawBufferPointer(utf8)) }
   }
 
+  /// Who owns the open file and who may write it (fstat: the file itself, whatever path led to
+  /// it, so it cannot change between the check and the read).
+  public func ownership() throws -> FileOwnership {
+    var info = stat()
+    _ = try retryingInterrupts { fstat(rawValue, &info) }
+    return FileOwnership(owner: info.st_uid, permissions: info.st_mode & 0o7777)
+  }
+
   public static let standardInput = FileDescriptor(rawValue: 0)
   public static let standardOutput = FileDescriptor(rawValue: 1)
   public static let standardError = FileDescriptor(rawValue: 2)
@@ -73,12 +81,34 @@ public struct FileDescriptor: Hashable, Sendable {
   }
 }
 
+/// The owner and permission bits of a file, for refusing files others could have written.
+public struct FileOwnership: Hashable, Sendable {
+  public var owner: UInt32
+  public var permissions: UInt32
+
+  public init(owner: UInt32, permissions: UInt32) {
+    self.owner = owner
+    self.permissions = permissions
+  }
+
+  /// Anyone may write it (S_IWOTH).
+  public var isWorldWritable: Bool { permissions & 0o002 != 0 }
+
+  /// The real user id of this process: who ran it.
+  public static var currentUser: UInt32 { getuid() }
+}
+
 /// Whole-file reads of the small files sysfs and procfs serve.
 public enum SmallFile {
   /// Reads up to `limit` bytes of the file at `path`. sysfs attributes are at most a page.
   public static func read(_ path: SystemPath, limit: Int = 4096) throws -> [UInt8] {
     let fd = try FileDescriptor.open(path, O_RDONLY)
     defer { fd.close() }
+    return try read(fd, limit: limit)
+  }
+
+  /// Reads up to `limit` bytes from `fd`, from where it stands to the end.
+  public static func read(_ fd: FileDescriptor, limit: Int) throws -> [UInt8] {
     var result = [UInt8]()
     var chunk = [UInt8](repeating: 0, count: min(limit, 4096))
     while result.count < limit {

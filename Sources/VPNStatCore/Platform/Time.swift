@@ -9,6 +9,15 @@ public struct Timestamp: Hashable, Comparable, Sendable {
   public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
   public init(seconds: Int64) { self.nanoseconds = seconds * 1_000_000_000 }
 
+  /// `seconds` plus `nanoseconds` since the epoch, or nil when that is outside what a Timestamp
+  /// holds (before 1677 or after 2262): for times read from files, where a trap is no answer.
+  public init?(checkedSeconds seconds: Int64, nanoseconds: Int64) {
+    let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    let (total, overflow2) = whole.addingReportingOverflow(nanoseconds)
+    guard !overflow, !overflow2 else { return nil }
+    self.nanoseconds = total
+  }
+
   public var seconds: Int64 { nanoseconds.floorDivided(by: 1_000_000_000) }
   public var secondsDouble: Double { Double(nanoseconds) / 1e9 }
 
@@ -93,8 +102,9 @@ public struct Timestamp: Hashable, Comparable, Sendable {
     }
     guard index == b.count else { return nil }
     let days = daysFromCivil(year: year, month: month, day: day)
+    // Years up to 9999 fit in seconds; in nanoseconds only up to 2262.
     let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset
-    self.init(nanoseconds: secs * 1_000_000_000 + nanos)
+    self.init(checkedSeconds: secs, nanoseconds: nanos)
   }
 
   /// Local wall time as `HH:MM` (or `HH:MM:SS`), for messages meant for people.

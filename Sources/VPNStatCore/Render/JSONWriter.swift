@@ -59,14 +59,32 @@ public struct JSONWriter {
   /// Appends `value` quoted and escaped. Runs of bytes that need no escape (nearly all of them)
   /// are copied in one append rather than byte by byte: a `status --json` of 1000 interfaces
   /// writes ~30,000 strings, keys included, and this loop was most of its time.
+  ///
+  /// Besides what JSON requires (quote, backslash, C0 controls), every scalar the terminal rule
+  /// (`TerminalText.isUnsafe`) refuses is written as `\uXXXX`: C1 controls such as U+009B (CSI),
+  /// BiDi and invisible format characters, DEL. JSON output meets terminals (`status --json`
+  /// run by hand), and a parser reads the escape back as the same scalar, so nothing is lost.
   private mutating func appendQuoted(_ value: String) {
     bytes.append(0x22)
     var value = value
     value.withUTF8 { utf8 in
       var runStart = 0
-      for i in 0..<utf8.count {
+      var i = 0
+      while i < utf8.count {
         let byte = utf8[i]
-        guard byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F else { continue }
+        if byte >= 0x20 && byte < 0x7F && byte != 0x22 && byte != 0x5C {
+          i += 1
+          continue
+        }
+        var length = 1
+        if byte >= 0x80 {
+          let scalar: Unicode.Scalar
+          (scalar, length) = Self.scalar(in: utf8, at: i)
+          if !TerminalText.isUnsafe(scalar) {
+            i += length
+            continue
+          }
+        }
         if runStart < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i])) }
         switch byte {
         case 0x22:
@@ -84,15 +102,40 @@ public struct JSONWriter {
         case 0x09:
           bytes.append(0x5C)
           bytes.append(0x74)
+        case 0x80...:
+          let value = Self.scalar(in: utf8, at: i).0.value
+          if value > 0xFFFF {
+            // Outside the BMP JSON spells a scalar as its UTF-16 surrogate pair.
+            appendUnicodeEscape(0xD800 + ((value - 0x10000) >> 10))
+            appendUnicodeEscape(0xDC00 + ((value - 0x10000) & 0x3FF))
+          } else {
+            appendUnicodeEscape(value)
+          }
         default:
-          append("\\u00")
-          bytes.append(contentsOf: hexByte(byte).utf8)
+          appendUnicodeEscape(UInt32(byte))
         }
-        runStart = i + 1
+        i += length
+        runStart = i
       }
       if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
     }
     bytes.append(0x22)
+  }
+
+  /// The scalar whose UTF-8 starts at `index` (valid: it comes from a String), and its length.
+  private static func scalar(in utf8: UnsafeBufferPointer<UInt8>, at index: Int) -> (Unicode.Scalar, Int) {
+    let lead = UInt32(utf8[index])
+    let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2
+    var value = lead & (0x7F >> length)
+    for offset in 1..<length { value = value << 6 | UInt32(utf8[index + offset] & 0x3F) }
+    return (Unicode.Scalar(value) ?? "\u{FFFD}", length)
+  }
+
+  /// `\uXXXX` for one UTF-16 code unit.
+  private mutating func appendUnicodeEscape(_ unit: UInt32) {
+    append("\\u")
+    bytes.append(contentsOf: hexByte(UInt8(truncatingIfNeeded: unit >> 8)).utf8)
+    bytes.append(contentsOf: hexByte(UInt8(truncatingIfNeeded: unit)).utf8)
   }
 
   /// Appends a literal's bytes without making an Array of them first.
@@ -124,7 +167,14 @@ public struct JSONWriter {
   public mutating func number(_ value: Double?) {
     guard let value, value.isFinite else { return null() }
     if value.magnitude >= 1e15 || value == value.rounded() {
-      number(Int64(value.rounded()))
+      // Beyond Int64 (a rate from a counter that jumped by 2^64 in a millisecond), JSON's own
+      // exponent form: 1.8446744073709552e+22.
+      guard let whole = Int64(exactly: value.rounded()) else {
+        separate()
+        bytes.append(contentsOf: Array("\(value)".utf8))
+        return
+      }
+      number(whole)
       return
     }
     separate()

@@ -160,19 +160,14 @@ public enum OpenMetrics {
     return out
   }
 
-  /// A label value: the name as UTF-8 text when it is clean, else vpnstat's escaped form; then
-  /// the format's own escapes for backslash, quote and newline.
+  /// A label value: the name as vpnstat shows it everywhere (`terminalText`: clean UTF-8 as
+  /// itself, a backslash as `\\`, anything else as `\xHH`), then the format's own escapes for
+  /// backslash, quote and newline. The shown form is lossless, so two names never share a label
+  /// value (duplicate series make a scraper reject the whole exposition): the bytes 01 02 read
+  /// `\x01\x02` and the eight characters `\x01\x02` read `\\x01\\x02`.
   static func label(_ name: InterfaceName) -> String {
-    let text: String
-    if let utf8 = String(validating: name.bytes, as: UTF8.self),
-      !utf8.unicodeScalars.contains(where: TerminalText.isUnsafe)
-    {
-      text = utf8
-    } else {
-      text = name.escaped
-    }
     var out = ""
-    for character in text.unicodeScalars {
+    for character in name.terminalText.unicodeScalars {
       switch character {
       case "\\": out += "\\\\"
       case "\"": out += "\\\""

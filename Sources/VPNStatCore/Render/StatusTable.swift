@@ -21,7 +21,7 @@ public struct DisplayOptions: Sendable {
 
   public func rate(_ bytesPerSecond: Double?) -> String {
     guard let bytesPerSecond else { return "–" }
-    if rawBytes, !bits { return "≈ \(Int64(bytesPerSecond.rounded())) B/s" }
+    if rawBytes, !bits { return "≈ \(Units.whole(bytesPerSecond)) B/s" }
     return "≈ " + Units.rate(bytesPerSecond, bits: bits)
   }
 }

@@ -18,7 +18,8 @@ public enum Units {
     let value = max(0, bytesPerSecond)
     if !bits {
       if value < 1024 { return "\(Int(value.rounded())) B/s" }
-      return bytes(UInt64(value)) + "/s"
+      // A rate from a counter that jumped by nearly 2^64 can exceed what UInt64 holds.
+      return bytes(UInt64(exactly: value.rounded(.down)) ?? .max) + "/s"
     }
     var scaled = value * 8
     let units = ["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"]
@@ -47,7 +48,7 @@ public enum Units {
     var scale = 1.0
     for _ in 0..<decimals { scale *= 10 }
     let rounded = (value * scale).rounded() / scale
-    if decimals == 0 { return "\(Int(rounded))" }
+    if decimals == 0 { return whole(rounded) }
     var text = "\(rounded)"
     // Keep trailing zeros so columns line up: 1.50, not 1.5.
     if let dot = text.firstIndex(of: ".") {
@@ -55,6 +56,11 @@ public enum Units {
       if have < decimals { text += String(repeating: "0", count: decimals - have) }
     }
     return text
+  }
+
+  /// A whole number as digits, or in exponent form beyond Int64 (`1.8e+22`), never a trap.
+  public static func whole(_ value: Double) -> String {
+    Int64(exactly: value.rounded()).map { String($0) } ?? "\(value.rounded())"
   }
 
   /// `31 min 12 s`, `2 h 05 min`, `45 s`: a wait or a remaining time, to the second.

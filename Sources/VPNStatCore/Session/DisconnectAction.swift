@@ -29,15 +29,16 @@ public struct LinkDownAction: DisconnectAction {
 }
 
 /// A configured command (`--exec nmcli connection down id work-vpn`): an argv with a timeout,
-/// told which tunnel and why in `VPNSTAT_INTERFACE` and `VPNSTAT_REASON`.
+/// told which tunnel and why in `VPNSTAT_INTERFACE` and `VPNSTAT_REASON`. The arguments are
+/// bytes, passed exactly as they were given.
 public struct CommandAction: DisconnectAction {
-  public let arguments: [String]
+  public let arguments: [[UInt8]]
   public let timeout: Duration
-  public init(arguments: [String], timeout: Duration) {
+  public init(arguments: [[UInt8]], timeout: Duration) {
     self.arguments = arguments
     self.timeout = timeout
   }
-  public var label: String { "exec \(TerminalText.sanitize(arguments.first ?? ""))" }
+  public var label: String { "exec \(TerminalText.sanitize(argumentText(arguments.first ?? [])))" }
 
   public func disconnect(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     let outcome = ChildCommand(

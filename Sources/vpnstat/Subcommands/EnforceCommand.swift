@@ -13,9 +13,8 @@ enum EnforceCommand: Subcommand {
       OptionSpec(
         "action", .value("action"), help: "The built-in disconnect action: link-down (default).",
         accepts: { $0 == "link-down" }),
-      OptionSpec(
-        "exec-timeout", .value("duration"), help: "How long --exec may run before it is killed (default 10s).",
-        accepts: { parseDuration($0) != nil }),
+      OptionSpec.duration(
+        "exec-timeout", help: "How long --exec may run before it is killed (default 10s)."),
       CommonOptions.db, CommonOptions.sessionLength, CommonOptions.pauseLength, CommonOptions.source,
       CommonOptions.classOverride, CommonOptions.maxRate,
       OptionSpec(
@@ -26,8 +25,11 @@ enum EnforceCommand: Subcommand {
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let tunnel = InterfaceName(parsingEscaped: parsed.positionals[0])
-    guard !tunnel.bytes.isEmpty, tunnel.bytes.count <= 15, !tunnel.bytes.contains(0x2F) else {
-      throw UsageError("invalid interface name '\(tunnel.escaped)'", commandPath: parsed.commandPath)
+    // A name the kernel refuses can never come up: waiting for it would be forever.
+    if let problem = tunnel.kernelProblem {
+      throw UsageError(
+        "invalid interface name '\(tunnel.escaped)': it \(problem), so no interface can have it",
+        commandPath: parsed.commandPath)
     }
     if parsed.has("exec") && parsed.has("action") {
       throw UsageError("give either --action or --exec, not both", commandPath: parsed.commandPath)
@@ -56,7 +58,7 @@ enum EnforceCommand: Subcommand {
       throw GeneralFailure(.unavailable, "cannot open a netlink socket to watch \(tunnel.terminalText): \(error)")
     }
     let action: (any DisconnectAction)? =
-      parsed.has("exec") ? CommandAction(arguments: parsed.all("exec"), timeout: timeout) : nil
+      parsed.remainderBytes["exec"].map { CommandAction(arguments: $0, timeout: timeout) }
     var enforcer = try Enforcer(
       tunnel: tunnel, store: store, openStore: { try open(25) },
       sampler: try CommonOptions.sampler(parsed, recorded: InterfaceSelection(names: [tunnel])),

@@ -19,10 +19,9 @@ enum FlowsCommand: Subcommand {
       """,
     options: [
       CommonOptions.json,
-      OptionSpec(
-        "interval", .value("duration"),
-        help: "Report every DURATION (default 1s); with --read, slices of packet time.",
-        accepts: { parseDuration($0) != nil }),
+      OptionSpec.duration(
+        "interval",
+        help: "Report every DURATION (default 1s); with --read, slices of packet time."),
       OptionSpec(
         "count", short: "c", .value("n"), help: "Stop after N reports.",
         accepts: { parsePositiveInt($0) != nil }),
@@ -48,15 +47,13 @@ enum FlowsCommand: Subcommand {
         accepts: { snapshotLength($0) != nil }),
       OptionSpec(
         "no-processes", help: "Do not look up processes in /proc (all traffic is 'unknown')."),
-      OptionSpec(
-        "lookup-interval", .value("duration"),
-        help: "Walk /proc for owners of new flows at most once per DURATION (default 200ms).",
-        accepts: { parseDuration($0) != nil }),
-      OptionSpec(
-        "idle-timeout", .value("duration"),
+      OptionSpec.duration(
+        "lookup-interval",
+        help: "Walk /proc for owners of new flows at most once per DURATION (default 200ms)."),
+      OptionSpec.duration(
+        "idle-timeout",
         help:
-          "Drop flows idle this long from the list (default 5m); their bytes stay in the totals.",
-        accepts: { parseDuration($0) != nil }),
+          "Drop flows idle this long from the list (default 5m); their bytes stay in the totals."),
       CommonOptions.bytes, CommonOptions.noColor,
     ],
     positionals: [

@@ -4,18 +4,7 @@ import VPNStatCore
 enum HistoryCommand: Subcommand {
   static let spec = CommandSpec(
     name: "history", abstract: "Show recorded usage per 5 minutes, hour, day or month.",
-    options: [
-      OptionSpec(
-        "five-minutes", .optionalValue("n"), help: "The last N 5-minute buckets (default 24).",
-        accepts: { parsePositiveInt($0) != nil }),
-      OptionSpec(
-        "hours", .optionalValue("n"), help: "The last N hours (default 24).", accepts: { parsePositiveInt($0) != nil }),
-      OptionSpec(
-        "days", .optionalValue("n"), help: "The last N days (default 30; the default view).",
-        accepts: { parsePositiveInt($0) != nil }),
-      OptionSpec(
-        "months", .optionalValue("n"), help: "The last N months (default 12).", accepts: { parsePositiveInt($0) != nil }
-      ),
+    options: views.map(countOption) + [
       OptionSpec(
         "by", .value("grouping"), help: "Rows per class or per interface (default: class; interface with -i).",
         accepts: { TrafficHistory.Grouping(rawValue: $0) != nil }),
@@ -23,19 +12,51 @@ enum HistoryCommand: Subcommand {
       CommonOptions.noColor, CommonOptions.db,
     ])
 
+  /// One view: its option, its buckets, what they are called, the default N and how long the
+  /// database keeps them.
+  struct View {
+    var option: String
+    var granularity: TrafficGranularity
+    var buckets: String
+    var defaultCount: Int
+    var kept: String
+  }
+
+  static let views = [
+    View(
+      option: "five-minutes", granularity: .fiveMinutes, buckets: "5-minute buckets", defaultCount: 24, kept: "48 hours"
+    ),
+    View(option: "hours", granularity: .hour, buckets: "hours", defaultCount: 24, kept: "7 days"),
+    View(option: "days", granularity: .day, buckets: "days", defaultCount: 30, kept: "62 days"),
+    View(option: "months", granularity: .month, buckets: "months", defaultCount: 12, kept: "25 months"),
+  ]
+  static let defaultView = views[2]
+
+  /// `--hours [N]`: N from 1 to the buckets the database keeps — asking for more could show
+  /// nothing more, and an unbounded N cost time and memory.
+  static func countOption(_ view: View) -> OptionSpec {
+    let range = 1...view.granularity.retainedBuckets
+    let isDefault = view.option == defaultView.option ? ", and the default view" : ""
+    return OptionSpec(
+      view.option, .optionalValue("n"),
+      help:
+        "The last N \(view.buckets) (default \(view.defaultCount)\(isDefault); 1 to \(range.upperBound): the database keeps \(view.kept)).",
+      accepts: { parseCount($0, in: range) != nil }, expected: "a number from 1 to \(range.upperBound)")
+  }
+
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    let choices: [(String, TrafficGranularity, Int)] = [
-      ("five-minutes", .fiveMinutes, 24), ("hours", .hour, 24), ("days", .day, 30), ("months", .month, 12),
-    ]
-    let given = choices.filter { parsed.has($0.0) }
+    let given = views.filter { parsed.has($0.option) }
     if given.count > 1 {
       throw UsageError(
         "choose one of --five-minutes, --hours, --days, --months", commandPath: parsed.commandPath)
     }
-    let (option, granularity, defaultCount) = given.first ?? ("days", .day, 30)
+    let view = given.first ?? defaultView
+    let granularity = view.granularity
+    let range = 1...granularity.retainedBuckets
     let count =
-      try parsed.value(option, expected: "a positive number") { $0.isEmpty ? defaultCount : parsePositiveInt($0) }
-      ?? defaultCount
+      try parsed.value(view.option, expected: "a number from 1 to \(range.upperBound)") {
+        $0.isEmpty ? view.defaultCount : parseCount($0, in: range)
+      } ?? view.defaultCount
     let selection = try CommonOptions.selection(parsed)
     let grouping =
       try parsed.value("by", expected: "class or interface", TrafficHistory.Grouping.init(rawValue:))

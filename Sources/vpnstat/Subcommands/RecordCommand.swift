@@ -11,9 +11,8 @@ enum RecordCommand: Subcommand {
       bridges from the last one stored, so only what a tunnel deleted meanwhile carried is lost.
       """,
     options: [
-      OptionSpec(
-        "interval", .value("duration"), help: "Time between samples (default 5s).",
-        accepts: { parseDuration($0) != nil }),
+      OptionSpec.duration(
+        "interval", help: "Time between samples (default 5s)."),
       OptionSpec("count", .value("n"), help: "Stop after N samples.", accepts: { parsePositiveInt($0) != nil }),
       CommonOptions.interface, CommonOptions.only, CommonOptions.source, CommonOptions.classOverride,
       CommonOptions.db,

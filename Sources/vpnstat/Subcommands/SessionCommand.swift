@@ -21,10 +21,8 @@ enum SessionCommand: Subcommand {
           """,
         options: [
           OptionSpec("quiet", short: "q", help: "Print nothing; the exit status says it all."), CommonOptions.json,
-          OptionSpec(
-            "timeout", .value("duration"),
-            help: "How long to wait for a database another process holds locked (default 2s); then exit 66.",
-            accepts: { parseDuration($0) != nil }),
+          .duration(
+            "timeout", help: "How long to wait for a database another process holds locked (default 2s); then exit 66."),
         ] + common),
       CommandSpec(
         name: "reset", abstract: "Clear the session window (needs write access to the database).",
@@ -54,7 +52,7 @@ enum SessionCommand: Subcommand {
     // status and check only read; a missing database is simply "no window yet".
     let isGate = parsed.path.last == "check"
     if isGate {
-      let timeout = try parsed.value("timeout", expected: "a duration such as 2s", parseDuration) ?? .seconds(2)
+      let timeout = try parsed.value("timeout", expected: durationExpectation, parseDuration) ?? .seconds(2)
       do {
         return try check(parsed, context, location: location, timeout: timeout)
       } catch let error as StoreError {

@@ -14,7 +14,7 @@ enum StatusCommand: Subcommand {
       OptionSpec(
         "rate", .optionalValue("duration"),
         help: "Sample twice, DURATION apart (default 1s), and show rates.",
-        accepts: { parseDuration($0) != nil }),
+        accepts: { parseDuration($0) != nil }, expected: durationExpectation),
       CommonOptions.db, CommonOptions.sessionLength, CommonOptions.pauseLength, CommonOptions.maxRate,
       CommonOptions.sysfsRoot,
     ])

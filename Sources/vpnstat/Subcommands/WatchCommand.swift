@@ -10,10 +10,9 @@ enum WatchCommand: Subcommand {
       JSON object per line (the status schema with rates), flushed as each is made.
       """,
     options: [
-      OptionSpec(
-        "interval", short: "n", .value("duration"),
-        help: "Time between refreshes (default 1s; fractions allowed, e.g. 500ms).",
-        accepts: { parseDuration($0) != nil }),
+      OptionSpec.duration(
+        "interval", short: "n",
+        help: "Time between refreshes (default 1s; fractions allowed, e.g. 500ms)."),
       OptionSpec("count", .value("n"), help: "Stop after N refreshes.", accepts: { parsePositiveInt($0) != nil }),
       CommonOptions.json, CommonOptions.source, CommonOptions.interface, CommonOptions.only,
       CommonOptions.classOverride, CommonOptions.noColor, CommonOptions.db, CommonOptions.sessionLength,

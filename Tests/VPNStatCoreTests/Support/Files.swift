@@ -21,7 +21,8 @@ func contents(_ path: String) -> Data? { FileManager.default.contents(atPath: pa
 func python(_ script: String, _ arguments: [String] = [], input: Data? = nil, timeout: TimeInterval = 60) throws
   -> CommandResult
 {
-  try run("/usr/bin/python3", ["-c", script] + arguments, input: input, timeout: timeout)
+  try Tool.require("/usr/bin/python3")
+  return try run("/usr/bin/python3", ["-c", script] + arguments, input: input, timeout: timeout)
 }
 
 /// A copy of the built vpnstat that an unprivileged user can execute (the build directory may
@@ -43,6 +44,7 @@ func vpnstatForOtherUsers(in directory: TemporaryDirectory) throws -> String {
 
 /// Runs a command as `nobody` (setpriv from util-linux, present on every Debian).
 func runAsNobody(_ executable: String, _ arguments: [String]) throws -> CommandResult {
+  try Tool.require("/usr/bin/setpriv")
   var result: CommandResult
   var attempts = 0
   repeat {

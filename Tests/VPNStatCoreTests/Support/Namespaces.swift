@@ -12,6 +12,8 @@ enum Privilege {
   /// and run a program (a chroot whose "/" is mode 0700 lets it run nothing at all).
   static let canRunAsNobody: Bool = {
     guard isRoot else { return false }
+    // Without setpriv the tests run and fail saying it is missing, rather than being skipped.
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { return true }
     let probe = try? run(
       "/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/bin/true"])
     return probe?.status == 0

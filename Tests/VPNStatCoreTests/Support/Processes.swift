@@ -93,6 +93,7 @@ final class ChildProcess: @unchecked Sendable {
       close(outPipe[0])
       close(errPipe[0])
       close(inPipe[1])
+      if rc == ENOENT { throw Tool.missing(executable) }
       throw TestSetupError("posix_spawn \(executable): \(String(cString: strerror(rc)))")
     }
     pid = child
