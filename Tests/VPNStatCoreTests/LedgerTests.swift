@@ -98,6 +98,40 @@ struct LedgerTests {
     #expect(totals.rxBytes == 5000 && totals.txBytes == 100)
   }
 
+  @Test(
+    "netlink and getifaddrs sharing one database: 64-, 32- and 64-bit readings of one instance book exactly the traffic"
+  )
+  func mixedWidths() throws {
+    let directory = try TemporaryDirectory("widths")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    /// The counters as a reader of `width` sees them: getifaddrs truncates each to 32 bits.
+    func reading(_ truth: UInt64, _ width: CounterWidth) -> LedgerObservation {
+      var seen = observation(truth, truth + 777, at: clock, width: width)
+      if width == .bits32 {
+        let c = seen.baseline.counters
+        seen.baseline.counters = InterfaceCounters(
+          rxBytes: c.rxBytes & 0xFFFF_FFFF, txBytes: c.txBytes & 0xFFFF_FFFF, rxPackets: c.rxPackets & 0xFFFF_FFFF,
+          txPackets: c.txPackets & 0xFFFF_FFFF)
+      }
+      return seen
+    }
+    // Past 2^33: the 32-bit view is more than one wrap behind the 64-bit one.
+    var truth: UInt64 = 10_000_000_000
+    _ = try store.advanceLedger([reading(truth, .bits64)], now: clock.now().wall)
+    var fed: UInt64 = 0
+    for (step, width) in [(4000, CounterWidth.bits32), (6000, .bits64), (3_000_000_000, .bits32), (8000, .bits64)] {
+      clock.advance(.seconds(2))
+      truth += UInt64(step)
+      fed += UInt64(step)
+      _ = try store.advanceLedger([reading(truth, width)], now: clock.now().wall)
+    }
+    let totals = try #require(try store.loadLedger().entries[name]?.totals)
+    #expect(totals.rxBytes == fed && totals.txBytes == fed)
+    // One real wrap (the 3 GB step crossed 2^32 in the 32-bit view), nothing reset or discarded.
+    #expect(totals.wraps == 1 && totals.resets == 0 && totals.discarded == 0)
+  }
+
   @Test("a long gap still counts: the instance is tracked, so nothing needs throwing away")
   func longGap() throws {
     var ledger = Ledger()

@@ -44,29 +44,33 @@ public struct CounterDelta: Hashable, Sendable {
       rxBytes: new.rxBytes, txBytes: new.txBytes, rxPackets: new.rxPackets,
       txPackets: new.txPackets, kind: .reset)
     if oldInstance != newInstance { return fresh }
-    let dropped =
-      new.rxBytes < old.rxBytes || new.txBytes < old.txBytes || new.rxPackets < old.rxPackets
-      || new.txPackets < old.txPackets
-    if !dropped {
+    switch width {
+    case .bits64:
+      let dropped =
+        new.rxBytes < old.rxBytes || new.txBytes < old.txBytes || new.rxPackets < old.rxPackets
+        || new.txPackets < old.txPackets
+      if dropped { return fresh }
       return CounterDelta(
         rxBytes: new.rxBytes - old.rxBytes, txBytes: new.txBytes - old.txBytes,
         rxPackets: new.rxPackets - old.rxPackets, txPackets: new.txPackets - old.txPackets,
         kind: .growth)
-    }
-    switch width {
-    case .bits64:
-      return fresh
     case .bits32:
-      // Each counter wraps on its own: bytes wrap long before packets do.
+      // Modulo 2^32, each counter on its own (bytes wrap long before packets do). Both sides are
+      // masked: one may be a 64-bit reading of the same instance (netlink and getifaddrs sharing
+      // one database), in either order.
+      var wrappedAny = false
       func wrapped(_ old: UInt64, _ new: UInt64) -> UInt64 {
         let o = old & 0xFFFF_FFFF
         let n = new & 0xFFFF_FFFF
+        if n < o { wrappedAny = true }
         return n >= o ? n - o : n + (1 << 32) - o
       }
-      return CounterDelta(
+      var delta = CounterDelta(
         rxBytes: wrapped(old.rxBytes, new.rxBytes), txBytes: wrapped(old.txBytes, new.txBytes),
         rxPackets: wrapped(old.rxPackets, new.rxPackets),
-        txPackets: wrapped(old.txPackets, new.txPackets), kind: .wrap)
+        txPackets: wrapped(old.txPackets, new.txPackets), kind: .growth)
+      if wrappedAny { delta.kind = .wrap }
+      return delta
     }
   }
 }

@@ -133,8 +133,9 @@ public struct Ledger: Sendable {
         if new.boottime < old.boottime { continue }
         if observation.isNotification && new.counters.anyBelow(old.counters) { continue }
       }
+      // A 32-bit reading on either side can only be compared modulo 2^32.
       let delta = CounterDelta.between(
-        old.counters, old.instance, new.counters, new.instance, width: new.width)
+        old.counters, old.instance, new.counters, new.instance, width: old.width == .bits32 ? .bits32 : new.width)
       entry.interfaceClass = observation.interfaceClass
       entry.baseline = new
       let unchanged =
