@@ -82,20 +82,80 @@ struct LedgerTests {
     #expect(totals.wraps == truth / (1 << 32))
   }
 
-  @Test("a delta faster than plausible is discarded and counted, and the next one counts from it")
-  func implausible() throws {
+  @Test(
+    "a delta faster than plausible is discarded and counted, on rx or on tx, and the next one counts from it",
+    arguments: ["rx", "tx"])
+  func implausible(direction: String) throws {
     var ledger = Ledger()
     let clock = ManualTimeSource()
     let linkSpeed = 1e9 / 8  // 1 Gbit/s
-    _ = ledger.advance([observation(0, 0, at: clock, plausible: linkSpeed)])
+    /// `spiked` bytes in the direction under test, `other` in the other one.
+    func reading(_ spiked: UInt64, _ other: UInt64) -> LedgerObservation {
+      direction == "tx"
+        ? observation(other, spiked, at: clock, plausible: linkSpeed)
+        : observation(spiked, other, at: clock, plausible: linkSpeed)
+    }
+    _ = ledger.advance([reading(0, 0)])
     clock.advance(.seconds(5))
-    let glitch = ledger.advance([observation(1 << 62, 100, at: clock, plausible: linkSpeed)])
+    let glitch = ledger.advance([reading(1 << 62, 100)])
     #expect(glitch.events.map(\.kind) == [.discarded])
+    #expect(glitch.booked.isEmpty)
     clock.advance(.seconds(5))
-    _ = ledger.advance([observation((1 << 62) + 5000, 200, at: clock, plausible: linkSpeed)])
+    _ = ledger.advance([reading((1 << 62) + 5000, 200)])
     let totals = try #require(ledger.entries[name]?.totals)
     #expect(totals.discarded == 1)
-    #expect(totals.rxBytes == 5000 && totals.txBytes == 100)
+    // The discarded sample's traffic went with it; the next delta counts from its counters.
+    let (spiked, other) = direction == "tx" ? (totals.txBytes, totals.rxBytes) : (totals.rxBytes, totals.txBytes)
+    #expect(spiked == 5000 && other == 100)
+  }
+
+  @Test("a name seen for the first time books nothing: totals count only the traffic vpnstat saw happen")
+  func firstSightBooksNothing() throws {
+    let directory = try TemporaryDirectory("first")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    let first = try store.advanceLedger([observation(7_000_000, 9_000, at: clock)], now: clock.now().wall)
+    #expect(first.advance.booked.isEmpty)
+    #expect(first.ledger.entries[name]?.totals == LedgerTotals(firstSeenAt: clock.now().wall))
+    clock.advance(.seconds(5))
+    _ = try store.advanceLedger([observation(7_001_000, 9_500, at: clock)], now: clock.now().wall)
+    let totals = try #require(try store.loadLedger().entries[name]?.totals)
+    #expect(totals.rxBytes == 1000 && totals.txBytes == 500)
+    #expect(try store.buckets(.month, since: 0).map(\.rxBytes) == [1000])
+  }
+
+  @Test("a recreated instance is counted from zero even when its counters are already past the old ones")
+  func recreatedAhead() throws {
+    var ledger = Ledger()
+    let clock = ManualTimeSource()
+    _ = ledger.advance([observation(0, 0, index: 7, at: clock)])
+    clock.advance(.seconds(5))
+    _ = ledger.advance([observation(1000, 2000, index: 7, at: clock)])
+    clock.advance(.seconds(5))
+    // Deleted and made again between two polls, and busier since than the old one ever was.
+    let recreated = ledger.advance([observation(50_000, 70_000, index: 8, at: clock)])
+    #expect(recreated.events.map(\.kind) == [.reset])
+    let totals = try #require(ledger.entries[name]?.totals)
+    #expect(totals.rxBytes == 51_000 && totals.txBytes == 72_000)
+    #expect(totals.resets == 1)
+  }
+
+  @Test("a poll stamped before the stored baseline adds nothing: another writer committed a newer one first")
+  func earlierPollAddsNothing() throws {
+    var ledger = Ledger()
+    let clock = ManualTimeSource()
+    _ = ledger.advance([observation(0, 0, at: clock)])
+    clock.advance(.seconds(1))
+    let early = observation(5000, 5000, at: clock)  // sampled first, committed last
+    clock.advance(.milliseconds(10))
+    _ = ledger.advance([observation(6000, 6000, at: clock)])
+    let late = ledger.advance([early])
+    #expect(late.events.isEmpty && late.booked.isEmpty)
+    clock.advance(.seconds(1))
+    _ = ledger.advance([observation(7000, 7000, at: clock)])
+    let totals = try #require(ledger.entries[name]?.totals)
+    #expect(totals.rxBytes == 7000 && totals.txBytes == 7000)
+    #expect(totals.resets == 0)
   }
 
   @Test(
