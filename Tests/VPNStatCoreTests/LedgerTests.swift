@@ -268,6 +268,171 @@ struct LedgerTests {
   }
 }
 
+/// Writers racing for real on one database: threads with connections of their own, and processes.
+/// Each advance must be one transaction against the stored baseline, or two writers both book the
+/// same delta into the buckets (the totals, written last, hide it).
+struct ConcurrentWriterTests {
+  let name = InterfaceName("tun0")
+
+  /// Every granularity's buckets of `name`, summed, must equal the ledger's totals.
+  func expectBucketsMatchTotals(_ store: Store, _ name: InterfaceName, _ totals: LedgerTotals) throws {
+    for granularity in TrafficGranularity.allCases {
+      let buckets = try store.buckets(granularity, since: 0).filter { $0.name == name }
+      let sum = buckets.reduce(TrafficCounts()) {
+        $0 + TrafficCounts(rxBytes: $1.rxBytes, txBytes: $1.txBytes, rxPackets: $1.rxPackets, txPackets: $1.txPackets)
+      }
+      let expected = TrafficCounts(
+        rxBytes: totals.rxBytes, txBytes: totals.txBytes, rxPackets: totals.rxPackets, txPackets: totals.txPackets)
+      #expect(sum == expected, "\(granularity.name) buckets")
+    }
+  }
+
+  @Test(
+    "threads racing on one database, each with its own connection: every bucket granularity adds up to the totals, the totals to what was fed"
+  )
+  func racingThreads() throws {
+    let directory = try TemporaryDirectory("race")
+    let path = directory.file("v.db")
+    _ = try #require(try Store.open(StoreLocation(path: path), intent: .write))
+    // One interface's readings, 20 s apart over 200 minutes (many 5-minute and several hourly buckets).
+    let clock = ManualTimeSource(wall: 1_800_000_000)
+    var feed: [LedgerObservation] = []
+    for i in UInt64(0)...600 {
+      let now = clock.now()
+      feed.append(
+        LedgerObservation(
+          name: name, interfaceClass: .tunnel,
+          baseline: LedgerBaseline(
+            instance: InterfaceInstance(index: 7, bootID: "boot-a"),
+            counters: InterfaceCounters(rxBytes: i * 1000, txBytes: i * 3000, rxPackets: i * 2, txPackets: i * 5),
+            width: .bits64, wall: now.wall, boottime: now.boottime),
+          plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond))
+      clock.advance(.seconds(20))
+    }
+    // Every thread advances the whole feed in order, in step: all of them advance the same
+    // reading at the same moment. Whichever commits first books it; the others must find it
+    // booked and add nothing.
+    let readings = feed
+    let step = Barrier(8)
+    let failures = onThreads(8) { _ in
+      // Every thread reaches every step, also after a failure, or the others would wait forever.
+      var failure: (any Error)?
+      let store: Store?
+      do {
+        store = try Store.open(StoreLocation(path: path), intent: .write, busyTimeoutMilliseconds: 60_000)
+      } catch {
+        store = nil
+        failure = error
+      }
+      for observation in readings {
+        step.wait()
+        do {
+          _ = try store?.advanceLedger([observation], now: observation.baseline.wall)
+        } catch {
+          failure = failure ?? error
+        }
+      }
+      if let failure { throw failure }
+    }
+    #expect(failures.isEmpty, "\(failures)")
+    let store = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+    let totals = try #require(try store.loadLedger().entries[name]?.totals)
+    #expect(totals.rxBytes == 600_000 && totals.txBytes == 1_800_000)
+    #expect(totals.rxPackets == 1200 && totals.txPackets == 3000)
+    #expect(totals.resets == 0 && totals.discarded == 0)
+    try expectBucketsMatchTotals(store, name, totals)
+  }
+
+  @Test(
+    "processes racing on one database: status runs advancing the same readings at once keep the buckets equal to the totals"
+  )
+  func racingProcesses() throws {
+    let tree = try SysfsFixture()
+    let device = "wlan9"
+    var rx: UInt64 = 1_000_000
+    var tx: UInt64 = 2_000_000
+    try tree.add(device, index: 9, rx: rx, tx: tx, uevent: "DEVTYPE=wlan")
+    let directory = try TemporaryDirectory("raceproc")
+    let db = directory.file("v.db")
+    let common = ["--sysfs-root", tree.directory.path, "--db", db]
+    let first = try run(Built.vpnstat, ["record", "--count", "1"] + common)
+    #expect(first.status == 0, "\(first.errors)")
+    for round in UInt64(1)...12 {
+      rx += 1500 * round
+      tx += 700
+      for (file, value) in [("rx_bytes", rx), ("tx_bytes", tx), ("rx_packets", rx / 100), ("tx_packets", tx / 100)] {
+        try Data("\(value)\n".utf8).write(to: tree.directory.appendingPathComponent("\(device)/statistics/\(file)"))
+      }
+      // Six processes read the same counters and advance the ledger at the same moment.
+      let racers = try (0..<6).map { _ in try ChildProcess(Built.vpnstat, ["status", "--json"] + common) }
+      for racer in racers {
+        racer.closeInput()
+        #expect(racer.wait() == 0, "\(String(decoding: racer.stderrData, as: UTF8.self))")
+      }
+    }
+    let store = try #require(try Store.open(StoreLocation(path: db), intent: .read))
+    let totals = try #require(try store.loadLedger().entries[InterfaceName(device)]?.totals)
+    #expect(totals.rxBytes == rx - 1_000_000 && totals.txBytes == tx - 2_000_000)
+    #expect(totals.resets == 0 && totals.discarded == 0)
+    try expectBucketsMatchTotals(store, InterfaceName(device), totals)
+  }
+}
+
+/// Runs `body` on `count` threads of their own, released together; returns what they threw.
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) -> [String] {
+  let group = DispatchGroup()
+  let start = DispatchSemaphore(value: 0)
+  let failures = Failures()
+  for index in 0..<count {
+    group.enter()
+    Thread {
+      start.wait()
+      do { try body(index) } catch { failures.add("thread \(index): \(error)") }
+      group.leave()
+    }.start()
+  }
+  for _ in 0..<count { start.signal() }
+  group.wait()
+  return failures.all
+}
+
+/// Threads wait here until all `count` of them arrived, then go on together.
+final class Barrier: @unchecked Sendable {
+  private let condition = NSCondition()
+  private let count: Int
+  private var arrived = 0
+  private var generation = 0
+  init(_ count: Int) { self.count = count }
+  func wait() {
+    condition.lock()
+    defer { condition.unlock() }
+    let mine = generation
+    arrived += 1
+    if arrived == count {
+      arrived = 0
+      generation += 1
+      condition.broadcast()
+    } else {
+      while generation == mine { condition.wait() }
+    }
+  }
+}
+
+final class Failures: @unchecked Sendable {
+  private let lock = NSLock()
+  private var list: [String] = []
+  func add(_ failure: String) {
+    lock.lock()
+    list.append(failure)
+    lock.unlock()
+  }
+  var all: [String] {
+    lock.lock()
+    defer { lock.unlock() }
+    return list
+  }
+}
+
 /// The database as bad input: every case names the file, exits as documented, changes nothing.
 struct StoreBadInputTests {
   func check(
