@@ -467,6 +467,45 @@ struct StoreBadInputTests {
     try check(path, expectStatus: 65, fragment: "not vpnstat's")
   }
 
+  @Test(
+    "another program's database, with its own application_id and a user_version: refused with 65, byte for byte untouched, never migrated",
+    arguments: [("delete", 1), ("wal", 7)])
+  func foreignWithItsOwnIDs(journal: String, userVersion: Int) throws {
+    let directory = try TemporaryDirectory("alien")
+    let path = directory.file("notes.db")
+    let made = try python(
+      """
+      import sqlite3, sys
+      c = sqlite3.connect(sys.argv[1])
+      c.execute('pragma journal_mode=' + sys.argv[2])
+      c.execute('pragma application_id=%d' % 0x4E4F5445)
+      c.execute('pragma user_version=' + sys.argv[3])
+      c.execute('create table notes(id integer primary key, body text)')
+      c.execute("insert into notes(body) values ('not vpnstat data')")
+      c.commit()
+      c.close()
+      """, [path, journal, "\(userVersion)"])
+    #expect(made.status == 0, "\(made.errors)")
+    let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+    #expect(files == ["notes.db"])
+    let before = try #require(contents(path))
+    for intent in [Store.Intent.read, .writeIfPermitted, .write] {
+      let error = try #require(throws: StoreError.self, "\(intent)") {
+        try Store.open(StoreLocation(path: path), intent: intent)
+      }
+      guard case .foreign(let named) = error, named == path else {
+        Issue.record("\(intent): \(error)")
+        continue
+      }
+    }
+    #expect(contents(path) == before)
+    try check(
+      path, expectStatus: 65, fragment: "not vpnstat's",
+      commands: [["status", "--json"], ["session", "check"], ["plan", "premium"], ["record", "--count", "1"]])
+    // No -wal or -shm left beside it either.
+    #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == files)
+  }
+
   @Test("a truncated database: 65, untouched")
   func truncated() throws {
     let directory = try TemporaryDirectory("trunc")
