@@ -233,6 +233,8 @@ struct LedgerTests {
     }
     #expect(try a.loadLedger().entries[name]?.totals.rxBytes == counter)
     #expect(try b.loadLedger().entries[name]?.totals.txBytes == counter)
+    // Each advance booked only its own delta: a stale ledger would book the other's again.
+    try expectBucketsMatchTotals(b, name, try #require(try b.loadLedger().entries[name]?.totals))
   }
 
   @Test("buckets add up per 5 minutes, hour, day and month, and old ones are pruned")
@@ -273,19 +275,6 @@ struct LedgerTests {
 /// same delta into the buckets (the totals, written last, hide it).
 struct ConcurrentWriterTests {
   let name = InterfaceName("tun0")
-
-  /// Every granularity's buckets of `name`, summed, must equal the ledger's totals.
-  func expectBucketsMatchTotals(_ store: Store, _ name: InterfaceName, _ totals: LedgerTotals) throws {
-    for granularity in TrafficGranularity.allCases {
-      let buckets = try store.buckets(granularity, since: 0).filter { $0.name == name }
-      let sum = buckets.reduce(TrafficCounts()) {
-        $0 + TrafficCounts(rxBytes: $1.rxBytes, txBytes: $1.txBytes, rxPackets: $1.rxPackets, txPackets: $1.txPackets)
-      }
-      let expected = TrafficCounts(
-        rxBytes: totals.rxBytes, txBytes: totals.txBytes, rxPackets: totals.rxPackets, txPackets: totals.txPackets)
-      #expect(sum == expected, "\(granularity.name) buckets")
-    }
-  }
 
   @Test(
     "threads racing on one database, each with its own connection: every bucket granularity adds up to the totals, the totals to what was fed"
@@ -375,6 +364,19 @@ struct ConcurrentWriterTests {
     #expect(totals.rxBytes == rx - 1_000_000 && totals.txBytes == tx - 2_000_000)
     #expect(totals.resets == 0 && totals.discarded == 0)
     try expectBucketsMatchTotals(store, InterfaceName(device), totals)
+  }
+}
+
+/// Every granularity's buckets of `name`, summed, must equal the ledger's totals.
+func expectBucketsMatchTotals(_ store: Store, _ name: InterfaceName, _ totals: LedgerTotals) throws {
+  for granularity in TrafficGranularity.allCases {
+    let buckets = try store.buckets(granularity, since: 0).filter { $0.name == name }
+    let sum = buckets.reduce(TrafficCounts()) {
+      $0 + TrafficCounts(rxBytes: $1.rxBytes, txBytes: $1.txBytes, rxPackets: $1.rxPackets, txPackets: $1.txPackets)
+    }
+    let expected = TrafficCounts(
+      rxBytes: totals.rxBytes, txBytes: totals.txBytes, rxPackets: totals.rxPackets, txPackets: totals.txPackets)
+    #expect(sum == expected, "\(granularity.name) buckets")
   }
 }
 
