@@ -65,6 +65,19 @@ struct ArgumentTests {
     #expect(x.all("exec") == ["nmcli", "--flag", "$(rm -rf /)", "a b"])
   }
 
+  @Test("`enforce IFACE --exec -- CMD ARGS`: the `--` is vpnstat's, not the program's name")
+  func execAfterDoubleDash() throws {
+    let x = try parse(
+      "enforce", "wg0", "--exec", "--", "/usr/bin/nmcli", "--wait", "3", "connection", "down", "--", "id")
+    #expect(x.positionals == ["wg0"])
+    // Only the first `--` is vpnstat's; one among the command's own arguments is kept.
+    #expect(x.all("exec") == ["/usr/bin/nmcli", "--wait", "3", "connection", "down", "--", "id"])
+    #expect(try parse("enforce", "wg0", "--exec", "--", "--").all("exec") == ["--"])
+    #expect(try parse("enforce", "wg0", "--exec=/bin/true", "x").all("exec") == ["/bin/true", "x"])
+    let empty = try #require(throws: UsageError.self) { try parse("enforce", "wg0", "--exec", "--") }
+    #expect(empty.message.contains("missing value for '--exec <cmd>…'"))
+  }
+
   @Test("unknown options and commands name the word and suggest the close one")
   func suggestions() throws {
     let error = try #require(throws: UsageError.self) { try parse("status", "--intervall", "1s") }

@@ -175,6 +175,21 @@ struct EnforceKernelTests {
     #expect(stop["detail"] is NSNull, "a working action records no failure: \(stop)")
   }
 
+  @Test("--exec -- CMD ARGS runs CMD: the -- ends vpnstat's options and is not the program's name")
+  func execAfterDoubleDash() throws {
+    let t = try EnforcedTunnel("dd")
+    try t.up()
+    let marker = t.directory.file("ran")
+    _ = try t.startEnforcer(
+      ["--exec", "--", "/bin/sh", "-c", "touch \(marker); ip link set \(t.tunnel) down"], session: "1s", pause: "2s")
+    #expect(try t.waitUntil(timeout: 4) { try !t.isUp() } != nil)
+    _ = try t.waitUntil(timeout: 3) { try t.lastStop() != nil }
+    #expect(FileManager.default.fileExists(atPath: marker), "the command never ran")
+    let stop = try #require(try t.lastStop())
+    #expect(stop["reason"] as? String == "free-limit")
+    #expect(stop["detail"] is NSNull, "the command failed and link-down took over: \(stop)")
+  }
+
   @Test(
     "--exec failures are detected and recorded, and link-down takes over",
     arguments: [

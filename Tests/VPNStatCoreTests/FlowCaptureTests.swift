@@ -356,6 +356,43 @@ struct FlowCaptureTests {
     #expect(sum.bytes == table.totals.bytes, "every byte is in exactly one process entry")
   }
 
+  @Test("a flow idle past the timeout leaves the flow list; its traffic stays in its host's and process's totals")
+  func idleFlowsKeepTheirTraffic() throws {
+    let local = "169.254.7.1"
+    let aggregator = FlowAggregator(
+      localAddresses: [IPAddress(parsing: local)!], resolver: nil, idleTimeout: .seconds(10))
+    var sent: [TestPacket] = []
+    func send(port: UInt16, payload: Int, at seconds: Int64) {
+      let packet = TestPacket(
+        source: local, destination: "169.254.7.2", ipProtocol: 17, sourcePort: port, destinationPort: 53,
+        payload: payload, time: seconds * 1_000_000_000)
+      sent.append(packet)
+      let frame = packet.frame(.rawIP)
+      frame.withUnsafeBytes {
+        aggregator.table.add(frame: $0, wireLength: frame.count, link: .rawIP, at: Timestamp(seconds: seconds))
+      }
+    }
+    func report(at seconds: Int64) -> FlowSnapshot {
+      aggregator.report(
+        origin: .file("idle.pcap"), linkType: .rawIP, generatedAt: Timestamp(seconds: seconds),
+        startedAt: Timestamp(seconds: 0), intervalSeconds: 1, elapsedSeconds: Double(seconds), drops: nil,
+        interfaceCounters: nil, restarts: 0, warnings: [], captureTime: Timestamp(seconds: seconds))
+    }
+    send(port: 40_000, payload: 100, at: 0)
+    send(port: 40_001, payload: 200, at: 0)
+    #expect(report(at: 1).flows.count == 2)
+    send(port: 40_001, payload: 300, at: 20)
+    _ = report(at: 21)  // the flow on port 40000, idle since 0, leaves after this report
+    let later = report(at: 22)
+    #expect(later.flows.map(\.flow.localPort) == [40_001])
+    let everything = UInt64(sent.reduce(0) { $0 + $1.ipLength })
+    let host = try #require(later.hosts.first)
+    #expect(later.hosts.count == 1 && host.total.txBytes == everything && host.flows == 2)
+    let unknown = try #require(later.processes.first { $0.key == nil })
+    #expect(unknown.total.txBytes == everything && unknown.flows == 2)
+    #expect(aggregator.table.totals.bytes == everything)
+  }
+
   @Test("sockets known from the start resolve new flows without another walk of /proc")
   func startupScanIsACache() throws {
     let proc = try FixtureProc()

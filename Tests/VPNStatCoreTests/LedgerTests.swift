@@ -82,20 +82,114 @@ struct LedgerTests {
     #expect(totals.wraps == truth / (1 << 32))
   }
 
-  @Test("a delta faster than plausible is discarded and counted, and the next one counts from it")
-  func implausible() throws {
+  @Test(
+    "a delta faster than plausible is discarded and counted, on rx or on tx, and the next one counts from it",
+    arguments: ["rx", "tx"])
+  func implausible(direction: String) throws {
     var ledger = Ledger()
     let clock = ManualTimeSource()
     let linkSpeed = 1e9 / 8  // 1 Gbit/s
-    _ = ledger.advance([observation(0, 0, at: clock, plausible: linkSpeed)])
+    /// `spiked` bytes in the direction under test, `other` in the other one.
+    func reading(_ spiked: UInt64, _ other: UInt64) -> LedgerObservation {
+      direction == "tx"
+        ? observation(other, spiked, at: clock, plausible: linkSpeed)
+        : observation(spiked, other, at: clock, plausible: linkSpeed)
+    }
+    _ = ledger.advance([reading(0, 0)])
     clock.advance(.seconds(5))
-    let glitch = ledger.advance([observation(1 << 62, 100, at: clock, plausible: linkSpeed)])
+    let glitch = ledger.advance([reading(1 << 62, 100)])
     #expect(glitch.events.map(\.kind) == [.discarded])
+    #expect(glitch.booked.isEmpty)
     clock.advance(.seconds(5))
-    _ = ledger.advance([observation((1 << 62) + 5000, 200, at: clock, plausible: linkSpeed)])
+    _ = ledger.advance([reading((1 << 62) + 5000, 200)])
     let totals = try #require(ledger.entries[name]?.totals)
     #expect(totals.discarded == 1)
-    #expect(totals.rxBytes == 5000 && totals.txBytes == 100)
+    // The discarded sample's traffic went with it; the next delta counts from its counters.
+    let (spiked, other) = direction == "tx" ? (totals.txBytes, totals.rxBytes) : (totals.rxBytes, totals.txBytes)
+    #expect(spiked == 5000 && other == 100)
+  }
+
+  @Test("a name seen for the first time books nothing: totals count only the traffic vpnstat saw happen")
+  func firstSightBooksNothing() throws {
+    let directory = try TemporaryDirectory("first")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    let first = try store.advanceLedger([observation(7_000_000, 9_000, at: clock)], now: clock.now().wall)
+    #expect(first.advance.booked.isEmpty)
+    #expect(first.ledger.entries[name]?.totals == LedgerTotals(firstSeenAt: clock.now().wall))
+    clock.advance(.seconds(5))
+    _ = try store.advanceLedger([observation(7_001_000, 9_500, at: clock)], now: clock.now().wall)
+    let totals = try #require(try store.loadLedger().entries[name]?.totals)
+    #expect(totals.rxBytes == 1000 && totals.txBytes == 500)
+    #expect(try store.buckets(.month, since: 0).map(\.rxBytes) == [1000])
+  }
+
+  @Test("a recreated instance is counted from zero even when its counters are already past the old ones")
+  func recreatedAhead() throws {
+    var ledger = Ledger()
+    let clock = ManualTimeSource()
+    _ = ledger.advance([observation(0, 0, index: 7, at: clock)])
+    clock.advance(.seconds(5))
+    _ = ledger.advance([observation(1000, 2000, index: 7, at: clock)])
+    clock.advance(.seconds(5))
+    // Deleted and made again between two polls, and busier since than the old one ever was.
+    let recreated = ledger.advance([observation(50_000, 70_000, index: 8, at: clock)])
+    #expect(recreated.events.map(\.kind) == [.reset])
+    let totals = try #require(ledger.entries[name]?.totals)
+    #expect(totals.rxBytes == 51_000 && totals.txBytes == 72_000)
+    #expect(totals.resets == 1)
+  }
+
+  @Test("a poll stamped before the stored baseline adds nothing: another writer committed a newer one first")
+  func earlierPollAddsNothing() throws {
+    var ledger = Ledger()
+    let clock = ManualTimeSource()
+    _ = ledger.advance([observation(0, 0, at: clock)])
+    clock.advance(.seconds(1))
+    let early = observation(5000, 5000, at: clock)  // sampled first, committed last
+    clock.advance(.milliseconds(10))
+    _ = ledger.advance([observation(6000, 6000, at: clock)])
+    let late = ledger.advance([early])
+    #expect(late.events.isEmpty && late.booked.isEmpty)
+    clock.advance(.seconds(1))
+    _ = ledger.advance([observation(7000, 7000, at: clock)])
+    let totals = try #require(ledger.entries[name]?.totals)
+    #expect(totals.rxBytes == 7000 && totals.txBytes == 7000)
+    #expect(totals.resets == 0)
+  }
+
+  @Test(
+    "netlink and getifaddrs sharing one database: 64-, 32- and 64-bit readings of one instance book exactly the traffic"
+  )
+  func mixedWidths() throws {
+    let directory = try TemporaryDirectory("widths")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    /// The counters as a reader of `width` sees them: getifaddrs truncates each to 32 bits.
+    func reading(_ truth: UInt64, _ width: CounterWidth) -> LedgerObservation {
+      var seen = observation(truth, truth + 777, at: clock, width: width)
+      if width == .bits32 {
+        let c = seen.baseline.counters
+        seen.baseline.counters = InterfaceCounters(
+          rxBytes: c.rxBytes & 0xFFFF_FFFF, txBytes: c.txBytes & 0xFFFF_FFFF, rxPackets: c.rxPackets & 0xFFFF_FFFF,
+          txPackets: c.txPackets & 0xFFFF_FFFF)
+      }
+      return seen
+    }
+    // Past 2^33: the 32-bit view is more than one wrap behind the 64-bit one.
+    var truth: UInt64 = 10_000_000_000
+    _ = try store.advanceLedger([reading(truth, .bits64)], now: clock.now().wall)
+    var fed: UInt64 = 0
+    for (step, width) in [(4000, CounterWidth.bits32), (6000, .bits64), (3_000_000_000, .bits32), (8000, .bits64)] {
+      clock.advance(.seconds(2))
+      truth += UInt64(step)
+      fed += UInt64(step)
+      _ = try store.advanceLedger([reading(truth, width)], now: clock.now().wall)
+    }
+    let totals = try #require(try store.loadLedger().entries[name]?.totals)
+    #expect(totals.rxBytes == fed && totals.txBytes == fed)
+    // One real wrap (the 3 GB step crossed 2^32 in the 32-bit view), nothing reset or discarded.
+    #expect(totals.wraps == 1 && totals.resets == 0 && totals.discarded == 0)
   }
 
   @Test("a long gap still counts: the instance is tracked, so nothing needs throwing away")
@@ -139,6 +233,8 @@ struct LedgerTests {
     }
     #expect(try a.loadLedger().entries[name]?.totals.rxBytes == counter)
     #expect(try b.loadLedger().entries[name]?.totals.txBytes == counter)
+    // Each advance booked only its own delta: a stale ledger would book the other's again.
+    try expectBucketsMatchTotals(b, name, try #require(try b.loadLedger().entries[name]?.totals))
   }
 
   @Test("buckets add up per 5 minutes, hour, day and month, and old ones are pruned")
@@ -174,6 +270,177 @@ struct LedgerTests {
   }
 }
 
+/// Writers racing for real on one database: threads with connections of their own, and processes.
+/// Each advance must be one transaction against the stored baseline, or two writers both book the
+/// same delta into the buckets (the totals, written last, hide it).
+struct ConcurrentWriterTests {
+  let name = InterfaceName("tun0")
+
+  @Test(
+    "threads racing on one database, each with its own connection: every bucket granularity adds up to the totals, the totals to what was fed"
+  )
+  func racingThreads() throws {
+    let directory = try TemporaryDirectory("race")
+    let path = directory.file("v.db")
+    _ = try #require(try Store.open(StoreLocation(path: path), intent: .write))
+    // One interface's readings, 20 s apart over 200 minutes (many 5-minute and several hourly buckets).
+    let clock = ManualTimeSource(wall: 1_800_000_000)
+    var feed: [LedgerObservation] = []
+    for i in UInt64(0)...600 {
+      let now = clock.now()
+      feed.append(
+        LedgerObservation(
+          name: name, interfaceClass: .tunnel,
+          baseline: LedgerBaseline(
+            instance: InterfaceInstance(index: 7, bootID: "boot-a"),
+            counters: InterfaceCounters(rxBytes: i * 1000, txBytes: i * 3000, rxPackets: i * 2, txPackets: i * 5),
+            width: .bits64, wall: now.wall, boottime: now.boottime),
+          plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond))
+      clock.advance(.seconds(20))
+    }
+    // Every thread advances the whole feed in order, in step: all of them advance the same
+    // reading at the same moment. Whichever commits first books it; the others must find it
+    // booked and add nothing.
+    let readings = feed
+    let step = Barrier(8)
+    let failures = onThreads(8) { _ in
+      // Every thread reaches every step, also after a failure, or the others would wait forever.
+      var failure: (any Error)?
+      let store: Store?
+      do {
+        store = try Store.open(StoreLocation(path: path), intent: .write, busyTimeoutMilliseconds: 60_000)
+      } catch {
+        store = nil
+        failure = error
+      }
+      for observation in readings {
+        step.wait()
+        do {
+          _ = try store?.advanceLedger([observation], now: observation.baseline.wall)
+        } catch {
+          failure = failure ?? error
+        }
+      }
+      if let failure { throw failure }
+    }
+    #expect(failures.isEmpty, "\(failures)")
+    let store = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+    let totals = try #require(try store.loadLedger().entries[name]?.totals)
+    #expect(totals.rxBytes == 600_000 && totals.txBytes == 1_800_000)
+    #expect(totals.rxPackets == 1200 && totals.txPackets == 3000)
+    #expect(totals.resets == 0 && totals.discarded == 0)
+    try expectBucketsMatchTotals(store, name, totals)
+  }
+
+  @Test(
+    "processes racing on one database: a recorder and five status runs at once — every reader shows the exact totals, the buckets equal them"
+  )
+  func racingProcesses() throws {
+    let tree = try SysfsFixture()
+    let device = "wlan9"
+    var rx: UInt64 = 1_000_000
+    var tx: UInt64 = 2_000_000
+    try tree.add(device, index: 9, rx: rx, tx: tx, uevent: "DEVTYPE=wlan")
+    let directory = try TemporaryDirectory("raceproc")
+    let db = directory.file("v.db")
+    let common = ["--sysfs-root", tree.directory.path, "--db", db]
+    let first = try run(Built.vpnstat, ["record", "--count", "1"] + common)
+    #expect(first.status == 0, "\(first.errors)")
+    for round in UInt64(1)...12 {
+      rx += 1500 * round
+      tx += 700
+      for (file, value) in [("rx_bytes", rx), ("tx_bytes", tx), ("rx_packets", rx / 100), ("tx_packets", tx / 100)] {
+        try Data("\(value)\n".utf8).write(to: tree.directory.appendingPathComponent("\(device)/statistics/\(file)"))
+      }
+      // The recorder advances the ledger while five readers read it and the same counters.
+      let writer = try ChildProcess(Built.vpnstat, ["record", "--count", "1"] + common)
+      let readers = try (0..<5).map { _ in try ChildProcess(Built.vpnstat, ["status", "--json", "-i", device] + common)
+      }
+      writer.closeInput()
+      #expect(writer.wait() == 0, "\(String(decoding: writer.stderrData, as: UTF8.self))")
+      for reader in readers {
+        reader.closeInput()
+        #expect(reader.wait() == 0, "\(String(decoding: reader.stderrData, as: UTF8.self))")
+        let shown = try parseStatus(CommandResult(status: 0, stdout: reader.stdoutData, stderr: Data()))
+        #expect(uint(interface(shown, named: device)?["total_rx_bytes"]) == rx - 1_000_000)
+      }
+    }
+    let store = try #require(try Store.open(StoreLocation(path: db), intent: .read))
+    let totals = try #require(try store.loadLedger().entries[InterfaceName(device)]?.totals)
+    #expect(totals.rxBytes == rx - 1_000_000 && totals.txBytes == tx - 2_000_000)
+    #expect(totals.resets == 0 && totals.discarded == 0)
+    try expectBucketsMatchTotals(store, InterfaceName(device), totals)
+  }
+}
+
+/// Every granularity's buckets of `name`, summed, must equal the ledger's totals.
+func expectBucketsMatchTotals(_ store: Store, _ name: InterfaceName, _ totals: LedgerTotals) throws {
+  for granularity in TrafficGranularity.allCases {
+    let buckets = try store.buckets(granularity, since: 0).filter { $0.name == name }
+    let sum = buckets.reduce(TrafficCounts()) {
+      $0 + TrafficCounts(rxBytes: $1.rxBytes, txBytes: $1.txBytes, rxPackets: $1.rxPackets, txPackets: $1.txPackets)
+    }
+    let expected = TrafficCounts(
+      rxBytes: totals.rxBytes, txBytes: totals.txBytes, rxPackets: totals.rxPackets, txPackets: totals.txPackets)
+    #expect(sum == expected, "\(granularity.name) buckets")
+  }
+}
+
+/// Runs `body` on `count` threads of their own, released together; returns what they threw.
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) -> [String] {
+  let group = DispatchGroup()
+  let start = DispatchSemaphore(value: 0)
+  let failures = Failures()
+  for index in 0..<count {
+    group.enter()
+    Thread {
+      start.wait()
+      do { try body(index) } catch { failures.add("thread \(index): \(error)") }
+      group.leave()
+    }.start()
+  }
+  for _ in 0..<count { start.signal() }
+  group.wait()
+  return failures.all
+}
+
+/// Threads wait here until all `count` of them arrived, then go on together.
+final class Barrier: @unchecked Sendable {
+  private let condition = NSCondition()
+  private let count: Int
+  private var arrived = 0
+  private var generation = 0
+  init(_ count: Int) { self.count = count }
+  func wait() {
+    condition.lock()
+    defer { condition.unlock() }
+    let mine = generation
+    arrived += 1
+    if arrived == count {
+      arrived = 0
+      generation += 1
+      condition.broadcast()
+    } else {
+      while generation == mine { condition.wait() }
+    }
+  }
+}
+
+final class Failures: @unchecked Sendable {
+  private let lock = NSLock()
+  private var list: [String] = []
+  func add(_ failure: String) {
+    lock.lock()
+    list.append(failure)
+    lock.unlock()
+  }
+  var all: [String] {
+    lock.lock()
+    defer { lock.unlock() }
+    return list
+  }
+}
+
 /// The database as bad input: every case names the file, exits as documented, changes nothing.
 struct StoreBadInputTests {
   func check(
@@ -206,6 +473,45 @@ struct StoreBadInputTests {
       "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table t(x)'); c.commit()", [path])
     #expect(made.status == 0)
     try check(path, expectStatus: 65, fragment: "not vpnstat's")
+  }
+
+  @Test(
+    "another program's database, with its own application_id and a user_version: refused with 65, byte for byte untouched, never migrated",
+    arguments: [("delete", 1), ("wal", 7)])
+  func foreignWithItsOwnIDs(journal: String, userVersion: Int) throws {
+    let directory = try TemporaryDirectory("alien")
+    let path = directory.file("notes.db")
+    let made = try python(
+      """
+      import sqlite3, sys
+      c = sqlite3.connect(sys.argv[1])
+      c.execute('pragma journal_mode=' + sys.argv[2])
+      c.execute('pragma application_id=%d' % 0x4E4F5445)
+      c.execute('pragma user_version=' + sys.argv[3])
+      c.execute('create table notes(id integer primary key, body text)')
+      c.execute("insert into notes(body) values ('not vpnstat data')")
+      c.commit()
+      c.close()
+      """, [path, journal, "\(userVersion)"])
+    #expect(made.status == 0, "\(made.errors)")
+    let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+    #expect(files == ["notes.db"])
+    let before = try #require(contents(path))
+    for intent in [Store.Intent.read, .write] {
+      let error = try #require(throws: StoreError.self, "\(intent)") {
+        try Store.open(StoreLocation(path: path), intent: intent)
+      }
+      guard case .foreign(let named) = error, named == path else {
+        Issue.record("\(intent): \(error)")
+        continue
+      }
+    }
+    #expect(contents(path) == before)
+    try check(
+      path, expectStatus: 65, fragment: "not vpnstat's",
+      commands: [["status", "--json"], ["session", "check"], ["plan", "premium"], ["record", "--count", "1"]])
+    // No -wal or -shm left beside it either.
+    #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == files)
   }
 
   @Test("a truncated database: 65, untouched")

@@ -87,6 +87,52 @@ struct RecorderKernelTests {
     #expect(lo.baseline.width == .bits32)
   }
 
+  @Test(
+    "a netlink recorder and a getifaddrs recorder in turn on one database: past 2^33 bytes, every switch of width books exactly the traffic"
+  )
+  func netlinkAndGetifaddrsShareOneDatabase() throws {
+    let ns = try TestNamespace("width")
+    let directory = try TemporaryDirectory("width")
+    let db = directory.file("v.db")
+    // Past 2^33 on lo before vpnstat first looks: the 32-bit view is then more than one wrap behind.
+    let sink = try ns.peer("tcp-sink", "9401")
+    try sink.waitFor("ready")
+    let blast = try ns.run(Built.testPeer, ["tcp-send", "127.0.0.1", "9401", "\(9_000_000_000)"], timeout: 120)
+    #expect(blast.status == 0, "\(blast.errors)")
+    _ = sink.stop()
+    #expect(try ns.kernelCounters("lo").txBytes > 1 << 33)
+    let lo = InterfaceName("lo")
+    func stored() throws -> LedgerEntry {
+      try #require(try Store.open(StoreLocation(path: db), intent: .read)?.loadLedger().entries[lo])
+    }
+    func traffic() throws {
+      try ns.peerRun("udp-send", "127.0.0.1", "9402", "200", "1000")
+      usleep(100_000)
+    }
+    let first = try ns.vpnstat("record", "--count", "1", "--source", "netlink", "-i", "lo", "--db", db)
+    #expect(first.status == 0, "\(first.errors)")
+    let start = try stored().baseline
+    #expect(start.width == .bits64 && start.counters.txBytes > 1 << 33)
+    try traffic()
+    // The same instance read through getifaddrs: 32-bit counters against the 64-bit baseline.
+    let narrow = try ns.vpnstat("record", "--count", "1", "--source", "getifaddrs", "-i", "lo", "--db", db)
+    #expect(narrow.status == 0, "\(narrow.errors)")
+    let middle = try stored()
+    #expect(middle.baseline.width == .bits32)
+    try traffic()
+    // And netlink again: 64-bit counters against the 32-bit baseline.
+    let last = try ns.vpnstat("record", "--count", "1", "--source", "netlink", "-i", "lo", "--db", db)
+    #expect(last.status == 0, "\(last.errors)")
+    let end = try stored()
+    #expect(end.baseline.width == .bits64)
+    // Both ends are 64-bit readings of the kernel's own counters: the totals are their difference.
+    #expect(end.totals.txBytes == end.baseline.counters.txBytes - start.counters.txBytes)
+    #expect(end.totals.rxBytes == end.baseline.counters.rxBytes - start.counters.rxBytes)
+    #expect(end.totals.txBytes >= 400_000 && end.totals.txBytes < 1 << 30)
+    #expect(middle.totals.txBytes > 0 && middle.totals.txBytes < end.totals.txBytes)
+    #expect(end.totals.resets == 0 && end.totals.discarded == 0)
+  }
+
   @Test("a recorder and repeated status runs together keep totals equal to the kernel's counts")
   func recorderAndStatus() throws {
     let pair = try VethPair("conc", subnet: 33)

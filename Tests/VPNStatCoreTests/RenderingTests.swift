@@ -203,6 +203,32 @@ struct CounterRuleTests {
     #expect(setAndLower.kind == .reset && setAndLower.rxBytes == 200)
   }
 
+  @Test("a 64-bit baseline then a 32-bit reading of the same instance: the difference modulo 2^32, never a trap")
+  func sixtyFourThenThirtyTwo() {
+    // netlink saw 10 GB (over 2^33); getifaddrs then reads the same counters truncated to 32 bits.
+    let before: UInt64 = 10_000_000_000
+    let after = (before + 123_456) & 0xFFFF_FFFF
+    let d = CounterDelta.between(
+      reading(InterfaceCounters(rxBytes: before, txBytes: before, rxPackets: 7_000_000, txPackets: 9_000_000), a),
+      reading(
+        InterfaceCounters(rxBytes: after, txBytes: after, rxPackets: 7_000_100, txPackets: 9_000_200), a,
+        width: .bits32, seconds: 105))
+    #expect(d == CounterDelta(rxBytes: 123_456, txBytes: 123_456, rxPackets: 100, txPackets: 200, kind: .growth))
+  }
+
+  @Test("a 32-bit baseline then a 64-bit reading of the same instance: the difference modulo 2^32, no phantom 4 GiB")
+  func thirtyTwoThenSixtyFour() {
+    // getifaddrs left a truncated baseline; netlink then reads the full 64-bit counters.
+    let truth: UInt64 = 10_000_000_000
+    let d = CounterDelta.between(
+      reading(
+        InterfaceCounters(rxBytes: truth & 0xFFFF_FFFF, txBytes: truth & 0xFFFF_FFFF, rxPackets: 10, txPackets: 20), a,
+        width: .bits32),
+      reading(
+        InterfaceCounters(rxBytes: truth + 5000, txBytes: truth + 7000, rxPackets: 15, txPackets: 27), a, seconds: 105))
+    #expect(d == CounterDelta(rxBytes: 5000, txBytes: 7000, rxPackets: 5, txPackets: 7, kind: .growth))
+  }
+
   @Test("netlink refused falls back to sysfs and says so")
   func fallback() throws {
     let tree = try SysfsFixture()

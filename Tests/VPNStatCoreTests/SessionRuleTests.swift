@@ -68,6 +68,47 @@ struct SessionRuleTests {
     #expect(window.canConnect(at: window.pauseEndsAt))
   }
 
+  @Test(
+    "every rule agrees at each boundary instant: the gate, the on-tunnel-up rule, the watchdog and the state",
+    arguments: SessionBoundary.all)
+  func rulesAtBoundaries(_ boundary: SessionBoundary) {
+    let (_, record) = SessionRecord().tunnelUp(at: t0, lengths: lengths)
+    let window = record.window!
+    #expect(window.sessionEndsAt == t0 + .seconds(900) && window.pauseEndsAt == t0 + .seconds(3600))
+    let now = t0 + boundary.offset
+    #expect(record.canConnect(at: now) == boundary.canConnect)
+    #expect(window.canConnect(at: now) == boundary.canConnect)
+
+    let (decision, next) = record.tunnelUp(at: now, lengths: lengths)
+    switch (boundary.tunnelUp, decision) {
+    case (.resumed, .resumed(let kept)), (.refused, .refuse(let kept)):
+      #expect(kept == window && next == record, "the window must not change")
+    case (.reopened, .reopened(let opened)):
+      #expect(opened.openedAt == now && opened.sessionEndsAt == now + .seconds(900))
+      #expect(next.window == opened)
+    default:
+      Issue.record("on tunnel up: expected \(boundary.tunnelUp), got \(decision)")
+    }
+
+    let unarmed = WatchdogDecision.check(record, now: now, linkUp: true, armed: nil)
+    let armed = WatchdogDecision.check(record, now: now, linkUp: true, armed: window.sessionEndsAt)
+    switch boundary.watchdog {
+    case .armsDeadline:
+      #expect(unarmed == .arm(window.sessionEndsAt))
+      #expect(armed == .wait)
+    case .disconnects:
+      #expect(unarmed == .disconnect && armed == .disconnect)
+    case .appliesTunnelUp:
+      #expect(unarmed == .tunnelUp && armed == .tunnelUp)
+    }
+    // A tunnel that is down is left alone at every instant.
+    #expect(WatchdogDecision.check(record, now: now, linkUp: false, armed: window.sessionEndsAt) == .wait)
+
+    let shown = report(record, at: now, tunnelUp: false)
+    #expect(shown.state == boundary.stateWhenDown)
+    #expect(shown.canConnect == boundary.canConnect)
+  }
+
   @Test("after the pause a new window opens from now")
   func afterPause() {
     let (_, record) = SessionRecord().tunnelUp(at: t0, lengths: lengths)
@@ -150,6 +191,28 @@ struct SessionRuleTests {
     #expect(try store.trustedNow(clock.now()) == clock.now().wall)
   }
 
+  @Test("after the wall clock is set back, the next reading a tick later does not go back either, on any connection")
+  func clockSetBackStaysBack() throws {
+    let directory = try TemporaryDirectory("clock2")
+    let location = StoreLocation(path: directory.file("v.db"))
+    let store = try #require(try Store.open(location, intent: .write))
+    let clock = ManualTimeSource(wall: 1_800_000_000)
+    let start = try store.trustedNow(clock.now())
+    clock.advance(.seconds(60))
+    clock.setWall(by: .seconds(-3600))
+    #expect(try store.trustedNow(clock.now()) == start + .seconds(60))
+    // The stored pair is the trusted time, not the raw wall time: a tick later, still ahead.
+    clock.advance(.seconds(1))
+    #expect(try store.trustedNow(clock.now()) == start + .seconds(61))
+    clock.advance(.seconds(1))
+    let other = try #require(try Store.open(location, intent: .write))
+    #expect(try other.trustedNow(clock.now()) == start + .seconds(62))
+    // A reader that may not store a pair still trusts the stored one.
+    clock.advance(.seconds(1))
+    let reader = try #require(try Store.open(location, intent: .read))
+    #expect(try reader.trustedNow(clock.now()) == start + .seconds(63))
+  }
+
   @Test("a sleep across the deadline disconnects at wake")
   func sleepAcrossDeadline() throws {
     let clock = ManualTimeSource(wall: 1_800_000_000)
@@ -190,4 +253,47 @@ struct SessionRuleTests {
     #expect(stored.plan == .premium && stored.window == nil)
     #expect(try store.stops(limit: 1).first?.reason == .freeLimit)
   }
+}
+
+/// One instant at a boundary of the window and what every rule says there.
+struct SessionBoundary: Sendable, CustomTestStringConvertible {
+  enum TunnelUp: Sendable { case resumed, refused, reopened }
+  enum Watchdog: Sendable { case armsDeadline, disconnects, appliesTunnelUp }
+  let label: String
+  /// The instant, from the window opened at t0 with the release lengths (session ends at +15 min,
+  /// the pause at +60 min).
+  let offset: Duration
+  let canConnect: Bool
+  let tunnelUp: TunnelUp
+  let watchdog: Watchdog
+  let stateWhenDown: SessionState
+  var testDescription: String { label }
+}
+
+extension SessionBoundary {
+  static let all: [SessionBoundary] = {
+    let sessionEnds = Duration.seconds(900)
+    let pauseEnds = Duration.seconds(3600)
+    let ns = Duration.nanoseconds(1)
+    return [
+      SessionBoundary(
+        label: "session_ends_at − 1 ns", offset: sessionEnds - ns, canConnect: true, tunnelUp: .resumed,
+        watchdog: .armsDeadline, stateWhenDown: .active),
+      SessionBoundary(
+        label: "session_ends_at", offset: sessionEnds, canConnect: true, tunnelUp: .refused, watchdog: .disconnects,
+        stateWhenDown: .paused),
+      SessionBoundary(
+        label: "session_ends_at + 1 ns", offset: sessionEnds + ns, canConnect: false, tunnelUp: .refused,
+        watchdog: .disconnects, stateWhenDown: .paused),
+      SessionBoundary(
+        label: "pause_ends_at − 1 ns", offset: pauseEnds - ns, canConnect: false, tunnelUp: .refused,
+        watchdog: .disconnects, stateWhenDown: .paused),
+      SessionBoundary(
+        label: "pause_ends_at", offset: pauseEnds, canConnect: true, tunnelUp: .reopened, watchdog: .appliesTunnelUp,
+        stateWhenDown: .none),
+      SessionBoundary(
+        label: "pause_ends_at + 1 ns", offset: pauseEnds + ns, canConnect: true, tunnelUp: .reopened,
+        watchdog: .appliesTunnelUp, stateWhenDown: .none),
+    ]
+  }()
 }

@@ -1,11 +1,13 @@
 import Foundation
 
 /// A directory for one test, removed with everything in it when the value goes away.
-/// Mode 0755 so that tests running commands as `nobody` can reach what is inside.
+/// Mode 0755 so that tests running commands as `nobody` can reach what is inside. Under $TMPDIR
+/// when set (scripts/mutation-check gives each run its own, to remove what a killed run left).
 final class TemporaryDirectory: @unchecked Sendable {
   let url: URL
   init(_ label: String = "t") throws {
-    url = URL(fileURLWithPath: "/tmp").appendingPathComponent("vpnstat-\(label)-\(UUID().uuidString.prefix(8))")
+    let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+    url = URL(fileURLWithPath: base).appendingPathComponent("vpnstat-\(label)-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     chmod(url.path, 0o755)
   }
