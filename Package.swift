@@ -1,11 +1,22 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The targets form a one-way graph; ARCHITECTURE.md draws it and says what goes where.
+//
+//   vpnstat (executable) → VPNStatCommandLine → VPNStatEngine → VPNStatKernel, VPNStatStore,
+//   VPNStatRender → VPNStatModel; VPNStatCapture beside the engine; VPNStatSystem (the only code
+//   that calls libc) under the kernel, the store and capture; the model, under all, depends on
+//   nothing.
 let package = Package(
   name: "vpnstat",
   products: [
     .executable(name: "vpnstat", targets: ["vpnstat"]),
-    .library(name: "VPNStatCore", targets: ["VPNStatCore"]),
+    .library(
+      name: "VPNStat",
+      targets: [
+        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
+        "VPNStatCapture",
+      ]),
   ],
   targets: [
     // C shim: netlink, if_arp, tun and timerfd headers; function-like macros as static inline.
@@ -16,23 +27,62 @@ let package = Package(
     .systemLibrary(name: "CPcap", providers: [.apt(["libpcap-dev"])]),
     // libpcap's functions, loaded with dlopen when `flows` first uses them (see loader.c).
     .target(name: "CPcapLoader", dependencies: ["CPcap"], linkerSettings: [.linkedLibrary("dl")]),
-    .target(name: "VPNStatCore", dependencies: ["CLinux", "CSQLite", "CPcap", "CPcapLoader"]),
+
+    // Pure values and rules: counters and their deltas, the ledger, traffic buckets, interface
+    // names and classes, the session window, the trusted clock. No C, no I/O.
+    .target(name: "VPNStatModel"),
+    // The bottom layer: file descriptors, Errno, netlink framing, clocks and timers, signals,
+    // child processes, terminal modes, locks and files. The only code that calls libc.
+    .target(name: "VPNStatSystem", dependencies: ["VPNStatModel", "CLinux"]),
+    // What the kernel says: the counter readers (netlink, sysfs, getifaddrs), link
+    // notifications, link control, the clocks and the local calendar as model values.
+    .target(name: "VPNStatKernel", dependencies: ["VPNStatModel", "VPNStatSystem", "CLinux"]),
+    // The SQLite database: the only target that links SQLite.
+    .target(name: "VPNStatStore", dependencies: ["VPNStatModel", "VPNStatSystem", "CSQLite"]),
+    // Pure functions from model values to text, JSON and OpenMetrics: no file or terminal I/O.
+    .target(name: "VPNStatRender", dependencies: ["VPNStatModel"]),
+    // Packet capture and flow attribution (`vpnstat flows`): the only user of libpcap.
+    .target(
+      name: "VPNStatCapture",
+      dependencies: ["VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatRender", "CPcap", "CPcapLoader"]),
+    // The use cases: sampler, recorder, enforcer, live view, the ledger as readers see it. They
+    // reach the kernel, the store, the clock and the log through protocols.
+    .target(
+      name: "VPNStatEngine",
+      dependencies: ["VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender"]),
+    // Arguments, the configuration file, the subcommands, and the one place that maps errors to
+    // exit statuses. A library, so every command can run in-process in a test.
+    .target(
+      name: "VPNStatCommandLine",
+      dependencies: [
+        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
+        "VPNStatCapture",
+      ]),
     // Release builds are fully static (Swift runtime, Foundation, SQLite, libstdc++, glibc): a
     // short command's time was mostly the dynamic loader resolving libstdc++'s and SQLite's
     // symbols (2.3 ms → 1.0 ms to start), and the binary runs without the toolchain. libpcap is
     // still loaded at run time by `flows` (CPcapLoader), which needs the build machine's glibc.
     .executableTarget(
-      name: "vpnstat", dependencies: ["VPNStatCore"],
+      name: "vpnstat", dependencies: ["VPNStatCommandLine"],
       linkerSettings: [.unsafeFlags(["-static-executable"], .when(configuration: .release))]),
+
     // The benchmark's floor: the same RTM_GETSTATS dump written in plain C.
     .target(name: "CNetlinkFloor", path: "Benchmarks/CNetlinkFloor"),
     .executableTarget(
-      name: "vpnstat-bench", dependencies: ["VPNStatCore", "CNetlinkFloor", "vpnstat"],
+      name: "vpnstat-bench",
+      dependencies: [
+        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
+        "VPNStatCapture", "VPNStatCommandLine", "CNetlinkFloor", "vpnstat",
+      ],
       path: "Benchmarks/vpnstat-bench"),
     // The processes the kernel tests run inside their namespaces (a tun owner, traffic peers).
     .executableTarget(name: "vpnstat-testpeer", path: "Tests/TestPeer"),
     .testTarget(
-      name: "VPNStatCoreTests", dependencies: ["VPNStatCore", "CLinux"]),
+      name: "VPNStatCoreTests",
+      dependencies: [
+        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
+        "VPNStatCapture", "VPNStatCommandLine", "CLinux",
+      ]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,10 @@
-import VPNStatCore
+import VPNStatCapture
+import VPNStatEngine
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
 
 #if canImport(Glibc)
   import Glibc

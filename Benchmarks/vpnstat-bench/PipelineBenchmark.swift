@@ -1,4 +1,10 @@
-import VPNStatCore
+import VPNStatCapture
+import VPNStatEngine
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
 
 /// Where the in-process time of one `vpnstat status --json` goes, stage by stage, with the same
 /// library calls StatusCommand makes: it says which stage to look at when status is slower than

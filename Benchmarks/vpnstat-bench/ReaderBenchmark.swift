@@ -1,5 +1,11 @@
 import CNetlinkFloor
-import VPNStatCore
+import VPNStatCapture
+import VPNStatEngine
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
 
 #if canImport(Glibc)
   import Glibc

@@ -1,4 +1,11 @@
-import VPNStatCore
+import VPNStatCapture
+import VPNStatCommandLine
+import VPNStatEngine
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
 
 #if canImport(Glibc)
   import Glibc
@@ -25,7 +32,7 @@ enum StoreBenchmark {
           name: name, interfaceClass: .other,
           baseline: LedgerBaseline(
             instance: InterfaceInstance(index: Int32(i + 2), bootID: "bench"),
-            counters: InterfaceCounters(
+            counters: TrafficCounts(
               rxBytes: counter, txBytes: counter / 2, rxPackets: counter / 1500, txPackets: counter / 3000),
             width: .bits64, wall: wall, boottime: boottime),
           plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
@@ -85,7 +92,7 @@ enum StoreBenchmark {
           name: name, interfaceClass: i < 5 ? .tunnel : .ethernet,
           baseline: LedgerBaseline(
             instance: InterfaceInstance(index: Int32(i + 2), bootID: "bench"),
-            counters: InterfaceCounters(
+            counters: TrafficCounts(
               rxBytes: counter, txBytes: counter / 3, rxPackets: counter / 1400, txPackets: counter / 4200),
             width: .bits64, wall: wall, boottime: boottime),
           plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)

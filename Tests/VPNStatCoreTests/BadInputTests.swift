@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// Bad numbers, files and names as a careless user or an attacker gives them: each one is a
 /// clear error with a documented status, never a trap, a hang or an allocation without bound.
@@ -157,12 +164,12 @@ struct BadInputTests {
     let now = Timestamp(seconds: 1_796_000_000)
     for granularity in TrafficGranularity.allCases {
       for count in [1, 2, 3, 13, 30, granularity.retainedBuckets] {
-        var start = granularity.start(ofLast: count, at: now)
-        for _ in 1..<count { start = granularity.next(after: start) }
-        #expect(start == granularity.start(of: now), "\(granularity) \(count)")
+        var start = granularity.start(ofLast: count, at: now, in: SystemCalendar())
+        for _ in 1..<count { start = granularity.next(after: start, in: SystemCalendar()) }
+        #expect(start == granularity.start(of: now, in: SystemCalendar()), "\(granularity) \(count)")
       }
       // Any count ends at the epoch at worst, at once.
-      #expect(granularity.start(ofLast: Int.max, at: now) == 0)
+      #expect(granularity.start(ofLast: Int.max, at: now, in: SystemCalendar()) == 0)
     }
   }
 
@@ -170,21 +177,21 @@ struct BadInputTests {
   func historyWithoutRowPerRequest() {
     let now = Timestamp(seconds: 1_796_000_000)
     let granularity = TrafficGranularity.day
-    var start = granularity.start(of: now)
-    for _ in 0..<2 { start = granularity.start(of: Timestamp(seconds: start - 1)) }
+    var start = granularity.start(of: now, in: SystemCalendar())
+    for _ in 0..<2 { start = granularity.start(of: Timestamp(seconds: start - 1), in: SystemCalendar()) }
     let bucket = TrafficBucket(
-      name: InterfaceName("wg0"), start: start, interfaceClass: .tunnel, rxBytes: 5, txBytes: 7, rxPackets: 1,
-      txPackets: 1)
+      name: InterfaceName("wg0"), start: start, interfaceClass: .tunnel,
+      traffic: TrafficCounts(rxBytes: 5, txBytes: 7, rxPackets: 1, txPackets: 1))
     let clock = ContinuousClock()
     let began = clock.now
     let history = TrafficHistory.make(
       buckets: [bucket], granularity: granularity, count: 10_000_000, now: now, grouping: .class,
-      selection: InterfaceSelection())
+      selection: InterfaceSelection(), calendar: SystemCalendar())
     #expect(clock.now - began < .milliseconds(500))
     let rows = history.series.first?.rows ?? []
     #expect(rows.count == 3)
-    #expect(rows.first?.start == start && rows.first?.rxBytes == 5)
-    #expect(rows.last?.start == granularity.start(of: now))
+    #expect(rows.first?.start == start && rows.first?.traffic.rxBytes == 5)
+    #expect(rows.last?.start == granularity.start(of: now, in: SystemCalendar()))
   }
 
   // MARK: - numbers from files and the kernel

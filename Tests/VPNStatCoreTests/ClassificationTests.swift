@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// Classification on fixture sysfs trees: the devices this kernel cannot create.
 struct ClassificationTests {
@@ -68,7 +75,7 @@ struct ClassificationTests {
     let tree = try SysfsFixture()
     var catalog = InterfaceCatalog(root: tree.root)
     let sample = InterfaceSample(
-      name: InterfaceName("eth9"), index: 4, counters: .zero, width: .bits64,
+      name: InterfaceName("eth9"), index: 4, counters: InterfaceCounters(.zero), width: .bits64,
       link: LinkAttributes(arpType: 65534, kind: "tun"))
     let entry = catalog.entry(for: sample)
     #expect(entry.interfaceClass == .tunnel)

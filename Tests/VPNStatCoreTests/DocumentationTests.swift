@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// README.md and man/vpnstat.1 against the code: the page is clean for mandoc, and every command
 /// and option `--help` prints, every exit status `ExitStatus` defines and every JSON key a real
@@ -230,7 +237,7 @@ struct DocumentationTests {
   /// The statuses `ExitStatus.swift` defines: every `case name = NN`.
   static func definedExitStatuses() throws -> [Int32] {
     let source = try text(
-      Built.packageRoot.appendingPathComponent("Sources/VPNStatCore/Platform/ExitStatus.swift").path)
+      Built.packageRoot.appendingPathComponent("Sources/VPNStatCommandLine/ExitStatus.swift").path)
     var statuses: [Int32] = []
     for line in source.split(separator: "\n") {
       let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })

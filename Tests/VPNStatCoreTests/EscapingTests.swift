@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// Names leave vpnstat distinct and harmless in every format: JSON that reaches a terminal
 /// carries no C1, BiDi or invisible character raw, and OpenMetrics label values are injective.
@@ -49,7 +56,8 @@ struct EscapingTests {
     let reports = names.enumerated().map { (i, bytes) in
       InterfaceReport(
         name: InterfaceName(bytes: bytes), index: Int32(i + 2), interfaceClass: .tunnel, classBy: .kind,
-        state: .up, counters: InterfaceCounters(rxBytes: 1, txBytes: 2, rxPackets: 1, txPackets: 1), width: .bits64)
+        state: .up, counters: InterfaceCounters(TrafficCounts(rxBytes: 1, txBytes: 2, rxPackets: 1, txPackets: 1)),
+        width: .bits64)
     }
     let bytes = StatusJSON.render(
       StatusSnapshot(generatedAt: Timestamp(seconds: 1_800_000_000), source: .netlink, interfaces: reports))

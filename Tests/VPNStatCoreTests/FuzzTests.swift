@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// Random argument vectors for every command and mutated capture files, fed to the built
 /// binary: it may refuse anything, but only with a documented exit status, within seconds, and

@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// A process run as `nobody`, kept running (an attacker holding a lock).
 func backgroundAsNobody(_ executable: String, _ arguments: [String]) throws -> BackgroundProcess {
@@ -306,9 +313,9 @@ struct LedgerConcurrencyKernelTests {
       try Store.open(StoreLocation(path: db), intent: .read)?.loadLedger().entries[InterfaceName("tun5")])
     #expect(end.txBytes - start.txBytes > 10_000_000)
     #expect(
-      tun5.totals.txBytes == end.txBytes - start.txBytes,
-      "ledger \(tun5.totals.txBytes), kernel \(end.txBytes - start.txBytes)")
-    #expect(tun5.totals.rxBytes == end.rxBytes - start.rxBytes)
+      tun5.totals.traffic.txBytes == end.txBytes - start.txBytes,
+      "ledger \(tun5.totals.traffic.txBytes), kernel \(end.txBytes - start.txBytes)")
+    #expect(tun5.totals.traffic.rxBytes == end.rxBytes - start.rxBytes)
     #expect(tun5.totals.resets == 0)
     #expect(!recorder.errors.contains("reset"), "\(recorder.errors)")
   }
@@ -341,8 +348,8 @@ struct LedgerConcurrencyKernelTests {
     let tun6 = try #require(
       try Store.open(StoreLocation(path: db), intent: .read)?.loadLedger().entries[InterfaceName("tun6")])
     #expect(
-      tun6.totals.txBytes == end.txBytes - start.txBytes,
-      "ledger \(tun6.totals.txBytes) vs \(end.txBytes - start.txBytes)")
+      tun6.totals.traffic.txBytes == end.txBytes - start.txBytes,
+      "ledger \(tun6.totals.traffic.txBytes) vs \(end.txBytes - start.txBytes)")
     #expect(tun6.totals.resets == 0)
     // Reports say why boots are told apart another way.
     let status = try ns.run(
@@ -380,7 +387,7 @@ struct LedgerConcurrencyKernelTests {
     kill(recorder.pid, SIGCONT)
     #expect(recorder.stop() == 0, "\(recorder.errors)")
     let booked = try Store.open(StoreLocation(path: db), intent: .read)?.loadLedger().entries[InterfaceName("tun8")]
-    #expect(booked?.totals.txBytes == kernelTx, "\(booked?.totals.txBytes ?? 0) of \(kernelTx)")
+    #expect(booked?.totals.traffic.txBytes == kernelTx, "\(booked?.totals.traffic.txBytes ?? 0) of \(kernelTx)")
 
     // With a buffer too small for a burst, the loss is counted and reported.
     let small = try ns.start(

@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// The ledger's rules end to end through the Store, with an injected clock.
 struct LedgerTests {
@@ -16,7 +23,7 @@ struct LedgerTests {
       name: name, interfaceClass: .tunnel,
       baseline: LedgerBaseline(
         instance: InterfaceInstance(index: index, bootID: boot),
-        counters: InterfaceCounters(rxBytes: rx, txBytes: tx, rxPackets: rx / 100, txPackets: tx / 100),
+        counters: TrafficCounts(rxBytes: rx, txBytes: tx, rxPackets: rx / 100, txPackets: tx / 100),
         width: width, wall: now.wall, boottime: now.boottime),
       plausibleBytesPerSecond: plausible)
   }
@@ -39,8 +46,8 @@ struct LedgerTests {
     clock.advance(.seconds(5))
     let last = try store.advanceLedger([observation(400, 900, index: 8, at: clock)], now: clock.now().wall)
     let totals = try #require(last.ledger.entries[name]?.totals)
-    #expect(totals.rxBytes == 1400)
-    #expect(totals.txBytes == 5900)
+    #expect(totals.traffic.rxBytes == 1400)
+    #expect(totals.traffic.txBytes == 5900)
     #expect(totals.resets == 1)
     #expect(totals.wraps == 0)
     // And a fresh connection reads the same from the file.
@@ -59,9 +66,9 @@ struct LedgerTests {
       [observation(1000, 20, boot: "boot-b", at: clock, width: .bits32)], now: clock.now().wall)
     let totals = try #require(result.ledger.entries[name]?.totals)
     #expect(totals.resets == 1 && totals.wraps == 0)
-    #expect(totals.rxBytes == 1000 && totals.txBytes == 20)
+    #expect(totals.traffic.rxBytes == 1000 && totals.traffic.txBytes == 20)
     #expect(result.advance.events.map(\.kind) == [.reset])
-    #expect(result.advance.events.first?.detail.contains("rebooted") == true)
+    #expect(result.advance.events.first.map(LedgerEventText.detail)?.contains("rebooted") == true)
   }
 
   @Test("32-bit wraps are exact and counted")
@@ -78,7 +85,7 @@ struct LedgerTests {
       _ = ledger.advance([observation(counter, counter, at: clock, width: .bits32)])
     }
     let totals = try #require(ledger.entries[name]?.totals)
-    #expect(totals.rxBytes == truth)
+    #expect(totals.traffic.rxBytes == truth)
     #expect(totals.wraps == truth / (1 << 32))
   }
 
@@ -105,7 +112,9 @@ struct LedgerTests {
     let totals = try #require(ledger.entries[name]?.totals)
     #expect(totals.discarded == 1)
     // The discarded sample's traffic went with it; the next delta counts from its counters.
-    let (spiked, other) = direction == "tx" ? (totals.txBytes, totals.rxBytes) : (totals.rxBytes, totals.txBytes)
+    let (spiked, other) =
+      direction == "tx"
+      ? (totals.traffic.txBytes, totals.traffic.rxBytes) : (totals.traffic.rxBytes, totals.traffic.txBytes)
     #expect(spiked == 5000 && other == 100)
   }
 
@@ -120,8 +129,8 @@ struct LedgerTests {
     clock.advance(.seconds(5))
     _ = try store.advanceLedger([observation(7_001_000, 9_500, at: clock)], now: clock.now().wall)
     let totals = try #require(try store.loadLedger().entries[name]?.totals)
-    #expect(totals.rxBytes == 1000 && totals.txBytes == 500)
-    #expect(try store.buckets(.month, since: 0).map(\.rxBytes) == [1000])
+    #expect(totals.traffic.rxBytes == 1000 && totals.traffic.txBytes == 500)
+    #expect(try store.buckets(.month, since: 0).map(\.traffic.rxBytes) == [1000])
   }
 
   @Test("a recreated instance is counted from zero even when its counters are already past the old ones")
@@ -136,7 +145,7 @@ struct LedgerTests {
     let recreated = ledger.advance([observation(50_000, 70_000, index: 8, at: clock)])
     #expect(recreated.events.map(\.kind) == [.reset])
     let totals = try #require(ledger.entries[name]?.totals)
-    #expect(totals.rxBytes == 51_000 && totals.txBytes == 72_000)
+    #expect(totals.traffic.rxBytes == 51_000 && totals.traffic.txBytes == 72_000)
     #expect(totals.resets == 1)
   }
 
@@ -154,7 +163,7 @@ struct LedgerTests {
     clock.advance(.seconds(1))
     _ = ledger.advance([observation(7000, 7000, at: clock)])
     let totals = try #require(ledger.entries[name]?.totals)
-    #expect(totals.rxBytes == 7000 && totals.txBytes == 7000)
+    #expect(totals.traffic.rxBytes == 7000 && totals.traffic.txBytes == 7000)
     #expect(totals.resets == 0)
   }
 
@@ -169,10 +178,7 @@ struct LedgerTests {
     func reading(_ truth: UInt64, _ width: CounterWidth) -> LedgerObservation {
       var seen = observation(truth, truth + 777, at: clock, width: width)
       if width == .bits32 {
-        let c = seen.baseline.counters
-        seen.baseline.counters = InterfaceCounters(
-          rxBytes: c.rxBytes & 0xFFFF_FFFF, txBytes: c.txBytes & 0xFFFF_FFFF, rxPackets: c.rxPackets & 0xFFFF_FFFF,
-          txPackets: c.txPackets & 0xFFFF_FFFF)
+        seen.baseline.counters = seen.baseline.counters.masked32
       }
       return seen
     }
@@ -187,7 +193,7 @@ struct LedgerTests {
       _ = try store.advanceLedger([reading(truth, width)], now: clock.now().wall)
     }
     let totals = try #require(try store.loadLedger().entries[name]?.totals)
-    #expect(totals.rxBytes == fed && totals.txBytes == fed)
+    #expect(totals.traffic.rxBytes == fed && totals.traffic.txBytes == fed)
     // One real wrap (the 3 GB step crossed 2^32 in the 32-bit view), nothing reset or discarded.
     #expect(totals.wraps == 1 && totals.resets == 0 && totals.discarded == 0)
   }
@@ -199,7 +205,7 @@ struct LedgerTests {
     _ = ledger.advance([observation(0, 0, at: clock)])
     clock.suspend(.seconds(3 * 86_400))
     _ = ledger.advance([observation(80_000_000, 9_000, at: clock)])
-    #expect(ledger.entries[name]?.totals.rxBytes == 80_000_000)
+    #expect(ledger.entries[name]?.totals.traffic.rxBytes == 80_000_000)
   }
 
   @Test("a reading queued behind a newer one (a late notification, a slower sampler) never moves the instance back")
@@ -214,7 +220,7 @@ struct LedgerTests {
     #expect(stale.events.isEmpty)
     clock.advance(.seconds(1))
     _ = ledger.advance([observation(6000, 6000, at: clock)])
-    #expect(ledger.entries[name]?.totals.rxBytes == 6000)
+    #expect(ledger.entries[name]?.totals.traffic.rxBytes == 6000)
     #expect(ledger.entries[name]?.totals.resets == 0)
   }
 
@@ -231,8 +237,8 @@ struct LedgerTests {
       counter += 1000
       _ = try (i % 3 == 0 ? a : b).advanceLedger([observation(counter, counter, at: clock)], now: clock.now().wall)
     }
-    #expect(try a.loadLedger().entries[name]?.totals.rxBytes == counter)
-    #expect(try b.loadLedger().entries[name]?.totals.txBytes == counter)
+    #expect(try a.loadLedger().entries[name]?.totals.traffic.rxBytes == counter)
+    #expect(try b.loadLedger().entries[name]?.totals.traffic.txBytes == counter)
     // Each advance booked only its own delta: a stale ledger would book the other's again.
     try expectBucketsMatchTotals(b, name, try #require(try b.loadLedger().entries[name]?.totals))
   }
@@ -251,22 +257,22 @@ struct LedgerTests {
     }
     for granularity in TrafficGranularity.allCases {
       let buckets = try store.buckets(granularity, since: 0)
-      #expect(buckets.reduce(0) { $0 + $1.rxBytes } <= rx)
+      #expect(buckets.reduce(0) { $0 + $1.traffic.rxBytes } <= rx)
       // Pruning runs once an hour, so up to an hour's worth more may be kept meanwhile.
       #expect(buckets.count <= granularity.retainedBuckets + (granularity == .fiveMinutes ? 12 : 1), "\(granularity)")
     }
     // Months and days keep everything of three days; 5-minute buckets only 48 hours.
-    #expect(try store.buckets(.month, since: 0).reduce(0) { $0 + $1.rxBytes } == rx)
-    #expect(try store.buckets(.day, since: 0).reduce(0) { $0 + $1.rxBytes } == rx)
+    #expect(try store.buckets(.month, since: 0).reduce(0) { $0 + $1.traffic.rxBytes } == rx)
+    #expect(try store.buckets(.day, since: 0).reduce(0) { $0 + $1.traffic.rxBytes } == rx)
     #expect((576...588).contains(try store.buckets(.fiveMinutes, since: 0).count))
     let history = TrafficHistory.make(
       buckets: try store.buckets(.hour, since: 0), granularity: .hour, count: 24, now: clock.now().wall,
-      grouping: .class, selection: InterfaceSelection())
+      grouping: .class, selection: InterfaceSelection(), calendar: SystemCalendar())
     #expect(history.series.count == 1)
     #expect(history.series[0].rows.count == 24)
     // Full hours hold 12 samples; the current hour, starting now, holds one.
-    #expect(history.series[0].rows.dropLast().allSatisfy { $0.rxBytes == 12_000 })
-    #expect(history.series[0].rows.last?.rxBytes == 1000)
+    #expect(history.series[0].rows.dropLast().allSatisfy { $0.traffic.rxBytes == 12_000 })
+    #expect(history.series[0].rows.last?.traffic.rxBytes == 1000)
   }
 }
 
@@ -293,7 +299,7 @@ struct ConcurrentWriterTests {
           name: name, interfaceClass: .tunnel,
           baseline: LedgerBaseline(
             instance: InterfaceInstance(index: 7, bootID: "boot-a"),
-            counters: InterfaceCounters(rxBytes: i * 1000, txBytes: i * 3000, rxPackets: i * 2, txPackets: i * 5),
+            counters: TrafficCounts(rxBytes: i * 1000, txBytes: i * 3000, rxPackets: i * 2, txPackets: i * 5),
             width: .bits64, wall: now.wall, boottime: now.boottime),
           plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond))
       clock.advance(.seconds(20))
@@ -326,8 +332,8 @@ struct ConcurrentWriterTests {
     #expect(failures.isEmpty, "\(failures)")
     let store = try #require(try Store.open(StoreLocation(path: path), intent: .read))
     let totals = try #require(try store.loadLedger().entries[name]?.totals)
-    #expect(totals.rxBytes == 600_000 && totals.txBytes == 1_800_000)
-    #expect(totals.rxPackets == 1200 && totals.txPackets == 3000)
+    #expect(totals.traffic.rxBytes == 600_000 && totals.traffic.txBytes == 1_800_000)
+    #expect(totals.traffic.rxPackets == 1200 && totals.traffic.txPackets == 3000)
     #expect(totals.resets == 0 && totals.discarded == 0)
     try expectBucketsMatchTotals(store, name, totals)
   }
@@ -367,7 +373,7 @@ struct ConcurrentWriterTests {
     }
     let store = try #require(try Store.open(StoreLocation(path: db), intent: .read))
     let totals = try #require(try store.loadLedger().entries[InterfaceName(device)]?.totals)
-    #expect(totals.rxBytes == rx - 1_000_000 && totals.txBytes == tx - 2_000_000)
+    #expect(totals.traffic.rxBytes == rx - 1_000_000 && totals.traffic.txBytes == tx - 2_000_000)
     #expect(totals.resets == 0 && totals.discarded == 0)
     try expectBucketsMatchTotals(store, InterfaceName(device), totals)
   }
@@ -377,12 +383,8 @@ struct ConcurrentWriterTests {
 func expectBucketsMatchTotals(_ store: Store, _ name: InterfaceName, _ totals: LedgerTotals) throws {
   for granularity in TrafficGranularity.allCases {
     let buckets = try store.buckets(granularity, since: 0).filter { $0.name == name }
-    let sum = buckets.reduce(TrafficCounts()) {
-      $0 + TrafficCounts(rxBytes: $1.rxBytes, txBytes: $1.txBytes, rxPackets: $1.rxPackets, txPackets: $1.txPackets)
-    }
-    let expected = TrafficCounts(
-      rxBytes: totals.rxBytes, txBytes: totals.txBytes, rxPackets: totals.rxPackets, txPackets: totals.txPackets)
-    #expect(sum == expected, "\(granularity.name) buckets")
+    let sum = buckets.reduce(TrafficCounts()) { $0 + $1.traffic }
+    #expect(sum == totals.traffic, "\(granularity.name) buckets")
   }
 }
 

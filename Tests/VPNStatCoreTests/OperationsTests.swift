@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// Operating vpnstat: the configuration file, creating the database, a locked database at the
 /// connect gate, and a recorder killed with SIGKILL.

@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// The recorder against the real kernel: teardown between polls, 32-bit wraps, concurrency.
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
@@ -80,8 +87,8 @@ struct RecorderKernelTests {
     let lo = try #require(ledger.entries[InterfaceName("lo")])
     #expect(truth.txBytes > 5 << 30)
     // The recorder's first sample saw lo at (almost) zero: its total is the whole 64-bit count.
-    let ratio = Double(lo.totals.txBytes) / Double(truth.txBytes)
-    #expect(ratio > 0.999 && ratio <= 1.0, "ledger \(lo.totals.txBytes) vs sysfs \(truth.txBytes)")
+    let ratio = Double(lo.totals.traffic.txBytes) / Double(truth.txBytes)
+    #expect(ratio > 0.999 && ratio <= 1.0, "ledger \(lo.totals.traffic.txBytes) vs sysfs \(truth.txBytes)")
     #expect(lo.totals.wraps >= 1)
     #expect(lo.totals.discarded == 0)
     #expect(lo.baseline.width == .bits32)
@@ -126,10 +133,10 @@ struct RecorderKernelTests {
     let end = try stored()
     #expect(end.baseline.width == .bits64)
     // Both ends are 64-bit readings of the kernel's own counters: the totals are their difference.
-    #expect(end.totals.txBytes == end.baseline.counters.txBytes - start.counters.txBytes)
-    #expect(end.totals.rxBytes == end.baseline.counters.rxBytes - start.counters.rxBytes)
-    #expect(end.totals.txBytes >= 400_000 && end.totals.txBytes < 1 << 30)
-    #expect(middle.totals.txBytes > 0 && middle.totals.txBytes < end.totals.txBytes)
+    #expect(end.totals.traffic.txBytes == end.baseline.counters.txBytes - start.counters.txBytes)
+    #expect(end.totals.traffic.rxBytes == end.baseline.counters.rxBytes - start.counters.rxBytes)
+    #expect(end.totals.traffic.txBytes >= 400_000 && end.totals.traffic.txBytes < 1 << 30)
+    #expect(middle.totals.traffic.txBytes > 0 && middle.totals.traffic.txBytes < end.totals.traffic.txBytes)
     #expect(end.totals.resets == 0 && end.totals.discarded == 0)
   }
 
@@ -156,8 +163,8 @@ struct RecorderKernelTests {
     #expect(recorder.stop() == 0)
     let ledger = try #require(try Store.open(StoreLocation(path: db), intent: .read)).loadLedger()
     let veth = try #require(ledger.entries[InterfaceName(pair.leftName)])
-    #expect(veth.totals.txBytes == kernel.txBytes)
-    #expect(veth.totals.rxBytes == kernel.rxBytes)
+    #expect(veth.totals.traffic.txBytes == kernel.txBytes)
+    #expect(veth.totals.traffic.rxBytes == kernel.rxBytes)
     #expect(veth.totals.resets == 0 && veth.totals.discarded == 0)
     #expect(runs >= 5)
     sink.stop()
@@ -211,6 +218,6 @@ struct RecorderKernelTests {
     let values = try #require(try JSONSerialization.jsonObject(with: fromExport.stdout) as? [String: Double])
     #expect(
       UInt64(values["vpnstat_interface_transmit_bytes_total|\(pair.leftName)"] ?? -1)
-        == ledger.entries[InterfaceName(pair.leftName)]?.totals.txBytes)
+        == ledger.entries[InterfaceName(pair.leftName)]?.totals.traffic.txBytes)
   }
 }

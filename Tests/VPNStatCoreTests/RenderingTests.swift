@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// Names, JSON and tables: what leaves vpnstat is exact and safe whatever the names hold.
 struct RenderingTests {
@@ -16,7 +23,8 @@ struct RenderingTests {
       InterfaceReport(
         name: InterfaceName(bytes: bytes), index: Int32(i + 2), interfaceClass: .tunnel,
         classBy: .kind, state: .up,
-        counters: InterfaceCounters(rxBytes: UInt64(i) * 1_000_003, txBytes: 5, rxPackets: 1, txPackets: 2),
+        counters: InterfaceCounters(
+          TrafficCounts(rxBytes: UInt64(i) * 1_000_003, txBytes: 5, rxPackets: 1, txPackets: 2)),
         width: .bits64)
     }
     return StatusSnapshot(generatedAt: Timestamp(seconds: 1_800_000_000), source: .netlink, interfaces: reports)
@@ -112,14 +120,14 @@ struct RenderingTests {
 struct CounterRuleTests {
   let a = InterfaceInstance(index: 4, bootID: "boot-a")
 
-  func counters(_ rx: UInt64, _ tx: UInt64) -> InterfaceCounters {
-    InterfaceCounters(rxBytes: rx, txBytes: tx, rxPackets: rx / 100, txPackets: tx / 100)
+  func counters(_ rx: UInt64, _ tx: UInt64) -> TrafficCounts {
+    TrafficCounts(rxBytes: rx, txBytes: tx, rxPackets: rx / 100, txPackets: tx / 100)
   }
 
   /// A reading of `counters` from `instance`, `seconds` into a boot that began at wall time
   /// 1_800_000_000 s (moved by `clockSet` when the wall clock was set).
   func reading(
-    _ counters: InterfaceCounters, _ instance: InterfaceInstance, width: CounterWidth = .bits64, seconds: Int64 = 100,
+    _ counters: TrafficCounts, _ instance: InterfaceInstance, width: CounterWidth = .bits64, seconds: Int64 = 100,
     clockSet: Int64 = 0
   ) -> LedgerBaseline {
     LedgerBaseline(
@@ -135,14 +143,14 @@ struct CounterRuleTests {
   @Test("growth is new − old")
   func growth() throws {
     let d = try delta(reading(counters(100, 200), a), reading(counters(350, 900), a, seconds: 105))
-    #expect(d.kind == .growth && d.rxBytes == 250 && d.txBytes == 700)
+    #expect(d.kind == .growth && d.traffic.rxBytes == 250 && d.traffic.txBytes == 700)
   }
 
   @Test("a new ifindex is a reset: the new instance counts from zero")
   func recreated() throws {
     let b = InterfaceInstance(index: 5, bootID: "boot-a")
     let d = try delta(reading(counters(9_000_000, 9_000_000), a), reading(counters(300, 400), b, seconds: 105))
-    #expect(d.kind == .reset && d.rxBytes == 300 && d.txBytes == 400)
+    #expect(d.kind == .reset && d.traffic.rxBytes == 300 && d.traffic.txBytes == 400)
   }
 
   @Test("a changed boot id is a reset, never a wrap, even with the same ifindex and 32-bit counters")
@@ -150,7 +158,7 @@ struct CounterRuleTests {
     let rebooted = InterfaceInstance(index: 4, bootID: "boot-b")
     let d = try delta(
       reading(counters(4_000_000_000, 10), a, width: .bits32), reading(counters(1000, 5), rebooted, width: .bits32))
-    #expect(d.kind == .reset && d.rxBytes == 1000 && d.txBytes == 5)
+    #expect(d.kind == .reset && d.traffic.rxBytes == 1000 && d.traffic.txBytes == 5)
   }
 
   @Test("a dropped 32-bit counter wraps exactly at 2^32")
@@ -158,7 +166,7 @@ struct CounterRuleTests {
     let d = try delta(
       reading(counters(4_294_967_000, 50), a, width: .bits32),
       reading(counters(704, 60), a, width: .bits32, seconds: 105))
-    #expect(d.kind == .wrap && d.rxBytes == 1000 && d.txBytes == 10)
+    #expect(d.kind == .wrap && d.traffic.rxBytes == 1000 && d.traffic.txBytes == 10)
   }
 
   @Test("a 64-bit counter of the same instance that went back is old news: nothing booked, never a reset")
@@ -173,16 +181,12 @@ struct CounterRuleTests {
   func mixedWidths() throws {
     let wide = counters(5_000_000_000, 9_000_000_000)
     let later = counters(5_000_001_000, 9_000_002_000)
-    let narrowLater = InterfaceCounters(
-      rxBytes: later.rxBytes % (1 << 32), txBytes: later.txBytes % (1 << 32), rxPackets: later.rxPackets % (1 << 32),
-      txPackets: later.txPackets % (1 << 32))
-    let narrowWide = InterfaceCounters(
-      rxBytes: wide.rxBytes % (1 << 32), txBytes: wide.txBytes % (1 << 32), rxPackets: wide.rxPackets % (1 << 32),
-      txPackets: wide.txPackets % (1 << 32))
+    let narrowLater = later.masked32
+    let narrowWide = wide.masked32
     let down = try delta(reading(wide, a), reading(narrowLater, a, width: .bits32, seconds: 105))
-    #expect(down.rxBytes == 1000 && down.txBytes == 2000 && down.kind != .reset)
+    #expect(down.traffic.rxBytes == 1000 && down.traffic.txBytes == 2000 && down.kind != .reset)
     let up = try delta(reading(narrowWide, a, width: .bits32), reading(later, a, seconds: 105))
-    #expect(up.rxBytes == 1000 && up.txBytes == 2000 && up.kind != .reset)
+    #expect(up.traffic.rxBytes == 1000 && up.traffic.txBytes == 2000 && up.kind != .reset)
   }
 
   @Test("without boot ids the clocks tell boots apart: uptime back is a reboot, a steady boot instant is not")
@@ -190,17 +194,17 @@ struct CounterRuleTests {
     let unknown = InterfaceInstance(index: 4, bootID: "")
     // Same boot: uptime forward, boot instant unchanged, even with a readable id on one side.
     let same = try delta(reading(counters(1000, 10), a), reading(counters(1500, 20), unknown, seconds: 160))
-    #expect(same.kind == .growth && same.rxBytes == 500)
+    #expect(same.kind == .growth && same.traffic.rxBytes == 500)
     // Uptime went back: a new boot, whatever the counters say.
     let rebooted = try delta(reading(counters(1000, 10), unknown, seconds: 500), reading(counters(5000, 20), unknown))
-    #expect(rebooted.kind == .reset && rebooted.rxBytes == 5000)
+    #expect(rebooted.kind == .reset && rebooted.traffic.rxBytes == 5000)
     // The wall clock was set (boot instant moved): the counters decide.
     let set = try delta(
       reading(counters(1000, 10), unknown), reading(counters(1800, 30), unknown, seconds: 160, clockSet: 3600))
-    #expect(set.kind == .growth && set.rxBytes == 800)
+    #expect(set.kind == .growth && set.traffic.rxBytes == 800)
     let setAndLower = try delta(
       reading(counters(1000, 10), unknown), reading(counters(200, 30), unknown, seconds: 160, clockSet: 3600))
-    #expect(setAndLower.kind == .reset && setAndLower.rxBytes == 200)
+    #expect(setAndLower.kind == .reset && setAndLower.traffic.rxBytes == 200)
   }
 
   @Test("a 64-bit baseline then a 32-bit reading of the same instance: the difference modulo 2^32, never a trap")
@@ -209,11 +213,14 @@ struct CounterRuleTests {
     let before: UInt64 = 10_000_000_000
     let after = (before + 123_456) & 0xFFFF_FFFF
     let d = CounterDelta.between(
-      reading(InterfaceCounters(rxBytes: before, txBytes: before, rxPackets: 7_000_000, txPackets: 9_000_000), a),
+      reading(TrafficCounts(rxBytes: before, txBytes: before, rxPackets: 7_000_000, txPackets: 9_000_000), a),
       reading(
-        InterfaceCounters(rxBytes: after, txBytes: after, rxPackets: 7_000_100, txPackets: 9_000_200), a,
+        TrafficCounts(rxBytes: after, txBytes: after, rxPackets: 7_000_100, txPackets: 9_000_200), a,
         width: .bits32, seconds: 105))
-    #expect(d == CounterDelta(rxBytes: 123_456, txBytes: 123_456, rxPackets: 100, txPackets: 200, kind: .growth))
+    #expect(
+      d
+        == CounterDelta(
+          TrafficCounts(rxBytes: 123_456, txBytes: 123_456, rxPackets: 100, txPackets: 200), kind: .growth))
   }
 
   @Test("a 32-bit baseline then a 64-bit reading of the same instance: the difference modulo 2^32, no phantom 4 GiB")
@@ -222,11 +229,11 @@ struct CounterRuleTests {
     let truth: UInt64 = 10_000_000_000
     let d = CounterDelta.between(
       reading(
-        InterfaceCounters(rxBytes: truth & 0xFFFF_FFFF, txBytes: truth & 0xFFFF_FFFF, rxPackets: 10, txPackets: 20), a,
+        TrafficCounts(rxBytes: truth & 0xFFFF_FFFF, txBytes: truth & 0xFFFF_FFFF, rxPackets: 10, txPackets: 20), a,
         width: .bits32),
       reading(
-        InterfaceCounters(rxBytes: truth + 5000, txBytes: truth + 7000, rxPackets: 15, txPackets: 27), a, seconds: 105))
-    #expect(d == CounterDelta(rxBytes: 5000, txBytes: 7000, rxPackets: 5, txPackets: 7, kind: .growth))
+        TrafficCounts(rxBytes: truth + 5000, txBytes: truth + 7000, rxPackets: 15, txPackets: 27), a, seconds: 105))
+    #expect(d == CounterDelta(TrafficCounts(rxBytes: 5000, txBytes: 7000, rxPackets: 5, txPackets: 7), kind: .growth))
   }
 
   @Test("netlink refused falls back to sysfs and says so")

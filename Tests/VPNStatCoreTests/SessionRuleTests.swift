@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// Every rule of the session window, with an injected clock.
 struct SessionRuleTests {
@@ -9,7 +16,7 @@ struct SessionRuleTests {
   let t0 = Timestamp(seconds: 1_800_000_000)
 
   func report(_ record: SessionRecord, at now: Timestamp, tunnelUp: Bool) -> SessionReport {
-    SessionReport.make(record, now: now, tunnelUp: tunnelUp, nextLengths: lengths, tunnelTotals: (0, 0), lastStop: nil)
+    SessionReport.make(record, now: now, tunnelUp: tunnelUp, nextLengths: lengths, tunnelTotals: .zero, lastStop: nil)
   }
 
   @Test("the first connection opens a window: 15 minutes, then a 45-minute pause")
@@ -52,9 +59,9 @@ struct SessionRuleTests {
     let shown = report(record, at: inPause, tunnelUp: false)
     #expect(shown.state == .paused)
     #expect(shown.pauseRemaining == .seconds(36 * 60 + 12))
-    let message = try #require(shown.pauseMessage)
+    let message = try #require(SessionText.pauseMessage(shown, calendar: SystemCalendar()))
     #expect(message.hasPrefix("free plan pause: you can reconnect in 36 min 12 s (at "))
-    #expect(message.hasSuffix("\((t0 + .seconds(3600)).localClockTime(withSeconds: true)))"))
+    #expect(message.hasSuffix("\((t0 + .seconds(3600)).localClockTime(in: SystemCalendar(), withSeconds: true)))"))
     // With the tunnel still up after the deadline, the state says the disconnect is pending.
     #expect(report(record, at: inPause, tunnelUp: true).state == .expired)
   }

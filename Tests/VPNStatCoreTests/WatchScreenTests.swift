@@ -1,7 +1,14 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// The live view's renderer: every size, class mix, session state and hostile name.
 struct WatchScreenTests {
@@ -20,9 +27,11 @@ struct WatchScreenTests {
         InterfaceReport(
           name: InterfaceName(bytes: bytes), index: Int32(i + 2), interfaceClass: interfaceClass, classBy: .kind,
           state: i % 3 == 0 ? .down : .up,
-          counters: InterfaceCounters(rxBytes: UInt64(i) << 30, txBytes: UInt64(i * 77), rxPackets: 5, txPackets: 6),
+          counters: InterfaceCounters(
+            TrafficCounts(rxBytes: UInt64(i) << 30, txBytes: UInt64(i * 77), rxPackets: 5, txPackets: 6)),
           width: .bits64, rate: TrafficRate(rxBytesPerSecond: Double(i) * 123_456.7, txBytesPerSecond: 99),
-          ledger: LedgerTotals(rxBytes: UInt64(i) << 32, txBytes: 4, resets: UInt64(i), firstSeenAt: t0)))
+          ledger: LedgerTotals(TrafficCounts(rxBytes: UInt64(i) << 32, txBytes: 4), resets: UInt64(i), firstSeenAt: t0))
+      )
     }
     var snapshot = StatusSnapshot(generatedAt: t0, source: .netlink, interfaces: reports)
     if let state {
@@ -38,7 +47,8 @@ struct WatchScreenTests {
         now = t0
       }
       snapshot.session = SessionReport.make(
-        record, now: now, tunnelUp: state == .expired, nextLengths: .release, tunnelTotals: (5000, 600),
+        record, now: now, tunnelUp: state == .expired, nextLengths: .release,
+        tunnelTotals: TrafficCounts(rxBytes: 5000, txBytes: 600),
         lastStop: StopRecord(
           at: t0, interface: InterfaceName(bytes: names[1]), reason: .freeLimit, detail: "x\u{1B}[31m"))
       #expect(snapshot.session?.state == state)
@@ -64,7 +74,8 @@ struct WatchScreenTests {
       history.record(snapshot)
       for size in Self.sizes {
         for viewState in [WatchViewState(), WatchViewState(classFilter: classes[0], bits: true, showHelp: true)] {
-          let lines = WatchScreen.render(snapshot, history: history, state: viewState, size: size, color: false)
+          let lines = WatchScreen.render(
+            snapshot, history: history, state: viewState, size: size, options: DisplayOptions(color: false))
           #expect(lines.count <= size.rows, "\(size) \(String(describing: state)): \(lines.count) lines")
           for line in lines {
             #expect(TerminalText.width(line) <= size.columns, "\(size): '\(line)'")
@@ -84,9 +95,10 @@ struct WatchScreenTests {
   func colourOnlyAddsSGR() {
     let snapshot = Self.snapshot(classes: InterfaceClass.allCases, state: .active)
     let size = TerminalSize(columns: 100, rows: 30)
-    let plain = WatchScreen.render(snapshot, history: RateHistory(), state: WatchViewState(), size: size, color: false)
+    let plain = WatchScreen.render(
+      snapshot, history: RateHistory(), state: WatchViewState(), size: size, options: DisplayOptions(color: false))
     let coloured = WatchScreen.render(
-      snapshot, history: RateHistory(), state: WatchViewState(), size: size, color: true)
+      snapshot, history: RateHistory(), state: WatchViewState(), size: size, options: DisplayOptions(color: true))
     #expect(coloured.map { $0.replacing(/\x1B\[[0-9;]*m/, with: "") } == plain)
     for line in coloured {
       #expect(line.replacing(/\x1B\[[0-9;]*m/, with: "").unicodeScalars.allSatisfy { !TerminalText.isUnsafe($0) })
@@ -98,7 +110,7 @@ struct WatchScreenTests {
     let snapshot = Self.snapshot(classes: [.wifi, .tunnel], state: .active)
     let wide = WatchScreen.render(
       snapshot, history: RateHistory(), state: WatchViewState(), size: TerminalSize(columns: 160, rows: 40),
-      color: false)
+      options: DisplayOptions(color: false))
     #expect(wide[1].contains("active") && wide[1].contains("13:20 left"))
     let header = try #require(wide.first { $0.hasPrefix("INTERFACE") })
     for column in ["STATE", "RX/S", "TX/S", "TOTAL RX", "TOTAL TX", "RESETS", "RECENT"] {
@@ -108,14 +120,15 @@ struct WatchScreenTests {
     let wifiLine = try #require(wide.firstIndex { $0.hasPrefix("wifi") })
     #expect(tunnelLine < wifiLine)
     let narrow = WatchScreen.render(
-      snapshot, history: RateHistory(), state: WatchViewState(), size: TerminalSize(columns: 40, rows: 40), color: false
+      snapshot, history: RateHistory(), state: WatchViewState(), size: TerminalSize(columns: 40, rows: 40),
+      options: DisplayOptions(color: false)
     )
     let narrowHeader = try #require(narrow.first { $0.hasPrefix("INTERFACE") })
     #expect(narrowHeader.contains("RX/S"), "rates are the last to go: \(narrowHeader)")
     #expect(!narrowHeader.contains("RESETS"))
     let filtered = WatchScreen.render(
       snapshot, history: RateHistory(), state: WatchViewState(classFilter: .wifi),
-      size: TerminalSize(columns: 120, rows: 40), color: false)
+      size: TerminalSize(columns: 120, rows: 40), options: DisplayOptions(color: false))
     #expect(!filtered.contains { $0.hasPrefix("tunnel") })
     #expect(filtered.contains { $0.hasPrefix("wifi") })
   }
@@ -129,7 +142,8 @@ struct WatchScreenTests {
           [
             InterfaceReport(
               name: InterfaceName("tun0"), index: index, interfaceClass: .tunnel, classBy: .kind, state: .up,
-              counters: .zero, width: .bits64, rate: TrafficRate(rxBytesPerSecond: $0, txBytesPerSecond: 0))
+              counters: InterfaceCounters(.zero), width: .bits64,
+              rate: TrafficRate(rxBytesPerSecond: $0, txBytesPerSecond: 0))
           ]
         } ?? []
       return StatusSnapshot(generatedAt: Timestamp(seconds: 0), source: .netlink, interfaces: reports)
@@ -145,7 +159,7 @@ struct WatchScreenTests {
   @Test("plain lines for pipes: one per interface, no escape codes")
   func plain() {
     let snapshot = Self.snapshot(classes: [.tunnel], state: .paused)
-    let lines = WatchScreen.plainLines(snapshot)
+    let lines = WatchScreen.plainLines(snapshot, options: DisplayOptions())
     #expect(lines.count == Self.names.count + 1)
     for line in lines {
       #expect(line.unicodeScalars.allSatisfy { !TerminalText.isUnsafe($0) })

@@ -1,6 +1,13 @@
 import Foundation
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// One packet a test puts on the wire: endpoints, protocol and payload size. IP headers are
 /// built from these, so expected totals follow from the same values.

@@ -1,6 +1,13 @@
 import Foundation
 
-@testable import VPNStatCore
+@testable import VPNStatCapture
+@testable import VPNStatCommandLine
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatSystem
 
 /// A fixture `/sys/class/net` tree in a temporary directory, for devices this kernel cannot make.
 /// Removed when the value goes away.
@@ -70,6 +77,9 @@ final class ManualTimeSource: TimeSource, @unchecked Sendable {
     defer { lock.unlock() }
     return reading
   }
+
+  /// A sleep lets the time pass at once: waits in the code under test cost no real time.
+  func sleep(for duration: Duration) { advance(duration) }
 
   /// Time passes: all three clocks move (the machine is awake).
   func advance(_ duration: Duration) {

@@ -1,0 +1,216 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatSystem
+
+/// One report of `vpnstat flows`: everything the renderers show, as plain values. Rendering is
+/// a pure function of this (and display options).
+public struct FlowSnapshot: Sendable {
+  /// What was captured: a live interface (its current ifindex, nil while it is gone) or a file.
+  public enum Origin: Sendable, Equatable {
+    case interface(InterfaceName, index: Int32?)
+    case file(String)
+  }
+
+  /// One flow as reported: totals since the capture began and the traffic of this interval.
+  public struct FlowReport: Sendable {
+    public var flow: Flow
+    public var interval: TrafficCounts
+  }
+
+  /// A remote host (or a process): totals since the start, this interval, how many flows.
+  public struct GroupReport<Key: Sendable>: Sendable {
+    public var key: Key
+    public var total: TrafficCounts
+    public var interval: TrafficCounts
+    public var flows: Int
+  }
+
+  public var origin: Origin
+  public var linkType: CaptureLinkType
+  public var generatedAt: Timestamp
+  /// When the capture began (files: the first packet's time).
+  public var startedAt: Timestamp
+  /// The time this report covers: since the previous report (files: the packet-time slice).
+  public var intervalSeconds: Double
+  /// The time since the capture began.
+  public var elapsedSeconds: Double
+  public var captured: CaptureTotals
+  /// Captured in this interval only.
+  public var capturedInterval: CaptureTotals
+  /// libpcap's drop counts (nil for files).
+  public var drops: CaptureDrops?
+  /// The interface's kernel counters over the same time as `captured` (nil for files, or when
+  /// no counter reader worked).
+  public var interfaceCounters: TrafficCounts?
+  /// How many times the capture was reopened on a new instance of the interface.
+  public var restarts: Int
+  public var flows: [FlowReport]
+  public var hosts: [GroupReport<IPAddress>]
+  /// Processes by owner; the nil key is "unknown".
+  public var processes: [GroupReport<SocketOwner?>]
+  /// Whether processes were looked up at all (live capture without `--no-processes`).
+  public var processesLookedUp: Bool
+  public var warnings: [String]
+
+  /// Captured frame bytes against the interface's counters over the same time: nil when the
+  /// counters are unknown or did not move.
+  public var coverage: Double? {
+    guard let counters = interfaceCounters, counters.bytes > 0 else { return nil }
+    return Double(captured.linkBytes) / Double(counters.bytes)
+  }
+
+  /// Why these figures are estimates; part of every report.
+  public var estimateNotes: [String] {
+    var notes = [
+      "capture sees packets at one point of the stack, on this interface only: traffic the kernel drops before that point, and traffic of other interfaces, is not in it",
+      "bytes are IP packet lengths from the IP header (what a tunnel's counters count); link_bytes and coverage use frame lengths as the interface counts them (Ethernet adds 14 bytes a frame)",
+      "under load the capture can drop packets: captured.dropped and captured.if_dropped are libpcap's counts",
+    ]
+    switch origin {
+    case .interface:
+      if processesLookedUp {
+        notes.append(
+          "processes come from socket inodes in /proc/net/{tcp,tcp6,udp,udp6} mapped through /proc/PID/fd: traffic whose socket closed before the lookup, ICMP and forwarded traffic count as unknown"
+        )
+      }
+    case .file:
+      notes.append(
+        "read from a file: no processes and no interface counters; a flow's local end is a --local address, else the endpoint that sent its first packet"
+      )
+    }
+    return notes
+  }
+}
+
+/// The accumulating state of one `flows` run: the flow table, process attribution, and the
+/// totals of flows that went idle, turned into a `FlowSnapshot` at each report.
+public final class FlowAggregator {
+  public var table: FlowTable
+  public let resolver: SocketOwnerResolver?
+  public let idleTimeout: Duration
+  private var retiredHosts: [IPAddress: (counts: TrafficCounts, flows: Int)] = [:]
+  private var retiredProcesses: [SocketOwner?: (counts: TrafficCounts, flows: Int)] = [:]
+  private var reportedHosts: [IPAddress: TrafficCounts] = [:]
+  private var reportedProcesses: [SocketOwner?: TrafficCounts] = [:]
+  private var reportedTotals = CaptureTotals()
+
+  public init(
+    localAddresses: Set<IPAddress>, resolver: SocketOwnerResolver?,
+    idleTimeout: Duration = .seconds(300)
+  ) {
+    table = FlowTable(localAddresses: localAddresses, attributionEnabled: resolver != nil)
+    self.resolver = resolver
+    self.idleTimeout = idleTimeout
+  }
+
+  /// Adds one captured frame.
+  @inline(__always)
+  public func add(_ packet: CapturedPacket, link: CaptureLinkType) {
+    table.add(frame: packet.bytes, wireLength: packet.wireLength, link: link, at: packet.timestamp)
+  }
+
+  /// Builds the report and starts the next interval: rates restart, and flows idle for longer
+  /// than `idleTimeout` (capture time, up to `captureTime`) leave the flow list, their traffic
+  /// staying in the host and process totals.
+  public func report(
+    origin: FlowSnapshot.Origin, linkType: CaptureLinkType, generatedAt: Timestamp,
+    startedAt: Timestamp,
+    intervalSeconds: Double, elapsedSeconds: Double, drops: CaptureDrops?,
+    interfaceCounters: TrafficCounts?,
+    restarts: Int, warnings: [String], captureTime: Timestamp?
+  ) -> FlowSnapshot {
+    var hosts = retiredHosts
+    var processes = retiredProcesses
+    var flowReports: [FlowSnapshot.FlowReport] = []
+    flowReports.reserveCapacity(table.flows.count)
+    for flow in table.flows {
+      flowReports.append(FlowSnapshot.FlowReport(flow: flow, interval: flow.counts - flow.reported))
+      hosts[flow.remoteAddress, default: (TrafficCounts(), 0)].counts += flow.counts
+      hosts[flow.remoteAddress, default: (TrafficCounts(), 0)].flows += 1
+      let known = flow.attributedCounts
+      if let owner = flow.owner {
+        processes[owner, default: (TrafficCounts(), 0)].counts += known
+        processes[owner, default: (TrafficCounts(), 0)].flows += 1
+      }
+      let unknown = flow.unknownCounts
+      if flow.owner == nil || unknown.packets > 0 {
+        processes[nil, default: (TrafficCounts(), 0)].counts += unknown
+        processes[nil, default: (TrafficCounts(), 0)].flows += 1
+      }
+    }
+    func byActivity<T>(
+      _ a: (interval: TrafficCounts, total: TrafficCounts, tie: T),
+      _ b: (interval: TrafficCounts, total: TrafficCounts, tie: T), _ tieLess: (T, T) -> Bool
+    ) -> Bool {
+      if a.interval.bytes != b.interval.bytes { return a.interval.bytes > b.interval.bytes }
+      if a.total.bytes != b.total.bytes { return a.total.bytes > b.total.bytes }
+      return tieLess(a.tie, b.tie)
+    }
+    flowReports.sort {
+      byActivity(($0.interval, $0.flow.counts, $0.flow), ($1.interval, $1.flow.counts, $1.flow)) {
+        a, b in
+        (a.remoteAddress, a.remotePort, a.localPort, a.ipProtocol) < (
+          b.remoteAddress, b.remotePort, b.localPort, b.ipProtocol
+        )
+      }
+    }
+    var hostReports = hosts.map { address, value in
+      FlowSnapshot.GroupReport(
+        key: address, total: value.counts,
+        interval: value.counts - (reportedHosts[address] ?? TrafficCounts()),
+        flows: value.flows)
+    }
+    hostReports.sort {
+      byActivity(($0.interval, $0.total, $0.key), ($1.interval, $1.total, $1.key), <)
+    }
+    var processReports = processes.map { owner, value in
+      FlowSnapshot.GroupReport(
+        key: owner, total: value.counts,
+        interval: value.counts - (reportedProcesses[owner] ?? TrafficCounts()), flows: value.flows)
+    }
+    processReports.sort {
+      byActivity(($0.interval, $0.total, $0.key), ($1.interval, $1.total, $1.key)) { a, b in
+        // Unknown last among equals; then by pid.
+        switch (a, b) {
+        case (nil, _): false
+        case (_, nil): true
+        case (let x?, let y?):
+          x.pid != y.pid ? x.pid < y.pid : (x.command ?? "") < (y.command ?? "")
+        }
+      }
+    }
+    var capturedInterval = CaptureTotals()
+    capturedInterval.packets = table.totals.packets - reportedTotals.packets
+    capturedInterval.bytes = table.totals.bytes - reportedTotals.bytes
+    capturedInterval.linkBytes = table.totals.linkBytes - reportedTotals.linkBytes
+    capturedInterval.nonIPPackets = table.totals.nonIPPackets - reportedTotals.nonIPPackets
+    let snapshot = FlowSnapshot(
+      origin: origin, linkType: linkType, generatedAt: generatedAt, startedAt: startedAt,
+      intervalSeconds: intervalSeconds, elapsedSeconds: elapsedSeconds, captured: table.totals,
+      capturedInterval: capturedInterval, drops: drops, interfaceCounters: interfaceCounters,
+      restarts: restarts, flows: flowReports, hosts: hostReports, processes: processReports,
+      processesLookedUp: resolver != nil, warnings: warnings)
+
+    // The next interval starts here.
+    reportedTotals = table.totals
+    reportedHosts = hosts.mapValues(\.counts)
+    reportedProcesses = processes.mapValues(\.counts)
+    table.markReported()
+    if let captureTime {
+      for flow in table.removeIdle(before: captureTime - idleTimeout) {
+        retiredHosts[flow.remoteAddress, default: (TrafficCounts(), 0)].counts += flow.counts
+        retiredHosts[flow.remoteAddress, default: (TrafficCounts(), 0)].flows += 1
+        if let owner = flow.owner {
+          retiredProcesses[owner, default: (TrafficCounts(), 0)].counts += flow.attributedCounts
+          retiredProcesses[owner, default: (TrafficCounts(), 0)].flows += 1
+        }
+        if flow.owner == nil || flow.unknownCounts.packets > 0 {
+          retiredProcesses[nil, default: (TrafficCounts(), 0)].counts += flow.unknownCounts
+          retiredProcesses[nil, default: (TrafficCounts(), 0)].flows += 1
+        }
+      }
+    }
+    return snapshot
+  }
+}

@@ -1,0 +1,333 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatSystem
+
+/// A conversation's 5-tuple in canonical order (the lower endpoint first), so that both
+/// directions of one conversation find the same entry with a single hash lookup.
+public struct FlowKey: Hashable, Sendable {
+  var a: IPAddress
+  var b: IPAddress
+  /// Port of `a` in the high half, of `b` in the low half.
+  var ports: UInt32
+  var ipProtocol: UInt8
+  var portsKnown: Bool
+
+  /// The key of a packet, and whether its source is the key's first endpoint.
+  @inline(__always)
+  static func of(_ packet: PacketSummary) -> (FlowKey, sourceIsA: Bool) {
+    let sourcePort = packet.portsKnown ? packet.sourcePort : 0
+    let destinationPort = packet.portsKnown ? packet.destinationPort : 0
+    let sourceFirst =
+      packet.source < packet.destination
+      || (packet.source == packet.destination && sourcePort <= destinationPort)
+    if sourceFirst {
+      return (
+        FlowKey(
+          a: packet.source, b: packet.destination,
+          ports: UInt32(sourcePort) << 16 | UInt32(destinationPort), ipProtocol: packet.ipProtocol,
+          portsKnown: packet.portsKnown), true
+      )
+    }
+    return (
+      FlowKey(
+        a: packet.destination, b: packet.source,
+        ports: UInt32(destinationPort) << 16 | UInt32(sourcePort), ipProtocol: packet.ipProtocol,
+        portsKnown: packet.portsKnown), false
+    )
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    // Three words instead of seven fields: the hash is on the per-packet path.
+    hasher.combine(a.high ^ (b.high &* 0x9E37_79B9_7F4A_7C15))
+    hasher.combine(a.low ^ (UInt64(ports) << 8 | UInt64(ipProtocol)))
+    hasher.combine(b.low &+ (portsKnown ? 1 : 0))
+  }
+}
+
+/// Why one endpoint of a flow was taken to be this host's.
+public enum LocalEvidence: String, Sendable, Hashable {
+  /// The Linux cooked header said the packet was outgoing or incoming (`any`).
+  case packetType = "packet_type"
+  /// One endpoint is an address of this host (or given with `--local`).
+  case localAddress = "local_address"
+  /// The destination is a multicast or broadcast group and the source is no local address:
+  /// the packet was received from that source.
+  case multicast
+  /// A socket of this host owns the endpoint (/proc/net).
+  case socket
+  /// Nothing else decided: the endpoint that sent the flow's first packet.
+  case firstPacket = "first_packet"
+}
+
+/// Who holds a socket: the process, and its command name from /proc/PID/comm.
+public struct SocketOwner: Hashable, Sendable {
+  public var pid: Int32
+  /// nil when the process ended before its name could be read.
+  public var command: String?
+  public init(pid: Int32, command: String?) {
+    self.pid = pid
+    self.command = command
+  }
+}
+
+/// Where a flow stands in finding its process.
+public enum Attribution: Hashable, Sendable {
+  /// Not looked up yet (it will be, at the latest when the interval ends).
+  case pending
+  /// A socket of this process carries the flow.
+  case owned(SocketOwner)
+  /// Looked up and no socket matched (closed before the lookup, forwarded, or kernel-made);
+  /// `since` is when, so only flows with newer traffic are tried again.
+  case unmatched(since: Timestamp)
+  /// Never looked up: attribution is off (files, `--no-processes`) or the protocol has no
+  /// sockets in /proc/net/{tcp,udp} (ICMP, GRE …).
+  case notLookedUp
+}
+
+/// One conversation: its endpoints seen from this host, its traffic, and its owner.
+public struct Flow: Sendable {
+  public var ipProtocol: UInt8
+  public var portsKnown: Bool
+  public var localAddress: IPAddress
+  public var localPort: UInt16
+  public var remoteAddress: IPAddress
+  public var remotePort: UInt16
+  public var localBy: LocalEvidence
+  public var counts = TrafficCounts()
+  public var firstSeen: Timestamp
+  public var lastSeen: Timestamp
+  public var attribution: Attribution
+  /// The traffic counted before an owner was found after a failed lookup: it stays with
+  /// "unknown" (the earlier socket may not have been this one).
+  public var unattributed = TrafficCounts()
+  /// The counts at the last report, for per-interval rates.
+  var reported = TrafficCounts()
+
+  /// Whether the key's first endpoint is the local one.
+  var localIsA: Bool
+
+  public var owner: SocketOwner? {
+    if case .owned(let owner) = attribution { return owner }
+    return nil
+  }
+
+  /// The part of the traffic that belongs to `owner` (all of it once owned, minus what was
+  /// counted before a late match).
+  public var attributedCounts: TrafficCounts {
+    owner == nil ? TrafficCounts() : counts - unattributed
+  }
+  /// The part that belongs to "unknown".
+  public var unknownCounts: TrafficCounts { owner == nil ? counts : unattributed }
+
+  /// Swaps local and remote (a socket proved the other endpoint local).
+  mutating func reorient() {
+    swap(&localAddress, &remoteAddress)
+    swap(&localPort, &remotePort)
+    counts = counts.swapped
+    unattributed = unattributed.swapped
+    reported = reported.swapped
+    localIsA.toggle()
+  }
+}
+
+/// What was captured as a whole, including what is not a flow.
+public struct CaptureTotals: Hashable, Sendable {
+  /// Every frame read.
+  public var packets: UInt64 = 0
+  /// IP bytes of IP packets (from the IP headers): what `flows` add up to.
+  public var bytes: UInt64 = 0
+  /// Original frame lengths as the capture reports them, link headers included.
+  public var linkBytes: UInt64 = 0
+  /// Frames that are not IPv4/IPv6 (ARP …) or whose IP header was cut short.
+  public var nonIPPackets: UInt64 = 0
+  public init() {}
+}
+
+/// Every flow seen, by key: the per-packet aggregation. Deciding which endpoint is local happens
+/// once, when a flow is created; each later packet costs one hash lookup and four additions.
+public struct FlowTable {
+  public private(set) var flows: [Flow] = []
+  var keys: [FlowKey] = []
+  var index: [FlowKey: Int] = [:]
+  public private(set) var totals = CaptureTotals()
+  /// Addresses of this host (interface addresses and `--local`): decide direction.
+  public var localAddresses: Set<IPAddress>
+  /// Whether new TCP/UDP flows should be looked up in /proc (live capture with processes).
+  public var attributionEnabled: Bool
+  /// Positions of the flows waiting for their first lookup: a lookup pass visits only these,
+  /// not the whole table.
+  private var pending: [Int] = []
+  public var pendingCount: Int { pending.count }
+  private var lastKey: FlowKey?
+  private var lastIndex = 0
+
+  public init(localAddresses: Set<IPAddress> = [], attributionEnabled: Bool = false) {
+    self.localAddresses = localAddresses
+    self.attributionEnabled = attributionEnabled
+  }
+
+  /// Parses one frame and adds it.
+  public mutating func add(
+    frame bytes: UnsafeRawBufferPointer, wireLength: Int, link: CaptureLinkType, at time: Timestamp
+  ) {
+    add(
+      PacketParser.parse(bytes, wireLength: wireLength, link: link),
+      linkLength: max(0, wireLength - link.pseudoHeaderLength), at: time)
+  }
+
+  /// Adds a parsed frame; `linkLength` is its length as the interface counts it.
+  public mutating func add(_ frame: ParsedFrame, linkLength: Int, at time: Timestamp) {
+    totals.packets &+= 1
+    totals.linkBytes &+= UInt64(linkLength)
+    guard case .ip(let packet) = frame else {
+      totals.nonIPPackets &+= 1
+      return
+    }
+    totals.bytes &+= UInt64(packet.ipLength)
+    let (key, sourceIsA) = FlowKey.of(packet)
+    let position: Int
+    if let lastKey, lastKey == key {
+      position = lastIndex
+    } else if let found = index[key] {
+      position = found
+    } else {
+      position = insert(key, packet, sourceIsA: sourceIsA, at: time)
+    }
+    lastKey = key
+    lastIndex = position
+    flows.withUnsafeMutableBufferPointer { buffer in
+      let transmitted: Bool
+      if let direction = packet.direction {
+        transmitted = direction == .transmitted
+      } else {
+        transmitted = sourceIsA == buffer[position].localIsA
+      }
+      let length = UInt64(packet.ipLength)
+      if transmitted {
+        buffer[position].counts.txBytes &+= length
+        buffer[position].counts.txPackets &+= 1
+      } else {
+        buffer[position].counts.rxBytes &+= length
+        buffer[position].counts.rxPackets &+= 1
+      }
+      buffer[position].lastSeen = time
+    }
+  }
+
+  private mutating func insert(
+    _ key: FlowKey, _ packet: PacketSummary, sourceIsA: Bool, at time: Timestamp
+  ) -> Int {
+    let sourceIsLocal: Bool
+    let evidence: LocalEvidence
+    if let direction = packet.direction {
+      sourceIsLocal = direction == .transmitted
+      evidence = .packetType
+    } else {
+      let sourceLocal = localAddresses.contains(packet.source)
+      let destinationLocal = localAddresses.contains(packet.destination)
+      if sourceLocal != destinationLocal {
+        sourceIsLocal = sourceLocal
+        evidence = .localAddress
+      } else if !sourceLocal, packet.destination.isMulticastOrBroadcast {
+        // Group traffic from a stranger (neighbour discovery, mDNS …) was received.
+        sourceIsLocal = false
+        evidence = .multicast
+      } else {
+        sourceIsLocal = true
+        evidence = .firstPacket
+      }
+    }
+    let lookup =
+      attributionEnabled && packet.portsKnown && (packet.ipProtocol == 6 || packet.ipProtocol == 17)
+    let sourcePort = packet.portsKnown ? packet.sourcePort : 0
+    let destinationPort = packet.portsKnown ? packet.destinationPort : 0
+    let flow = Flow(
+      ipProtocol: packet.ipProtocol, portsKnown: packet.portsKnown,
+      localAddress: sourceIsLocal ? packet.source : packet.destination,
+      localPort: sourceIsLocal ? sourcePort : destinationPort,
+      remoteAddress: sourceIsLocal ? packet.destination : packet.source,
+      remotePort: sourceIsLocal ? destinationPort : sourcePort, localBy: evidence,
+      firstSeen: time, lastSeen: time, attribution: lookup ? .pending : .notLookedUp,
+      localIsA: sourceIsLocal == sourceIsA)
+    if lookup { pending.append(flows.count) }
+    flows.append(flow)
+    keys.append(key)
+    index[key] = flows.count - 1
+    return flows.count - 1
+  }
+
+  /// Looks up owners for pending flows (and, with `retryUnmatched`, for unmatched flows that
+  /// had traffic since their failed lookup). `lookup` answers for one flow and says whether the
+  /// socket had the endpoints the other way round. With `final`, a pending flow that finds no
+  /// owner becomes unmatched; without it, it stays pending for a fresher socket table.
+  /// Returns how many flows are still pending.
+  @discardableResult
+  public mutating func attribute(
+    final: Bool, retryUnmatched: Bool, now: Timestamp,
+    _ lookup: (_ flow: Flow) -> (owner: SocketOwner, reversed: Bool)?
+  ) -> Int {
+    guard !pending.isEmpty || retryUnmatched else { return 0 }
+    var stillPending: [Int] = []
+    for i in pending {
+      if let (owner, reversed) = lookup(flows[i]) {
+        adopt(i, owner, reversed: reversed)
+        flows[i].attribution = .owned(owner)
+      } else if final {
+        flows[i].attribution = .unmatched(since: now)
+      } else {
+        stillPending.append(i)
+      }
+    }
+    pending = stillPending
+    guard retryUnmatched else { return pending.count }
+    for i in flows.indices {
+      guard case .unmatched(let since) = flows[i].attribution, flows[i].lastSeen > since else {
+        continue
+      }
+      if let (owner, reversed) = lookup(flows[i]) {
+        adopt(i, owner, reversed: reversed)
+        flows[i].unattributed = flows[i].counts
+        flows[i].attribution = .owned(owner)
+      } else {
+        flows[i].attribution = .unmatched(since: now)
+      }
+    }
+    return pending.count
+  }
+
+  private mutating func adopt(_ i: Int, _ owner: SocketOwner, reversed: Bool) {
+    if reversed { flows[i].reorient() }
+    if reversed || flows[i].localBy == .firstPacket { flows[i].localBy = .socket }
+  }
+
+  /// Marks the current counts as reported (the next interval's rates start here).
+  mutating func markReported() {
+    for i in flows.indices { flows[i].reported = flows[i].counts }
+  }
+
+  /// Removes flows with no packet since `cutoff` and returns them (their traffic must still
+  /// count in host and process totals).
+  mutating func removeIdle(before cutoff: Timestamp) -> [Flow] {
+    guard flows.contains(where: { $0.lastSeen < cutoff }) else { return [] }
+    var kept: [Flow] = []
+    var keptKeys: [FlowKey] = []
+    var removed: [Flow] = []
+    kept.reserveCapacity(flows.count)
+    pending.removeAll()
+    for (flow, key) in zip(flows, keys) {
+      if flow.lastSeen < cutoff {
+        removed.append(flow)
+      } else {
+        if case .pending = flow.attribution { pending.append(kept.count) }
+        kept.append(flow)
+        keptKeys.append(key)
+      }
+    }
+    flows = kept
+    keys = keptKeys
+    index = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
+    lastKey = nil
+    return removed
+  }
+}

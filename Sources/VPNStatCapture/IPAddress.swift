@@ -1,0 +1,101 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatSystem
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// An IPv4 or IPv6 address as two 64-bit words in network order, IPv4 held as `::ffff:a.b.c.d`.
+/// Fixed size and trivially hashable so the packet path never allocates; the same form
+/// `/proc/net/*6` uses for dual-stack sockets, so an IPv4 flow matches a v4-mapped socket.
+public struct IPAddress: Hashable, Comparable, Sendable, CustomStringConvertible {
+  public var high: UInt64
+  public var low: UInt64
+
+  public init(high: UInt64, low: UInt64) {
+    self.high = high
+    self.low = low
+  }
+
+  /// An IPv4 address from its 32-bit value in host order (`0xA9FE0001` = 169.254.0.1).
+  public init(ipv4 value: UInt32) {
+    high = 0
+    low = 0x0000_FFFF_0000_0000 | UInt64(value)
+  }
+
+  /// Reads 4 (IPv4) or 16 (IPv6) bytes in network order.
+  init(ipv4At offset: Int, in bytes: UnsafeRawBufferPointer) {
+    self.init(ipv4: UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+  }
+  init(ipv6At offset: Int, in bytes: UnsafeRawBufferPointer) {
+    high = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    low = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+  }
+
+  /// Sixteen bytes in network order (IPv4 in its mapped form).
+  init(bytes: [UInt8]) {
+    precondition(bytes.count == 16)
+    var high: UInt64 = 0
+    var low: UInt64 = 0
+    for i in 0..<8 { high = high << 8 | UInt64(bytes[i]) }
+    for i in 8..<16 { low = low << 8 | UInt64(bytes[i]) }
+    self.init(high: high, low: low)
+  }
+
+  public var isIPv4: Bool { high == 0 && low >> 32 == 0xFFFF }
+  /// `0.0.0.0` or `::`: what a socket bound to every address shows as its local address.
+  public var isUnspecified: Bool {
+    (high == 0 && low == 0) || (isIPv4 && UInt32(truncatingIfNeeded: low) == 0)
+  }
+
+  /// Multicast (224.0.0.0/4, ff00::/8) or the IPv4 limited broadcast: never a flow's sender.
+  public var isMulticastOrBroadcast: Bool {
+    if isIPv4 {
+      let value = UInt32(truncatingIfNeeded: low)
+      return value >> 28 == 0xE || value == 0xFFFF_FFFF
+    }
+    return high >> 56 == 0xFF
+  }
+
+  public static let unspecified = IPAddress(high: 0, low: 0)
+
+  public static func < (a: IPAddress, b: IPAddress) -> Bool {
+    a.high != b.high ? a.high < b.high : a.low < b.low
+  }
+
+  var networkBytes: [UInt8] {
+    var out = [UInt8](repeating: 0, count: 16)
+    for i in 0..<8 {
+      out[i] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(i)))
+      out[8 + i] = UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(i)))
+    }
+    return out
+  }
+
+  /// Dotted quad for IPv4, RFC 5952 text for IPv6 (as `inet_ntop` writes them).
+  public var description: String {
+    let bytes = networkBytes
+    if isIPv4 { return bytes[12...].map { String($0) }.joined(separator: ".") }
+    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+    let ok = bytes.withUnsafeBytes { raw in
+      inet_ntop(AF_INET6, raw.baseAddress, &buffer, socklen_t(buffer.count)) != nil
+    }
+    guard ok else { return "?" }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// Parses IPv4 dotted-quad or IPv6 text; nil for anything else.
+  public init?(parsing text: String) {
+    var v4 = in_addr()
+    if inet_pton(AF_INET, text, &v4) == 1 {
+      self.init(ipv4: UInt32(bigEndian: v4.s_addr))
+      return
+    }
+    var v6 = in6_addr()
+    guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
+    let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+    self.init(bytes: bytes)
+  }
+}

@@ -1,0 +1,307 @@
+import VPNStatCapture
+import VPNStatEngine
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
+
+/// A wrong command line: what was wrong, with the offending word, and a suggestion where one is
+/// close. Exits 64 (EX_USAGE).
+public struct UsageError: Error, Equatable, Sendable, CustomStringConvertible {
+  public var message: String
+  /// The command path the error belongs to (`vpnstat session check`), for the help hint.
+  public var commandPath: String
+  public init(_ message: String, commandPath: String = "vpnstat") {
+    self.message = message
+    self.commandPath = commandPath
+  }
+  public var description: String { message }
+}
+
+/// The result of parsing: which command, which options with which values, which positionals.
+public struct ParsedCommand: Sendable {
+  /// The command names from the top, e.g. `["vpnstat", "session", "check"]`.
+  public var path: [String]
+  public var spec: CommandSpec
+  /// Values by option long name, in command-line order; flags map to `[""]` per occurrence.
+  public var values: [String: [String]]
+  public var positionals: [String]
+  /// The exact bytes of a remainder option's words (`--exec`), by long name: a command's
+  /// arguments are passed on as given, also when they are not UTF-8.
+  public var remainderBytes: [String: [[UInt8]]] = [:]
+  public var helpRequested = false
+  public var versionRequested = false
+
+  public var commandPath: String { path.joined(separator: " ") }
+
+  /// Whether the option with this long name was given (for the parser and the config file;
+  /// commands ask with the typed `Option` or `Flag`).
+  func has(_ long: String) -> Bool { values[long] != nil }
+  func value(_ long: String) -> String? { values[long]?.last }
+  func all(_ long: String) -> [String] { values[long] ?? [] }
+}
+
+/// Parses the arguments as the kernel passed them (without the program name) against `root`.
+/// Options and positionals are read as text (`argumentText`); a remainder option keeps its
+/// words' bytes too, in `remainderBytes`.
+public func parseCommandLine(rawArguments: [[UInt8]], root: CommandSpec) throws -> ParsedCommand {
+  try parseCommandLine(rawArguments.map(argumentText), raw: rawArguments, root: root)
+}
+
+/// Parses `arguments` (without the program name) against `root`.
+public func parseCommandLine(_ arguments: [String], root: CommandSpec) throws -> ParsedCommand {
+  try parseCommandLine(arguments, raw: arguments.map { Array($0.utf8) }, root: root)
+}
+
+/// `arguments[i]` is the text of the bytes `raw[i]`.
+private func parseCommandLine(_ arguments: [String], raw: [[UInt8]], root: CommandSpec) throws -> ParsedCommand {
+  var spec = root
+  var path = [root.name]
+  var remaining = arguments[...]
+
+  // Descend through subcommand names; options may not come before the subcommand name except
+  // -h/--help and --version (swift-argument-parser does the same).
+  while !spec.subcommands.isEmpty {
+    guard let word = remaining.first else {
+      if let name = spec.defaultSubcommand, let sub = spec.subcommands.first(where: { $0.name == name }) {
+        spec = sub
+        path.append(sub.name)
+        continue
+      }
+      break
+    }
+    if let sub = spec.subcommands.first(where: { $0.name == word }) {
+      spec = sub
+      path.append(sub.name)
+      remaining = remaining.dropFirst()
+      continue
+    }
+    if word == "help" {
+      var target = spec
+      var targetPath = path
+      for name in remaining.dropFirst() {
+        guard let sub = target.subcommands.first(where: { $0.name == name }) else {
+          throw unknownSubcommand(name, in: target, path: targetPath)
+        }
+        target = sub
+        targetPath.append(name)
+      }
+      var parsed = ParsedCommand(path: targetPath, spec: target, values: [:], positionals: [])
+      parsed.helpRequested = true
+      return parsed
+    }
+    if word.hasPrefix("-") {
+      if word == "-h" || word == "--help" || word == "--version" { break }
+      if let name = spec.defaultSubcommand, let sub = spec.subcommands.first(where: { $0.name == name }) {
+        spec = sub
+        path.append(sub.name)
+        continue
+      }
+      break
+    }
+    throw unknownSubcommand(word, in: spec, path: path)
+  }
+
+  var parsed = ParsedCommand(path: path, spec: spec, values: [:], positionals: [])
+  let commandPath = parsed.commandPath
+  var optionsEnded = false
+  while let wordIndex = remaining.indices.first {
+    let word = remaining.removeFirst()
+    if optionsEnded || word == "-" || !word.hasPrefix("-") {
+      parsed.positionals.append(word)
+      continue
+    }
+    if word == "--" {
+      optionsEnded = true
+      continue
+    }
+    if word == "-h" || word == "--help" {
+      parsed.helpRequested = true
+      continue
+    }
+    if word == "--version", path.count == 1 {
+      parsed.versionRequested = true
+      continue
+    }
+    let option: OptionSpec
+    var inlineValue: String?
+    // The inline value's bytes: what follows `--name=` or `-n` in the word as passed (the name
+    // is ASCII, so it is the same length in the text and in the bytes).
+    var inlineBytes: [UInt8] = []
+    if word.hasPrefix("--") {
+      let body = word.dropFirst(2)
+      let name: Substring
+      if let equals = body.firstIndex(of: "=") {
+        name = body[..<equals]
+        inlineValue = String(body[body.index(after: equals)...])
+        inlineBytes = Array(raw[wordIndex].drop { $0 != 0x3D }.dropFirst())
+      } else {
+        name = body
+      }
+      guard let found = spec.options.first(where: { $0.long == name }) else {
+        throw unknownOption("--" + name, in: spec, path: commandPath)
+      }
+      option = found
+    } else {
+      // -i wg0, -iwg0; a cluster of flags -ab.
+      let letters = Array(word.dropFirst())
+      guard let first = letters.first,
+        let found = spec.options.first(where: { $0.short == first })
+      else {
+        throw unknownOption(word, in: spec, path: commandPath)
+      }
+      option = found
+      if letters.count > 1 {
+        if option.arity == .flag {
+          // Expand the cluster: every letter must be a flag.
+          for letter in letters {
+            guard let flag = spec.options.first(where: { $0.short == letter }), flag.arity == .flag
+            else {
+              throw unknownOption("-" + String(letter), in: spec, path: commandPath)
+            }
+            try record(flag, "", into: &parsed, path: commandPath)
+          }
+          continue
+        }
+        inlineValue = String(letters.dropFirst())
+        inlineBytes = Array(raw[wordIndex].dropFirst(2))
+      }
+    }
+    switch option.arity {
+    case .flag:
+      if inlineValue != nil {
+        throw UsageError("'--\(option.long)' takes no value", commandPath: commandPath)
+      }
+      try record(option, "", into: &parsed, path: commandPath)
+    case .value:
+      let value: String
+      if let inlineValue {
+        value = inlineValue
+      } else if let next = remaining.first {
+        value = next
+        remaining = remaining.dropFirst()
+      } else {
+        throw UsageError("missing value for '\(option.display)'", commandPath: commandPath)
+      }
+      guard option.accepts(value) else { throw option.invalidValue(value, commandPath: commandPath) }
+      try record(option, value, into: &parsed, path: commandPath)
+    case .optionalValue:
+      if let inlineValue {
+        guard option.accepts(inlineValue) else { throw option.invalidValue(inlineValue, commandPath: commandPath) }
+        try record(option, inlineValue, into: &parsed, path: commandPath)
+      } else if let next = remaining.first, !next.hasPrefix("-") {
+        // A word after the option is its value when it fits; when it does not and the command
+        // takes no positional, it can only have been meant as the value (`--hours 0`), so that
+        // is the error to report rather than an unexpected argument.
+        if option.accepts(next) {
+          remaining = remaining.dropFirst()
+          try record(option, next, into: &parsed, path: commandPath)
+        } else if spec.positionals.isEmpty {
+          throw option.invalidValue(next, commandPath: commandPath)
+        } else {
+          try record(option, "", into: &parsed, path: commandPath)
+        }
+      } else {
+        try record(option, "", into: &parsed, path: commandPath)
+      }
+    case .remainder:
+      var rest = Array(remaining)
+      var restBytes = remaining.indices.map { raw[$0] }
+      remaining = []
+      if let inlineValue {
+        rest.insert(inlineValue, at: 0)
+        restBytes.insert(inlineBytes, at: 0)
+      }
+      if rest.first == "--" {
+        rest.removeFirst()
+        restBytes.removeFirst()
+      }
+      guard !rest.isEmpty else {
+        throw UsageError("missing value for '\(option.display)'", commandPath: commandPath)
+      }
+      parsed.values[option.long] = rest
+      parsed.remainderBytes[option.long] = restBytes
+    }
+  }
+  if parsed.helpRequested || parsed.versionRequested { return parsed }
+  try checkPositionals(parsed, path: commandPath)
+  return parsed
+}
+
+private func record(
+  _ option: OptionSpec, _ value: String, into parsed: inout ParsedCommand, path: String
+) throws {
+  if !option.repeatable, parsed.values[option.long] != nil, option.arity != .flag {
+    throw UsageError("'--\(option.long)' given more than once", commandPath: path)
+  }
+  parsed.values[option.long, default: []].append(value)
+}
+
+private func checkPositionals(_ parsed: ParsedCommand, path: String) throws {
+  let specs = parsed.spec.positionals
+  let required = specs.filter { !$0.optional }.count
+  if parsed.positionals.count < required {
+    let missing = specs.filter { !$0.optional }[parsed.positionals.count]
+    throw UsageError("missing argument <\(missing.name)>", commandPath: path)
+  }
+  if specs.last?.repeating != true, parsed.positionals.count > specs.count {
+    let extra = parsed.positionals[specs.count]
+    var message = "unexpected argument '\(TerminalText.sanitize(extra))'"
+    if let close = closest(extra, among: parsed.spec.subcommands.map(\.name)) {
+      message += "; did you mean '\(close)'?"
+    }
+    throw UsageError(message, commandPath: path)
+  }
+}
+
+private func unknownOption(_ word: String, in spec: CommandSpec, path: String) -> UsageError {
+  var message = "unknown option '\(TerminalText.sanitize(word))'"
+  let candidates = spec.options.map { "--" + $0.long } + ["--help"]
+  if let close = closest(word, among: candidates) { message += "; did you mean '\(close)'?" }
+  return UsageError(message, commandPath: path)
+}
+
+private func unknownSubcommand(_ word: String, in spec: CommandSpec, path: [String]) -> UsageError {
+  var message = "unknown command '\(TerminalText.sanitize(word))'"
+  if let close = closest(word, among: spec.subcommands.map(\.name)) {
+    message += "; did you mean '\(close)'?"
+  } else {
+    message += "; commands: " + spec.subcommands.map(\.name).joined(separator: ", ")
+  }
+  return UsageError(message, commandPath: path.joined(separator: " "))
+}
+
+/// The candidate within a small edit distance of `word`, if one is clearly closest.
+func closest(_ word: String, among candidates: [String]) -> String? {
+  let target = Array(word.lowercased().utf8)
+  var best: (String, Int)?
+  for candidate in candidates {
+    let distance = editDistance(target, Array(candidate.lowercased().utf8))
+    let limit = max(1, min(3, candidate.utf8.count / 3))
+    guard distance <= limit else { continue }
+    if best == nil || distance < best!.1 { best = (candidate, distance) }
+  }
+  if best == nil {
+    // A prefix that identifies one candidate: `--inter` → `--interval`.
+    let matches = candidates.filter { $0.hasPrefix(word) && word.count >= 3 }
+    if matches.count == 1 { return matches[0] }
+  }
+  return best?.0
+}
+
+func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
+  if a.isEmpty { return b.count }
+  if b.isEmpty { return a.count }
+  var previous = Array(0...b.count)
+  var current = [Int](repeating: 0, count: b.count + 1)
+  for i in 1...a.count {
+    current[0] = i
+    for j in 1...b.count {
+      let cost = a[i - 1] == b[j - 1] ? 0 : 1
+      current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+    }
+    swap(&previous, &current)
+  }
+  return previous[b.count]
+}

@@ -1,0 +1,88 @@
+import VPNStatEngine
+import VPNStatModel
+import VPNStatStore
+import VPNStatSystem
+
+/// Everything a command may reach of the process: its streams, its environment, who it runs
+/// as, the clock and the calendar. Subcommands go through it, never to the process directly,
+/// so a test can run any of them in-process with its own streams, environment and clock.
+public struct CommandContext {
+  public var standardInput: FileDescriptor
+  public var standardOutput: FileDescriptor
+  public var standardError: FileDescriptor
+  public var environmentVariables: [String: String]
+  /// Root gets the system's database and configuration by default.
+  public var isRoot: Bool
+  public var clock: any TimeSource
+  public var calendar: any LocalCalendar
+
+  public init(
+    standardInput: FileDescriptor = .standardInput, standardOutput: FileDescriptor = .standardOutput,
+    standardError: FileDescriptor = .standardError, environmentVariables: [String: String], isRoot: Bool,
+    clock: any TimeSource, calendar: any LocalCalendar
+  ) {
+    self.standardInput = standardInput
+    self.standardOutput = standardOutput
+    self.standardError = standardError
+    self.environmentVariables = environmentVariables
+    self.isRoot = isRoot
+    self.clock = clock
+    self.calendar = calendar
+  }
+
+  /// The process as it is: its standard streams, environment, user, clocks and time zone.
+  public static func process() -> CommandContext {
+    CommandContext(
+      environmentVariables: ProcessIdentity.environment, isRoot: ProcessIdentity.isRoot, clock: SystemTimeSource(),
+      calendar: SystemCalendar())
+  }
+
+  public func environment(_ name: String) -> String? { environmentVariables[name] }
+
+  /// Colour only on a terminal, and never under `NO_COLOR` (any non-empty value), `TERM=dumb`
+  /// or `--no-color`.
+  func colorEnabled(noColor: Bool) -> Bool {
+    if noColor { return false }
+    if let value = environment("NO_COLOR"), !value.isEmpty { return false }
+    if environment("TERM") == "dumb" { return false }
+    return standardOutput.isTerminal
+  }
+
+  func write(_ text: String) throws {
+    try standardOutput.writeAll(text)
+  }
+
+  func write(_ bytes: [UInt8]) throws {
+    try standardOutput.writeAll(bytes)
+  }
+
+  /// A line on stderr, prefixed `vpnstat: `. Messages quote what they were given — paths,
+  /// values, names — so every line is made safe for a terminal here, the one way out: a path
+  /// holding ESC must not repaint the screen of whoever reads the error.
+  func warn(_ text: String) {
+    let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { TerminalText.sanitize(String($0)) }
+    try? standardError.writeAll("vpnstat: " + lines.joined(separator: "\n") + "\n")
+  }
+
+  /// Opens the database at `location` the way every command does (the context's calendar).
+  func openStore(
+    _ location: StoreLocation, intent: Store.Intent, busyTimeoutMilliseconds: Int32 = 2000,
+    waitingAtMost: Duration? = nil
+  ) throws -> Store? {
+    try Store.open(
+      location, intent: intent, busyTimeoutMilliseconds: busyTimeoutMilliseconds, waitingAtMost: waitingAtMost,
+      calendar: calendar)
+  }
+}
+
+/// One subcommand: its declared options and the code that turns them into library calls.
+protocol Subcommand {
+  static var spec: CommandSpec { get }
+  static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus
+}
+
+/// The lines a long-running command logs go to stderr, through the context.
+struct StandardErrorLog: EventLog {
+  let context: CommandContext
+  func event(_ line: String) { context.warn(line) }
+}

@@ -1,0 +1,109 @@
+import VPNStatCapture
+import VPNStatEngine
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
+
+/// The declared shape of one command: its options, positional arguments and subcommands.
+/// Follows swift-argument-parser's conventions: `--name value` and `--name=value`, `-n value`,
+/// `--` ends options, `-h/--help` everywhere, `--version` at the top.
+public struct CommandSpec: Sendable {
+  public var name: String
+  public var abstract: String
+  public var usage: String?
+  public var discussion: String?
+  public var options: [OptionSpec]
+  public var positionals: [PositionalSpec]
+  public var subcommands: [CommandSpec]
+  /// The subcommand run when none is named (`vpnstat` → `status`, `session` → `status`).
+  public var defaultSubcommand: String?
+
+  public init(
+    name: String, abstract: String, usage: String? = nil, discussion: String? = nil,
+    options: [OptionSpec] = [], positionals: [PositionalSpec] = [], subcommands: [CommandSpec] = [],
+    defaultSubcommand: String? = nil
+  ) {
+    self.name = name
+    self.abstract = abstract
+    self.usage = usage
+    self.discussion = discussion
+    self.options = options
+    self.positionals = positionals
+    self.subcommands = subcommands
+    self.defaultSubcommand = defaultSubcommand
+  }
+}
+
+/// One option. `long` is the canonical key (without dashes) the parsed result is read by.
+public struct OptionSpec: Sendable {
+  public enum Arity: Sendable, Equatable {
+    /// `--bytes`: present or not.
+    case flag
+    /// `--interval 2s`: always takes a value.
+    case value(String)
+    /// `--rate [2s]`: takes a value only when one follows that `accepts` approves
+    /// (or with `--rate=2s`).
+    case optionalValue(String)
+    /// `--exec CMD ARG…`: takes every remaining argument.
+    case remainder(String)
+  }
+
+  public var long: String
+  public var short: Character?
+  public var arity: Arity
+  public var repeatable: Bool
+  public var help: String
+  /// Checks a value as the option reads it, for `optionalValue` and for early, clear errors.
+  public var accepts: @Sendable (String) -> Bool
+  /// What `accepts` wants, in words, for the error about a value it refused.
+  public var expected: String?
+  /// Whether the configuration file may set it (`name = value`).
+  public var configurable: Bool
+
+  public init(
+    _ long: String, short: Character? = nil, _ arity: Arity = .flag, repeatable: Bool = false,
+    configurable: Bool = false, help: String, accepts: @escaping @Sendable (String) -> Bool = { _ in true },
+    expected: String? = nil
+  ) {
+    self.long = long
+    self.short = short
+    self.arity = arity
+    self.repeatable = repeatable
+    self.configurable = configurable
+    self.help = help
+    self.accepts = accepts
+    self.expected = expected
+  }
+
+  /// How the option shows in messages: `--interval <duration>`.
+  public var display: String {
+    switch arity {
+    case .flag: "--\(long)"
+    case .value(let name), .optionalValue(let name): "--\(long) <\(name)>"
+    case .remainder(let name): "--\(long) <\(name)>…"
+    }
+  }
+
+  /// The usage error for a value this option refuses.
+  func invalidValue(_ value: String, commandPath: String) -> UsageError {
+    var message = "invalid value '\(TerminalText.sanitize(value))' for '\(display)'"
+    if let expected { message += ": expected \(expected)" }
+    return UsageError(message, commandPath: commandPath)
+  }
+}
+
+/// One positional argument.
+public struct PositionalSpec: Sendable {
+  public var name: String
+  public var help: String
+  public var optional: Bool
+  public var repeating: Bool
+  public init(_ name: String, help: String, optional: Bool = false, repeating: Bool = false) {
+    self.name = name
+    self.help = help
+    self.optional = optional
+    self.repeating = repeating
+  }
+}

@@ -1,0 +1,137 @@
+import VPNStatEngine
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
+
+/// Options several subcommands share, declared once so they read and behave the same everywhere,
+/// and what commands build from them (a sampler, the database's location, display options).
+enum CommonOptions {
+  static let json = Flag("json", help: "Print JSON (the schema is in vpnstat(1)).")
+  static let bytes = Flag("bytes", help: "Show raw byte counts instead of IEC units.")
+  static let noColor = Flag("no-color", help: "No colour (also when NO_COLOR is set).")
+
+  static let source = Option<CounterSourceKind>(
+    "source", valueName: "reader", configurable: true,
+    help: "Counter reader: netlink (default), sysfs or getifaddrs (32-bit, wraps at 4 GiB).",
+    expected: "netlink, sysfs or getifaddrs", parse: CounterSourceKind.init(rawValue:))
+  static let interface = Option<InterfaceName>(
+    "interface", short: "i", valueName: "name", repeatable: true,
+    help: "Only this interface (escaped form as printed: \\\\ for a backslash, \\xHH for a byte).",
+    expected: "an interface name", parse: { InterfaceName(parsingEscaped: $0) })
+  static let only = Option<[InterfaceClass]>(
+    "only", valueName: "class", repeatable: true,
+    help: "Only interfaces of this class: tunnel, wifi, cellular, ethernet, loopback, other (comma-separated allowed).",
+    expected: classAlternatives, parse: parseClasses)
+  static let classOverride = Option<ClassOverride>(
+    "class", valueName: "name=class", repeatable: true, configurable: true,
+    help: "Classify interface NAME as CLASS, overriding the evidence.",
+    expected: "NAME=CLASS with CLASS one of \(classAlternatives)", parse: ClassOverride.init(parsing:))
+  static let sysfsRoot = Option<SysfsRoot>(
+    "sysfs-root", valueName: "dir",
+    help: "Read interfaces from DIR instead of /sys/class/net (implies --source sysfs).",
+    expected: "a directory", parse: { SysfsRoot(SystemPath($0)) })
+  static let db = Option<String>(
+    "db", valueName: "path", configurable: true,
+    help:
+      "The database (default: $VPNSTAT_DB, else /var/lib/vpnstat/vpnstat.db for root, $XDG_STATE_HOME/vpnstat/vpnstat.db or ~/.local/state/vpnstat/vpnstat.db otherwise).",
+    expected: "a path", parse: { $0.isEmpty ? nil : $0 })
+  static let maxRate = Option<Double>(
+    "max-rate", valueName: "rate", configurable: true,
+    help:
+      "Plausible maximum where the link speed is unknown, e.g. 10Gbit (default 100Gbit); faster deltas are discarded.",
+    expected: "a rate such as 10Gbit or 1GiB", parse: parseRate)
+  static let sessionLength = Option.duration(
+    "session-length", configurable: true, help: "Length of a free session (default 15m; 2m in debug builds).")
+  static let pauseLength = Option.duration(
+    "pause-length", configurable: true, help: "Length of the pause after it (default 45m; 1m in debug builds).")
+
+  static let classAlternatives = InterfaceClass.allCases.map(\.rawValue).joined(separator: ", ")
+
+  /// `tunnel,wifi`: one or more classes, comma-separated.
+  @Sendable static func parseClasses(_ text: String) -> [InterfaceClass]? {
+    let classes = text.split(separator: ",").map { InterfaceClass(rawValue: String($0)) }
+    guard !classes.isEmpty, !classes.contains(nil) else { return nil }
+    return classes.compactMap { $0 }
+  }
+
+  /// `--class NAME=CLASS`.
+  struct ClassOverride: Sendable {
+    var name: InterfaceName
+    var interfaceClass: InterfaceClass
+    /// The last `=` separates the name (escaped form) from the class.
+    init?(parsing value: String) {
+      guard let equals = value.lastIndex(of: "="), equals != value.startIndex,
+        let interfaceClass = InterfaceClass(rawValue: String(value[value.index(after: equals)...]))
+      else { return nil }
+      name = InterfaceName(parsingEscaped: String(value[..<equals]))
+      self.interfaceClass = interfaceClass
+    }
+  }
+
+  // MARK: - What commands build from them
+
+  static func selection(_ parsed: ParsedCommand) -> InterfaceSelection {
+    InterfaceSelection(names: Set(parsed.all(interface)), classes: Set(parsed.all(only).joined()))
+  }
+
+  static func classifier(_ parsed: ParsedCommand) -> Classifier {
+    var overrides: [InterfaceName: InterfaceClass] = [:]
+    for override in parsed.all(classOverride) { overrides[override.name] = override.interfaceClass }
+    return Classifier(overrides: overrides)
+  }
+
+  static func display(_ parsed: ParsedCommand, _ context: CommandContext) -> DisplayOptions {
+    DisplayOptions(
+      color: context.colorEnabled(noColor: parsed.has(noColor)), rawBytes: parsed.has(bytes),
+      calendar: context.calendar)
+  }
+
+  static func storeLocation(_ parsed: ParsedCommand, _ context: CommandContext) -> StoreLocation {
+    StoreLocation.resolve(option: parsed[db], environment: context.environment, isRoot: context.isRoot)
+  }
+
+  /// A sampler for the command's reader, sysfs root, class overrides and cap.
+  static func sampler(
+    _ parsed: ParsedCommand, _ context: CommandContext, recorded: InterfaceSelection = InterfaceSelection()
+  ) -> TrafficSampler {
+    let root = parsed[sysfsRoot] ?? .system
+    let kind = parsed[source] ?? (parsed.has(sysfsRoot) ? .sysfs : .netlink)
+    return TrafficSampler(
+      reader: CounterReader(kind, root: root), catalog: InterfaceCatalog(root: root, classifier: classifier(parsed)),
+      recorded: recorded, capBytesPerSecond: parsed[maxRate] ?? Ledger.defaultCapBytesPerSecond,
+      clock: context.clock)
+  }
+
+  /// The lengths a new window gets: options, then the configuration file, then the built-in ones.
+  static func lengths(_ parsed: ParsedCommand) -> SessionLengths {
+    let builtIn = SessionLengths.builtIn
+    return SessionLengths(
+      session: parsed[sessionLength] ?? builtIn.session, pause: parsed[pauseLength] ?? builtIn.pause)
+  }
+
+  /// One sample and, with a database, the ledger as of that sample (advanced in memory: readers
+  /// never write it), with the warnings a report shows about both.
+  static func sample(_ sampler: inout TrafficSampler, store: Store?) throws -> (
+    sample: CounterSample, ledger: Ledger?, warnings: [String]
+  ) {
+    var warnings: [String] = []
+    if let problem = sampler.clock.bootIDProblem { warnings.append(problem) }
+    guard let store else { return (try sampler.sample(), nil, warnings) }
+    var view = LedgerView(store: store)
+    let (sample, ledger) = try view.sample(&sampler)
+    if let warning = try store.health().warning(at: sample.taken.wall) { warnings.append(warning) }
+    return (sample, ledger, warnings)
+  }
+
+  /// The session report for a command that sampled, when there is a database.
+  static func sessionReport(
+    _ store: Store?, _ parsed: ParsedCommand, sampler: inout TrafficSampler, sample: CounterSample, ledger: Ledger?
+  ) throws -> SessionReport? {
+    guard let store else { return nil }
+    return try SessionView.report(
+      store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
+      nextLengths: lengths(parsed))
+  }
+}

@@ -1,0 +1,39 @@
+import VPNStatEngine
+import VPNStatModel
+import VPNStatRender
+
+/// `vpnstat export`: the ledger as OpenMetrics text, for a scrape or a one-off.
+enum ExportCommand: Subcommand {
+  static let format = Option<OpenMetrics.Format>(
+    "format", valueName: "format", help: "openmetrics (default) or prometheus (the text format node_exporter reads).",
+    expected: "openmetrics or prometheus", parse: OpenMetrics.Format.init(rawValue:))
+
+  static let spec = CommandSpec(
+    name: "export",
+    abstract: "Print metrics: per interface and class, and the session window (OpenMetrics by default).",
+    options: [
+      format.spec, CommonOptions.source.spec, CommonOptions.classOverride.spec, CommonOptions.db.spec,
+      CommonOptions.maxRate.spec, CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec,
+      CommonOptions.sysfsRoot.spec,
+    ])
+
+  static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
+    var sampler = CommonOptions.sampler(parsed, context)
+    let location = CommonOptions.storeLocation(parsed, context)
+    let store = try context.openStore(location, intent: .read)
+    var (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
+    if ledger == nil {
+      // No database: the kernel's counters of the current instances, which Prometheus' rate()
+      // handles across resets the way it handles any counter reset.
+      ledger = Ledger(kernelCountersOf: sampler.observations(sample))
+      warnings.append("no database at \(location.path): exporting the kernel's counters of the current instances")
+    }
+    for warning in warnings { context.warn(warning) }
+    let session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
+    try context.write(
+      OpenMetrics.render(
+        ledger: ledger ?? Ledger(), session: session, health: try store?.health(), at: sample.taken.wall,
+        format: parsed[format] ?? .openmetrics))
+    return .success
+  }
+}

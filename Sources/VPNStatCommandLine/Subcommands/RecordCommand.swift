@@ -1,0 +1,69 @@
+import VPNStatEngine
+import VPNStatKernel
+import VPNStatModel
+import VPNStatStore
+import VPNStatSystem
+
+/// `vpnstat record`: the collector daemon that keeps the ledger and the traffic buckets.
+enum RecordCommand: Subcommand {
+  static let interval = Option.duration("interval", help: "Time between samples (default 5s).")
+  static let count = Option.count("count", in: 1...1_000_000_000, help: "Stop after N samples (1 to 1000000000).")
+  static let textfile = Option<String>(
+    "textfile", valueName: "dir",
+    help:
+      "Also write DIR/vpnstat.prom for node_exporter's textfile collector (Prometheus text format), atomically, every interval.",
+    expected: "a directory", parse: { $0.isEmpty ? nil : $0 })
+
+  static let spec = CommandSpec(
+    name: "record", abstract: "Record traffic into the database until stopped (the collector daemon).",
+    discussion: """
+      Samples every interval and on every link change, advances the ledger (totals bridged across
+      counter resets and wraps) and the 5-minute, hourly, daily and monthly buckets. One recorder
+      per database. Stops cleanly on SIGTERM, SIGINT or SIGHUP; after a kill -9 the next sample
+      bridges from the last one stored, so only what a tunnel deleted meanwhile carried is lost.
+      """,
+    options: [
+      interval.spec, count.spec, CommonOptions.interface.spec, CommonOptions.only.spec, CommonOptions.source.spec,
+      CommonOptions.classOverride.spec, CommonOptions.db.spec, textfile.spec, CommonOptions.maxRate.spec,
+      CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec, CommonOptions.sysfsRoot.spec,
+    ])
+
+  /// How long the loop's saves wait for another writer's lock before retrying at the next tick,
+  /// so link notifications keep being read while the database is held.
+  static let runningBusyTimeoutMilliseconds: Int32 = 250
+
+  static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
+    let location = CommonOptions.storeLocation(parsed, context)
+    let directory = parsed[textfile]
+    if let directory {
+      guard SmallFile.exists(SystemPath(directory)) else {
+        throw GeneralFailure(.unavailable, "--textfile: no directory \(directory)")
+      }
+      if let problem = DirectoryTrust.problem(directory) {
+        throw GeneralFailure(
+          .noPermission, "--textfile: refusing to write in \(directory): \(problem); others could replace the file")
+      }
+      AtomicFile.removeLeftovers(of: "vpnstat.prom", in: directory)
+    }
+    var buffer = LinkNotifications.defaultReceiveBuffer
+    if let text = context.environment("VPNSTAT_NOTIFICATION_BUFFER") {
+      guard let size = parseSize(text), size >= 4096, size <= 1 << 30 else {
+        throw UsageError(
+          "VPNSTAT_NOTIFICATION_BUFFER: expected a size from 4KiB to 1GiB, got '\(TerminalText.sanitize(text))'")
+      }
+      buffer = Int32(size)
+    }
+    guard let store = try context.openStore(location, intent: .write, busyTimeoutMilliseconds: 5000) else {
+      throw StoreError.unavailable(path: location.path, detail: "cannot create it")
+    }
+    let lock = try ProcessLock(path: location.lockPath("record"), role: "vpnstat record")
+    store.setBusyTimeout(milliseconds: runningBusyTimeoutMilliseconds)
+    var recorder = Recorder(
+      sampler: CommonOptions.sampler(parsed, context, recorded: CommonOptions.selection(parsed)), store: store,
+      textfileDirectory: directory, nextLengths: CommonOptions.lengths(parsed), log: StandardErrorLog(context: context))
+    try RecorderLoop.run(
+      &recorder, interval: parsed[interval] ?? .seconds(5), count: parsed[count], notificationBuffer: buffer)
+    withExtendedLifetime(lock) {}
+    return .success
+  }
+}

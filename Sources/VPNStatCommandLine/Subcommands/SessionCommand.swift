@@ -1,0 +1,119 @@
+import VPNStatEngine
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+
+/// `vpnstat session [status|check|reset]`: the free plan's session window.
+enum SessionCommand: Subcommand {
+  static let quiet = Flag("quiet", short: "q", help: "Print nothing; the exit status says it all.")
+  static let timeout = Option.duration(
+    "timeout", help: "How long to wait for a database another process holds locked (default 2s); then exit 66.")
+  static let common = [CommonOptions.db.spec, CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec]
+
+  static let spec = CommandSpec(
+    name: "session", abstract: "Show the free plan's session window; check or reset it.",
+    subcommands: [
+      CommandSpec(
+        name: "status", abstract: "Show the session: state, time left, the pause, usage, the last stop.",
+        options: [CommonOptions.json.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec] + common),
+      CommandSpec(
+        name: "check",
+        abstract:
+          "The connect gate for a tunnel's pre-up hook: exit 0 if connecting is allowed, 75 in the pause, 66 if it cannot tell.",
+        discussion: """
+          Only reads: a database that is locked, full or read-only cannot make it hang or pass.
+          When the session cannot be read within --timeout it exits 66 (undecided), which the
+          shipped hooks treat as a refusal.
+          """,
+        options: [quiet.spec, CommonOptions.json.spec, timeout.spec] + common),
+      CommandSpec(
+        name: "reset", abstract: "Clear the session window (needs write access to the database).",
+        options: [CommonOptions.db.spec]),
+    ], defaultSubcommand: "status")
+
+  static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
+    let location = CommonOptions.storeLocation(parsed, context)
+    switch parsed.path.last {
+    case "reset": return try reset(location, context)
+    case "check":
+      let limit = parsed[timeout] ?? .seconds(2)
+      do {
+        return try check(parsed, context, location: location, timeout: limit)
+      } catch StoreError.busy {
+        context.warn(
+          "cannot read the session window in \(location.path) within \(Units.duration(limit)): it is locked by another process. Undecided: treat this as a refusal and try again."
+        )
+        return .undecided
+      }
+    default: return try status(parsed, context, location: location)
+    }
+  }
+
+  /// `session status`: the window, its usage (the ledger advanced in memory), the last stop.
+  static func status(_ parsed: ParsedCommand, _ context: CommandContext, location: StoreLocation) throws -> ExitStatus {
+    let store = try context.openStore(location, intent: .read)
+    var sampler = CommonOptions.sampler(parsed, context)
+    let (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
+    for warning in warnings { context.warn(warning) }
+    let report =
+      try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
+      ?? SessionReport.make(
+        SessionRecord(), now: sample.taken.wall, tunnelUp: false, nextLengths: CommonOptions.lengths(parsed),
+        tunnelTotals: nil, lastStop: nil)
+    if parsed.has(CommonOptions.json) {
+      try context.write(SessionJSON.render(report, generatedAt: sample.taken.wall) + [0x0A])
+    } else {
+      try context.write(SessionText.render(report, options: CommonOptions.display(parsed, context)))
+    }
+    return .success
+  }
+
+  /// The connect gate: the stored window at the trusted now, read within `timeout` however the
+  /// database is held. The tunnel's state (expired or paused) comes from a sample when one can
+  /// be taken; the decision never needs it.
+  static func check(_ parsed: ParsedCommand, _ context: CommandContext, location: StoreLocation, timeout: Duration)
+    throws -> ExitStatus
+  {
+    let reading = context.clock.now()
+    let store = try context.openStore(location, intent: .read, waitingAtMost: timeout)
+    var report: SessionReport
+    if let store {
+      var sampler = CommonOptions.sampler(parsed, context)
+      let sample = try? sampler.sample()
+      report = try SessionView.report(
+        store, reading: reading, sample: sample, catalog: &sampler.catalog, ledger: nil,
+        nextLengths: CommonOptions.lengths(parsed))
+    } else {
+      report = SessionReport.make(
+        SessionRecord(), now: reading.wall, tunnelUp: false, nextLengths: CommonOptions.lengths(parsed),
+        tunnelTotals: nil, lastStop: nil)
+    }
+    if parsed.has(CommonOptions.json) {
+      try context.write(SessionJSON.render(report, generatedAt: reading.wall) + [0x0A])
+    } else if !parsed.has(quiet) {
+      if let message = SessionText.pauseMessage(report, calendar: context.calendar) {
+        context.warn(message)
+      } else {
+        try context.write(SessionText.headline(report, calendar: context.calendar) + "\n")
+      }
+    }
+    return report.canConnect ? .success : .tryLater
+  }
+
+  /// `session reset`: clears the window; records a stop when there was one.
+  static func reset(_ location: StoreLocation, _ context: CommandContext) throws -> ExitStatus {
+    guard let store = try context.openStore(location, intent: .write) else { return .unavailable }
+    let now = try store.trustedNow(context.clock.now())
+    let had = try store.updateSession { record -> Bool in
+      let had = record.window != nil
+      record.window = nil
+      record.tunnel = nil
+      return had
+    }
+    if had {
+      try store.recordStop(StopRecord(at: now, interface: nil, reason: .reset, detail: "vpnstat session reset"))
+    }
+    try context.write(had ? "session window cleared\n" : "there was no session window\n")
+    return .success
+  }
+}

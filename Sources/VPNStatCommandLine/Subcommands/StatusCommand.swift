@@ -1,0 +1,50 @@
+import VPNStatEngine
+import VPNStatModel
+import VPNStatRender
+import VPNStatSystem
+
+/// `vpnstat status`: one report of every interface by class, as a table or as JSON.
+enum StatusCommand: Subcommand {
+  static let rate = Option.duration(
+    "rate", implied: .seconds(1), help: "Sample twice, DURATION apart (default 1s), and show rates.")
+
+  static let spec = CommandSpec(
+    name: "status", abstract: "Show traffic per interface and class, and the session window.",
+    options: [
+      CommonOptions.json.spec, CommonOptions.source.spec, CommonOptions.interface.spec, CommonOptions.only.spec,
+      CommonOptions.classOverride.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec, rate.spec,
+      CommonOptions.db.spec, CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec,
+      CommonOptions.maxRate.spec, CommonOptions.sysfsRoot.spec,
+    ])
+
+  static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
+    let selection = CommonOptions.selection(parsed)
+    var sampler = CommonOptions.sampler(parsed, context)
+    let location = CommonOptions.storeLocation(parsed, context)
+    let store = try context.openStore(location, intent: .read)
+
+    var previous: CounterSample?
+    if let interval = parsed[rate] {
+      previous = try sampler.sample()
+      context.clock.sleep(for: interval)
+    }
+    let (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
+    var snapshot = StatusSnapshot.make(
+      sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
+    snapshot.warnings += warnings
+    snapshot.session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
+    if store == nil, parsed.has(CommonOptions.db) {
+      snapshot.warnings.append("no database at \(location.path) (vpnstat record creates one)")
+    }
+    for name in selection.names.sorted() where !sample.interfaces.contains(where: { $0.name == name }) {
+      context.warn("no interface named '\(name.terminalText)'")
+    }
+    if parsed.has(CommonOptions.json) {
+      try context.write(StatusJSON.render(snapshot) + [0x0A])
+    } else {
+      try context.write(StatusTable.render(snapshot, options: CommonOptions.display(parsed, context)))
+    }
+    let missing = selection.names.contains { name in !sample.interfaces.contains { $0.name == name } }
+    return missing && snapshot.interfaces.isEmpty ? .unavailable : .success
+  }
+}

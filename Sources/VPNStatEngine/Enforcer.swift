@@ -1,0 +1,487 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+
+/// `vpnstat enforce IFACE`: the watchdog for one tunnel, living as long as the tunnel's limit must
+/// hold — the Linux form of the iOS tunnel extension that owns the timer. It applies the
+/// on-tunnel-up rule whenever the tunnel appears or comes up (whoever raised it), disconnects at
+/// the wall-clock deadline, takes the tunnel down at once during the pause, and records why every
+/// session ended. It also advances the ledger for the tunnel, so the window's usage is live.
+///
+/// Disconnect first, record after: the decision is made from what the enforcer holds in memory
+/// (the session record and the trusted clock, refreshed from the database whenever it can be
+/// read), and nothing the database does — locked by another user's reader, full, read-only —
+/// delays taking the tunnel down. What could not be written is kept and written when it can.
+///
+/// The tunnel is the device that bears the name when it comes up, followed by its ifindex: a
+/// rename does not take it out of reach. A device moved to another network namespace is out of
+/// reach, and recorded as escaped. One enforcer per tunnel, in one network namespace.
+///
+/// A state machine: `handle(_:)` takes one event at a time. `EnforcerLoop` feeds it from the
+/// kernel (link notifications, the wall-clock timer, a periodic tick, signals); tests feed it
+/// directly, with a manual clock and a fake kernel.
+public struct Enforcer {
+  /// What can happen to an enforcer.
+  public enum Event: Sendable {
+    /// It starts: look at the tunnel as it is.
+    case started
+    /// A link notification (any link: the enforcer picks its own).
+    case link(LinkNotifications.Change)
+    /// Notifications were lost (the socket overflowed): look at the tunnel again.
+    case notificationsLost
+    /// The wall-clock alarm fired, or the wall clock was set.
+    case alarm
+    /// The periodic safety net.
+    case tick
+    /// Asked to stop (SIGTERM, SIGINT, SIGHUP).
+    case stop
+  }
+
+  /// The name given on the command line: any device that bears it is under the limit.
+  public let tunnel: InterfaceName
+  private(set) var store: Store?
+  /// Opens the database when it could not be opened at start (locked): retried every tick.
+  let openStore: () throws -> Store?
+  var sampler: TrafficSampler
+  let lengths: SessionLengths
+  let action: any DisconnectAction
+  let links: any LinkController
+  let alarm: any DeadlineAlarm
+  let log: any EventLog
+  /// The calendar the log's clock times are in.
+  let calendar: any LocalCalendar
+  var clock: any TimeSource { sampler.clock }
+
+  /// The devices under the limit, by ifindex: the one named `tunnel`, and any of them renamed.
+  public private(set) var devices: [Int32: Device] = [:]
+  /// The deadline the alarm is armed for (in trusted time), if any.
+  public private(set) var armed: Timestamp?
+  /// CLOCK_BOOTTIME − CLOCK_MONOTONIC at the last event: when it grows, the machine slept.
+  var lastSuspended: Int64?
+
+  /// The session as last read (or as changed here and not yet written); nil until read once.
+  public private(set) var record: SessionRecord?
+  /// The last trusted clock pair: the stored one or a later one of ours.
+  var trusted: TrustedClock?
+  /// Writes the database refused, kept in order and retried.
+  public private(set) var pendingStops: [StopRecord] = []
+  var pendingWindow: PendingWindow?
+  /// The tunnel-class totals after the last ledger advance: the usage base of a new window.
+  var tunnelTotals = TrafficCounts.zero
+  /// The last database problem logged, so an outage is one line, not one per tick.
+  var databaseProblem: String?
+  /// Set when the last disconnect's action left the link up: during the pause the next up goes
+  /// straight to link-down rather than waiting for the action to fail again.
+  var actionFailed = false
+
+  /// One device under the limit.
+  public struct Device: Equatable, Sendable {
+    public var name: InterfaceName
+    public var up: Bool
+  }
+
+  /// A window opened here that the database has not taken yet.
+  struct PendingWindow {
+    var window: SessionWindow
+    var tunnel: InterfaceName
+    var usageBase: TrafficCounts
+  }
+
+  public init(
+    tunnel: InterfaceName, store: Store?, openStore: @escaping () throws -> Store? = { nil }, sampler: TrafficSampler,
+    lengths: SessionLengths, action: (any DisconnectAction)?, links: any LinkController, alarm: any DeadlineAlarm,
+    log: any EventLog, calendar: any LocalCalendar
+  ) {
+    self.tunnel = tunnel
+    self.store = store
+    self.openStore = openStore
+    self.sampler = sampler
+    self.lengths = lengths
+    self.links = links
+    self.action = action ?? LinkDownAction(links: links)
+    self.alarm = alarm
+    self.log = log
+    self.calendar = calendar
+  }
+
+  /// Takes one event. Throws only what the kernel refuses (the alarm, a link query); the
+  /// database never makes it throw.
+  public mutating func handle(_ event: Event) throws {
+    if case .started = event {
+      lastSuspended = clock.now().suspended
+      try start()
+      return
+    }
+    try noteSleep()
+    switch event {
+    case .started: break
+    case .link(let change): try handle(change)
+    case .notificationsLost: try resynchronise()
+    case .alarm: try check()
+    case .tick:
+      if store == nil { reopen() }
+      flush()
+      refresh()
+      advanceLedger()
+      try check()
+    case .stop: try stop()
+    }
+  }
+
+  private mutating func start() throws {
+    refresh()
+    advanceLedger()
+    if let link = try links.link(named: tunnel) {
+      devices[link.index] = Device(name: link.name, up: Self.isUp(link))
+      if Self.isUp(link) { try tunnelCameUp(link.index) }
+    }
+    log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
+  }
+
+  // MARK: - Events
+
+  private mutating func handle(_ change: LinkNotifications.Change) throws {
+    let index = change.record.index
+    let followed = devices[index]
+    guard followed != nil || change.record.name == tunnel else {
+      sampler.apply(change)
+      return
+    }
+    let observation = sampler.observation(change)
+    sampler.apply(change)
+    // The decision first; the ledger (a database write) after it.
+    defer { if let observation { advanceLedger(notified: [observation]) } }
+    let wasUp = followed?.up ?? false
+    if change.deleted {
+      devices[index] = nil
+      if let namespace = change.record.movedToNamespace {
+        try escaped(change.record.name, namespace: namespace)
+      } else {
+        try tunnelWentDown(gone: true, wasUp: wasUp)
+      }
+      return
+    }
+    if let followed, followed.name != change.record.name {
+      log.event(
+        "\(followed.name.terminalText) was renamed \(change.record.name.terminalText): still enforcing on it")
+      sampler.recorded.names.insert(change.record.name)
+    }
+    let up = Self.isUp(change.record)
+    devices[index] = Device(name: change.record.name, up: up)
+    if up && !wasUp {
+      try tunnelCameUp(index)
+    } else if !up && wasUp {
+      try tunnelWentDown(gone: false, wasUp: true)
+    }
+  }
+
+  /// The on-tunnel-up rule, decided on the freshest record that can be read, applied at once.
+  private mutating func tunnelCameUp(_ index: Int32) throws {
+    refresh()
+    let now = trustedNow()
+    guard let known = record else {
+      // Never read the session: guessing "allowed" would let anyone who can lock the database
+      // open the tunnel during the pause, so hold it down until the session can be read.
+      log.event(
+        "\(tunnel.terminalText) came up but the session window cannot be read (\(databaseProblem ?? "no database")): holding it down"
+      )
+      try disconnect(reason: .undecided, at: now)
+      return
+    }
+    let (decision, next) = known.tunnelUp(at: now, lengths: lengths)
+    switch decision {
+    case .unlimited:
+      try arm(nil)
+    case .opened(let window), .reopened(let window):
+      var opened = next
+      opened.tunnel = devices[index]?.name ?? tunnel
+      opened.usageBase = tunnelTotals
+      record = opened
+      pendingWindow = PendingWindow(window: window, tunnel: opened.tunnel!, usageBase: tunnelTotals)
+      log.event(
+        "\(tunnel.terminalText) up: opened a window until \(window.sessionEndsAt.localClockTime(in: calendar, withSeconds: true)) (\(Units.duration(seconds: window.lengths.session.nanoseconds / 1_000_000_000)), then a \(Units.duration(seconds: window.lengths.pause.nanoseconds / 1_000_000_000)) pause)"
+      )
+      try arm(window.sessionEndsAt)
+      flush()
+    case .resumed(let window):
+      log.event(
+        "\(tunnel.terminalText) up inside the window: \(Units.duration(seconds: (window.sessionEndsAt - now).nanoseconds / 1_000_000_000)) left"
+      )
+      try arm(window.sessionEndsAt)
+    case .refuse(let window):
+      // Up during the pause (raised by anything, also before this enforcer started, as with a
+      // PostUp hook): down at once. Exactly at the deadline it is the limit itself.
+      try disconnect(reason: window.canConnect(at: now) ? .freeLimit : .pause, at: now)
+    }
+  }
+
+  private mutating func tunnelWentDown(gone: Bool, wasUp: Bool) throws {
+    guard !devices.values.contains(where: \.up) else { return }
+    try arm(nil)
+    guard wasUp || gone else { return }
+    let now = trustedNow()
+    // Only the end of a running session is a stop worth recording.
+    guard let record, record.plan == .free, let window = record.window, !window.sessionOver(at: now) else { return }
+    let reason: StopReason = gone ? .vanished : .user
+    pendingStops.append(StopRecord(at: now, interface: tunnel, reason: reason))
+    flush()
+    log.event(
+      "\(tunnel.terminalText) \(gone ? "went away" : "was taken down") by something else: recorded '\(reason.rawValue)'"
+    )
+  }
+
+  /// A followed device moved to another network namespace: it lives on where this enforcer
+  /// cannot see or take it down. Said loudly and recorded, whatever the session's state.
+  private mutating func escaped(_ name: InterfaceName, namespace: Int32) throws {
+    let now = trustedNow()
+    let detail = "\(name.terminalText) was moved to another network namespace (netnsid \(namespace)), out of reach"
+    log.event("\(detail): the limit no longer holds for it")
+    pendingStops.append(StopRecord(at: now, interface: name, reason: .escaped, detail: detail))
+    flush()
+    if !devices.values.contains(where: \.up) { try arm(nil) }
+  }
+
+  /// The deadline check, on the alarm, the periodic tick, a clock change and a wake from sleep.
+  private mutating func check() throws {
+    let now = trustedNow()
+    let upIndex = devices.sorted { $0.key < $1.key }.first { $0.value.up }?.key
+    guard let record else {
+      if let upIndex { try tunnelCameUp(upIndex) }
+      return
+    }
+    switch WatchdogDecision.check(record, now: now, linkUp: upIndex != nil, armed: armed) {
+    case .wait: break
+    case .disarm: try arm(nil)
+    case .arm(let deadline): try arm(deadline)
+    case .disconnect: try disconnect(reason: .freeLimit, at: now)
+    case .tunnelUp: if let upIndex { try tunnelCameUp(upIndex) }
+    }
+  }
+
+  private mutating func noteSleep() throws {
+    let suspended = clock.now().suspended
+    defer { lastSuspended = suspended }
+    guard let last = lastSuspended, suspended > last + 500_000_000 else { return }
+    log.event(
+      "woke from \(Units.duration(seconds: (suspended - last) / 1_000_000_000)) of sleep: checking the deadline")
+    lastSuspended = suspended
+    try check()
+  }
+
+  /// After lost notifications: the kernel's view of the tunnel's name and of every followed device.
+  private mutating func resynchronise() throws {
+    var fresh: [Int32: Device] = [:]
+    for (index, _) in devices {
+      if let link = try links.link(index: index) { fresh[index] = Device(name: link.name, up: Self.isUp(link)) }
+    }
+    if let link = try links.link(named: tunnel) { fresh[link.index] = Device(name: link.name, up: Self.isUp(link)) }
+    let wasUp = devices.values.contains(where: \.up)
+    let cameUp = fresh.sorted { $0.key < $1.key }.first { $0.value.up && devices[$0.key]?.up != true }?.key
+    let gone = devices.keys.contains { fresh[$0] == nil }
+    devices = fresh
+    if let cameUp {
+      try tunnelCameUp(cameUp)
+    } else if wasUp && !fresh.values.contains(where: \.up) {
+      try tunnelWentDown(gone: gone, wasUp: true)
+    }
+  }
+
+  private mutating func stop() throws {
+    try arm(nil)
+    advanceLedger()
+    refresh()
+    let now = trustedNow()
+    if devices.values.contains(where: \.up), let record, record.plan == .free, let window = record.window,
+      !window.sessionOver(at: now)
+    {
+      pendingStops.append(StopRecord(at: now, interface: tunnel, reason: .stopped, detail: "enforcer stopped"))
+    }
+    flush()
+    if !pendingStops.isEmpty || pendingWindow != nil {
+      log.event("stopping with records the database would not take (\(databaseProblem ?? "unknown")): they are lost")
+    }
+    log.event("stopped enforcing on \(tunnel.terminalText)")
+  }
+
+  // MARK: - Actions
+
+  /// Takes every device under the limit down: the action, then the kernel's word on it, then
+  /// link-down where the action did not do it. Only then is the stop recorded (or kept for later).
+  private mutating func disconnect(reason: StopReason, at now: Timestamp) throws {
+    try arm(nil)
+    var detail: String?
+    var confirmed = true
+    for (index, device) in devices.sorted(by: { $0.key < $1.key }) where device.up {
+      // In the pause, an action that already failed once is not given the time to fail again.
+      let skipAction = actionFailed && reason != .freeLimit
+      var failure: String?
+      if !skipAction {
+        if case .failed(let why) = action.disconnect(device.name, reason: reason) { failure = why }
+      }
+      var down = !skipAction && waitUntilDown(index, timeout: .seconds(2))
+      if !down {
+        if !skipAction {
+          let text = "\(action.label) left \(device.name.terminalText) up" + (failure.map { " (\($0))" } ?? "")
+          log.event(text + "; falling back to link-down")
+          detail = text + "; fell back to link-down"
+          actionFailed = true
+        }
+        _ = LinkDownAction(links: links).disconnect(device.name, reason: reason)
+        down = waitUntilDown(index, timeout: .seconds(2))
+        if !down { detail = (detail ?? "link-down") + ", which failed too" }
+      } else if !skipAction {
+        actionFailed = false
+      }
+      if down { devices[index]?.up = false }
+      confirmed = confirmed && down
+    }
+    let why: String
+    switch reason {
+    case .freeLimit: why = "free session over"
+    case .undecided: why = "session unknown"
+    default: why = "up during the free plan's pause"
+    }
+    log.event("\(tunnel.terminalText): \(why): disconnected" + (confirmed ? "" : " — FAILED, the link is still up"))
+    pendingStops.append(StopRecord(at: now, interface: tunnel, reason: reason, detail: detail))
+    flush()
+  }
+
+  /// Whether the kernel says the device went down (or away) within `timeout`, asking every
+  /// 5 ms; the waiting goes through the clock, so a test's manual clock makes it instant.
+  private func waitUntilDown(_ index: Int32, timeout: Duration) -> Bool {
+    let end = clock.now().monotonic + timeout.nanoseconds
+    while true {
+      guard let link = try? links.link(index: index) else { return true }
+      if !Self.isUp(link) { return true }
+      if clock.now().monotonic >= end { return false }
+      clock.sleep(for: .milliseconds(5))
+    }
+  }
+
+  /// Arms the alarm for `target` (trusted time); nil disarms. A wall clock set back makes
+  /// trusted time run ahead of it, so the alarm is set that much earlier.
+  private mutating func arm(_ target: Timestamp?) throws {
+    armed = target
+    guard let target else {
+      try alarm.arm(at: nil)
+      return
+    }
+    let reading = clock.now()
+    let trusted = trustedNow(reading)
+    try alarm.arm(at: target - (trusted - reading.wall))
+  }
+
+  // MARK: - The database, when it answers
+
+  /// "Now" that never runs behind the last trusted time of this boot, from memory and, when it
+  /// was readable, the stored pair.
+  private mutating func trustedNow(_ reading: ClockReading? = nil) -> Timestamp {
+    let reading = reading ?? clock.now()
+    let now = TrustedClock.now(reading, last: trusted)
+    trusted = TrustedClock.after(reading, trusted: now)
+    return now
+  }
+
+  /// Reads the session and the trusted clock; on failure keeps what memory holds (and says so
+  /// once). A window opened here and not yet written is kept over the stored record.
+  private mutating func refresh() {
+    guard let store else { return }
+    do {
+      let stored = try store.sessionRecord()
+      let reading = clock.now()
+      let storedNow = try store.trustedNow(reading, writing: false)
+      if pendingWindow == nil { record = stored }
+      let now = max(TrustedClock.now(reading, last: trusted), storedNow)
+      trusted = TrustedClock.after(reading, trusted: now)
+      recovered()
+    } catch {
+      problem(error)
+    }
+  }
+
+  /// Writes the pending window and stops. A window is written only if the stored record would
+  /// open one too at its opening instant (another process may have reset or opened one since).
+  private mutating func flush() {
+    guard let store, pendingWindow != nil || !pendingStops.isEmpty else { return }
+    var rearm: Timestamp?
+    do {
+      if let pending = pendingWindow {
+        let adopted = try store.updateSession { stored -> SessionRecord in
+          let (decision, next) = stored.tunnelUp(at: pending.window.openedAt, lengths: pending.window.lengths)
+          switch decision {
+          case .opened, .reopened:
+            stored = next
+            stored.window = pending.window
+            stored.tunnel = pending.tunnel
+            stored.usageBase = pending.usageBase
+          default: break
+          }
+          return stored
+        }
+        pendingWindow = nil
+        record = adopted
+        if adopted.window != nil, adopted.window != pending.window, adopted.plan == .free {
+          log.event("another process changed the session meanwhile; following the stored window")
+          rearm = adopted.window?.sessionEndsAt
+        }
+      }
+      while let stop = pendingStops.first {
+        try store.recordStop(stop)
+        pendingStops.removeFirst()
+      }
+      if let trusted { try? store.storeTrusted(trusted) }
+      recovered()
+    } catch {
+      problem(error)
+    }
+    if let rearm, devices.values.contains(where: \.up) { try? arm(rearm) }
+  }
+
+  /// Advances the ledger for the tunnel, the sample read inside the write transaction.
+  private mutating func advanceLedger(notified: [LedgerObservation] = []) {
+    guard let store else { return }
+    do {
+      let result = try store.advanceLedger(now: clock.now().wall) { () -> (Void, [LedgerObservation]) in
+        if !notified.isEmpty { return ((), notified) }
+        let sample = try sampler.sample()
+        return ((), sampler.observations(sample))
+      }
+      tunnelTotals = result.ledger.totals(of: .tunnel)
+    } catch {
+      problem(error)
+    }
+  }
+
+  private mutating func reopen() {
+    do {
+      store = try openStore()
+      if store != nil { recovered() }
+    } catch {
+      problem(error)
+    }
+  }
+
+  private mutating func problem(_ error: any Error) {
+    let text = "\(error)"
+    guard text != databaseProblem else { return }
+    databaseProblem = text
+    log.event("database: \(text) — enforcing from memory; what is not written is kept and retried")
+  }
+
+  private mutating func recovered() {
+    guard databaseProblem != nil, pendingStops.isEmpty, pendingWindow == nil else { return }
+    databaseProblem = nil
+    log.event("database: readable and writable again; everything kept was written")
+  }
+
+  private func describe() -> String {
+    guard let record else { return "session window unknown (\(databaseProblem ?? "no database"))" }
+    guard record.plan == .free else { return "plan premium: usage only" }
+    guard let window = record.window else { return "no window yet" }
+    return
+      "window until \(window.sessionEndsAt.localClockTime(in: calendar, withSeconds: true)), pause until \(window.pauseEndsAt.localClockTime(in: calendar, withSeconds: true))"
+  }
+
+  static func isUp(_ record: LinkRecord) -> Bool { record.attributes.isAdministrativelyUp }
+}

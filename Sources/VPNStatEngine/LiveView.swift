@@ -1,0 +1,185 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
+
+/// `vpnstat watch`: what the live view shows and how it changes. Each `refresh()` samples (and
+/// the link changes booked meanwhile), shows the ledger when there is a database (advanced in
+/// memory; the recorder keeps the stored one), and reads the session from the store (another
+/// process, the enforcer, changes it). The output is a full screen, plain lines or JSON lines,
+/// each a pure rendering of the last snapshot. `LiveViewLoop` runs it on a terminal or a pipe.
+public struct LiveView {
+  public enum Mode: Sendable {
+    /// A full-screen view on a terminal.
+    case terminal
+    /// One plain line per interface per interval (pipes, files).
+    case plain
+    /// One JSON object per line, flushed as each is made.
+    case json
+  }
+
+  /// What a key press did.
+  public enum KeyEffect: Equatable, Sendable {
+    case none, redraw, quit
+  }
+
+  public var sampler: TrafficSampler
+  public let store: Store?
+  var ledgerView: LedgerView?
+  public let selection: InterfaceSelection
+  public let nextLengths: SessionLengths
+  public var state: WatchViewState
+  /// Colour and the calendar clock times are shown in.
+  public var options: DisplayOptions
+  public private(set) var history = RateHistory()
+  /// The last snapshot shown, and the sample it came from (the next one's rates need it).
+  public private(set) var current: StatusSnapshot?
+  var previous: CounterSample?
+
+  public init(
+    sampler: TrafficSampler, store: Store?, selection: InterfaceSelection, interval: Duration,
+    nextLengths: SessionLengths, options: DisplayOptions
+  ) {
+    self.sampler = sampler
+    self.store = store
+    self.selection = selection
+    self.nextLengths = nextLengths
+    self.options = options
+    self.state = WatchViewState(interval: interval)
+    self.ledgerView = store.map(LedgerView.init(store:))
+  }
+
+  /// One refresh: a sample, the ledger, the session, as the snapshot now shown.
+  @discardableResult
+  public mutating func refresh() throws -> StatusSnapshot {
+    let sample: CounterSample
+    var ledger: Ledger?
+    if var view = ledgerView {
+      (sample, ledger) = try view.sample(&sampler)
+      ledgerView = view
+    } else {
+      sample = try sampler.sample()
+    }
+    var snapshot = StatusSnapshot.make(
+      sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
+    if let problem = sampler.clock.bootIDProblem { snapshot.warnings.append(problem) }
+    if let store {
+      snapshot.session = try SessionView.report(
+        store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
+        nextLengths: nextLengths)
+    }
+    if previous != nil { history.record(snapshot) }
+    previous = sample
+    current = snapshot
+    return snapshot
+  }
+
+  /// Books link changes into the in-memory ledger (a tunnel torn down between refreshes keeps
+  /// its bytes) and keeps the reader's link table current.
+  public mutating func book(_ changes: [LinkNotifications.Change]) {
+    var observations: [LedgerObservation] = []
+    for change in changes {
+      if ledgerView != nil, let observation = sampler.observation(change) { observations.append(observation) }
+      sampler.apply(change)
+    }
+    if !observations.isEmpty { ledgerView?.book(observations) }
+  }
+
+  /// The keys of the full screen: q quits, c cycles the class, b bytes/bits, ? and h help.
+  public mutating func press(_ key: UInt8) -> KeyEffect {
+    switch key {
+    case UInt8(ascii: "q"), UInt8(ascii: "Q"): return .quit
+    case UInt8(ascii: "c"):
+      state.cycleClass(present: Array(Set((current?.interfaces ?? []).map(\.interfaceClass))))
+    case UInt8(ascii: "b"): state.bits.toggle()
+    case UInt8(ascii: "?"), UInt8(ascii: "h"): state.showHelp.toggle()
+    default: return .none
+    }
+    return .redraw
+  }
+
+  /// The full screen for a terminal of `size`.
+  public func screen(size: TerminalSize) -> [String] {
+    guard let current else { return [] }
+    return WatchScreen.render(current, history: history, state: state, size: size, options: options)
+  }
+
+  /// What a pipe gets for the last refresh: plain lines, or one JSON line.
+  public func lines(_ mode: Mode) -> [UInt8] {
+    guard let current else { return [] }
+    switch mode {
+    case .terminal: return []
+    case .plain:
+      var plain = options
+      plain.bits = state.bits
+      return Array(WatchScreen.plainLines(current, options: plain).map { $0 + "\n" }.joined().utf8)
+    case .json:
+      return StatusJSON.render(current) + [0x0A]
+    }
+  }
+}
+
+/// The live view's life as a process: the first screen at once, then a refresh every interval
+/// (and on link changes), keys and resizes on a terminal, until `count` refreshes, `q`, a stop
+/// signal, or a reader that went away.
+public enum LiveViewLoop {
+  public static func run(
+    _ view: inout LiveView, mode: LiveView.Mode, interval: Duration, count: Int?,
+    output: FileDescriptor = .standardOutput, input: FileDescriptor = .standardInput
+  ) throws {
+    let onTerminal: Bool
+    if case .terminal = mode { onTerminal = true } else { onTerminal = false }
+    let signals = try SignalChannel.stopping(resizing: onTerminal)
+    let terminal = onTerminal ? try TerminalMode(input: input, output: output) : nil
+    defer { terminal?.restore() }
+    let notifications = try? LinkNotifications()
+    let timer = try IntervalTimer(interval: interval)
+    func draw() throws {
+      guard let terminal else { return }
+      try terminal.draw(view.screen(size: TerminalSize.of(output) ?? TerminalSize(columns: 80, rows: 24)))
+    }
+
+    try view.refresh()
+    try draw()
+    // A pipe or socket on stdout is watched too: a reader that went away (`| head -n 1`) ends
+    // the view at once rather than at the next write.
+    let watchOutput = terminal == nil && output.isPipeOrSocket
+    var emitted = 0
+    while count.map({ emitted < $0 }) ?? true {
+      var watched = [signals.descriptor, timer.descriptor]
+      if let notifications { watched.append(notifications.descriptor) }
+      if terminal != nil { watched.append(input) }
+      if watchOutput { watched.append(output) }
+      let ready = try waitForReadable(watched, timeout: nil)
+      if watchOutput, ready.contains(output) { return }
+      var redraw = false
+      if ready.contains(signals.descriptor) {
+        let received = signals.received()
+        if received.contains(where: SignalChannel.isStop) { return }
+        redraw = redraw || received.contains(where: SignalChannel.isResize)
+      }
+      if let terminal, ready.contains(input) {
+        for key in terminal.keys() {
+          switch view.press(key) {
+          case .quit: return
+          case .redraw: redraw = true
+          case .none: break
+          }
+        }
+      }
+      if let notifications, ready.contains(notifications.descriptor) { view.book(notifications.drain().changes) }
+      if ready.contains(timer.descriptor), timer.acknowledge() > 0 {
+        if let notifications { view.book(notifications.drain().changes) }
+        try view.refresh()
+        emitted += 1
+        if terminal != nil {
+          redraw = true
+        } else {
+          try output.writeAll(view.lines(mode))
+        }
+      }
+      if redraw { try draw() }
+    }
+  }
+}

@@ -1,0 +1,25 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatSystem
+
+/// Where the engine's lines go: one per event worth a person's attention (stderr under a
+/// terminal, the journal under systemd, an array in a test).
+public protocol EventLog {
+  func event(_ line: String)
+}
+
+/// Asking the kernel about one link and taking it down: the enforcer's hold on the tunnel.
+public protocol LinkController {
+  func link(named name: InterfaceName) throws -> LinkRecord?
+  func link(index: Int32) throws -> LinkRecord?
+  func setDown(index: Int32) throws
+}
+
+extension LinkControl: LinkController {}
+
+/// The enforcer's alarm on the wall clock: armed for one instant, or disarmed.
+public protocol DeadlineAlarm {
+  func arm(at deadline: Timestamp?) throws
+}
+
+extension WallClockDeadline: DeadlineAlarm {}

@@ -1,0 +1,47 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
+
+extension StatusSnapshot {
+  /// Builds the report of one sample: classifies each interface (through the catalog's cache),
+  /// applies the selection, and adds rates against `previous` where the instance is the same.
+  public static func make(
+    sample: CounterSample, catalog: inout InterfaceCatalog, selection: InterfaceSelection,
+    previous: CounterSample? = nil, ledger: Ledger? = nil
+  ) -> StatusSnapshot {
+    var previousByName: [InterfaceName: InterfaceSample] = [:]
+    if let previous {
+      for entry in previous.interfaces { previousByName[entry.name] = entry }
+    }
+    var reports: [InterfaceReport] = []
+    reports.reserveCapacity(sample.interfaces.count)
+    for entry in sample.interfaces where selection.includes(name: entry.name) {
+      let described = catalog.entry(for: entry)
+      guard selection.includes(entry.name, described.interfaceClass) else { continue }
+      var report = InterfaceReport(
+        name: entry.name, index: entry.index, interfaceClass: described.interfaceClass,
+        classBy: described.evidence, state: LinkState(entry.link), counters: entry.counters,
+        width: entry.width, ledger: ledger?.entries[entry.name]?.totals)
+      if let previous, let before = previousByName[entry.name] {
+        let seconds = Double(sample.taken.boottime - previous.taken.boottime) / 1e9
+        if seconds > 0 {
+          let delta =
+            CounterDelta.between(
+              LedgerBaseline(before, taken: previous.taken), LedgerBaseline(entry, taken: sample.taken))
+            ?? CounterDelta(.zero, kind: .growth)
+          report.rate = TrafficRate(
+            rxBytesPerSecond: Double(delta.traffic.rxBytes) / seconds,
+            txBytesPerSecond: Double(delta.traffic.txBytes) / seconds)
+        }
+      }
+      reports.append(report)
+    }
+    reports.sort { ($0.interfaceClass, $0.name) < ($1.interfaceClass, $1.name) }
+    return StatusSnapshot(
+      generatedAt: sample.taken.wall, source: sample.source, fallbackReason: sample.fallbackReason,
+      interfaces: reports,
+      problems: sample.problems.filter { selection.includes(name: $0.name) })
+  }
+}

@@ -1,0 +1,74 @@
+import VPNStatKernel
+import VPNStatModel
+
+/// A reader with its interface catalog and selection: turns samples and link notifications into
+/// ledger observations and report snapshots. Every command that samples goes through one.
+public struct TrafficSampler {
+  public var reader: CounterReader
+  public var catalog: InterfaceCatalog
+  /// Which interfaces go into the ledger (`record -i`); reports filter separately.
+  public var recorded: InterfaceSelection
+  /// The plausible maximum where no link speed is known, bytes per second.
+  public var capBytesPerSecond: Double
+  public let clock: any TimeSource
+
+  public init(
+    reader: CounterReader, catalog: InterfaceCatalog, recorded: InterfaceSelection = InterfaceSelection(),
+    capBytesPerSecond: Double = Ledger.defaultCapBytesPerSecond, clock: any TimeSource
+  ) {
+    self.reader = reader
+    self.catalog = catalog
+    self.recorded = recorded
+    self.capBytesPerSecond = capBytesPerSecond
+    self.clock = clock
+  }
+
+  public mutating func sample() throws -> CounterSample {
+    let sample = try reader.sample(at: clock)
+    catalog.forgetAbsent(from: sample)
+    return sample
+  }
+
+  /// Observations of the recorded interfaces in `sample`.
+  public mutating func observations(_ sample: CounterSample) -> [LedgerObservation] {
+    var result: [LedgerObservation] = []
+    result.reserveCapacity(sample.interfaces.count)
+    for entry in sample.interfaces where recorded.includes(name: entry.name) {
+      let described = catalog.entry(for: entry)
+      guard recorded.includes(entry.name, described.interfaceClass) else { continue }
+      result.append(
+        LedgerObservation(
+          name: entry.name, interfaceClass: described.interfaceClass,
+          baseline: LedgerBaseline(entry, taken: sample.taken),
+          plausibleBytesPerSecond: plausible(described)))
+    }
+    return result
+  }
+
+  /// The observation a link notification makes, stamped now (notifications carry no time).
+  public mutating func observation(_ change: LinkNotifications.Change) -> LedgerObservation? {
+    guard let counters = change.record.counters, recorded.includes(name: change.record.name) else { return nil }
+    let now = clock.now()
+    let entry = InterfaceSample(
+      name: change.record.name, index: change.record.index, counters: counters, width: .bits64,
+      link: change.record.attributes)
+    let described = catalog.entry(for: entry)
+    guard recorded.includes(entry.name, described.interfaceClass) else { return nil }
+    return LedgerObservation(
+      name: entry.name, interfaceClass: described.interfaceClass,
+      baseline: LedgerBaseline(entry, taken: now),
+      plausibleBytesPerSecond: plausible(described))
+  }
+
+  /// Keeps the netlink reader's link table current from a notification.
+  public mutating func apply(_ change: LinkNotifications.Change) {
+    reader.apply(change.record, deleted: change.deleted)
+  }
+
+  private func plausible(_ entry: InterfaceCatalog.Entry) -> Double {
+    // A link speed is a real bound only for a physical NIC (tun reports a fake 10 Mbit/s); with
+    // a margin, since a sample's time and its counters are not read at the same instant.
+    if let speed = entry.facts.speedMbps { return Double(speed) * 1e6 / 8 * 1.25 }
+    return capBytesPerSecond
+  }
+}

@@ -1,0 +1,61 @@
+import VPNStatModel
+import VPNStatSystem
+
+/// The reader the user asked for, opened: netlink by default, falling back to sysfs when the
+/// netlink socket is refused (some sandboxes forbid it), with the reason kept on every sample.
+public struct CounterReader: CounterSource {
+  private var source: any CounterSource
+  /// Why the requested reader is not the one in use, if it is not.
+  public private(set) var fallbackReason: String?
+  public var kind: CounterSourceKind { source.kind }
+  public let requested: CounterSourceKind
+
+  /// Opens `requested`. `openNetlink` is the seam tests use to refuse the socket.
+  public init(
+    _ requested: CounterSourceKind, root: SysfsRoot = .system,
+    openNetlink: () throws -> NetlinkCounterSource = { try NetlinkCounterSource() }
+  ) {
+    self.requested = requested
+    switch requested {
+    case .sysfs:
+      source = SysfsCounterSource(root: root)
+    case .getifaddrs:
+      source = GetifaddrsCounterSource()
+    case .netlink:
+      do {
+        source = try openNetlink()
+      } catch {
+        source = SysfsCounterSource(root: root)
+        fallbackReason = "netlink socket refused (\(error)); read sysfs instead"
+      }
+    }
+    self.root = root
+  }
+
+  private let root: SysfsRoot
+
+  /// The netlink reader in use, if that is what is in use (for link notifications).
+  public var netlink: NetlinkCounterSource? { source as? NetlinkCounterSource }
+
+  public mutating func apply(_ record: LinkRecord, deleted: Bool) {
+    guard var netlink = source as? NetlinkCounterSource else { return }
+    netlink.apply(record, deleted: deleted)
+    source = netlink
+  }
+
+  public mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
+    do {
+      var sample = try source.sample(at: clock)
+      sample.fallbackReason = fallbackReason
+      return sample
+    } catch {
+      // The socket opened but the dump was refused: the same fallback, decided once.
+      guard source.kind == .netlink, case .notPermitted(_, let why) = error else { throw error }
+      source = SysfsCounterSource(root: root)
+      fallbackReason = "netlink refused (\(why)); read sysfs instead"
+      var sample = try source.sample(at: clock)
+      sample.fallbackReason = fallbackReason
+      return sample
+    }
+  }
+}

@@ -1,0 +1,118 @@
+import VPNStatModel
+import VPNStatSystem
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The directory that holds one entry per interface, `/sys/class/net` by default. Tests point it
+/// at fixture trees to stand in for devices this kernel cannot make (Wi‑Fi, WWAN, wireguard).
+public struct SysfsRoot: Hashable, Sendable {
+  public var path: SystemPath
+  public init(_ path: SystemPath = "/sys/class/net") { self.path = path }
+
+  public static let system = SysfsRoot()
+
+  /// The entries of the root: every interface name, as raw bytes.
+  public func interfaceNames() throws -> [InterfaceName] {
+    guard let directory = path.withCString({ opendir($0) }) else { throw Errno.current }
+    defer { closedir(directory) }
+    var names: [InterfaceName] = []
+    while let entry = readdir(directory) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        InterfaceName(bytes: UnsafeRawBufferPointer(rebasing: raw[..<(raw.firstIndex(of: 0) ?? raw.count)]))
+      }
+      if name.bytes == [0x2E] || name.bytes == [0x2E, 0x2E] { continue }
+      names.append(name)
+    }
+    return names
+  }
+
+  /// `<root>/<name>/<attribute>`.
+  public func attribute(_ name: InterfaceName, _ attribute: String) -> SystemPath {
+    path.appending(name).appending(attribute)
+  }
+
+  /// Reads an attribute as trimmed text; nil when missing or unreadable.
+  public func text(_ name: InterfaceName, _ attribute: String) -> String? {
+    SmallFile.trimmedText(self.attribute(name, attribute))
+  }
+
+  /// Reads an attribute that must hold a decimal unsigned integer.
+  public func unsigned(_ name: InterfaceName, _ attribute: String) throws -> UInt64 {
+    let bytes = try SmallFile.read(self.attribute(name, attribute), limit: 64)
+    guard let value = parseUnsigned(bytes.trimmingASCIIWhitespace()) else {
+      throw SysfsValueError(attribute: attribute, bytes: Array(bytes.prefix(32)))
+    }
+    return value
+  }
+
+  public func exists(_ name: InterfaceName, _ attribute: String) -> Bool {
+    SmallFile.exists(self.attribute(name, attribute))
+  }
+}
+
+/// A sysfs attribute that held something other than the number it should.
+public struct SysfsValueError: Error, CustomStringConvertible {
+  public var attribute: String
+  public var bytes: [UInt8]
+  public var description: String {
+    bytes.isEmpty
+      ? "\(attribute) is empty"
+      : "\(attribute) is not a number: \"\(InterfaceName(bytes: bytes).escaped)\""
+  }
+}
+
+/// Parses decimal (or `0x` hexadecimal) digits without allocation; nil for anything else or
+/// for a value that overflows 64 bits.
+func parseUnsigned(_ bytes: ArraySlice<UInt8>) -> UInt64? {
+  guard !bytes.isEmpty else { return nil }
+  var value: UInt64 = 0
+  if bytes.count > 2, bytes.first == 0x30, bytes[bytes.startIndex + 1] | 0x20 == 0x78 {
+    for byte in bytes.dropFirst(2) {
+      let digit: UInt64
+      switch byte {
+      case 0x30...0x39: digit = UInt64(byte - 0x30)
+      case 0x61...0x66: digit = UInt64(byte - 0x61 + 10)
+      case 0x41...0x46: digit = UInt64(byte - 0x41 + 10)
+      default: return nil
+      }
+      let (shifted, overflow) = value.multipliedReportingOverflow(by: 16)
+      if overflow { return nil }
+      value = shifted + digit
+    }
+    return value
+  }
+  for byte in bytes {
+    guard byte >= 0x30, byte <= 0x39 else { return nil }
+    let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+    let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - 0x30))
+    if overflow1 || overflow2 { return nil }
+    value = sum
+  }
+  return value
+}
+
+extension InterfaceFacts {
+  /// Reads the sysfs facts of one interface: `uevent`, `wireless`, `phy80211`, `tun_flags`,
+  /// `type`, `device` and `speed`. Done once per new ifindex, never per sample.
+  public static func read(_ name: InterfaceName, in root: SysfsRoot) -> InterfaceFacts {
+    var facts = InterfaceFacts()
+    if let uevent = root.text(name, "uevent") {
+      for line in uevent.split(separator: "\n") where line.hasPrefix("DEVTYPE=") {
+        facts.devtype = String(line.dropFirst("DEVTYPE=".count))
+      }
+    }
+    facts.hasWireless = root.exists(name, "wireless") || root.exists(name, "phy80211")
+    facts.hasTunFlags = root.exists(name, "tun_flags")
+    facts.arpType = (try? root.unsigned(name, "type")).map { UInt16(truncatingIfNeeded: $0) }
+    facts.isVirtual = !root.exists(name, "device")
+    // tun reports a fake 10 Mbit/s; a speed is evidence only for real devices.
+    if !facts.hasTunFlags, facts.isVirtual == false, let speed = try? root.unsigned(name, "speed"),
+      speed > 0, speed < 10_000_000
+    {
+      facts.speedMbps = speed
+    }
+    return facts
+  }
+}

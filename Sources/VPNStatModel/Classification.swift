@@ -1,0 +1,141 @@
+/// The classes vpnstat reports traffic by; the Apple names are `en0`, `pdp_ip*` and `utun*`.
+public enum InterfaceClass: String, Hashable, Sendable, CaseIterable, Comparable {
+  case tunnel
+  case wifi
+  case cellular
+  case ethernet
+  case loopback
+  case other
+
+  /// Display order: the tunnel first, then the links it may run over.
+  public static func < (a: InterfaceClass, b: InterfaceClass) -> Bool {
+    allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+  }
+}
+
+/// Which piece of evidence decided a class, strongest first. Printed as `class_by`, so a wrong
+/// guess can be traced and corrected with `--class NAME=CLASS`.
+public enum ClassEvidence: String, Hashable, Sendable, CaseIterable {
+  /// The user's `--class NAME=CLASS`.
+  case override
+  /// The rtnetlink link kind (`IFLA_INFO_KIND`: tun, wireguard, veth …).
+  case kind
+  /// sysfs `uevent` DEVTYPE (wlan, wwan, wireguard, bridge …).
+  case devtype
+  /// sysfs `wireless/` or `phy80211` entry.
+  case wireless
+  /// sysfs `tun_flags`: a tun or tap device.
+  case tunFlags = "tun_flags"
+  /// The ARPHRD type (`type`).
+  case type
+  /// The interface name, by convention.
+  case name
+  /// Nothing decided it.
+  case none
+}
+
+/// What is known about an interface that bears on its class. Everything is optional: readers
+/// and fixture trees know different things.
+public struct InterfaceFacts: Hashable, Sendable {
+  public var kind: String?
+  public var devtype: String?
+  public var hasWireless = false
+  public var hasTunFlags = false
+  public var arpType: UInt16?
+  /// True when sysfs shows no `device` link: a software device, not a NIC.
+  public var isVirtual: Bool?
+  /// The link speed in Mbit/s where the kernel knows a real one.
+  public var speedMbps: UInt64?
+
+  public init(
+    kind: String? = nil, devtype: String? = nil, hasWireless: Bool = false,
+    hasTunFlags: Bool = false, arpType: UInt16? = nil, isVirtual: Bool? = nil,
+    speedMbps: UInt64? = nil
+  ) {
+    self.kind = kind
+    self.devtype = devtype
+    self.hasWireless = hasWireless
+    self.hasTunFlags = hasTunFlags
+    self.arpType = arpType
+    self.isVirtual = isVirtual
+    self.speedMbps = speedMbps
+  }
+}
+
+/// Decides an interface's class from its facts by the evidence order of ARCHITECTURE.md:
+/// override, then link kind / DEVTYPE / wireless / tun_flags, then ARPHRD type, then the name.
+public struct Classifier: Sendable {
+  public var overrides: [InterfaceName: InterfaceClass]
+
+  public init(overrides: [InterfaceName: InterfaceClass] = [:]) { self.overrides = overrides }
+
+  /// True when netlink's link kind settles the class, so sysfs need not be read at all.
+  public static func kindDecides(_ kind: String?) -> Bool {
+    guard let kind else { return false }
+    return classByKind[kind] != nil
+  }
+
+  public func classify(_ name: InterfaceName, _ facts: InterfaceFacts) -> (
+    InterfaceClass, ClassEvidence
+  ) {
+    if let chosen = overrides[name] { return (chosen, .override) }
+    if let kind = facts.kind, let decided = Self.classByKind[kind] { return (decided, .kind) }
+    if let devtype = facts.devtype, let decided = Self.classByDevtype[devtype] {
+      return (decided, .devtype)
+    }
+    if facts.hasWireless { return (.wifi, .wireless) }
+    if facts.hasTunFlags { return (.tunnel, .tunFlags) }
+    if let type = facts.arpType, let decided = Self.classByType[type] { return (decided, .type) }
+    if let decided = Self.classByName(name) { return (decided, .name) }
+    if facts.arpType == 1 {
+      // Plain Ethernet framing: a NIC is wired Ethernet; a software device (veth, ifb …) is not.
+      return (facts.isVirtual == true ? .other : .ethernet, .type)
+    }
+    return (.other, .none)
+  }
+
+  static let classByKind: [String: InterfaceClass] = [
+    "tun": .tunnel, "wireguard": .tunnel, "ovpn": .tunnel, "ipip": .tunnel, "sit": .tunnel,
+    "gre": .tunnel, "gretap": .tunnel, "ip6gre": .tunnel, "ip6gretap": .tunnel, "ip6tnl": .tunnel,
+    "vti": .tunnel, "vti6": .tunnel, "xfrm": .tunnel, "ppp": .tunnel, "l2tp_eth": .tunnel,
+    "vxlan": .tunnel, "geneve": .tunnel,
+    "wwan": .cellular, "rmnet": .cellular,
+    "veth": .other, "ifb": .other, "bridge": .other, "bond": .other, "team": .other,
+    "macvlan": .other, "macvtap": .other, "ipvlan": .other, "ipvtap": .other, "vlan": .other,
+    "vrf": .other, "dummy": .other, "netkit": .other, "nlmon": .other, "batadv": .other,
+    "hsr": .other, "netdevsim": .other,
+  ]
+
+  static let classByDevtype: [String: InterfaceClass] = [
+    "wlan": .wifi, "wwan": .cellular, "wireguard": .tunnel, "ppp": .tunnel,
+    "bridge": .other, "vlan": .other, "bond": .other, "macsec": .other,
+  ]
+
+  static let classByType: [UInt16: InterfaceClass] = [
+    65534: .tunnel,  // ARPHRD_NONE: tun, wireguard
+    512: .tunnel,  // ARPHRD_PPP
+    519: .cellular,  // ARPHRD_RAWIP: cellular modems
+    768: .tunnel,  // ARPHRD_TUNNEL (IP-in-IP)
+    769: .tunnel,  // ARPHRD_TUNNEL6
+    776: .tunnel,  // ARPHRD_SIT
+    778: .tunnel,  // ARPHRD_IPGRE
+    823: .tunnel,  // ARPHRD_IP6GRE
+    772: .loopback,  // ARPHRD_LOOPBACK
+  ]
+
+  static func classByName(_ name: InterfaceName) -> InterfaceClass? {
+    let bytes = name.bytes
+    func starts(_ prefix: String) -> Bool { bytes.starts(with: prefix.utf8) }
+    if bytes == Array("lo".utf8) { return .loopback }
+    if bytes == Array("en0".utf8) { return .wifi }
+    if starts("pdp_ip") || starts("wwan") || starts("rmnet") || starts("ccmni") { return .cellular }
+    if starts("utun") || starts("tun") || starts("wg") || starts("ppp") || starts("ipsec")
+      || starts("tap")
+    {
+      return .tunnel
+    }
+    if starts("wlan") || starts("wlp") || starts("wlx") { return .wifi }
+    if starts("eth") || starts("en") { return .ethernet }
+    return nil
+  }
+}

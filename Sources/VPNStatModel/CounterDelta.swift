@@ -1,0 +1,86 @@
+/// Which instance of an interface name a sample came from. A tunnel recreated on reconnect, or the
+/// same name after a reboot, is a new instance whose counters started at zero.
+public struct InterfaceInstance: Hashable, Sendable {
+  public var index: Int32
+  /// The kernel's boot id, or "" when it could not be read (see `BootIdentity`).
+  public var bootID: String
+  public init(index: Int32, bootID: String) {
+    self.index = index
+    self.bootID = bootID
+  }
+}
+
+/// Telling boots apart. The kernel's boot id says it exactly; where it cannot be read (a sandbox
+/// that hides /proc/sys), the clocks decide: CLOCK_BOOTTIME only runs forward within a boot, and
+/// the boot instant (wall − boottime) stays put unless the wall clock is set.
+public enum BootIdentity {
+  /// How far the boot instant may drift within one boot (NTP slewing, the reads' own spacing)
+  /// before it stops being evidence of the same boot.
+  static let driftTolerance: Int64 = 2_000_000_000
+
+  /// True or false when the evidence decides; nil when only the counters can (an unreadable boot
+  /// id, uptime gone forward, the wall clock apparently set).
+  public static func same(_ old: LedgerBaseline, _ new: LedgerBaseline) -> Bool? {
+    let oldID = known(old.instance.bootID)
+    let newID = known(new.instance.bootID)
+    if let oldID, let newID { return oldID == newID }
+    if new.boottime < old.boottime { return false }
+    let oldBoot = old.wall.nanoseconds &- old.boottime
+    let newBoot = new.wall.nanoseconds &- new.boottime
+    if (oldBoot &- newBoot).magnitude <= UInt64(driftTolerance) { return true }
+    return nil
+  }
+
+  /// The id when it is one (older databases stored "unknown" for an unreadable one).
+  static func known(_ id: String) -> String? { id.isEmpty || id == "unknown" ? nil : id }
+}
+
+/// The traffic between two samples of one interface name, and how it was derived.
+public struct CounterDelta: Hashable, Sendable {
+  public enum Kind: String, Hashable, Sendable {
+    /// Same instance, every counter grew (or stayed).
+    case growth
+    /// A new instance (ifindex or boot changed): the new counters are all new traffic.
+    case reset
+    /// Same instance, a 32-bit counter dropped: it wrapped at 2³² (exact arithmetic).
+    case wrap
+  }
+
+  public var traffic: TrafficCounts
+  public var kind: Kind
+
+  public init(_ traffic: TrafficCounts, kind: Kind) {
+    self.traffic = traffic
+    self.kind = kind
+  }
+
+  /// The rules of ARCHITECTURE.md ("The ledger"): the only place they are written. Nil when `new`
+  /// is not news: the same instance with 64-bit counters below `old`. On Linux one instance's
+  /// counters only go forward, so such a reading was taken before `old` (another sampler, a
+  /// notification read late) and must neither be booked nor move the baseline back.
+  public static func between(_ old: LedgerBaseline, _ new: LedgerBaseline) -> CounterDelta? {
+    let a = old.counters
+    let b = new.counters
+    let fresh = CounterDelta(b, kind: .reset)
+    guard old.instance.index == new.instance.index else { return fresh }
+    // Two readers may disagree on width (a netlink recorder, `status --source getifaddrs`): the
+    // narrower one decides, since the wider value holds the same low bits.
+    let width: CounterWidth = old.width == .bits32 || new.width == .bits32 ? .bits32 : .bits64
+    let below: Bool
+    switch width {
+    case .bits64: below = b.anyBelow(a)
+    case .bits32: below = b.masked32.anyBelow(a.masked32)
+    }
+    switch BootIdentity.same(old, new) {
+    case false?: return fresh
+    // Undecided, and the counters went back: a new boot (counting it anew books the least).
+    case nil where below: return fresh
+    default: break
+    }
+    if width == .bits64 {
+      if below { return nil }
+      return CounterDelta(b - a, kind: .growth)
+    }
+    return CounterDelta(b.wrappedDelta(since: a), kind: below ? .wrap : .growth)
+  }
+}

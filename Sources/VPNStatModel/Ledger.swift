@@ -1,0 +1,238 @@
+/// The last sample the ledger advanced an interface name from.
+public struct LedgerBaseline: Hashable, Sendable {
+  public var instance: InterfaceInstance
+  public var counters: TrafficCounts
+  public var width: CounterWidth
+  public var wall: Timestamp
+  /// CLOCK_BOOTTIME of the sample, nanoseconds; with the boot id it times the interval.
+  public var boottime: Int64
+
+  public init(
+    instance: InterfaceInstance, counters: TrafficCounts, width: CounterWidth, wall: Timestamp,
+    boottime: Int64
+  ) {
+    self.instance = instance
+    self.counters = counters
+    self.width = width
+    self.wall = wall
+    self.boottime = boottime
+  }
+}
+
+extension LedgerBaseline {
+  /// One interface of a sample taken at `taken`.
+  public init(_ sample: InterfaceSample, taken: ClockReading) {
+    self.init(
+      instance: InterfaceInstance(index: sample.index, bootID: taken.bootID), counters: sample.counters.traffic,
+      width: sample.width, wall: taken.wall, boottime: taken.boottime)
+  }
+}
+
+/// The ledger's record of one interface name: where it last stood and the totals that only grow.
+public struct LedgerEntry: Hashable, Sendable {
+  public var name: InterfaceName
+  public var interfaceClass: InterfaceClass
+  public var baseline: LedgerBaseline
+  public var totals: LedgerTotals
+
+  public init(name: InterfaceName, interfaceClass: InterfaceClass, baseline: LedgerBaseline, totals: LedgerTotals) {
+    self.name = name
+    self.interfaceClass = interfaceClass
+    self.baseline = baseline
+    self.totals = totals
+  }
+}
+
+/// One reading of one interface instance to advance the ledger with: from a sample, or from a
+/// link notification (a `RTM_DELLINK` carries the dying instance's final counters). Netlink
+/// notifications carry no time of their own and may be read after a newer poll of the same
+/// instance; `CounterDelta` keeps such a reading from moving the instance back.
+public struct LedgerObservation: Hashable, Sendable {
+  public var name: InterfaceName
+  public var interfaceClass: InterfaceClass
+  public var baseline: LedgerBaseline
+  /// The fastest plausible traffic, bytes per second: the link speed where the kernel knows a
+  /// real one, else the configured cap.
+  public var plausibleBytesPerSecond: Double
+
+  public init(
+    name: InterfaceName, interfaceClass: InterfaceClass, baseline: LedgerBaseline,
+    plausibleBytesPerSecond: Double
+  ) {
+    self.name = name
+    self.interfaceClass = interfaceClass
+    self.baseline = baseline
+    self.plausibleBytesPerSecond = plausibleBytesPerSecond
+  }
+}
+
+/// Something the ledger had to bridge or refuse, reported with the totals (and by `record` on
+/// stderr, one line each: `LedgerEventText`).
+public struct LedgerEvent: Hashable, Sendable {
+  public enum Kind: String, Hashable, Sendable {
+    case reset, wrap, discarded
+  }
+  public var name: InterfaceName
+  public var kind: Kind
+  public var delta: CounterDelta
+  /// For a reset: the ifindexes before and after (equal after a reboot).
+  public var indexes: (old: Int32, new: Int32)
+  /// For a discarded sample: the seconds it covered and the plausible rate it exceeded.
+  public var seconds: Double
+  public var plausibleBytesPerSecond: Double
+
+  public static func == (a: LedgerEvent, b: LedgerEvent) -> Bool {
+    a.name == b.name && a.kind == b.kind && a.delta == b.delta && a.indexes == b.indexes && a.seconds == b.seconds
+      && a.plausibleBytesPerSecond == b.plausibleBytesPerSecond
+  }
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(name)
+    hasher.combine(kind)
+    hasher.combine(delta)
+  }
+}
+
+/// The ledger's view of one interface name: cumulative totals bridged across resets and wraps
+/// since vpnstat first saw the name, and what it had to bridge.
+public struct LedgerTotals: Hashable, Sendable {
+  public var traffic: TrafficCounts
+  public var resets: UInt64
+  public var wraps: UInt64
+  public var discarded: UInt64
+  public var firstSeenAt: Timestamp
+
+  public init(
+    _ traffic: TrafficCounts = .zero, resets: UInt64 = 0, wraps: UInt64 = 0, discarded: UInt64 = 0,
+    firstSeenAt: Timestamp
+  ) {
+    self.traffic = traffic
+    self.resets = resets
+    self.wraps = wraps
+    self.discarded = discarded
+    self.firstSeenAt = firstSeenAt
+  }
+
+  /// Both sums together (a class's totals from its members').
+  public static func + (a: LedgerTotals, b: LedgerTotals) -> LedgerTotals {
+    LedgerTotals(
+      a.traffic + b.traffic, resets: a.resets &+ b.resets, wraps: a.wraps &+ b.wraps,
+      discarded: a.discarded &+ b.discarded, firstSeenAt: min(a.firstSeenAt, b.firstSeenAt))
+  }
+}
+
+/// Traffic the ledger booked for one name at one time: what the traffic buckets add up.
+public struct BookedTraffic: Hashable, Sendable {
+  public var name: InterfaceName
+  public var interfaceClass: InterfaceClass
+  public var wall: Timestamp
+  public var delta: CounterDelta
+}
+
+/// The result of one advance: the entries it changed, the traffic it booked, what it bridged.
+public struct LedgerAdvance: Sendable {
+  public var changed: [LedgerEntry] = []
+  public var booked: [BookedTraffic] = []
+  public var events: [LedgerEvent] = []
+}
+
+/// Cumulative, bridged traffic per interface name: the rules of ARCHITECTURE.md ("The ledger") applied
+/// to a stream of observations. Pure: the Store loads and saves it, the clock and kernel feed it.
+public struct Ledger: Sendable {
+  public private(set) var entries: [InterfaceName: LedgerEntry]
+
+  public init(entries: [InterfaceName: LedgerEntry] = [:]) { self.entries = entries }
+
+  /// A ledger whose totals are just the kernel's counters of the observed instances: what can be
+  /// reported when there is no database to keep a real one in.
+  public init(kernelCountersOf observations: [LedgerObservation]) {
+    var entries: [InterfaceName: LedgerEntry] = [:]
+    for observation in observations {
+      entries[observation.name] = LedgerEntry(
+        name: observation.name, interfaceClass: observation.interfaceClass, baseline: observation.baseline,
+        totals: LedgerTotals(observation.baseline.counters, firstSeenAt: observation.baseline.wall))
+    }
+    self.entries = entries
+  }
+
+  /// The summed totals of every name of `interfaceClass` (the tunnel class: a window's usage).
+  public func totals(of interfaceClass: InterfaceClass) -> TrafficCounts {
+    var sum = TrafficCounts.zero
+    for entry in entries.values where entry.interfaceClass == interfaceClass { sum += entry.totals.traffic }
+    return sum
+  }
+
+  /// The default cap on plausible traffic where no link speed is known: 100 Gbit/s.
+  public static let defaultCapBytesPerSecond = 100e9 / 8
+
+  /// Applies observations in order. A name seen for the first time starts at its current
+  /// counters (totals count the traffic vpnstat saw happen); a known name adds the delta the
+  /// rules give, unless it is faster than plausible, in which case it is discarded and counted.
+  public mutating func advance(_ observations: [LedgerObservation]) -> LedgerAdvance {
+    var result = LedgerAdvance()
+    for observation in observations {
+      let new = observation.baseline
+      guard var entry = entries[observation.name] else {
+        let entry = LedgerEntry(
+          name: observation.name, interfaceClass: observation.interfaceClass, baseline: new,
+          totals: LedgerTotals(firstSeenAt: new.wall))
+        entries[observation.name] = entry
+        result.changed.append(entry)
+        continue
+      }
+      let old = entry.baseline
+      // A reading stamped before the baseline of the same instance is old news; one whose
+      // counters are below it too (CounterDelta says nil). Neither moves the baseline back.
+      if old.instance.index == new.instance.index, BootIdentity.same(old, new) != false,
+        new.boottime < old.boottime
+      {
+        continue
+      }
+      guard let delta = CounterDelta.between(old, new) else { continue }
+      entry.interfaceClass = observation.interfaceClass
+      entry.baseline = new
+      if delta.kind == .growth && delta.traffic.isZero {
+        // Nothing to book; keep the stored baseline as it was, so idle interfaces cost no write.
+        continue
+      }
+      let seconds = Self.window(from: old, to: new)
+      let allowed = observation.plausibleBytesPerSecond * (seconds + 1)
+      func event(_ kind: LedgerEvent.Kind) -> LedgerEvent {
+        LedgerEvent(
+          name: observation.name, kind: kind, delta: delta, indexes: (old.instance.index, new.instance.index),
+          seconds: seconds, plausibleBytesPerSecond: observation.plausibleBytesPerSecond)
+      }
+      if Double(delta.traffic.rxBytes) > allowed || Double(delta.traffic.txBytes) > allowed {
+        entry.totals.discarded += 1
+        result.events.append(event(.discarded))
+      } else {
+        entry.totals.traffic += delta.traffic
+        switch delta.kind {
+        case .growth: break
+        case .reset:
+          entry.totals.resets += 1
+          result.events.append(event(.reset))
+        case .wrap:
+          entry.totals.wraps += 1
+          result.events.append(event(.wrap))
+        }
+        if !delta.traffic.isZero {
+          result.booked.append(
+            BookedTraffic(
+              name: observation.name, interfaceClass: observation.interfaceClass, wall: new.wall, delta: delta))
+        }
+      }
+      entries[observation.name] = entry
+      result.changed.append(entry)
+    }
+    return result
+  }
+
+  /// Seconds between two baselines: CLOCK_BOOTTIME within one boot; after a reboot, the new
+  /// instance counted since the new boot.
+  static func window(from old: LedgerBaseline, to new: LedgerBaseline) -> Double {
+    if BootIdentity.same(old, new) != false && new.boottime >= old.boottime {
+      return Double(new.boottime - old.boottime) / 1e9
+    }
+    return Double(max(new.boottime, 0)) / 1e9
+  }
+}

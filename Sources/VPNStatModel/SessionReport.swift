@@ -1,0 +1,70 @@
+/// The state a person sees.
+public enum SessionState: String, Hashable, Sendable, CaseIterable {
+  /// No window yet (or the last one and its pause are over): connecting opens one.
+  case none
+  /// Connected time left in the window.
+  case active
+  /// The session is over and the tunnel is down: time until reconnecting is allowed.
+  case paused
+  /// The session is over but the tunnel is still up: a disconnect is pending.
+  case expired
+  /// Premium: no limit.
+  case unlimited
+}
+
+/// The session window as reports show it, computed from the stored record at one trusted "now".
+/// Read from the store on every refresh, never remembered: another process (the enforcer)
+/// changes it.
+public struct SessionReport: Hashable, Sendable {
+  public var plan: Plan
+  public var state: SessionState
+  public var canConnect: Bool
+  public var now: Timestamp
+  /// The current window, when there is one that is not fully over.
+  public var window: SessionWindow?
+  /// The lengths the next window will have.
+  public var nextLengths: SessionLengths
+  /// Tunnel-class traffic since the window opened (an estimate); nil without a window.
+  public var usage: TrafficCounts?
+  public var tunnel: InterfaceName?
+  public var lastStop: StopRecord?
+
+  /// Session time left (active only).
+  public var remaining: Duration? {
+    guard state == .active, let window else { return nil }
+    return window.sessionEndsAt - now
+  }
+
+  /// Time until connecting is allowed again (paused or expired).
+  public var pauseRemaining: Duration? {
+    guard state == .paused || state == .expired, let window, now < window.pauseEndsAt else { return nil }
+    return window.pauseEndsAt - now
+  }
+
+  /// The report of `record` at `now`. `tunnelUp` tells an expired session (tunnel still up) from
+  /// a paused one; `tunnelTotals` are the current tunnel-class ledger totals, for the usage.
+  public static func make(
+    _ record: SessionRecord, now: Timestamp, tunnelUp: Bool, nextLengths: SessionLengths,
+    tunnelTotals: TrafficCounts?, lastStop: StopRecord?
+  ) -> SessionReport {
+    var report = SessionReport(
+      plan: record.plan, state: .none, canConnect: record.canConnect(at: now), now: now, window: nil,
+      nextLengths: nextLengths, usage: nil, tunnel: record.tunnel, lastStop: lastStop)
+    guard record.plan == .free else {
+      report.state = .unlimited
+      return report
+    }
+    guard let window = record.window else { return report }
+    if window.fullyOver(at: now) {
+      report.state = tunnelUp ? .expired : .none
+      if tunnelUp { report.window = window }
+    } else {
+      report.window = window
+      report.state = window.sessionOver(at: now) ? (tunnelUp ? .expired : .paused) : .active
+    }
+    if report.window != nil, let totals = tunnelTotals {
+      report.usage = totals - record.usageBase
+    }
+    return report
+  }
+}

@@ -1,0 +1,125 @@
+/// Bytes per second, both directions, over the interval between two samples of one instance.
+public struct TrafficRate: Hashable, Sendable {
+  public var rxBytesPerSecond: Double
+  public var txBytesPerSecond: Double
+  public init(rxBytesPerSecond: Double, txBytesPerSecond: Double) {
+    self.rxBytesPerSecond = rxBytesPerSecond
+    self.txBytesPerSecond = txBytesPerSecond
+  }
+}
+
+/// One interface as reported: identity, class and the evidence for it, state, the kernel's
+/// counters for the current instance, and what the ledger and a second sample add.
+public struct InterfaceReport: Hashable, Sendable {
+  public var name: InterfaceName
+  public var index: Int32
+  public var interfaceClass: InterfaceClass
+  public var classBy: ClassEvidence
+  public var state: LinkState
+  public var counters: InterfaceCounters
+  public var width: CounterWidth
+  public var rate: TrafficRate?
+  public var ledger: LedgerTotals?
+
+  public init(
+    name: InterfaceName, index: Int32, interfaceClass: InterfaceClass, classBy: ClassEvidence,
+    state: LinkState, counters: InterfaceCounters, width: CounterWidth, rate: TrafficRate? = nil,
+    ledger: LedgerTotals? = nil
+  ) {
+    self.name = name
+    self.index = index
+    self.interfaceClass = interfaceClass
+    self.classBy = classBy
+    self.state = state
+    self.counters = counters
+    self.width = width
+    self.rate = rate
+    self.ledger = ledger
+  }
+}
+
+/// The sums over one class's interfaces.
+public struct ClassSummary: Hashable, Sendable {
+  public var interfaces = 0
+  /// The kernel's counters of the current instances, summed.
+  public var counters = TrafficCounts.zero
+  /// Sums of the ledger totals; nil when there is no ledger.
+  public var totals: LedgerTotals?
+  /// Sum of the members' rates; nil when no member has one.
+  public var rate: TrafficRate?
+
+  public init(
+    interfaces: Int = 0, counters: TrafficCounts = .zero, totals: LedgerTotals? = nil, rate: TrafficRate? = nil
+  ) {
+    self.interfaces = interfaces
+    self.counters = counters
+    self.totals = totals
+    self.rate = rate
+  }
+}
+
+/// Everything one report shows, computed before any rendering: renderers are pure functions of
+/// this value (and, on a terminal, its size).
+public struct StatusSnapshot: Sendable {
+  public var generatedAt: Timestamp
+  public var source: CounterSourceKind
+  public var fallbackReason: String?
+  public var interfaces: [InterfaceReport]
+  public var problems: [SampleProblem]
+  public var warnings: [String]
+  public var session: SessionReport?
+
+  public init(
+    generatedAt: Timestamp, source: CounterSourceKind, fallbackReason: String? = nil,
+    interfaces: [InterfaceReport], problems: [SampleProblem] = [], warnings: [String] = [],
+    session: SessionReport? = nil
+  ) {
+    self.generatedAt = generatedAt
+    self.source = source
+    self.fallbackReason = fallbackReason
+    self.interfaces = interfaces
+    self.problems = problems
+    self.warnings = warnings
+    self.session = session
+  }
+
+  /// Why every figure is an estimate, in the words both the table and JSON use.
+  public static let estimateNotes = [
+    "Interface counters include protocol overhead; a tunnel's count its inner traffic, and the link under it carries the encapsulated bytes too.",
+    "Counters restart when an interface is recreated; vpnstat bridges the restarts it saw, no others.",
+    "Counters are per interface, not per application; per-flow figures need packet capture (vpnstat flows).",
+  ]
+
+  /// Per-class sums, for every class that has an interface in the snapshot.
+  public var classes: [InterfaceClass: ClassSummary] {
+    var result: [InterfaceClass: ClassSummary] = [:]
+    for report in interfaces {
+      var summary = result[report.interfaceClass] ?? ClassSummary()
+      summary.interfaces += 1
+      summary.counters += report.counters.traffic
+      if let ledger = report.ledger { summary.totals = summary.totals.map { $0 + ledger } ?? ledger }
+      if let rate = report.rate {
+        var sum = summary.rate ?? TrafficRate(rxBytesPerSecond: 0, txBytesPerSecond: 0)
+        sum.rxBytesPerSecond += rate.rxBytesPerSecond
+        sum.txBytesPerSecond += rate.txBytesPerSecond
+        summary.rate = sum
+      }
+      result[report.interfaceClass] = summary
+    }
+    return result
+  }
+}
+
+/// Which interfaces a report covers: names given with `-i` (all when empty) and classes.
+public struct InterfaceSelection: Sendable {
+  public var names: Set<InterfaceName>
+  public var classes: Set<InterfaceClass>
+  public init(names: Set<InterfaceName> = [], classes: Set<InterfaceClass> = []) {
+    self.names = names
+    self.classes = classes
+  }
+  public func includes(_ name: InterfaceName, _ interfaceClass: InterfaceClass) -> Bool {
+    (names.isEmpty || names.contains(name)) && (classes.isEmpty || classes.contains(interfaceClass))
+  }
+  public func includes(name: InterfaceName) -> Bool { names.isEmpty || names.contains(name) }
+}

@@ -1,0 +1,193 @@
+/// An instant on the wall clock (CLOCK_REALTIME), in nanoseconds since the Unix epoch.
+/// Session deadlines and stored times are wall-clock: they must mean the same after a reboot.
+public struct Timestamp: Hashable, Comparable, Sendable {
+  public var nanoseconds: Int64
+  public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
+  public init(seconds: Int64) { self.nanoseconds = seconds * 1_000_000_000 }
+
+  /// `seconds` plus `nanoseconds` since the epoch, or nil when that is outside what a Timestamp
+  /// holds (before 1677 or after 2262): for times read from files, where a trap is no answer.
+  public init?(checkedSeconds seconds: Int64, nanoseconds: Int64) {
+    let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    let (total, overflow2) = whole.addingReportingOverflow(nanoseconds)
+    guard !overflow, !overflow2 else { return nil }
+    self.nanoseconds = total
+  }
+
+  public var seconds: Int64 { nanoseconds.floorDivided(by: 1_000_000_000) }
+  public var secondsDouble: Double { Double(nanoseconds) / 1e9 }
+
+  public static func < (a: Timestamp, b: Timestamp) -> Bool { a.nanoseconds < b.nanoseconds }
+  public static func + (a: Timestamp, b: Duration) -> Timestamp {
+    Timestamp(nanoseconds: a.nanoseconds + b.nanoseconds)
+  }
+  public static func - (a: Timestamp, b: Duration) -> Timestamp {
+    Timestamp(nanoseconds: a.nanoseconds - b.nanoseconds)
+  }
+  public static func - (a: Timestamp, b: Timestamp) -> Duration {
+    .nanoseconds(a.nanoseconds - b.nanoseconds)
+  }
+
+  /// RFC 3339 in UTC, whole seconds: `2026-11-29T12:40:42Z`.
+  public var rfc3339: String { rfc3339(fractionDigits: 0) }
+
+  /// RFC 3339 in UTC with `fractionDigits` (0…9) digits of the second.
+  public func rfc3339(fractionDigits: Int) -> String {
+    let secs = seconds
+    let nanos = nanoseconds - secs * 1_000_000_000
+    let days = secs.floorDivided(by: 86_400)
+    let secondOfDay = secs - days * 86_400
+    let (year, month, day) = civilDate(fromDays: days)
+    var text = ""
+    text.reserveCapacity(30)
+    text += padded(year, 4) + "-" + padded(month, 2) + "-" + padded(day, 2)
+    text += "T" + padded(secondOfDay / 3600, 2) + ":" + padded(secondOfDay / 60 % 60, 2) + ":"
+    text += padded(secondOfDay % 60, 2)
+    if fractionDigits > 0 {
+      let digits = min(fractionDigits, 9)
+      var fraction = nanos
+      for _ in digits..<9 { fraction /= 10 }
+      text += "." + padded(fraction, digits)
+    }
+    return text + "Z"
+  }
+
+  /// Parses the RFC 3339 forms vpnstat writes and the common variants (offsets, fractions).
+  public init?(rfc3339 text: String) {
+    let b = Array(text.utf8)
+    func number(_ range: Range<Int>) -> Int64? {
+      guard range.upperBound <= b.count else { return nil }
+      var value: Int64 = 0
+      for i in range {
+        guard b[i] >= 0x30, b[i] <= 0x39 else { return nil }
+        value = value * 10 + Int64(b[i] - 0x30)
+      }
+      return value
+    }
+    guard b.count >= 20, b[4] == 0x2D, b[7] == 0x2D, b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20,
+      b[13] == 0x3A, b[16] == 0x3A,
+      let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+      let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+      (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+    else { return nil }
+    var index = 19
+    var nanos: Int64 = 0
+    if index < b.count, b[index] == 0x2E {
+      index += 1
+      var digits = 0
+      while index < b.count, b[index] >= 0x30, b[index] <= 0x39 {
+        if digits < 9 { nanos = nanos * 10 + Int64(b[index] - 0x30) }
+        digits += 1
+        index += 1
+      }
+      guard digits > 0 else { return nil }
+      for _ in min(digits, 9)..<9 { nanos *= 10 }
+    }
+    guard index < b.count else { return nil }
+    var offset: Int64 = 0
+    if b[index] == 0x5A || b[index] == 0x7A {
+      index += 1
+    } else if b[index] == 0x2B || b[index] == 0x2D {
+      guard let oh = number(index + 1..<index + 3), index + 3 < b.count, b[index + 3] == 0x3A,
+        let om = number(index + 4..<index + 6)
+      else { return nil }
+      offset = (oh * 3600 + om * 60) * (b[index] == 0x2D ? -1 : 1)
+      index += 6
+    } else {
+      return nil
+    }
+    guard index == b.count else { return nil }
+    let days = daysFromCivil(year: year, month: month, day: day)
+    // Years up to 9999 fit in seconds; in nanoseconds only up to 2262.
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset
+    self.init(checkedSeconds: secs, nanoseconds: nanos)
+  }
+
+  /// Local wall time as `HH:MM` (or `HH:MM:SS`), for messages meant for people.
+  public func localClockTime(in calendar: any LocalCalendar, withSeconds: Bool = false) -> String {
+    let parts = calendar.civil(seconds)
+    var text = padded(parts.hour, 2) + ":" + padded(parts.minute, 2)
+    if withSeconds { text += ":" + padded(parts.second, 2) }
+    return text
+  }
+}
+
+func padded(_ value: Int64, _ width: Int) -> String {
+  let digits = String(value)
+  return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+}
+
+// Howard Hinnant's civil-from-days and days-from-civil: exact for every proleptic Gregorian date.
+func civilDate(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+  let z = z0 + 719_468
+  let era = (z >= 0 ? z : z - 146_096) / 146_097
+  let doe = z - era * 146_097
+  let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+  let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+  let mp = (5 * doy + 2) / 153
+  let day = doy - (153 * mp + 2) / 5 + 1
+  let month = mp < 10 ? mp + 3 : mp - 9
+  return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+}
+
+func daysFromCivil(year y0: Int64, month: Int64, day: Int64) -> Int64 {
+  let y = month <= 2 ? y0 - 1 : y0
+  let era = (y >= 0 ? y : y - 399) / 400
+  let yoe = y - era * 400
+  let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+  let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+  return era * 146_097 + doe - 719_468
+}
+
+extension Int64 {
+  /// Division that rounds toward minus infinity (times before 1970 fall in the right bucket).
+  public func floorDivided(by divisor: Int64) -> Int64 {
+    let q = self / divisor
+    return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? q - 1 : q
+  }
+}
+
+extension Duration {
+  /// The whole duration in nanoseconds (saturating far outside vpnstat's ranges).
+  public var nanoseconds: Int64 {
+    let (seconds, attoseconds) = components
+    return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+  }
+  public var secondsDouble: Double { Double(nanoseconds) / 1e9 }
+}
+
+/// One reading of the clocks vpnstat relates: the wall clock (can be set), CLOCK_BOOTTIME
+/// (runs through suspend, never set) and CLOCK_MONOTONIC (stops in suspend), plus the boot id.
+public struct ClockReading: Sendable, Equatable {
+  public var wall: Timestamp
+  /// Nanoseconds of CLOCK_BOOTTIME.
+  public var boottime: Int64
+  /// Nanoseconds of CLOCK_MONOTONIC.
+  public var monotonic: Int64
+  public var bootID: String
+
+  public init(wall: Timestamp, boottime: Int64, monotonic: Int64, bootID: String) {
+    self.wall = wall
+    self.boottime = boottime
+    self.monotonic = monotonic
+    self.bootID = bootID
+  }
+
+  /// Time spent suspended since boot: CLOCK_BOOTTIME − CLOCK_MONOTONIC.
+  public var suspended: Int64 { boottime - monotonic }
+}
+
+/// Where "now" comes from, and how time passes: tests inject their own to drive time (a sleep
+/// moves their clock at once); production reads the kernel's clocks and sleeps for real.
+public protocol TimeSource: Sendable {
+  func now() -> ClockReading
+  /// Lets `duration` pass: the one way the engine waits.
+  func sleep(for duration: Duration)
+  /// Why readings carry no boot id, when they do not: said where users look, since boots are
+  /// then told apart by the clocks alone (`BootIdentity`).
+  var bootIDProblem: String? { get }
+}
+
+extension TimeSource {
+  public var bootIDProblem: String? { nil }
+}

@@ -1,0 +1,115 @@
+import VPNStatModel
+
+/// The JSON contract (ARCHITECTURE.md, "The JSON contract"), schema version 1: one compact object.
+/// `status --json` prints one; `watch --json` one per line.
+public enum StatusJSON {
+  public static let schemaVersion = 1
+
+  public static func render(_ snapshot: StatusSnapshot) -> [UInt8] {
+    var json = JSONWriter(capacity: 512 + snapshot.interfaces.count * 420)
+    write(snapshot, into: &json)
+    return json.bytes
+  }
+
+  public static func write(_ snapshot: StatusSnapshot, into json: inout JSONWriter) {
+    json.beginObject()
+    json.envelope(generatedAt: snapshot.generatedAt, estimateNotes: StatusSnapshot.estimateNotes)
+    json.key("source")
+    json.string(snapshot.source.rawValue)
+    json.key("source_fallback")
+    json.string(snapshot.fallbackReason)
+    json.key("interfaces")
+    json.beginArray()
+    for report in snapshot.interfaces { write(report, into: &json) }
+    json.endArray()
+    json.key("classes")
+    json.beginObject()
+    let classes = snapshot.classes
+    let hasLedger = snapshot.interfaces.contains { $0.ledger != nil }
+    for interfaceClass in InterfaceClass.allCases {
+      let summary = classes[interfaceClass] ?? ClassSummary()
+      json.key(interfaceClass.rawValue)
+      json.beginObject()
+      json.key("interfaces")
+      json.number(summary.interfaces)
+      json.trafficCounts(summary.counters)
+      let totals = summary.totals ?? (hasLedger ? LedgerTotals(firstSeenAt: snapshot.generatedAt) : nil)
+      writeLedger(totals, into: &json)
+      json.key("rx_bytes_per_second")
+      json.number(summary.rate?.rxBytesPerSecond)
+      json.key("tx_bytes_per_second")
+      json.number(summary.rate?.txBytesPerSecond)
+      json.endObject()
+    }
+    json.endObject()
+    json.key("problems")
+    json.beginArray()
+    for problem in snapshot.problems {
+      json.beginObject()
+      json.name(problem.name, key: "name", encodingKey: "name_encoding")
+      json.key("message")
+      json.string(problem.message)
+      json.endObject()
+    }
+    json.endArray()
+    json.key("warnings")
+    json.strings(snapshot.warnings)
+    json.key("session")
+    if let session = snapshot.session {
+      SessionJSON.write(session, into: &json)
+    } else {
+      json.null()
+    }
+    json.endObject()
+  }
+
+  static func write(_ report: InterfaceReport, into json: inout JSONWriter) {
+    json.beginObject()
+    json.name(report.name, key: "name", encodingKey: "name_encoding")
+    json.key("index")
+    json.number(Int(report.index))
+    json.key("class")
+    json.string(report.interfaceClass.rawValue)
+    json.key("class_by")
+    json.string(report.classBy.rawValue)
+    json.key("state")
+    json.string(report.state.rawValue)
+    json.trafficCounts(report.counters.traffic)
+    json.key("rx_errors")
+    json.number(report.counters.rxErrors)
+    json.key("tx_errors")
+    json.number(report.counters.txErrors)
+    json.key("rx_dropped")
+    json.number(report.counters.rxDropped)
+    json.key("tx_dropped")
+    json.number(report.counters.txDropped)
+    json.key("counter_width")
+    json.number(report.width.rawValue)
+    writeLedger(report.ledger, into: &json)
+    json.key("rx_bytes_per_second")
+    json.number(report.rate?.rxBytesPerSecond)
+    json.key("tx_bytes_per_second")
+    json.number(report.rate?.txBytesPerSecond)
+    json.endObject()
+  }
+
+  /// The ledger's fields; all `null` when there is no store to keep a ledger in.
+  static func writeLedger(_ ledger: LedgerTotals?, into json: inout JSONWriter) {
+    json.key("total_rx_bytes")
+    json.number(ledger?.traffic.rxBytes)
+    json.key("total_tx_bytes")
+    json.number(ledger?.traffic.txBytes)
+    json.key("total_rx_packets")
+    json.number(ledger?.traffic.rxPackets)
+    json.key("total_tx_packets")
+    json.number(ledger?.traffic.txPackets)
+    json.key("resets")
+    json.number(ledger?.resets)
+    json.key("wraps")
+    json.number(ledger?.wraps)
+    json.key("discarded")
+    json.number(ledger?.discarded)
+    json.key("first_seen_at")
+    json.string(ledger?.firstSeenAt.rfc3339)
+  }
+}

@@ -1,0 +1,162 @@
+import VPNStatModel
+
+/// How a person wants figures shown.
+public struct DisplayOptions: Sendable {
+  /// ANSI colour (off for pipes, `NO_COLOR` and `--no-color`).
+  public var color: Bool
+  /// Raw byte counts instead of IEC units (`--bytes`).
+  public var rawBytes: Bool
+  /// Rates in bits per second instead of bytes (`watch`'s `b` key).
+  public var bits: Bool
+  /// The calendar local times ("until 12:45") are shown in.
+  public var calendar: any LocalCalendar
+
+  public init(
+    color: Bool = false, rawBytes: Bool = false, bits: Bool = false,
+    calendar: any LocalCalendar = FixedOffsetCalendar.utc
+  ) {
+    self.color = color
+    self.rawBytes = rawBytes
+    self.bits = bits
+    self.calendar = calendar
+  }
+
+  /// A byte figure, marked as an estimate.
+  public func estimate(_ bytes: UInt64) -> String {
+    "≈ " + (rawBytes ? String(bytes) : Units.bytes(bytes))
+  }
+  public func estimate(_ bytes: UInt64?) -> String { bytes.map(estimate) ?? "–" }
+
+  public func rate(_ bytesPerSecond: Double?) -> String {
+    guard let bytesPerSecond else { return "–" }
+    if rawBytes, !bits { return "≈ \(Units.whole(bytesPerSecond)) B/s" }
+    return "≈ " + Units.rate(bytesPerSecond, bits: bits)
+  }
+}
+
+/// `vpnstat status` as a table: interfaces grouped by class (tunnel first), each class with its
+/// sums, and the footer that says why every figure is an estimate.
+public enum StatusTable {
+  public static func render(_ snapshot: StatusSnapshot, options: DisplayOptions) -> String {
+    let hasLedger = snapshot.interfaces.contains { $0.ledger != nil }
+    let hasRates = snapshot.interfaces.contains { $0.rate != nil }
+    var columns = [
+      TextTable.Column("INTERFACE"), TextTable.Column("STATE"),
+      TextTable.Column("RX", alignRight: true), TextTable.Column("TX", alignRight: true),
+    ]
+    if hasRates {
+      columns += [TextTable.Column("RX/S", alignRight: true), TextTable.Column("TX/S", alignRight: true)]
+    }
+    columns += [
+      TextTable.Column("RX PKTS", alignRight: true), TextTable.Column("TX PKTS", alignRight: true),
+    ]
+    if hasLedger {
+      columns += [
+        TextTable.Column("TOTAL RX", alignRight: true), TextTable.Column("TOTAL TX", alignRight: true),
+        TextTable.Column("RESETS", alignRight: true),
+      ]
+    }
+    columns.append(TextTable.Column("CLASS BY"))
+    var table = TextTable(columns: columns)
+    let classes = snapshot.classes
+    for interfaceClass in InterfaceClass.allCases {
+      let members = snapshot.interfaces.filter { $0.interfaceClass == interfaceClass }
+      guard let summary = classes[interfaceClass], !members.isEmpty else { continue }
+      var cells = [
+        TextTable.Cell("\(interfaceClass.rawValue) (\(summary.interfaces))", .bold),
+        TextTable.Cell(""), TextTable.Cell(options.estimate(summary.counters.rxBytes), .bold),
+        TextTable.Cell(options.estimate(summary.counters.txBytes), .bold),
+      ]
+      if hasRates {
+        cells += [
+          TextTable.Cell(options.rate(summary.rate?.rxBytesPerSecond), .bold),
+          TextTable.Cell(options.rate(summary.rate?.txBytesPerSecond), .bold),
+        ]
+      }
+      cells += [
+        TextTable.Cell(Units.grouped(summary.counters.rxPackets)),
+        TextTable.Cell(Units.grouped(summary.counters.txPackets)),
+      ]
+      if hasLedger {
+        cells += [
+          TextTable.Cell(options.estimate(summary.totals?.traffic.rxBytes), .bold),
+          TextTable.Cell(options.estimate(summary.totals?.traffic.txBytes), .bold),
+          TextTable.Cell(summary.totals.map { String($0.resets) } ?? "–"),
+        ]
+      }
+      table.add(cells)
+      for report in members {
+        var row = [
+          TextTable.Cell("  " + report.name.terminalText),
+          TextTable.Cell(report.state.rawValue, report.state == .up ? .green : report.state == .down ? .red : .yellow),
+          TextTable.Cell(options.estimate(report.counters.traffic.rxBytes)),
+          TextTable.Cell(options.estimate(report.counters.traffic.txBytes)),
+        ]
+        if hasRates {
+          row += [
+            TextTable.Cell(options.rate(report.rate?.rxBytesPerSecond)),
+            TextTable.Cell(options.rate(report.rate?.txBytesPerSecond)),
+          ]
+        }
+        row += [
+          TextTable.Cell(Units.grouped(report.counters.traffic.rxPackets)),
+          TextTable.Cell(Units.grouped(report.counters.traffic.txPackets)),
+        ]
+        if hasLedger {
+          row += [
+            TextTable.Cell(options.estimate(report.ledger?.traffic.rxBytes)),
+            TextTable.Cell(options.estimate(report.ledger?.traffic.txBytes)),
+            TextTable.Cell(report.ledger.map { String($0.resets) } ?? "–"),
+          ]
+        }
+        row.append(TextTable.Cell(report.classBy.rawValue, .dim))
+        table.add(row)
+      }
+    }
+    var lines: [String] = []
+    if let session = snapshot.session {
+      lines.append(
+        TextStyle.bold.apply(SessionText.headline(session, calendar: options.calendar), color: options.color))
+      lines += SessionText.details(session, options: options)
+      lines.append("")
+    }
+    if snapshot.interfaces.isEmpty {
+      lines.append("No interfaces matched.")
+    } else {
+      lines += table.render(color: options.color)
+    }
+    lines.append("")
+    lines += footer(snapshot, color: options.color)
+    return lines.joined(separator: "\n") + "\n"
+  }
+
+  /// The two-line estimate note every table ends with.
+  static func estimateNote(color: Bool) -> [String] {
+    [
+      TextStyle.dim.apply(
+        "≈ estimates: counters include protocol overhead and are per interface, not per app;",
+        color: color),
+      TextStyle.dim.apply(
+        "  they restart when an interface is recreated (vpnstat bridges the restarts it saw).",
+        color: color),
+    ]
+  }
+
+  /// The estimate note, then the reader and any problems.
+  static func footer(_ snapshot: StatusSnapshot, color: Bool) -> [String] {
+    var lines = estimateNote(color: color)
+    var source = "source: \(snapshot.source.rawValue)"
+    if let reason = snapshot.fallbackReason { source += " (\(TerminalText.sanitize(reason)))" }
+    lines.append(TextStyle.dim.apply(source, color: color))
+    for problem in snapshot.problems {
+      lines.append(
+        TextStyle.yellow.apply(
+          "warning: \(problem.name.terminalText): \(TerminalText.sanitize(problem.message))",
+          color: color))
+    }
+    for warning in snapshot.warnings {
+      lines.append(TextStyle.yellow.apply("warning: \(TerminalText.sanitize(warning))", color: color))
+    }
+    return lines
+  }
+}

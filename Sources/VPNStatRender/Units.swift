@@ -1,0 +1,97 @@
+import VPNStatModel
+
+/// Human figures: IEC byte units, rates, durations.
+public enum Units {
+  /// `512 B`, `1.5 KiB`, `12.3 MiB`, `1.02 GiB`: three significant figures, IEC units.
+  public static func bytes(_ value: UInt64) -> String {
+    if value < 1024 { return "\(value) B" }
+    let units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+    var scaled = Double(value) / 1024
+    var unit = 0
+    while scaled >= 1024, unit < units.count - 1 {
+      scaled /= 1024
+      unit += 1
+    }
+    return fixed(scaled) + " " + units[unit]
+  }
+
+  /// A rate in bytes per second as `1.5 MiB/s`, or in bits as `12.6 Mbit/s` (SI, as links are).
+  public static func rate(_ bytesPerSecond: Double, bits: Bool) -> String {
+    let value = max(0, bytesPerSecond)
+    if !bits {
+      if value < 1024 { return "\(Int(value.rounded())) B/s" }
+      // A rate from a counter that jumped by nearly 2^64 can exceed what UInt64 holds.
+      return bytes(UInt64(exactly: value.rounded(.down)) ?? .max) + "/s"
+    }
+    var scaled = value * 8
+    let units = ["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"]
+    var unit = 0
+    while scaled >= 1000, unit < units.count - 1 {
+      scaled /= 1000
+      unit += 1
+    }
+    return (unit == 0 ? "\(Int(scaled.rounded()))" : fixed(scaled)) + " " + units[unit]
+  }
+
+  /// A number with thousands separators: `1 234 567` (thin spaces would confuse some terminals).
+  public static func grouped(_ value: UInt64) -> String {
+    let digits = Array(String(value))
+    var out = ""
+    for (i, digit) in digits.enumerated() {
+      if i > 0, (digits.count - i) % 3 == 0 { out.append(",") }
+      out.append(digit)
+    }
+    return out
+  }
+
+  /// Three significant figures: 1.23, 12.3, 123.
+  static func fixed(_ value: Double) -> String {
+    let decimals = value < 10 ? 2 : value < 100 ? 1 : 0
+    var scale = 1.0
+    for _ in 0..<decimals { scale *= 10 }
+    let rounded = (value * scale).rounded() / scale
+    if decimals == 0 { return whole(rounded) }
+    var text = "\(rounded)"
+    // Keep trailing zeros so columns line up: 1.50, not 1.5.
+    if let dot = text.firstIndex(of: ".") {
+      let have = text.distance(from: dot, to: text.endIndex) - 1
+      if have < decimals { text += String(repeating: "0", count: decimals - have) }
+    }
+    return text
+  }
+
+  /// A whole number as digits, or in exponent form beyond Int64 (`1.8e+22`), never a trap.
+  public static func whole(_ value: Double) -> String {
+    Int64(exactly: value.rounded()).map { String($0) } ?? "\(value.rounded())"
+  }
+
+  /// `31 min 12 s`, `2 h 05 min`, `45 s`: a wait or a remaining time, to the second.
+  public static func duration(seconds total: Int64) -> String {
+    let value = max(0, total)
+    let hours = value / 3600
+    let minutes = value / 60 % 60
+    let seconds = value % 60
+    if hours > 0 { return "\(hours) h \(minutes < 10 ? "0" : "")\(minutes) min" }
+    if minutes > 0 { return seconds == 0 ? "\(minutes) min" : "\(minutes) min \(seconds) s" }
+    return "\(seconds) s"
+  }
+
+  /// A duration someone chose (a timeout, an interval): `500 ms` under a second, else as
+  /// `duration(seconds:)` rounded to the second.
+  public static func duration(_ value: Duration) -> String {
+    let nanoseconds = value.nanoseconds
+    if nanoseconds < 1_000_000_000 { return "\(max(0, nanoseconds) / 1_000_000) ms" }
+    return duration(seconds: (nanoseconds + 500_000_000) / 1_000_000_000)
+  }
+
+  /// `14:59` or `1:02:03`: a countdown clock.
+  public static func clock(seconds total: Int64) -> String {
+    let value = max(0, total)
+    let hours = value / 3600
+    let minutes = value / 60 % 60
+    let seconds = value % 60
+    func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    if hours > 0 { return "\(hours):\(two(minutes)):\(two(seconds))" }
+    return "\(minutes):\(two(seconds))"
+  }
+}

@@ -1,0 +1,260 @@
+import VPNStatModel
+
+/// What the live view shows besides the snapshot: the person's choices.
+public struct WatchViewState: Hashable, Sendable {
+  /// The class shown (nil: all).
+  public var classFilter: InterfaceClass?
+  /// Rates in bits per second instead of bytes.
+  public var bits = false
+  public var showHelp = false
+  public var interval: Duration = .seconds(1)
+
+  public init(
+    classFilter: InterfaceClass? = nil, bits: Bool = false, showHelp: Bool = false, interval: Duration = .seconds(1)
+  ) {
+    self.classFilter = classFilter
+    self.bits = bits
+    self.showHelp = showHelp
+    self.interval = interval
+  }
+
+  /// `c`: all → each class present → all.
+  public mutating func cycleClass(present: [InterfaceClass]) {
+    let order = InterfaceClass.allCases.filter { present.contains($0) }
+    guard let current = classFilter, let index = order.firstIndex(of: current) else {
+      classFilter = order.first
+      return
+    }
+    classFilter = index + 1 < order.count ? order[index + 1] : nil
+  }
+}
+
+/// `vpnstat watch` on a terminal: a pure function of a snapshot, the rate history, the view
+/// state and the terminal's size. Every line fits the width; nothing raw from a name gets out.
+public enum WatchScreen {
+  struct Column {
+    var header: String
+    var alignRight: Bool
+    /// Lower goes first when the terminal is narrow.
+    var priority: Int
+    var cell: (InterfaceReport) -> String
+    var groupCell: (ClassSummary) -> String
+  }
+
+  public static func render(
+    _ snapshot: StatusSnapshot, history: RateHistory, state: WatchViewState, size: TerminalSize,
+    options: DisplayOptions
+  ) -> [String] {
+    let width = max(size.columns, 1)
+    let height = max(size.rows, 1)
+    let color = options.color
+    var options = options
+    // The screen shows units (never raw bytes) and lets the `b` key choose bits; colour is
+    // applied to whole lines at the end.
+    options.color = false
+    options.rawBytes = false
+    options.bits = state.bits
+    var lines: [(String, TextStyle)] = []
+
+    let filterName = state.classFilter?.rawValue ?? "all"
+    let title =
+      "vpnstat watch · \(snapshot.source.rawValue) · every \(intervalText(state.interval)) · \(snapshot.generatedAt.localClockTime(in: options.calendar, withSeconds: true))"
+    let keys = "q quit · c class: \(filterName) · b \(state.bits ? "bits" : "bytes") · ? help"
+    if TerminalText.width(title) + 3 + TerminalText.width(keys) <= width {
+      lines.append(
+        (
+          title + String(repeating: " ", count: width - TerminalText.width(title) - TerminalText.width(keys)) + keys,
+          .bold
+        ))
+    } else {
+      lines.append((title, .bold))
+    }
+    if let session = snapshot.session {
+      let style: TextStyle =
+        switch session.state {
+        case .active, .unlimited: .green
+        case .paused, .expired: .red
+        case .none: .plain
+        }
+      lines.append((SessionText.headline(session, calendar: options.calendar), style))
+      for detail in SessionText.details(session, options: options) { lines.append((detail, .plain)) }
+    } else {
+      lines.append(("session: no database (run vpnstat record, or give --db) · figures are the kernel's", .dim))
+    }
+    if state.showHelp {
+      lines.append(("", .plain))
+      for help in [
+        "q, Ctrl-C  quit", "c          cycle the class shown (all, then each class present)",
+        "b          rates in bits or bytes per second", "?          this help",
+        "RX/S TX/S are rates over the last interval; TOTAL columns are the ledger's totals,",
+        "bridged across resets (interface recreated, reboot) and 32-bit wraps.",
+      ] {
+        lines.append(("  " + help, .yellow))
+      }
+    }
+    lines.append(("", .plain))
+
+    let shown = snapshot.interfaces.filter { state.classFilter == nil || $0.interfaceClass == state.classFilter }
+    let hasLedger = shown.contains { $0.ledger != nil }
+    var columns: [Column] = [
+      Column(header: "STATE", alignRight: false, priority: 3, cell: { $0.state.rawValue }, groupCell: { _ in "" }),
+      Column(
+        header: "RX/S", alignRight: true, priority: 9, cell: { options.rate($0.rate?.rxBytesPerSecond) },
+        groupCell: { options.rate($0.rate?.rxBytesPerSecond) }),
+      Column(
+        header: "TX/S", alignRight: true, priority: 8, cell: { options.rate($0.rate?.txBytesPerSecond) },
+        groupCell: { options.rate($0.rate?.txBytesPerSecond) }),
+    ]
+    if hasLedger {
+      columns += [
+        Column(
+          header: "TOTAL RX", alignRight: true, priority: 5, cell: { options.estimate($0.ledger?.traffic.rxBytes) },
+          groupCell: { options.estimate($0.totals?.traffic.rxBytes) }),
+        Column(
+          header: "TOTAL TX", alignRight: true, priority: 4, cell: { options.estimate($0.ledger?.traffic.txBytes) },
+          groupCell: { options.estimate($0.totals?.traffic.txBytes) }),
+        Column(
+          header: "RESETS", alignRight: true, priority: 2, cell: { $0.ledger.map { String($0.resets) } ?? "–" },
+          groupCell: { $0.totals.map { String($0.resets) } ?? "" }),
+      ]
+    } else {
+      columns += [
+        Column(
+          header: "RX", alignRight: true, priority: 5, cell: { options.estimate($0.counters.traffic.rxBytes) },
+          groupCell: { options.estimate($0.counters.rxBytes) }),
+        Column(
+          header: "TX", alignRight: true, priority: 4, cell: { options.estimate($0.counters.traffic.txBytes) },
+          groupCell: { options.estimate($0.counters.txBytes) }),
+      ]
+    }
+
+    // Decide which rows fit first, then measure only those: with a thousand interfaces only a
+    // screenful is ever formatted.
+    enum Row {
+      case group(InterfaceClass, Int, ClassSummary)
+      case member(InterfaceReport)
+    }
+    let summaries = snapshot.classes
+    var rows: [Row] = []
+    for interfaceClass in InterfaceClass.allCases {
+      let members = shown.filter { $0.interfaceClass == interfaceClass }
+      guard !members.isEmpty, let summary = summaries[interfaceClass] else { continue }
+      rows.append(.group(interfaceClass, members.count, summary))
+      rows += members.map(Row.member)
+    }
+    // Room for rows: below the header line, above the estimate note.
+    let bodyLimit = max(height - lines.count - 2, 0)
+    var hidden = 0
+    if rows.count > bodyLimit {
+      hidden = rows.count - max(bodyLimit - 1, 0)
+      rows = Array(rows.prefix(max(bodyLimit - 1, 0)))
+    }
+    func label(_ row: Row) -> String {
+      switch row {
+      case .group(let interfaceClass, let count, _): "\(interfaceClass.rawValue) (\(count))"
+      case .member(let report): "  " + report.name.terminalText
+      }
+    }
+    func text(_ column: Column, _ row: Row) -> String {
+      switch row {
+      case .group(_, _, let summary): column.groupCell(summary)
+      case .member(let report): column.cell(report)
+      }
+    }
+    let nameWidth = min(max(rows.map { TerminalText.width(label($0)) }.max() ?? 9, 10), max(10, width / 3))
+    var cellTexts = rows.map { row in columns.map { text($0, row) } }
+    func widths(_ indices: [Int]) -> [Int] {
+      indices.map { c in
+        cellTexts.reduce(TerminalText.width(columns[c].header)) { max($0, TerminalText.width($1[c])) }
+      }
+    }
+    // Drop columns, lowest priority first, until the fixed part leaves at least 6 cells of
+    // sparkline (or nothing more can go).
+    var kept = Array(columns.indices)
+    var keptWidths = widths(kept)
+    func fixedWidth() -> Int { nameWidth + keptWidths.reduce(0) { $0 + $1 + 2 } }
+    while fixedWidth() + 8 > width, kept.count > 1,
+      let lowest = kept.indices.min(by: { columns[kept[$0]].priority < columns[kept[$1]].priority })
+    {
+      kept.remove(at: lowest)
+      keptWidths = widths(kept)
+    }
+    cellTexts = cellTexts.map { texts in kept.map { texts[$0] } }
+    let sparkWidth = max(0, min(60, width - fixedWidth() - 2))
+
+    func line(_ first: String, _ rest: [String], spark: String) -> String {
+      var out = TerminalText.pad(TerminalText.truncate(first, to: nameWidth), to: nameWidth)
+      for (i, text) in rest.enumerated() {
+        out += "  " + TerminalText.pad(text, to: keptWidths[i], alignRight: columns[kept[i]].alignRight)
+      }
+      if sparkWidth > 0, !spark.isEmpty { out += "  " + spark }
+      return TerminalText.truncate(out.trimmingTrailingSpaces, to: width)
+    }
+
+    lines.append((line("INTERFACE", kept.map { columns[$0].header }, spark: sparkWidth > 0 ? "RECENT" : ""), .bold))
+    for (i, row) in rows.enumerated() {
+      switch row {
+      case .group:
+        lines.append((line(label(row), cellTexts[i], spark: ""), .bold))
+      case .member(let report):
+        lines.append(
+          (
+            line(label(row), cellTexts[i], spark: history.sparkline(for: report.name, width: sparkWidth)),
+            report.state == .up ? .plain : .dim
+          ))
+      }
+    }
+    if shown.isEmpty {
+      lines.append((state.classFilter == nil ? "no interfaces" : "no \(filterName) interfaces (press c)", .dim))
+    }
+    if hidden > 0 {
+      lines.append(("… \(hidden) more lines (enlarge the terminal, or press c to filter)", .dim))
+    }
+    lines.append(("≈ estimates: interface counters include protocol overhead and are per interface, not per app", .dim))
+
+    // Fit the height: the note and the title matter most; cut the middle if it must be.
+    if lines.count > height {
+      let note = lines.removeLast()
+      lines = Array(lines.prefix(max(height - 1, 0))) + (height >= 2 ? [note] : [])
+      if lines.count > height { lines = Array(lines.prefix(height)) }
+    }
+    return lines.map { line, style in
+      let fitted = TerminalText.truncate(TerminalText.sanitize(line), to: width)
+      return style.apply(fitted, color: color)
+    }
+  }
+
+  static func intervalText(_ interval: Duration) -> String {
+    let ms = interval.nanoseconds / 1_000_000
+    return ms % 1000 == 0 ? "\(ms / 1000)s" : "\(ms)ms"
+  }
+
+  /// One plain line per interface, for pipes and files: no escape codes, fields separated by
+  /// spaces, every figure marked as an estimate.
+  public static func plainLines(_ snapshot: StatusSnapshot, options: DisplayOptions) -> [String] {
+    var options = options
+    options.color = false
+    options.rawBytes = true
+    let time = snapshot.generatedAt.rfc3339
+    var lines: [String] = []
+    if let session = snapshot.session {
+      lines.append("\(time) \(SessionText.headline(session, calendar: options.calendar))")
+    }
+    for report in snapshot.interfaces {
+      var line = "\(time) \(report.interfaceClass.rawValue) \(report.name.escaped) \(report.state.rawValue)"
+      line += " rx/s=\(options.rate(report.rate?.rxBytesPerSecond).replacingSpaces)"
+      line += " tx/s=\(options.rate(report.rate?.txBytesPerSecond).replacingSpaces)"
+      line += " rx=≈\(report.counters.traffic.rxBytes) tx=≈\(report.counters.traffic.txBytes)"
+      if let ledger = report.ledger {
+        line += " total_rx=≈\(ledger.traffic.rxBytes) total_tx=≈\(ledger.traffic.txBytes) resets=\(ledger.resets)"
+      }
+      lines.append(line)
+    }
+    return lines
+  }
+}
+
+extension String {
+  /// "≈ 12 B/s" → "≈12B/s": one token per field in plain output.
+  var replacingSpaces: String { split(separator: " ").joined() }
+}

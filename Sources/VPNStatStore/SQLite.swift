@@ -1,0 +1,192 @@
+import CSQLite
+import VPNStatModel
+import VPNStatSystem
+
+/// An error from SQLite, with its result code and message, mapped to how vpnstat reports it.
+public struct SQLiteError: Error, CustomStringConvertible {
+  public var code: Int32
+  public var message: String
+  public var description: String { message }
+
+  /// The primary result code (the low byte of an extended code).
+  public var primary: Int32 { code & 0xFF }
+  public var isBusy: Bool { primary == SQLITE_BUSY || primary == SQLITE_LOCKED }
+  public var isCorrupt: Bool { primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB }
+  public var isReadOnly: Bool { primary == SQLITE_READONLY || primary == SQLITE_PERM || primary == SQLITE_AUTH }
+  public var isCannotOpen: Bool { primary == SQLITE_CANTOPEN }
+  public var isFull: Bool { primary == SQLITE_FULL }
+}
+
+/// One SQLite connection: the thin layer over the C API that the Store speaks SQL through.
+/// Not thread-safe; one per process and thread.
+final class SQLiteConnection {
+  private(set) var handle: OpaquePointer?
+  private var statements: [String: OpaquePointer] = [:]
+
+  /// Opens `uri` (a `file:` URI, so read-only and immutable modes can be asked for).
+  init(uri: String, readOnly: Bool, create: Bool) throws {
+    var flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX
+    flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+    if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
+    var db: OpaquePointer?
+    let rc = sqlite3_open_v2(uri, &db, flags, nil)
+    if rc != SQLITE_OK {
+      let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+      sqlite3_close_v2(db)
+      throw SQLiteError(code: rc, message: message)
+    }
+    handle = db
+    sqlite3_extended_result_codes(db, 1)
+  }
+
+  deinit {
+    for statement in statements.values { sqlite3_finalize(statement) }
+    sqlite3_close_v2(handle)
+    busyDeadline.deallocate()
+  }
+
+  var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
+  func setBusyTimeout(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
+
+  /// Waits for other processes' locks until `deadline` (CLOCK_MONOTONIC nanoseconds) in all,
+  /// however many statements wait: a caller that must answer in time (the connect gate) cannot
+  /// be held longer by a lock that comes back for every statement.
+  func setBusyDeadline(_ deadline: Int64) {
+    busyDeadline.pointee = deadline
+    sqlite3_busy_handler(
+      handle,
+      { context, _ in
+        guard let context else { return 0 }
+        let deadline = context.load(as: Int64.self)
+        if SystemClock.monotonic >= deadline { return 0 }
+        SystemClock.sleep(for: .milliseconds(2))
+        return 1
+      }, UnsafeMutableRawPointer(busyDeadline))
+  }
+  private let busyDeadline = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
+
+  /// Keeps the `-wal` and `-shm` files after the last connection closes, so that users who may
+  /// read but not write the database can still open it.
+  func persistWAL() {
+    var on: Int32 = 1
+    sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &on)
+  }
+
+  private func error(_ rc: Int32) -> SQLiteError {
+    SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle)))
+  }
+
+  /// Runs SQL that returns no rows (several statements allowed).
+  func execute(_ sql: String) throws {
+    var message: UnsafeMutablePointer<CChar>?
+    let rc = sqlite3_exec(handle, sql, nil, nil, &message)
+    if rc != SQLITE_OK {
+      let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+      sqlite3_free(message)
+      throw SQLiteError(code: rc, message: text)
+    }
+  }
+
+  /// Runs one statement with `bindings`, calling `row` for each result row.
+  func query(_ sql: String, _ bindings: [SQLiteValue] = [], row: (SQLiteRow) throws -> Void = { _ in }) throws {
+    let statement = try prepared(sql)
+    defer {
+      sqlite3_reset(statement)
+      sqlite3_clear_bindings(statement)
+    }
+    for (i, value) in bindings.enumerated() {
+      let index = Int32(i + 1)
+      let rc: Int32
+      switch value {
+      case .null: rc = sqlite3_bind_null(statement, index)
+      case .integer(let v): rc = sqlite3_bind_int64(statement, index, v)
+      case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, transientDestructor)
+      case .blob(let v):
+        rc = v.withUnsafeBytes {
+          sqlite3_bind_blob(
+            statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transientDestructor)
+        }
+      }
+      if rc != SQLITE_OK { throw error(rc) }
+    }
+    while true {
+      let rc = sqlite3_step(statement)
+      if rc == SQLITE_DONE { return }
+      if rc != SQLITE_ROW { throw error(rc) }
+      try row(SQLiteRow(statement: statement!))
+    }
+  }
+
+  /// The first column of the first row, as an integer.
+  func scalar(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int64? {
+    var result: Int64?
+    try query(sql, bindings) { row in if result == nil { result = row.optionalInteger(0) } }
+    return result
+  }
+
+  private func prepared(_ sql: String) throws -> OpaquePointer? {
+    if let cached = statements[sql] { return cached }
+    var statement: OpaquePointer?
+    let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+    if rc != SQLITE_OK { throw error(rc) }
+    statements[sql] = statement
+    return statement
+  }
+
+  /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+  /// `immediate` takes the write lock at once, so two writers serialise instead of deadlocking.
+  func transaction<T>(immediate: Bool = true, _ body: () throws -> T) throws -> T {
+    try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
+    do {
+      let result = try body()
+      try execute("COMMIT")
+      return result
+    } catch {
+      try? execute("ROLLBACK")
+      throw error
+    }
+  }
+}
+
+private let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// A value bound to a statement parameter.
+enum SQLiteValue {
+  case null
+  case integer(Int64)
+  case text(String)
+  case blob([UInt8])
+
+  static func unsigned(_ value: UInt64) -> SQLiteValue { .integer(Int64(bitPattern: value)) }
+  /// rx bytes, tx bytes, rx packets, tx packets: the columns' order wherever they are stored.
+  static func traffic(_ counts: TrafficCounts) -> [SQLiteValue] {
+    [.unsigned(counts.rxBytes), .unsigned(counts.txBytes), .unsigned(counts.rxPackets), .unsigned(counts.txPackets)]
+  }
+  static func optional(_ value: Int64?) -> SQLiteValue { value.map(SQLiteValue.integer) ?? .null }
+}
+
+/// The current row of a query, valid inside the row callback.
+struct SQLiteRow {
+  let statement: OpaquePointer
+
+  func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+  func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+  func optionalInteger(_ column: Int32) -> Int64? { isNull(column) ? nil : integer(column) }
+  func unsigned(_ column: Int32) -> UInt64 { UInt64(bitPattern: integer(column)) }
+  /// Four columns from `column` on, in `SQLiteValue.traffic`'s order.
+  func traffic(_ column: Int32) -> TrafficCounts {
+    TrafficCounts(
+      rxBytes: unsigned(column), txBytes: unsigned(column + 1), rxPackets: unsigned(column + 2),
+      txPackets: unsigned(column + 3))
+  }
+  func text(_ column: Int32) -> String? {
+    guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+    return String(cString: pointer)
+  }
+  func blob(_ column: Int32) -> [UInt8] {
+    let count = Int(sqlite3_column_bytes(statement, column))
+    guard count > 0, let pointer = sqlite3_column_blob(statement, column) else { return [] }
+    return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+  }
+}

@@ -1,0 +1,177 @@
+import VPNStatModel
+import VPNStatSystem
+
+/// The ledger and the traffic buckets, as stored.
+extension Store {
+  /// Every interface the ledger knows, with its baseline and totals.
+  public func loadLedger() throws -> Ledger {
+    try guarded { try readLedger() }
+  }
+
+  private func readLedger() throws -> Ledger {
+    var entries: [InterfaceName: LedgerEntry] = [:]
+    try connection.query(
+      """
+      SELECT name, class, first_seen_at, if_index, boot_id, width, rx_bytes, tx_bytes, rx_packets,
+        tx_packets, sampled_at, boottime, total_rx_bytes, total_tx_bytes, total_rx_packets,
+        total_tx_packets, resets, wraps, discarded FROM interfaces
+      """
+    ) { row in
+      let name = InterfaceName(bytes: row.blob(0))
+      let baseline = LedgerBaseline(
+        instance: InterfaceInstance(index: Int32(truncatingIfNeeded: row.integer(3)), bootID: row.text(4) ?? ""),
+        counters: row.traffic(6),
+        width: CounterWidth(rawValue: Int(row.integer(5))) ?? .bits64,
+        wall: Timestamp(nanoseconds: row.integer(10)), boottime: row.integer(11))
+      let totals = LedgerTotals(
+        row.traffic(12), resets: row.unsigned(16), wraps: row.unsigned(17), discarded: row.unsigned(18),
+        firstSeenAt: Timestamp(nanoseconds: row.integer(2)))
+      entries[name] = LedgerEntry(
+        name: name, interfaceClass: InterfaceClass(rawValue: row.text(1) ?? "") ?? .other,
+        baseline: baseline, totals: totals)
+    }
+    return Ledger(entries: entries)
+  }
+
+  /// Advances the ledger with what `observe` reads from the kernel, inside one write transaction:
+  /// the stored baselines are read under the write lock and the kernel after them, so however
+  /// many processes sample at once, each one's counters are newer than the baselines it advances
+  /// from. Writes the changed entries and adds the booked traffic to the buckets. Returns the
+  /// ledger, what the advance did, and what `observe` returned besides its observations.
+  public func advanceLedger<Reading>(
+    now: Timestamp, observing observe: () throws -> (Reading, [LedgerObservation])
+  ) throws -> (ledger: Ledger, advance: LedgerAdvance, reading: Reading) {
+    guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "opened for reading") }
+    let pruneDue = lastPrune.map { now - $0 > .seconds(3600) || now < $0 } ?? true
+    let (ledger, advance, reading, version) = try guarded {
+      try connection.transaction {
+        let version = try connection.scalar("PRAGMA data_version") ?? 0
+        var ledger: Ledger
+        if let cached = cachedLedger, cached.dataVersion == version {
+          ledger = cached.ledger
+        } else {
+          ledger = try readLedger()
+        }
+        let (reading, observations) = try observe()
+        let advance = ledger.advance(observations)
+        try write(advance)
+        if pruneDue { try prune(now: now) }
+        return (ledger, advance, reading, version)
+      }
+    }
+    // Only after the commit: a rolled-back advance must not be remembered.
+    cachedLedger = (ledger, version)
+    if pruneDue { lastPrune = now }
+    return (ledger, advance, reading)
+  }
+
+  /// Advances the ledger with observations already made (link notifications: each carries the
+  /// counters the kernel sent, and a late one cannot move an instance back).
+  public func advanceLedger(_ observations: [LedgerObservation], now: Timestamp) throws -> (
+    ledger: Ledger, advance: LedgerAdvance
+  ) {
+    let result = try advanceLedger(now: now) { ((), observations) }
+    return (result.ledger, result.advance)
+  }
+
+  /// SQLite's count of commits by other connections since this one last looked: a reader
+  /// reloads the ledger only when it moved.
+  public func dataVersion() throws -> Int64 {
+    try guarded { try connection.scalar("PRAGMA data_version") ?? 0 }
+  }
+
+  private func write(_ advance: LedgerAdvance) throws {
+    for entry in advance.changed {
+      let b = entry.baseline
+      let t = entry.totals
+      try connection.query(
+        """
+        INSERT OR REPLACE INTO interfaces (name, class, first_seen_at, if_index, boot_id, width,
+          rx_bytes, tx_bytes, rx_packets, tx_packets, sampled_at, boottime, total_rx_bytes,
+          total_tx_bytes, total_rx_packets, total_tx_packets, resets, wraps, discarded)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """,
+        [
+          .blob(entry.name.bytes), .text(entry.interfaceClass.rawValue), .integer(t.firstSeenAt.nanoseconds),
+          .integer(Int64(b.instance.index)), .text(b.instance.bootID), .integer(Int64(b.width.rawValue)),
+        ] + SQLiteValue.traffic(b.counters) + [.integer(b.wall.nanoseconds), .integer(b.boottime)]
+          + SQLiteValue.traffic(t.traffic) + [.unsigned(t.resets), .unsigned(t.wraps), .unsigned(t.discarded)])
+    }
+    for booked in advance.booked {
+      for granularity in TrafficGranularity.allCases {
+        try connection.query(
+          """
+          INSERT INTO buckets (name, granularity, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+          ON CONFLICT (granularity, start, name) DO UPDATE SET
+            class = excluded.class,
+            rx_bytes = rx_bytes + excluded.rx_bytes, tx_bytes = tx_bytes + excluded.tx_bytes,
+            rx_packets = rx_packets + excluded.rx_packets, tx_packets = tx_packets + excluded.tx_packets
+          """,
+          [
+            .blob(booked.name.bytes), .integer(Int64(granularity.rawValue)),
+            .integer(granularity.start(of: booked.wall, in: calendar)), .text(booked.interfaceClass.rawValue),
+          ] + SQLiteValue.traffic(booked.delta.traffic))
+      }
+    }
+  }
+
+  /// Deletes buckets older than each granularity keeps.
+  private func prune(now: Timestamp) throws {
+    for granularity in TrafficGranularity.allCases {
+      try connection.query(
+        "DELETE FROM buckets WHERE granularity = ? AND start < ?",
+        [.integer(Int64(granularity.rawValue)), .integer(granularity.retentionCutoff(at: now, in: calendar))])
+    }
+  }
+
+  /// Traffic buckets of one granularity from `since` (Unix seconds) on, oldest first.
+  public func buckets(_ granularity: TrafficGranularity, since: Int64) throws -> [TrafficBucket] {
+    try guarded {
+      var result: [TrafficBucket] = []
+      try connection.query(
+        """
+        SELECT name, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets FROM buckets
+        WHERE granularity = ? AND start >= ? ORDER BY start, name
+        """, [.integer(Int64(granularity.rawValue)), .integer(since)]
+      ) { row in
+        result.append(
+          TrafficBucket(
+            name: InterfaceName(bytes: row.blob(0)), start: row.integer(1),
+            interfaceClass: InterfaceClass(rawValue: row.text(2) ?? "") ?? .other, traffic: row.traffic(3)))
+      }
+      return result
+    }
+  }
+
+  /// Counts one overflow of the link notifications (the kernel dropped some: deleted links'
+  /// final counters may be missing).
+  public func noteNotificationOverflow(at time: Timestamp) throws {
+    try guarded {
+      try connection.query(
+        """
+        INSERT INTO incidents (kind, count, last_at) VALUES ('notification-overflow', 1, ?)
+        ON CONFLICT (kind) DO UPDATE SET count = count + 1, last_at = excluded.last_at
+        """, [.integer(time.nanoseconds)])
+    }
+  }
+
+  /// What the ledger could not see, for reports: zero on a schema older than the incidents table.
+  public func health() throws -> StoreHealth {
+    var health = StoreHealth()
+    guard schema >= 3 else { return health }
+    try guarded {
+      try connection.query("SELECT count, last_at FROM incidents WHERE kind = 'notification-overflow'") { row in
+        health.notificationOverflows = row.unsigned(0)
+        health.lastNotificationOverflow = Timestamp(nanoseconds: row.integer(1))
+      }
+    }
+    return health
+  }
+
+  /// Copies the WAL into the main file and truncates it (the recorder does this on exit).
+  public func checkpoint() {
+    guard !isReadOnly else { return }
+    try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+  }
+}

@@ -1,0 +1,146 @@
+import VPNStatModel
+import VPNStatSystem
+
+/// The session window, the plan, stop records and the trusted clock, as stored.
+extension Store {
+  /// The stored session: plan, window, tunnel, usage base.
+  public func sessionRecord() throws -> SessionRecord {
+    try guarded { try readSession() }
+  }
+
+  private func readSession() throws -> SessionRecord {
+    var record = SessionRecord()
+    try connection.query(
+      """
+      SELECT plan, opened_at, session_ends_at, pause_ends_at, session_length, pause_length, tunnel,
+        usage_rx_base, usage_tx_base FROM session WHERE id = 1
+      """
+    ) { row in
+      record.plan = Plan(rawValue: row.text(0) ?? "") ?? .free
+      if let opened = row.optionalInteger(1), let ends = row.optionalInteger(2), let pause = row.optionalInteger(3),
+        let sessionLength = row.optionalInteger(4), let pauseLength = row.optionalInteger(5)
+      {
+        record.window = SessionWindow(
+          openedAt: Timestamp(nanoseconds: opened), sessionEndsAt: Timestamp(nanoseconds: ends),
+          pauseEndsAt: Timestamp(nanoseconds: pause),
+          lengths: SessionLengths(session: .nanoseconds(sessionLength), pause: .nanoseconds(pauseLength)))
+      }
+      record.tunnel = row.isNull(6) ? nil : InterfaceName(bytes: row.blob(6))
+      // The base's bytes are what a window's usage is measured from (packets are not kept).
+      record.usageBase = TrafficCounts(rxBytes: row.unsigned(7), txBytes: row.unsigned(8))
+    }
+    return record
+  }
+
+  private func writeSession(_ record: SessionRecord) throws {
+    let w = record.window
+    try connection.query(
+      """
+      UPDATE session SET plan = ?, opened_at = ?, session_ends_at = ?, pause_ends_at = ?,
+        session_length = ?, pause_length = ?, tunnel = ?, usage_rx_base = ?, usage_tx_base = ? WHERE id = 1
+      """,
+      [
+        .text(record.plan.rawValue), .optional(w?.openedAt.nanoseconds), .optional(w?.sessionEndsAt.nanoseconds),
+        .optional(w?.pauseEndsAt.nanoseconds), .optional(w?.lengths.session.nanoseconds),
+        .optional(w?.lengths.pause.nanoseconds), record.tunnel.map { .blob($0.bytes) } ?? .null,
+        .unsigned(record.usageBase.rxBytes), .unsigned(record.usageBase.txBytes),
+      ])
+  }
+
+  /// Reads, changes and writes the session in one write transaction, so an enforcer and a
+  /// `plan`/`session reset` run at the same moment cannot lose each other's change.
+  public func updateSession<T>(_ change: (inout SessionRecord) throws -> T) throws -> T {
+    guard !isReadOnly else {
+      throw StoreError.notPermitted(path: location.path, detail: "no write access")
+    }
+    return try guarded {
+      try connection.transaction {
+        var record = try readSession()
+        let result = try change(&record)
+        try writeSession(record)
+        return result
+      }
+    }
+  }
+
+  /// The tunnel-class ledger totals now: the base a window's usage is measured from.
+  public func tunnelTotals() throws -> TrafficCounts {
+    try guarded {
+      var sum = TrafficCounts.zero
+      try connection.query(
+        "SELECT total_rx_bytes, total_tx_bytes, total_rx_packets, total_tx_packets FROM interfaces WHERE class = 'tunnel'"
+      ) { row in sum += row.traffic(0) }
+      return sum
+    }
+  }
+
+  // MARK: - Stops
+
+  public func recordStop(_ stop: StopRecord) throws {
+    guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "no write access") }
+    try guarded {
+      try connection.query(
+        "INSERT INTO stops (at, interface, reason, detail) VALUES (?, ?, ?, ?)",
+        [
+          .integer(stop.at.nanoseconds), stop.interface.map { .blob($0.bytes) } ?? .null,
+          .text(stop.reason.rawValue), stop.detail.map { .text($0) } ?? .null,
+        ])
+      // Keep the last thousand; a tunnel flapping for months must not grow the file forever.
+      try connection.query("DELETE FROM stops WHERE id <= (SELECT max(id) FROM stops) - 1000")
+    }
+  }
+
+  /// The most recent stops, newest first.
+  public func stops(limit: Int = 1) throws -> [StopRecord] {
+    try guarded {
+      var result: [StopRecord] = []
+      try connection.query(
+        "SELECT at, interface, reason, detail FROM stops ORDER BY id DESC LIMIT ?", [.integer(Int64(limit))]
+      ) { row in
+        result.append(
+          StopRecord(
+            at: Timestamp(nanoseconds: row.integer(0)),
+            interface: row.isNull(1) ? nil : InterfaceName(bytes: row.blob(1)),
+            reason: StopReason(rawValue: row.text(2) ?? "") ?? .user, detail: row.text(3)))
+      }
+      return result
+    }
+  }
+
+  // MARK: - Trusted clock
+
+  /// The trusted "now" for `reading` (never behind the last trusted time of this boot). A writer
+  /// stores the pair back unless told not to, without waiting for a lock: this "now" is right
+  /// either way, and the next writer stores a pair.
+  public func trustedNow(_ reading: ClockReading, writing: Bool? = nil) throws -> Timestamp {
+    try guarded {
+      var last: TrustedClock?
+      try connection.query("SELECT wall, boottime, boot_id FROM trusted_clock WHERE id = 1") { row in
+        last = TrustedClock(
+          wall: Timestamp(nanoseconds: row.integer(0)), boottime: row.integer(1), bootID: row.text(2) ?? "")
+      }
+      let now = TrustedClock.now(reading, last: last)
+      if writing ?? !isReadOnly {
+        connection.setBusyTimeout(milliseconds: 0)
+        defer { connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds) }
+        do {
+          try writeTrusted(TrustedClock.after(reading, trusted: now))
+        } catch let error as SQLiteError where error.isBusy {
+        }
+      }
+      return now
+    }
+  }
+
+  /// Stores `pair` as the last trusted time (an enforcer keeps its own in memory and writes it
+  /// back when the database lets it).
+  public func storeTrusted(_ pair: TrustedClock) throws {
+    try guarded { try writeTrusted(pair) }
+  }
+
+  private func writeTrusted(_ pair: TrustedClock) throws {
+    try connection.query(
+      "INSERT OR REPLACE INTO trusted_clock (id, wall, boottime, boot_id) VALUES (1, ?, ?, ?)",
+      [.integer(pair.wall.nanoseconds), .integer(pair.boottime), .text(pair.bootID)])
+  }
+}

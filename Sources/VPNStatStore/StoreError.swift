@@ -1,0 +1,52 @@
+import VPNStatModel
+import VPNStatSystem
+
+/// Why the database could not be used. Each names the file; the command line maps each to a
+/// documented exit status. None of them ever leads to the file being rewritten.
+public enum StoreError: Error, CustomStringConvertible {
+  /// The file exists but is not an SQLite database at all.
+  case notADatabase(path: String)
+  /// An SQLite database, but not vpnstat's.
+  case foreign(path: String)
+  /// SQLite reports damage (a truncated or overwritten file).
+  case corrupt(path: String, detail: String)
+  /// Written by a newer vpnstat.
+  case newerSchema(path: String, found: Int64, supported: Int64)
+  /// Written by an older vpnstat; a writing command upgrades it, a reader never does.
+  case olderSchema(path: String, found: Int64, supported: Int64)
+  /// The operation needs to write and this user may not.
+  case notPermitted(path: String, detail: String)
+  /// Another process holds the database locked longer than the busy timeout.
+  case busy(path: String)
+  /// The file or its directory cannot be opened or created.
+  case unavailable(path: String, detail: String)
+  /// The disk (or the file system's quota) is full.
+  case full(path: String)
+  /// The directory is writable by other users, who could plant links or take vpnstat's locks.
+  case untrustedDirectory(path: String, detail: String)
+
+  public var description: String {
+    switch self {
+    case .notADatabase(let path):
+      "\(path) is not a vpnstat database (not an SQLite file); it was left untouched. Use --db to choose another file."
+    case .foreign(let path):
+      "\(path) is an SQLite database but not vpnstat's; it was left untouched. Use --db to choose another file."
+    case .corrupt(let path, let detail):
+      "\(path) is damaged (\(detail)); it was left untouched. Move it aside to start a new one."
+    case .newerSchema(let path, let found, let supported):
+      "\(path) was written by a newer vpnstat (schema \(found); this vpnstat reads up to \(supported)); it was left untouched."
+    case .olderSchema(let path, let found, let supported):
+      "\(path) has schema \(found), older than this vpnstat's \(supported); a writing command (vpnstat record) upgrades it. It was left untouched."
+    case .notPermitted(let path, let detail):
+      "cannot write \(path): \(detail). Run as a user who may write it (e.g. root), or use --db."
+    case .busy(let path):
+      "\(path) is locked by another process; try again."
+    case .unavailable(let path, let detail):
+      "cannot open \(path): \(detail)"
+    case .full(let path):
+      "cannot write \(path): the disk is full. Nothing was changed; free some space."
+    case .untrustedDirectory(let path, let detail):
+      "refusing to write \(path): \(detail), so others could plant links or take vpnstat's locks there. Use a directory only root or you can write."
+    }
+  }
+}

@@ -1,0 +1,58 @@
+import VPNStatModel
+import VPNStatSystem
+
+/// Where the database lives: `--db`, else `VPNSTAT_DB`, else `/var/lib/vpnstat/vpnstat.db` for
+/// root and `$XDG_STATE_HOME/vpnstat/vpnstat.db` (default `~/.local/state/…`) for anyone else.
+public struct StoreLocation: Hashable, Sendable {
+  public var path: String
+
+  public init(path: String) { self.path = path }
+
+  public static func resolve(
+    option: String?, environment: (String) -> String?, isRoot: Bool = ProcessIdentity.isRoot
+  ) -> StoreLocation {
+    if let option, !option.isEmpty { return StoreLocation(path: option) }
+    if let variable = environment("VPNSTAT_DB"), !variable.isEmpty {
+      return StoreLocation(path: variable)
+    }
+    if isRoot { return StoreLocation(path: "/var/lib/vpnstat/vpnstat.db") }
+    if let state = environment("XDG_STATE_HOME"), state.hasPrefix("/") {
+      return StoreLocation(path: state + "/vpnstat/vpnstat.db")
+    }
+    let home = environment("HOME") ?? "/"
+    return StoreLocation(path: home + "/.local/state/vpnstat/vpnstat.db")
+  }
+
+  public var directory: String {
+    guard let slash = path.lastIndex(of: "/") else { return "." }
+    return slash == path.startIndex ? "/" : String(path[..<slash])
+  }
+
+  public var exists: Bool { FileSystem.exists(path) }
+  /// Whether this process may write the database: the file (if any) and its directory, where
+  /// SQLite keeps the `-wal` and `-shm` files.
+  public var isWritable: Bool {
+    if exists { return FileSystem.isWritable(path) && FileSystem.isWritable(directory) }
+    // A missing directory is created: whether that is allowed is up to the nearest ancestor
+    // that exists.
+    var candidate = directory
+    while !FileSystem.exists(candidate), let slash = candidate.lastIndex(of: "/") {
+      candidate = slash == candidate.startIndex ? "/" : String(candidate[..<slash])
+    }
+    return FileSystem.isWritable(candidate)
+  }
+
+  /// Refuses a database directory other users may write (see `DirectoryTrust`): a writer's
+  /// files, `-wal`, `-shm` and locks would be theirs to plant or squat.
+  public func checkDirectoryTrust() throws {
+    if let problem = DirectoryTrust.problem(directory) {
+      throw StoreError.untrustedDirectory(path: path, detail: problem)
+    }
+  }
+
+  /// The lock file named `name` (e.g. "record", "enforce-wg0") of this database: beside the
+  /// file it really is, so two paths to one database (a symlink) share their locks.
+  public func lockPath(_ name: String) -> String {
+    (FileSystem.realPath(path) ?? path) + "." + name + ".lock"
+  }
+}

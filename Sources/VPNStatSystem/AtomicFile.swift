@@ -1,0 +1,70 @@
+import CLinux
+import VPNStatModel
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Replacing a file that others read (node_exporter's textfile) without them ever seeing half of
+/// it, and without trusting any name in the directory: the text is written to an unnamed file
+/// (`O_TMPFILE`), given an unpredictable name with `linkat` (which neither follows nor replaces
+/// anything), then renamed over the target (which replaces a planted symlink, never its target).
+/// Where `O_TMPFILE` is unsupported, an `O_CREAT|O_EXCL|O_NOFOLLOW` file of a random name.
+public enum AtomicFile {
+  /// A file that could not be written, and why.
+  public struct Failure: Error, CustomStringConvertible {
+    public var path: String
+    public var error: Errno
+    public var description: String { "cannot write \(path): \(error)" }
+  }
+
+  public static func write(_ text: String, named name: String, in directory: String) throws {
+    let target = directory + "/" + name
+    let temporary = directory + "/." + name + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
+    do {
+      let fd: FileDescriptor
+      var named = false
+      do {
+        fd = try FileDescriptor.open(directory, clinux_o_tmpfile() | O_WRONLY, mode: 0o644)
+      } catch let error as Errno where error.rawValue == EOPNOTSUPP || error.rawValue == EISDIR {
+        fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644)
+        named = true
+      }
+      defer { fd.close() }
+      do {
+        try fd.writeAll(text)
+        // The mode must not depend on the umask: the collector runs as another user.
+        fchmod(fd.rawValue, 0o644)
+        if !named {
+          guard linkat(AT_FDCWD, "/proc/self/fd/\(fd.rawValue)", AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) == 0 else {
+            throw Errno.current
+          }
+          named = true
+        }
+        guard rename(temporary, target) == 0 else { throw Errno.current }
+      } catch {
+        if named { unlink(temporary) }
+        throw error
+      }
+    } catch let error as Errno {
+      throw Failure(path: target, error: error)
+    }
+  }
+
+  /// Removes temporary files of `name` that a killed writer left in `directory` (only regular
+  /// files of this user: a name someone else planted is not ours to touch).
+  public static func removeLeftovers(of name: String, in directory: String) {
+    guard let dir = opendir(directory) else { return }
+    defer { closedir(dir) }
+    let prefix = "." + name + "."
+    while let entry = readdir(dir) {
+      let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      guard entryName.hasPrefix(prefix), entryName.hasSuffix(".tmp") else { continue }
+      let path = directory + "/" + entryName
+      var info = stat()
+      if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid() { unlink(path) }
+    }
+  }
+}

@@ -1,0 +1,182 @@
+import VPNStatModel
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// An owned-by-convention file descriptor with the few calls vpnstat makes, each retried on EINTR
+/// and failing with a typed `Errno`. Closing is explicit: the owner decides when.
+public struct FileDescriptor: Hashable, Sendable {
+  public let rawValue: Int32
+  public init(rawValue: Int32) { self.rawValue = rawValue }
+
+  public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws
+    -> FileDescriptor
+  {
+    try open(SystemPath(path), flags, mode: mode)
+  }
+
+  public static func open(_ path: SystemPath, _ flags: Int32, mode: mode_t = 0) throws
+    -> FileDescriptor
+  {
+    let fd = try path.withCString { cPath in
+      try retryingInterrupts { Glibc.open(cPath, flags | O_CLOEXEC, mode) }
+    }
+    return FileDescriptor(rawValue: fd)
+  }
+
+  /// Opens a file to read it.
+  public static func openForReading(_ path: SystemPath) throws -> FileDescriptor {
+    try open(path, O_RDONLY)
+  }
+
+  public func close() {
+    // Linux closes the descriptor even when close reports EINTR: never retry.
+    _ = Glibc.close(rawValue)
+  }
+
+  public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    try retryingInterrupts { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+  }
+
+  public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws
+    -> Int
+  {
+    try retryingInterrupts { Glibc.pread(rawValue, buffer.baseAddress, buffer.count, offset) }
+  }
+
+  /// Writes all of `bytes`, continuing after short writes.
+  public func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+    var offset = 0
+    while offset < bytes.count {
+      let written = try retryingInterrupts {
+        Glibc.write(rawValue, bytes.baseAddress! + offset, bytes.count - offset)
+      }
+      offset += written
+    }
+  }
+
+  public func writeAll(_ bytes: [UInt8]) throws {
+    try bytes.withUnsafeBytes { (raw) in try writeAll(raw) }
+  }
+
+  public func writeAll(_ string: String) throws {
+    var string = string
+    try string.withUTF8 { (utf8) in try writeAll(UnsafeRawBufferPointer(utf8)) }
+  }
+
+  /// Who owns the open file and who may write it (fstat: the file itself, whatever path led to
+  /// it, so it cannot change between the check and the read).
+  public func ownership() throws -> FileOwnership {
+    var info = stat()
+    _ = try retryingInterrupts { fstat(rawValue, &info) }
+    return FileOwnership(owner: info.st_uid, permissions: info.st_mode & 0o7777)
+  }
+
+  public static let standardInput = FileDescriptor(rawValue: 0)
+  public static let standardOutput = FileDescriptor(rawValue: 1)
+  public static let standardError = FileDescriptor(rawValue: 2)
+
+  public var isTerminal: Bool { isatty(rawValue) == 1 }
+
+  /// True for a pipe or a socket: descriptors whose far end can go away (and poll says so).
+  public var isPipeOrSocket: Bool {
+    var info = stat()
+    guard fstat(rawValue, &info) == 0 else { return false }
+    let type = info.st_mode & S_IFMT
+    return type == S_IFIFO || type == S_IFSOCK
+  }
+}
+
+/// The owner and permission bits of a file, for refusing files others could have written.
+public struct FileOwnership: Hashable, Sendable {
+  public var owner: UInt32
+  public var permissions: UInt32
+
+  public init(owner: UInt32, permissions: UInt32) {
+    self.owner = owner
+    self.permissions = permissions
+  }
+
+  /// Anyone may write it (S_IWOTH).
+  public var isWorldWritable: Bool { permissions & 0o002 != 0 }
+
+  /// The real user id of this process: who ran it.
+  public static var currentUser: UInt32 { getuid() }
+}
+
+/// Whole-file reads of the small files sysfs and procfs serve.
+public enum SmallFile {
+  /// Reads up to `limit` bytes of the file at `path`. sysfs attributes are at most a page.
+  public static func read(_ path: SystemPath, limit: Int = 4096) throws -> [UInt8] {
+    let fd = try FileDescriptor.open(path, O_RDONLY)
+    defer { fd.close() }
+    return try read(fd, limit: limit)
+  }
+
+  /// Reads up to `limit` bytes from `fd`, from where it stands to the end.
+  public static func read(_ fd: FileDescriptor, limit: Int) throws -> [UInt8] {
+    var result = [UInt8]()
+    var chunk = [UInt8](repeating: 0, count: min(limit, 4096))
+    while result.count < limit {
+      let count = try chunk.withUnsafeMutableBytes { (raw) in
+        try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<min(raw.count, limit - result.count)]))
+      }
+      if count == 0 { break }
+      result.append(contentsOf: chunk[0..<count])
+    }
+    return result
+  }
+
+  /// The file's text with surrounding whitespace removed, or nil when it cannot be read.
+  public static func trimmedText(_ path: SystemPath) -> String? {
+    guard let bytes = try? read(path) else { return nil }
+    return String(decoding: bytes.trimmingASCIIWhitespace(), as: UTF8.self)
+  }
+
+  /// True when something exists at `path` (a file, directory or symlink target).
+  public static func exists(_ path: SystemPath) -> Bool {
+    path.withCString { access($0, F_OK) } == 0
+  }
+}
+
+extension Array where Element == UInt8 {
+  /// The bytes without ASCII whitespace at either end (sysfs and procfs values end in a newline).
+  public func trimmingASCIIWhitespace() -> ArraySlice<UInt8> {
+    var slice = self[...]
+    while let first = slice.first, first == 0x20 || first == 0x0A || first == 0x09 || first == 0x0D {
+      slice = slice.dropFirst()
+    }
+    while let last = slice.last, last == 0x20 || last == 0x0A || last == 0x09 || last == 0x0D {
+      slice = slice.dropLast()
+    }
+    return slice
+  }
+}
+
+/// A file system path as bytes: interface names in `/sys/class/net` need not be UTF-8, so paths
+/// built from them must not pass through `String`.
+public struct SystemPath: Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+  public var bytes: [UInt8]
+  public init(_ string: String) { bytes = Array(string.utf8) }
+  public init(bytes: [UInt8]) { self.bytes = bytes }
+  public init(stringLiteral value: String) { self.init(value) }
+
+  /// This path with `/component` appended.
+  public func appending(_ component: String) -> SystemPath {
+    SystemPath(bytes: bytes + [0x2F] + Array(component.utf8))
+  }
+  public func appending(_ name: InterfaceName) -> SystemPath {
+    SystemPath(bytes: bytes + [0x2F] + name.bytes)
+  }
+
+  public func withCString<R>(_ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+    var terminated = bytes
+    terminated.append(0)
+    return try terminated.withUnsafeBufferPointer { (buffer) throws -> R in
+      try buffer.withMemoryRebound(to: CChar.self) { (chars) throws -> R in try body(chars.baseAddress!) }
+    }
+  }
+
+  public var description: String { String(decoding: bytes, as: UTF8.self) }
+}

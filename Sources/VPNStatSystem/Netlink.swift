@@ -1,0 +1,229 @@
+import CLinux
+import VPNStatModel
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A NETLINK_ROUTE socket: dumps (request → every reply message) and, when bound to groups,
+/// the kernel's notifications. The only code that speaks netlink framing.
+public final class NetlinkSocket {
+  public let descriptor: FileDescriptor
+  private var sequence: UInt32 = 1
+  private let buffer: UnsafeMutableRawBufferPointer
+
+  /// The rtnetlink multicast group for link changes (`RTNLGRP_LINK`).
+  public static let linkGroup: UInt32 = 1 << (UInt32(RTNLGRP_LINK.rawValue) - 1)
+
+  /// Opens and binds a socket; `groups` subscribes to notifications (e.g. `linkGroup`).
+  /// `nonBlocking` sockets return what is queued and never wait.
+  public init(groups: UInt32 = 0, nonBlocking: Bool = false, receiveBuffer: Int32 = 0) throws {
+    let type =
+      Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+      | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
+    let fd = try retryingInterrupts { socket(AF_NETLINK, type, NETLINK_ROUTE) }
+    descriptor = FileDescriptor(rawValue: fd)
+    buffer = .allocate(byteCount: 1 << 18, alignment: 8)
+    if receiveBuffer > 0 {
+      // SO_RCVBUF is capped by net.core.rmem_max (often 208 KiB); root may force the size.
+      var size = receiveBuffer
+      if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+      }
+    }
+    var address = sockaddr_nl()
+    address.nl_family = sa_family_t(AF_NETLINK)
+    address.nl_groups = groups
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+      }
+    }
+    if bound != 0 {
+      let error = Errno.current
+      descriptor.close()
+      buffer.deallocate()
+      throw error
+    }
+  }
+
+  deinit {
+    descriptor.close()
+    buffer.deallocate()
+  }
+
+  /// Sends one request message: a header of `type` and `flags` and then `payload`.
+  /// Returns the sequence number used.
+  @discardableResult
+  public func send(type: UInt16, flags: UInt16, payload: [UInt8]) throws -> UInt32 {
+    sequence &+= 1
+    let headerLength = Int(clinux_nlmsg_hdrlen())
+    var message = [UInt8](repeating: 0, count: headerLength + payload.count)
+    message.withUnsafeMutableBytes { raw in
+      raw.storeBytes(of: UInt32(raw.count), toByteOffset: 0, as: UInt32.self)
+      raw.storeBytes(of: type, toByteOffset: 4, as: UInt16.self)
+      raw.storeBytes(of: flags, toByteOffset: 6, as: UInt16.self)
+      raw.storeBytes(of: sequence, toByteOffset: 8, as: UInt32.self)
+      raw.storeBytes(of: 0, toByteOffset: 12, as: UInt32.self)
+    }
+    message.replaceSubrange(headerLength..., with: payload)
+    var kernel = sockaddr_nl()
+    kernel.nl_family = sa_family_t(AF_NETLINK)
+    let sent = try message.withUnsafeBytes { (raw) -> Int in
+      try withUnsafePointer(to: &kernel) { (pointer) -> Int in
+        try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) -> Int in
+          try retryingInterrupts {
+            sendto(
+              descriptor.rawValue, raw.baseAddress, raw.count, 0, address,
+              socklen_t(MemoryLayout<sockaddr_nl>.size))
+          }
+        }
+      }
+    }
+    if sent != message.count { throw Errno(rawValue: EMSGSIZE) }
+    return sequence
+  }
+
+  /// Sends a dump request and calls `body` with every reply message until the dump is done.
+  public func dump(
+    type: UInt16, payload: [UInt8], _ body: (NetlinkMessage) -> Void
+  ) throws {
+    let flags = UInt16(NLM_F_REQUEST | NLM_F_DUMP)
+    let seq = try send(type: type, flags: flags, payload: payload)
+    var done = false
+    while !done {
+      let count = try receive(blocking: true)
+      try NetlinkMessage.forEach(in: UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
+        (message) in
+        guard message.sequence == seq else { return }
+        switch message.type {
+        case UInt16(NLMSG_DONE):
+          done = true
+        case UInt16(NLMSG_ERROR):
+          let code = message.payload.count >= 4 ? message.payload.loadUnaligned(as: Int32.self) : 0
+          if code != 0 { throw Errno(rawValue: -code) }
+          done = true
+        default:
+          body(message)
+        }
+      }
+    }
+  }
+
+  /// Sends one request (not a dump) with NLM_F_ACK and passes the reply messages to `body`
+  /// until the kernel's acknowledgement or error arrives: the one way vpnstat asks the kernel
+  /// one thing (a link by name or index) or tells it one (set a link down).
+  public func request(type: UInt16, payload: [UInt8], _ body: (NetlinkMessage) -> Void = { _ in }) throws {
+    let seq = try send(type: type, flags: UInt16(NLM_F_REQUEST | NLM_F_ACK), payload: payload)
+    var done = false
+    while !done {
+      let count = try receive(blocking: true)
+      try NetlinkMessage.forEach(in: UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { message in
+        guard message.sequence == seq else { return }
+        if message.type == UInt16(NLMSG_ERROR) {
+          let code = message.payload.count >= 4 ? message.payload.loadUnaligned(as: Int32.self) : 0
+          if code != 0 { throw Errno(rawValue: -code) }
+          done = true
+        } else if message.type == UInt16(NLMSG_DONE) {
+          done = true
+        } else {
+          body(message)
+        }
+      }
+    }
+  }
+
+  /// Calls `body` with every notification already queued, without waiting.
+  /// Throws ENOBUFS when the kernel dropped notifications: the caller must resynchronise.
+  public func drainNotifications(_ body: (NetlinkMessage) -> Void) throws {
+    while true {
+      let count: Int
+      do {
+        count = try receive(blocking: false)
+      } catch let error as Errno where error == .wouldBlock {
+        return
+      }
+      if count == 0 { return }
+      NetlinkMessage.forEach(in: UnsafeRawBufferPointer(rebasing: buffer[0..<count]), body)
+    }
+  }
+
+  private func receive(blocking: Bool) throws -> Int {
+    let flags = blocking ? Int32(0) : Int32(MSG_DONTWAIT)
+    let count = try retryingInterrupts {
+      recv(descriptor.rawValue, buffer.baseAddress, buffer.count, flags)
+    }
+    return count
+  }
+}
+
+/// One netlink message inside a receive buffer; valid only during the callback that got it.
+public struct NetlinkMessage {
+  public let type: UInt16
+  public let flags: UInt16
+  public let sequence: UInt32
+  /// The bytes after the netlink header.
+  public let payload: UnsafeRawBufferPointer
+
+  static func forEach(
+    in buffer: UnsafeRawBufferPointer, _ body: (NetlinkMessage) throws -> Void
+  ) rethrows {
+    let headerLength = Int(clinux_nlmsg_hdrlen())
+    var offset = 0
+    while offset + headerLength <= buffer.count {
+      let length = Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+      guard length >= headerLength, offset + length <= buffer.count else { return }
+      let message = NetlinkMessage(
+        type: buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt16.self),
+        flags: buffer.loadUnaligned(fromByteOffset: offset + 6, as: UInt16.self),
+        sequence: buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self),
+        payload: UnsafeRawBufferPointer(rebasing: buffer[(offset + headerLength)..<(offset + length)]))
+      try body(message)
+      offset += Int(clinux_nlmsg_align(UInt32(length)))
+    }
+  }
+}
+
+/// Route attributes (`struct rtattr` chains): type, then value bytes.
+public struct RouteAttributes: Sequence {
+  let bytes: UnsafeRawBufferPointer
+
+  public init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+  public struct Iterator: IteratorProtocol {
+    let bytes: UnsafeRawBufferPointer
+    var offset = 0
+    public mutating func next() -> (type: UInt16, value: UnsafeRawBufferPointer)? {
+      guard offset + 4 <= bytes.count else { return nil }
+      let length = Int(bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+      let type = bytes.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self)
+      guard length >= 4, offset + length <= bytes.count else { return nil }
+      let value = UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + length)])
+      offset += Int(clinux_rta_align(UInt32(length)))
+      // NLA_F_NESTED and NLA_F_NET_BYTEORDER live in the top bits of the type.
+      return (type & 0x3FFF, value)
+    }
+  }
+
+  public func makeIterator() -> Iterator { Iterator(bytes: bytes) }
+
+  /// Builds one attribute: header, value, padding.
+  public static func encode(type: UInt16, value: [UInt8]) -> [UInt8] {
+    let length = 4 + value.count
+    var out = [UInt8]()
+    out.reserveCapacity(Int(clinux_rta_align(UInt32(length))))
+    withUnsafeBytes(of: UInt16(length).littleEndian) { out.append(contentsOf: $0) }
+    withUnsafeBytes(of: type.littleEndian) { out.append(contentsOf: $0) }
+    out.append(contentsOf: value)
+    while out.count % 4 != 0 { out.append(0) }
+    return out
+  }
+}
+
+extension UnsafeRawBufferPointer {
+  /// The bytes up to the first NUL, for netlink string attributes.
+  public var cStringBytes: UnsafeRawBufferPointer {
+    if let end = firstIndex(of: 0) { return UnsafeRawBufferPointer(rebasing: self[0..<end]) }
+    return self
+  }
+}

@@ -1,0 +1,134 @@
+import CLinux
+import VPNStatModel
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A periodic timer on CLOCK_BOOTTIME as a pollable descriptor: it keeps running through
+/// suspend, so the first tick after a resume comes at once instead of an interval later.
+public final class IntervalTimer {
+  public let descriptor: FileDescriptor
+
+  public init(interval: Duration, clock: clockid_t = CLOCK_BOOTTIME) throws {
+    let fd = try retryingInterrupts { timerfd_create(clock, Int32(TFD_CLOEXEC | TFD_NONBLOCK)) }
+    descriptor = FileDescriptor(rawValue: fd)
+    var spec = itimerspec(it_interval: timespec(interval), it_value: timespec(interval))
+    guard timerfd_settime(fd, 0, &spec, nil) == 0 else {
+      let error = Errno.current
+      descriptor.close()
+      throw error
+    }
+  }
+
+  /// Consumes the expirations so far; returns how many (0 when none is pending).
+  @discardableResult
+  public func acknowledge() -> UInt64 {
+    var count: UInt64 = 0
+    let n = read(descriptor.rawValue, &count, 8)
+    return n == 8 ? count : 0
+  }
+
+  deinit { descriptor.close() }
+}
+
+/// An absolute deadline on the wall clock (CLOCK_REALTIME timerfd with TFD_TIMER_ABSTIME and
+/// TFD_TIMER_CANCEL_ON_SET): it fires at once after a resume that passed the deadline, and
+/// reports a change of the wall clock as `clockChanged` so the caller can re-check.
+public final class WallClockDeadline {
+  public let descriptor: FileDescriptor
+
+  public enum Event: Equatable {
+    case none
+    case expired
+    case clockChanged
+  }
+
+  public init() throws {
+    let fd = try retryingInterrupts { timerfd_create(CLOCK_REALTIME, Int32(TFD_CLOEXEC | TFD_NONBLOCK)) }
+    descriptor = FileDescriptor(rawValue: fd)
+  }
+
+  /// Arms the timer for `deadline`; nil disarms it.
+  public func arm(at deadline: Timestamp?) throws {
+    var spec = itimerspec()
+    if let deadline {
+      // A zero it_value disarms, so a deadline at the epoch is nudged to 1 ns.
+      let nanos = max(deadline.nanoseconds, 1)
+      spec.it_value = timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
+    }
+    let flags = Int32(TFD_TIMER_ABSTIME) | Int32(TFD_TIMER_CANCEL_ON_SET)
+    guard timerfd_settime(descriptor.rawValue, flags, &spec, nil) == 0 else { throw Errno.current }
+  }
+
+  /// Reads what happened since the last call.
+  public func consume() -> Event {
+    var count: UInt64 = 0
+    let n = read(descriptor.rawValue, &count, 8)
+    if n == 8 { return .expired }
+    if n < 0 && errno == ECANCELED { return .clockChanged }
+    return .none
+  }
+
+  deinit { descriptor.close() }
+}
+
+/// SIGINT, SIGTERM (and others asked for) as a pollable descriptor. The signals are blocked for
+/// the process so they arrive only here, never interrupting the work in between.
+public final class SignalChannel {
+  public let descriptor: FileDescriptor
+
+  public init(_ signals: [Int32]) throws {
+    var set = sigset_t()
+    sigemptyset(&set)
+    for signal in signals { sigaddset(&set, signal) }
+    sigprocmask(SIG_BLOCK, &set, nil)
+    let fd = try retryingInterrupts { signalfd(-1, &set, Int32(SFD_CLOEXEC | SFD_NONBLOCK)) }
+    descriptor = FileDescriptor(rawValue: fd)
+  }
+
+  /// The signals that ask vpnstat to stop: SIGINT, SIGTERM, SIGHUP (and SIGWINCH besides, for
+  /// a live view that redraws on a resize).
+  public static func stopping(resizing: Bool = false) throws -> SignalChannel {
+    try SignalChannel([SIGINT, SIGTERM, SIGHUP] + (resizing ? [SIGWINCH] : []))
+  }
+
+  /// True for a signal that asks to stop (anything but SIGWINCH).
+  public static func isStop(_ signal: Int32) -> Bool { signal != SIGWINCH }
+
+  /// True for SIGWINCH: the terminal was resized.
+  public static func isResize(_ signal: Int32) -> Bool { signal == SIGWINCH }
+
+  /// The signals received since the last call, in order.
+  public func received() -> [Int32] {
+    var result: [Int32] = []
+    var info = signalfd_siginfo()
+    while read(descriptor.rawValue, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {
+      result.append(Int32(info.ssi_signo))
+    }
+    return result
+  }
+
+  deinit { descriptor.close() }
+}
+
+/// Waits until one of `descriptors` is readable or `timeout` passes (nil: forever).
+/// Returns the readable ones.
+public func waitForReadable(_ descriptors: [FileDescriptor], timeout: Duration?) throws -> [FileDescriptor] {
+  var fds = descriptors.map { pollfd(fd: $0.rawValue, events: Int16(POLLIN), revents: 0) }
+  let milliseconds: Int32 =
+    timeout.map { Int32(clamping: max(0, ($0.nanoseconds + 999_999) / 1_000_000)) } ?? -1
+  let count = poll(&fds, nfds_t(fds.count), milliseconds)
+  if count < 0 {
+    if errno == EINTR { return [] }
+    throw Errno.current
+  }
+  return fds.filter { $0.revents != 0 }.map { FileDescriptor(rawValue: $0.fd) }
+}
+
+extension timespec {
+  init(_ duration: Duration) {
+    let nanos = duration.nanoseconds
+    self.init(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
+  }
+}
