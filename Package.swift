@@ -77,12 +77,42 @@ let package = Package(
       path: "Benchmarks/vpnstat-bench"),
     // The processes the kernel tests run inside their namespaces (a tun owner, traffic peers).
     .executableTarget(name: "vpnstat-testpeer", path: "Tests/TestPeer"),
+    // What the tests share: running the built binaries, network namespaces, fixture sysfs trees,
+    // capture files, a manual clock.
+    .target(
+      name: "VPNStatTestSupport",
+      dependencies: ["VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatCapture", "CLinux"],
+      path: "Tests/Support"),
+    // One test target per library target, testing it in-process (the engine against a fake
+    // kernel, a manual clock and a database in a temporary file), and the end-to-end tests
+    // that run the built binary against the real kernel, as root, in network namespaces.
     .testTarget(
-      name: "VPNStatCoreTests",
+      name: "VPNStatModelTests",
+      dependencies: ["VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSystem", "VPNStatTestSupport"]),
+    .testTarget(
+      name: "VPNStatKernelTests",
+      dependencies: ["VPNStatKernel", "VPNStatEngine", "VPNStatModel", "VPNStatSystem", "VPNStatTestSupport"]),
+    .testTarget(
+      name: "VPNStatStoreTests",
+      dependencies: ["VPNStatStore", "VPNStatModel", "VPNStatRender", "VPNStatSystem", "VPNStatTestSupport"]),
+    .testTarget(name: "VPNStatRenderTests", dependencies: ["VPNStatRender", "VPNStatModel", "VPNStatTestSupport"]),
+    .testTarget(
+      name: "VPNStatCaptureTests",
+      dependencies: ["VPNStatCapture", "VPNStatModel", "VPNStatRender", "VPNStatSystem", "VPNStatTestSupport"]),
+    .testTarget(
+      name: "VPNStatEngineTests",
       dependencies: [
-        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
-        "VPNStatCapture", "VPNStatCommandLine", "CLinux",
+        "VPNStatEngine", "VPNStatKernel", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSystem",
+        "VPNStatTestSupport",
       ]),
+    .testTarget(
+      name: "VPNStatCommandLineTests",
+      dependencies: [
+        "VPNStatCommandLine", "VPNStatCapture", "VPNStatModel", "VPNStatStore", "VPNStatSystem", "VPNStatTestSupport",
+      ]),
+    .testTarget(
+      name: "EndToEndTests",
+      dependencies: ["VPNStatCommandLine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatTestSupport"]),
   ],
   swiftLanguageModes: [.v6]
 )

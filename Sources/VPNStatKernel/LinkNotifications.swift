@@ -1,10 +1,6 @@
 import VPNStatModel
 import VPNStatSystem
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// The kernel's link notifications (`RTNLGRP_LINK`): links that appear, change, go away.
 /// A `RTM_DELLINK` carries the dying link's final counters, a `RTM_NEWLINK` a new one's — what
 /// lets a long-running sampler book the traffic of a tunnel that lived between two polls.
@@ -43,7 +39,7 @@ public final class LinkNotifications {
         else { return }
         changes.append(Change(record: record, deleted: message.type == RouteLinkMessages.deleteLink))
       }
-    } catch let error as Errno where error.rawValue == ENOBUFS {
+    } catch let error as Errno where error == .noBufferSpace {
       return (changes, true)
     } catch {
       return (changes, true)

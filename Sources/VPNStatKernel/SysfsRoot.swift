@@ -1,10 +1,6 @@
 import VPNStatModel
 import VPNStatSystem
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// The directory that holds one entry per interface, `/sys/class/net` by default. Tests point it
 /// at fixture trees to stand in for devices this kernel cannot make (Wi‑Fi, WWAN, wireguard).
 public struct SysfsRoot: Hashable, Sendable {
@@ -15,17 +11,7 @@ public struct SysfsRoot: Hashable, Sendable {
 
   /// The entries of the root: every interface name, as raw bytes.
   public func interfaceNames() throws -> [InterfaceName] {
-    guard let directory = path.withCString({ opendir($0) }) else { throw Errno.current }
-    defer { closedir(directory) }
-    var names: [InterfaceName] = []
-    while let entry = readdir(directory) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        InterfaceName(bytes: UnsafeRawBufferPointer(rebasing: raw[..<(raw.firstIndex(of: 0) ?? raw.count)]))
-      }
-      if name.bytes == [0x2E] || name.bytes == [0x2E, 0x2E] { continue }
-      names.append(name)
-    }
-    return names
+    try SmallFile.directoryEntries(path).map { InterfaceName(bytes: $0) }
   }
 
   /// `<root>/<name>/<attribute>`.

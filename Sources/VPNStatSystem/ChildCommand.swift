@@ -1,3 +1,4 @@
+import CLinux
 import VPNStatModel
 
 #if canImport(Glibc)
@@ -78,20 +79,30 @@ public struct ChildCommand: Sendable {
     var pid: pid_t = 0
     let rc = SystemPath(bytes: program).withCString { posix_spawnp(&pid, $0, &actions, &attributes, argv, envp) }
     guard rc == 0 else { return .failedToStart(Errno(rawValue: rc)) }
-    let deadline = SystemClock.monotonic + timeout.nanoseconds
     var status: Int32 = 0
-    while true {
-      let reaped = waitpid(pid, &status, WNOHANG)
-      if reaped == pid { break }
-      if reaped < 0 && errno != EINTR { return .failedToStart(Errno.current) }
-      if SystemClock.monotonic >= deadline {
-        kill(-pid, SIGKILL)
-        kill(pid, SIGKILL)
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return .timedOut
+    // Wait for the exit on a pidfd, with the timeout as poll's: no polling loop.
+    let exited: Bool
+    do {
+      let pidfd = try retryingInterrupts { clinux_pidfd_open(pid) }
+      defer { Glibc.close(pidfd) }
+      let deadline = SystemClock.monotonic + timeout.nanoseconds
+      var ready = false
+      while !ready, SystemClock.monotonic < deadline {
+        ready =
+          !(try waitForReadable(
+            [FileDescriptor(rawValue: pidfd)], timeout: .nanoseconds(deadline - SystemClock.monotonic))).isEmpty
       }
-      usleep(5_000)
+      exited = ready
+    } catch {
+      exited = false
     }
+    if !exited {
+      kill(-pid, SIGKILL)
+      kill(pid, SIGKILL)
+      while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+      return .timedOut
+    }
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     let signal = status & 0x7F
     return signal == 0 ? .exited((status >> 8) & 0xFF) : .signaled(signal)
   }

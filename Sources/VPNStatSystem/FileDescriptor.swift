@@ -134,6 +134,21 @@ public enum SmallFile {
     return String(decoding: bytes.trimmingASCIIWhitespace(), as: UTF8.self)
   }
 
+  /// The names in the directory at `path` (not `.` and `..`), as bytes: an interface name in
+  /// `/sys/class/net` need not be UTF-8.
+  public static func directoryEntries(_ path: SystemPath) throws -> [[UInt8]] {
+    guard let directory = path.withCString({ opendir($0) }) else { throw Errno.current }
+    defer { closedir(directory) }
+    var names: [[UInt8]] = []
+    while let entry = readdir(directory) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw[..<(raw.firstIndex(of: 0) ?? raw.count)])
+      }
+      if name == [0x2E] || name == [0x2E, 0x2E] { continue }
+      names.append(name)
+    }
+    return names
+  }
+
   /// True when something exists at `path` (a file, directory or symlink target).
   public static func exists(_ path: SystemPath) -> Bool {
     path.withCString { access($0, F_OK) } == 0

@@ -17,6 +17,7 @@
 #include <linux/if_link.h>
 #include <linux/if_arp.h>
 #include <linux/if_tun.h>
+#include <sys/pidfd.h>
 
 static inline uint32_t clinux_nlmsg_align(uint32_t len) { return NLMSG_ALIGN(len); }
 static inline uint32_t clinux_rta_align(uint32_t len) { return RTA_ALIGN(len); }
@@ -34,6 +35,10 @@ static inline int clinux_ioctl_int(int fd, unsigned long request, int arg) {
 /// pipe2 is declared by <unistd.h> only under _GNU_SOURCE.
 extern int pipe2(int pipefd[2], int flags);
 static inline int clinux_pipe2(int fds[2], int flags) { return pipe2(fds, flags); }
+
+/// A descriptor that becomes readable when the process exits (Linux 5.3+): waiting for a child
+/// with a timeout is then one poll, not a loop.
+static inline int clinux_pidfd_open(int pid) { return pidfd_open(pid, 0); }
 
 /// O_TMPFILE is defined by <fcntl.h> only under _GNU_SOURCE (020000000 | O_DIRECTORY).
 static inline int clinux_o_tmpfile(void) { return 020000000 | 0200000; }

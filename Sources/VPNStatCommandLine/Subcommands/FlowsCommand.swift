@@ -6,10 +6,6 @@ import VPNStatRender
 import VPNStatStore
 import VPNStatSystem
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// `vpnstat flows`: traffic per flow, remote host and process by packet capture (libpcap), live
 /// on an interface or from a capture file; a refreshing screen, plain blocks or NDJSON.
 enum FlowsCommand: Subcommand {

@@ -1,14 +1,10 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
 @testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
-@testable import VPNStatRender
-@testable import VPNStatStore
 @testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// Bad numbers, files and names as a careless user or an attacker gives them: each one is a
 /// clear error with a documented status, never a trap, a hang or an allocation without bound.

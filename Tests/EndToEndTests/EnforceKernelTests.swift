@@ -1,14 +1,8 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
-@testable import VPNStatRender
-@testable import VPNStatStore
-@testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// A tunnel under the free plan's limit, for real: its own namespace, a tun with a process on
 /// it, a database, and `vpnstat enforce` with short lengths.

@@ -1,14 +1,8 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
 @testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
-@testable import VPNStatModel
-@testable import VPNStatRender
-@testable import VPNStatStore
-@testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// The argument parser's conventions (swift-argument-parser's) and the CLI's usage errors.
 struct ArgumentTests {

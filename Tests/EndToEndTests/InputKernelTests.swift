@@ -1,14 +1,8 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
-@testable import VPNStatRender
-@testable import VPNStatStore
-@testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// Input that only the kernel can judge: which interface names it refuses, and the exact bytes
 /// an `--exec` command receives.

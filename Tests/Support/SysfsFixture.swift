@@ -1,11 +1,7 @@
 import Foundation
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
 @testable import VPNStatKernel
 @testable import VPNStatModel
-@testable import VPNStatRender
 @testable import VPNStatStore
 @testable import VPNStatSystem
 

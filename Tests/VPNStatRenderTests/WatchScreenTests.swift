@@ -1,14 +1,9 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
 @testable import VPNStatRender
-@testable import VPNStatStore
-@testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// The live view's renderer: every size, class mix, session state and hostile name.
 struct WatchScreenTests {

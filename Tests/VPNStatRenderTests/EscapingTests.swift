@@ -1,14 +1,9 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
 @testable import VPNStatRender
-@testable import VPNStatStore
-@testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// Names leave vpnstat distinct and harmless in every format: JSON that reaches a terminal
 /// carries no C1, BiDi or invisible character raw, and OpenMetrics label values are injective.

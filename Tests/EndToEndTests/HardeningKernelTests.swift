@@ -1,14 +1,9 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
-@testable import VPNStatRender
 @testable import VPNStatStore
-@testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// A process run as `nobody`, kept running (an attacker holding a lock).
 func backgroundAsNobody(_ executable: String, _ arguments: [String]) throws -> BackgroundProcess {

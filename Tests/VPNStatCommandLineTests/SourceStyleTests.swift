@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import VPNStatTestSupport
+
 /// The code's form, checked with the formatter that ships with the toolchain and the project's
 /// `.swift-format`, so style cannot drift between authors.
 struct SourceStyleTests {

@@ -3,12 +3,9 @@ import Testing
 
 @testable import VPNStatCapture
 @testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
-@testable import VPNStatRender
-@testable import VPNStatStore
 @testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// Random argument vectors for every command and mutated capture files, fed to the built
 /// binary: it may refuse anything, but only with a documented exit status, within seconds, and

@@ -1,14 +1,11 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
 @testable import VPNStatRender
 @testable import VPNStatStore
 @testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// Every rule of the session window, with an injected clock.
 struct SessionRuleTests {

@@ -1,14 +1,10 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
 @testable import VPNStatRender
 @testable import VPNStatStore
-@testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// The recorder against the real kernel: teardown between polls, 32-bit wraps, concurrency.
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))

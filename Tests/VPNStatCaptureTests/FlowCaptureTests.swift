@@ -2,13 +2,10 @@ import Foundation
 import Testing
 
 @testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
 @testable import VPNStatRender
-@testable import VPNStatStore
 @testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// `vpnstat flows` without the kernel: parsing, aggregation, attribution from a fixture /proc,
 /// capture files of every supported link type, broken files, and the renderers.

@@ -1,14 +1,7 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
-@testable import VPNStatModel
-@testable import VPNStatRender
-@testable import VPNStatStore
-@testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// Operating vpnstat: the configuration file, creating the database, a locked database at the
 /// connect gate, and a recorder killed with SIGKILL.

@@ -1,14 +1,7 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
-@testable import VPNStatModel
-@testable import VPNStatRender
-@testable import VPNStatStore
-@testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// `vpnstat flows` against real captures, in namespaces the tests make: attribution to the
 /// sending processes through a tun and a veth, sockets closed before the lookup, a tunnel

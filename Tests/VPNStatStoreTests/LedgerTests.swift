@@ -1,14 +1,11 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
 @testable import VPNStatRender
 @testable import VPNStatStore
 @testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// The ledger's rules end to end through the Store, with an injected clock.
 struct LedgerTests {

@@ -1,14 +1,11 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
 @testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
-@testable import VPNStatRender
 @testable import VPNStatStore
 @testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// README.md and man/vpnstat.1 against the code: the page is clean for mandoc, and every command
 /// and option `--help` prints, every exit status `ExitStatus` defines and every JSON key a real

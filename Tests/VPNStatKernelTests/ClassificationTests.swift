@@ -1,14 +1,11 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
 @testable import VPNStatEngine
 @testable import VPNStatKernel
 @testable import VPNStatModel
-@testable import VPNStatRender
-@testable import VPNStatStore
 @testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// Classification on fixture sysfs trees: the devices this kernel cannot create.
 struct ClassificationTests {
@@ -153,5 +150,16 @@ struct ClassificationTests {
     let overridden = try parseStatus(override)
     #expect(interfaces(overridden).count == 1)
     #expect(interface(overridden, named: "usb0")?["class_by"] as? String == "override")
+  }
+
+  @Test("netlink refused falls back to sysfs and says so")
+  func fallback() throws {
+    let tree = try SysfsFixture()
+    try tree.add("wg0", index: 2, type: 65534)
+    var reader = CounterReader(.netlink, root: tree.root, openNetlink: { throw Errno.permissionDenied })
+    let sample = try reader.sample(at: ManualTimeSource())
+    #expect(sample.source == .sysfs)
+    #expect(sample.fallbackReason?.contains("netlink") == true)
+    #expect(sample.interfaces.map(\.name) == [InterfaceName("wg0")])
   }
 }

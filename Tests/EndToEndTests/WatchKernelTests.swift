@@ -1,14 +1,8 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
 @testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
-@testable import VPNStatModel
-@testable import VPNStatRender
-@testable import VPNStatStore
-@testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// A tmux server of one test's own, holding one window: how the tests read a full-screen program.
 final class TmuxScreen: @unchecked Sendable {

@@ -1,12 +1,8 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
 @testable import VPNStatKernel
 @testable import VPNStatModel
-@testable import VPNStatRender
 @testable import VPNStatStore
 @testable import VPNStatSystem
 
@@ -37,11 +33,11 @@ final class TestNamespace: @unchecked Sendable {
 
   init(_ label: String) throws {
     name = "vpnst-\(getpid())-\(Self.counter.next())-\(label)"
-    try VPNStatCoreTests.ip("netns", "add", name)
-    try VPNStatCoreTests.ip("-n", name, "link", "set", "lo", "up")
+    try VPNStatTestSupport.ip("netns", "add", name)
+    try VPNStatTestSupport.ip("-n", name, "link", "set", "lo", "up")
     // No automatic IPv6 link-local addresses: router and neighbour solicitations would move
     // counters between a test's reads. Tests that want IPv6 add addresses themselves.
-    let quiet = try VPNStatCoreTests.run(
+    let quiet = try VPNStatTestSupport.run(
       "/usr/sbin/ip",
       ["netns", "exec", name, "/bin/sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/default/addr_gen_mode"])
     if quiet.status != 0 { throw TestSetupError("addr_gen_mode: \(quiet.errors)") }
@@ -50,7 +46,7 @@ final class TestNamespace: @unchecked Sendable {
   /// Runs `ip -n NS …`.
   @discardableResult
   func ip(_ arguments: String...) throws -> CommandResult {
-    try VPNStatCoreTests.ip(["-n", name] + arguments)
+    try VPNStatTestSupport.ip(["-n", name] + arguments)
   }
 
   /// Runs a program inside the namespace (with its own /sys, as `ip netns exec` mounts one).
@@ -59,7 +55,7 @@ final class TestNamespace: @unchecked Sendable {
   )
     throws -> CommandResult
   {
-    try VPNStatCoreTests.run(
+    try VPNStatTestSupport.run(
       "/usr/sbin/ip", ["netns", "exec", name, executable] + arguments, environment: environment,
       timeout: timeout)
   }
@@ -117,7 +113,7 @@ final class TestNamespace: @unchecked Sendable {
   }
 
   deinit {
-    _ = try? VPNStatCoreTests.run("/usr/sbin/ip", ["netns", "del", name])
+    _ = try? VPNStatTestSupport.run("/usr/sbin/ip", ["netns", "del", name])
   }
 }
 

@@ -1,14 +1,8 @@
 import Foundation
 import Testing
 
-@testable import VPNStatCapture
-@testable import VPNStatCommandLine
-@testable import VPNStatEngine
-@testable import VPNStatKernel
 @testable import VPNStatModel
-@testable import VPNStatRender
-@testable import VPNStatStore
-@testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// The readers and classification against the real kernel, in namespaces the tests make.
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
@@ -116,7 +110,7 @@ struct KernelCounterTests {
   func vanishingInterfaces() throws {
     let ns = try TestNamespace("gone")
     let batch = (0..<150).map { "link add gx\($0) type ifb" }.joined(separator: "\n") + "\n"
-    try VPNStatCoreTests.run("/usr/sbin/ip", ["-n", ns.name, "-batch", "-"], input: Data(batch.utf8))
+    try VPNStatTestSupport.run("/usr/sbin/ip", ["-n", ns.name, "-batch", "-"], input: Data(batch.utf8))
     let deleter = try BackgroundProcess(
       "/bin/sh",
       ["-c", "for i in $(seq 0 149); do ip -n \(ns.name) link del gx$i; done"])
@@ -159,7 +153,7 @@ struct KernelCounterTests {
         try ns.ip("link", "add", "name", word, "type", "ifb")
       } else {
         let script = "ip -n \(ns.name) link add name \"$(printf 'b\\377\\376a')\" type ifb"
-        let result = try VPNStatCoreTests.run("/bin/sh", ["-c", script])
+        let result = try VPNStatTestSupport.run("/bin/sh", ["-c", script])
         #expect(result.status == 0, "\(result.errors)")
       }
     }

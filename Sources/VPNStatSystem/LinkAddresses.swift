@@ -1,0 +1,56 @@
+import VPNStatModel
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One link as glibc's `getifaddrs` lists it: the name, the ifindex, the ARPHRD type where
+/// known, the flags, and the AF_PACKET entry's `struct rtnl_link_stats` (24 × u32: the kernel
+/// truncates its 64-bit counters into it, so they wrap at 2³²).
+public struct LinkAddressEntry: Sendable {
+  public var name: [UInt8]
+  public var index: Int32
+  public var arpType: UInt16?
+  public var flags: UInt32
+  /// rx_packets, tx_packets, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped, tx_dropped.
+  public var statistics: [UInt32]
+}
+
+/// glibc's `getifaddrs`, the call Apple platforms use: every link that carries statistics.
+public enum LinkAddresses {
+  public static func links() throws -> [LinkAddressEntry] {
+    var list: UnsafeMutablePointer<ifaddrs>?
+    guard getifaddrs(&list) == 0 else { throw Errno.current }
+    defer { freeifaddrs(list) }
+    var result: [LinkAddressEntry] = []
+    var entry = list
+    while let current = entry {
+      defer { entry = current.pointee.ifa_next }
+      // Link entries are the ones carrying statistics. glibc fills their AF_PACKET address only
+      // when the link has a hardware address: a tun or wireguard device has none, so its entry
+      // comes with `ifa_addr == NULL` and the ifindex must be looked up by name.
+      guard let data = current.pointee.ifa_data, let cName = current.pointee.ifa_name else { continue }
+      let index: Int32
+      var arpType: UInt16?
+      if let address = current.pointee.ifa_addr {
+        guard Int32(address.pointee.sa_family) == AF_PACKET else { continue }
+        // struct sockaddr_ll: family u16, protocol u16, ifindex i32, hatype u16 …
+        let raw = UnsafeRawPointer(address)
+        index = raw.loadUnaligned(fromByteOffset: 4, as: Int32.self)
+        arpType = raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self)
+      } else {
+        let found = if_nametoindex(cName)
+        // Gone since getifaddrs listed it: leave it out.
+        guard found != 0 else { continue }
+        index = Int32(bitPattern: found)
+      }
+      let stats = UnsafeRawPointer(data)
+      result.append(
+        LinkAddressEntry(
+          name: Array(UnsafeRawBufferPointer(start: cName, count: strlen(cName))), index: index, arpType: arpType,
+          flags: current.pointee.ifa_flags,
+          statistics: (0..<8).map { stats.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self) }))
+    }
+    return result
+  }
+}
