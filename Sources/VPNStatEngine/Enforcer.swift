@@ -57,6 +57,9 @@ public struct Enforcer {
   public private(set) var devices: [Int32: Device] = [:]
   /// The deadline the alarm is armed for (in trusted time), if any.
   public private(set) var armed: Timestamp?
+  /// Where that deadline fell on the wall clock when the alarm was set: a clock set since moves
+  /// it, and the alarm with it.
+  var armedWall: Timestamp?
   /// CLOCK_BOOTTIME − CLOCK_MONOTONIC at the last event: when it grows, the machine slept.
   var lastSuspended: Int64?
 
@@ -251,7 +254,9 @@ public struct Enforcer {
       return
     }
     switch WatchdogDecision.check(record, now: now, linkUp: upIndex != nil, armed: armed) {
-    case .wait: break
+    case .wait:
+      // The wall clock was set since the alarm was: the same trusted deadline falls elsewhere.
+      if let armed, armedWall != wallTime(of: armed) { try arm(armed) }
     case .disarm: try arm(nil)
     case .arm(let deadline): try arm(deadline)
     case .disconnect: try disconnect(reason: .freeLimit, at: now)
@@ -363,13 +368,14 @@ public struct Enforcer {
   /// trusted time run ahead of it, so the alarm is set that much earlier.
   private mutating func arm(_ target: Timestamp?) throws {
     armed = target
-    guard let target else {
-      try alarm.arm(at: nil)
-      return
-    }
+    armedWall = target.map { wallTime(of: $0) }
+    try alarm.arm(at: armedWall)
+  }
+
+  /// Where a trusted instant falls on the wall clock now.
+  private mutating func wallTime(of instant: Timestamp) -> Timestamp {
     let reading = clock.now()
-    let trusted = trustedNow(reading)
-    try alarm.arm(at: target - (trusted - reading.wall))
+    return instant - (trustedNow(reading) - reading.wall)
   }
 
   // MARK: - The database, when it answers

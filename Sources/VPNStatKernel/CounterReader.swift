@@ -32,6 +32,13 @@ public struct CounterReader: CounterSource {
     self.root = root
   }
 
+  /// A reader of the caller's own (a test's kernel), with no fallback.
+  public init(source: any CounterSource) {
+    self.source = source
+    self.requested = source.kind
+    self.root = .system
+  }
+
   private let root: SysfsRoot
 
   /// The netlink reader in use, if that is what is in use (for link notifications).

@@ -1,1 +1,300 @@
+import Foundation
 import Testing
+
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatStore
+@testable import VPNStatTestSupport
+
+/// The enforcer's state machine, every transition, in-process: a fake kernel, a manual clock, a
+/// database in a temporary file and a captured log. No root, no real time.
+struct EnforcerTests {
+  /// wg0 exists and is up, the enforcer starts: a window opens.
+  func started(_ bench: EnforcerBench) throws -> (index: Int32, window: SessionWindow) {
+    bench.kernel.add("wg0", up: true)
+    try bench.handle(.started)
+    let window = try #require(try bench.stored().window, "no window was written")
+    return (try #require(bench.kernel.index(of: "wg0")), window)
+  }
+
+  @Test("up with no window: a window opens at once, is written, and the alarm is armed for its end")
+  func opens() throws {
+    let bench = try EnforcerBench("open")
+    let (_, window) = try started(bench)
+    #expect(window.openedAt == bench.clock.now().wall)
+    #expect(window.sessionEndsAt == window.openedAt + .seconds(900))
+    #expect(window.pauseEndsAt == window.sessionEndsAt + .seconds(2700))
+    #expect(bench.alarm.armed == window.sessionEndsAt)
+    #expect(try bench.stored().tunnel == InterfaceName("wg0"))
+    #expect(bench.log.contains("opened a window"))
+  }
+
+  @Test("the alarm at the deadline takes the link down, then records free-limit; the alarm is disarmed")
+  func deadline() throws {
+    let bench = try EnforcerBench("deadline")
+    let (index, window) = try started(bench)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    #expect(!bench.kernel.isUp(index))
+    #expect(try bench.stops() == [.freeLimit])
+    #expect(bench.alarm.armed == nil)
+  }
+
+  @Test("a tick before the deadline does nothing; the alarm stays where it was")
+  func tickBeforeDeadline() throws {
+    let bench = try EnforcerBench("tick")
+    let (index, window) = try started(bench)
+    bench.clock.advance(.seconds(300))
+    try bench.handle(.tick)
+    #expect(bench.kernel.isUp(index))
+    #expect(bench.alarm.armed == window.sessionEndsAt)
+    #expect(try bench.stops().isEmpty)
+  }
+
+  @Test("up during the pause: down at once, recorded as pause; at pause_ends_at exactly: a new window")
+  func pauseAndItsEnd() throws {
+    let bench = try EnforcerBench("pause")
+    let (index, window) = try started(bench)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    bench.clock.advance(.seconds(60))
+    try bench.handle(.link(bench.kernel.set(index, up: true)))
+    #expect(!bench.kernel.isUp(index))
+    #expect(try bench.stops() == [.pause, .freeLimit])
+    // Exactly when the pause ends, connecting is allowed and the enforcer agrees: it reopens.
+    bench.clock.advance(window.pauseEndsAt - bench.clock.now().wall)
+    try bench.handle(.link(bench.kernel.set(index, up: true)))
+    #expect(bench.kernel.isUp(index))
+    let next = try #require(try bench.stored().window)
+    #expect(next.openedAt == window.pauseEndsAt)
+    #expect(try bench.stops() == [.pause, .freeLimit])
+  }
+
+  @Test("a reconnect inside the window resumes it: the same deadline, no extension")
+  func reconnectInsideWindow() throws {
+    let bench = try EnforcerBench("resume")
+    let (index, window) = try started(bench)
+    bench.clock.advance(.seconds(100))
+    try bench.handle(.link(bench.kernel.set(index, up: false)))
+    #expect(try bench.stops() == [.user])
+    bench.clock.advance(.seconds(100))
+    try bench.handle(.link(bench.kernel.set(index, up: true)))
+    #expect(try bench.stored().window == window)
+    #expect(bench.alarm.armed == window.sessionEndsAt)
+    #expect(bench.log.contains("up inside the window"))
+  }
+
+  @Test("recreated with a new ifindex inside the window: still the same window")
+  func recreated() throws {
+    let bench = try EnforcerBench("recreate")
+    let (index, window) = try started(bench)
+    try bench.handle(.link(bench.kernel.delete(index)))
+    #expect(try bench.stops() == [.vanished])
+    bench.clock.advance(.seconds(10))
+    try bench.handle(.link(bench.kernel.add("wg0", up: true)))
+    #expect(try bench.stored().window == window)
+    #expect(bench.alarm.armed == window.sessionEndsAt)
+  }
+
+  @Test("a device deleted before its deadline gets no action; the stop is 'vanished'")
+  func vanished() throws {
+    let bench = try EnforcerBench("vanish", action: .takesDown)
+    let (index, window) = try started(bench)
+    try bench.handle(.link(bench.kernel.delete(index)))
+    try bench.alarmFires(at: window.sessionEndsAt)
+    #expect(bench.action?.calls == 0)
+    #expect(try bench.stops() == [.vanished])
+  }
+
+  @Test("slept through the window and its pause: on waking a new window opens, as when connecting after the pause")
+  func sleptThroughWindowAndPause() throws {
+    let bench = try EnforcerBench("sleep")
+    let (index, window) = try started(bench)
+    bench.clock.suspend(.seconds(3700))
+    try bench.handle(.tick)
+    #expect(bench.kernel.isUp(index))
+    let next = try #require(try bench.stored().window)
+    #expect(next.openedAt == bench.clock.now().wall && next.openedAt > window.pauseEndsAt)
+    #expect(bench.alarm.armed == next.sessionEndsAt)
+    #expect(bench.log.contains("woke from 1 h 01 min of sleep"))
+  }
+
+  @Test("slept past the deadline but not the pause: down at once on waking, recorded free-limit")
+  func sleptIntoPause() throws {
+    let bench = try EnforcerBench("sleep2")
+    let (index, _) = try started(bench)
+    bench.clock.suspend(.seconds(1200))
+    try bench.handle(.tick)
+    #expect(!bench.kernel.isUp(index))
+    #expect(try bench.stops() == [.freeLimit])
+    #expect(bench.log.contains("woke from"))
+  }
+
+  @Test("the wall clock set back an hour: the deadline is still when it was (the alarm moves earlier)")
+  func clockSetBack() throws {
+    let bench = try EnforcerBench("setback")
+    let (index, window) = try started(bench)
+    bench.clock.advance(.seconds(60))
+    bench.clock.setWall(by: .seconds(-3600))
+    try bench.handle(.alarm)  // the timerfd reports the clock change
+    #expect(bench.alarm.armed == window.sessionEndsAt - .seconds(3600))
+    bench.clock.advance(.seconds(840))
+    try bench.handle(.alarm)
+    #expect(!bench.kernel.isUp(index))
+    #expect(try bench.stops() == [.freeLimit])
+  }
+
+  @Test("premium: no window, no alarm; switching to premium while up disarms at the next tick")
+  func premium() throws {
+    let bench = try EnforcerBench("premium")
+    _ = try bench.store.updateSession { $0 = $0.switching(to: .premium) }
+    bench.kernel.add("wg0", up: true)
+    try bench.handle(.started)
+    #expect(try bench.stored().window == nil)
+    #expect(bench.alarm.armed == nil)
+
+    let other = try EnforcerBench("premium2")
+    let (index, _) = try started(other)
+    _ = try other.store.updateSession { $0 = $0.switching(to: .premium) }
+    try other.handle(.tick)
+    #expect(other.alarm.armed == nil)
+    try other.alarmFires(at: other.clock.now().wall + .seconds(3600))
+    #expect(other.kernel.isUp(index))
+  }
+
+  @Test("a window reset by another process while up: the next tick opens a new one")
+  func resetWhileUp() throws {
+    let bench = try EnforcerBench("reset")
+    let (_, window) = try started(bench)
+    _ = try bench.store.updateSession { $0.window = nil }
+    bench.clock.advance(.seconds(30))
+    try bench.handle(.tick)
+    let next = try #require(try bench.stored().window)
+    #expect(next.openedAt > window.openedAt)
+    #expect(bench.alarm.armed == next.sessionEndsAt)
+  }
+
+  @Test("renamed: the deadline still takes it down, and the rename is logged")
+  func renamed() throws {
+    let bench = try EnforcerBench("rename")
+    let (index, window) = try started(bench)
+    try bench.handle(.link(bench.kernel.rename(index, to: "wg9")))
+    try bench.alarmFires(at: window.sessionEndsAt)
+    #expect(!bench.kernel.isUp(index))
+    #expect(bench.log.contains("was renamed wg9"))
+  }
+
+  @Test("moved to another namespace: recorded as escaped, said in the log")
+  func escaped() throws {
+    let bench = try EnforcerBench("escape")
+    let (index, _) = try started(bench)
+    try bench.handle(.link(bench.kernel.delete(index, movedTo: 3)))
+    #expect(try bench.stops() == [.escaped])
+    #expect(bench.log.contains("out of reach"))
+    #expect(bench.alarm.armed == nil)
+  }
+
+  @Test("another device named like the tunnel comes up in the pause: down at once")
+  func sameNameNewDevice() throws {
+    let bench = try EnforcerBench("samename")
+    let (index, window) = try started(bench)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    try bench.handle(.link(bench.kernel.delete(index)))
+    bench.clock.advance(.seconds(1))
+    try bench.handle(.link(bench.kernel.add("wg0", up: true)))
+    #expect(!bench.kernel.isUp(try #require(bench.kernel.index(of: "wg0"))))
+    let stops = try bench.stops()
+    #expect(stops.first == .pause, "\(stops) \(bench.log.lines)")
+  }
+
+  @Test("an action that does nothing: link-down takes over and the failure is recorded; in the pause, link-down at once")
+  func uselessAction() throws {
+    let bench = try EnforcerBench("useless", action: .doesNothing)
+    let (index, window) = try started(bench)
+    let before = bench.clock.now().monotonic
+    try bench.alarmFires(at: window.sessionEndsAt)
+    #expect(!bench.kernel.isUp(index))
+    // It was given its 2 s (on the manual clock) before link-down took over.
+    #expect(bench.clock.now().monotonic - before >= 2_000_000_000)
+    let stop = try #require(try bench.store.stops(limit: 1).first)
+    #expect(stop.reason == .freeLimit && stop.detail?.contains("fell back to link-down") == true)
+    let calls = bench.action?.calls ?? 0
+    let waited = bench.clock.now().monotonic
+    try bench.handle(.link(bench.kernel.set(index, up: true)))
+    #expect(!bench.kernel.isUp(index))
+    #expect(bench.action?.calls == calls, "the failed action was run again in the pause")
+    #expect(bench.clock.now().monotonic - waited < 100_000_000)
+  }
+
+  @Test("link-down refused as well: the stop says both failed and the log says FAILED")
+  func nothingWorks() throws {
+    let bench = try EnforcerBench("refused", action: .fails)
+    let (index, window) = try started(bench)
+    bench.kernel.refuseSetDown = true
+    try bench.alarmFires(at: window.sessionEndsAt)
+    #expect(bench.kernel.isUp(index))
+    let stop = try #require(try bench.store.stops(limit: 1).first)
+    #expect(stop.detail?.contains("which failed too") == true)
+    #expect(bench.log.contains("FAILED"))
+  }
+
+  @Test("stopped while the session runs: recorded as stopped; the alarm disarmed")
+  func stopped() throws {
+    let bench = try EnforcerBench("stop")
+    _ = try started(bench)
+    try bench.handle(.stop)
+    #expect(try bench.stops() == [.stopped])
+    #expect(bench.alarm.armed == nil)
+    #expect(bench.log.contains("stopped enforcing"))
+  }
+
+  @Test("notifications lost: the enforcer looks again and sees the tunnel came up in the pause")
+  func resynchronises() throws {
+    let bench = try EnforcerBench("resync")
+    let (index, window) = try started(bench)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    _ = bench.kernel.set(index, up: true)  // its notification is lost
+    try bench.handle(.notificationsLost)
+    #expect(!bench.kernel.isUp(index))
+  }
+
+  @Test("no database it could read: a tunnel that comes up is held down as undecided; the stop is written once it can be")
+  func undecided() throws {
+    let bench = try EnforcerBench("nodb", store: false)
+    bench.kernel.add("wg0", up: true)
+    try bench.handle(.started)
+    let index = try #require(bench.kernel.index(of: "wg0"))
+    #expect(!bench.kernel.isUp(index))
+    #expect(bench.enforcer.pendingStops.map(\.reason) == [.undecided])
+    #expect(bench.log.contains("holding it down"))
+  }
+
+  @Test("the database locked by another process: the deadline still disconnects; the stop is written when the lock goes")
+  func lockedDatabase() throws {
+    let bench = try EnforcerBench("locked")
+    let (index, window) = try started(bench)
+    bench.store.setBusyTimeout(milliseconds: 0)
+    let other = try #require(try Store.open(bench.location, intent: .write))
+    try other.connection.execute("BEGIN IMMEDIATE")
+    try bench.alarmFires(at: window.sessionEndsAt)
+    #expect(!bench.kernel.isUp(index))
+    #expect(bench.enforcer.pendingStops.map(\.reason) == [.freeLimit])
+    #expect(bench.log.contains("enforcing from memory"))
+    try other.connection.execute("COMMIT")
+    try bench.handle(.tick)
+    #expect(bench.enforcer.pendingStops.isEmpty)
+    #expect(try bench.stops() == [.freeLimit])
+    #expect(bench.log.contains("everything kept was written"))
+  }
+
+  @Test("usage: the window's base is the tunnel's ledger total when it opened; the ledger follows the traffic")
+  func usageBase() throws {
+    let bench = try EnforcerBench("usage")
+    let (index, _) = try started(bench)
+    bench.kernel.carry(index, rx: 5000, tx: 7000)
+    bench.clock.advance(.seconds(5))
+    try bench.handle(.tick)
+    let totals = try bench.store.tunnelTotals()
+    #expect(totals.rxBytes == 5000 && totals.txBytes == 7000)
+    #expect(try bench.stored().usageBase == .zero)
+  }
+}

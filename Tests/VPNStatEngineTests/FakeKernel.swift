@@ -1,0 +1,216 @@
+import Foundation
+
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatStore
+@testable import VPNStatSystem
+@testable import VPNStatTestSupport
+
+/// A kernel of the test's own: links with a name, an up flag and counters, changed by the test
+/// (which gets the notification the real kernel would send) and by the code under test.
+final class FakeKernel: @unchecked Sendable {
+  struct Link {
+    var name: InterfaceName
+    var up: Bool
+    var traffic: TrafficCounts
+  }
+
+  private let lock = NSLock()
+  private(set) var links: [Int32: Link] = [:]
+  private var nextIndex: Int32 = 10
+  /// When set, `setDown` fails (a link the enforcer may not take down).
+  var refuseSetDown = false
+  private(set) var setDownCalls = 0
+
+  private func locked<T>(_ body: () -> T) -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return body()
+  }
+
+  func record(_ index: Int32) -> LinkRecord? {
+    locked {
+      guard let link = links[index] else { return nil }
+      return LinkRecord(
+        index: index, name: link.name,
+        attributes: LinkAttributes(arpType: 65534, flags: link.up ? 0x41 : 0, kind: "tun"),
+        counters: InterfaceCounters(link.traffic))
+    }
+  }
+
+  func index(of name: String) -> Int32? {
+    locked { links.first { $0.value.name == InterfaceName(name) }?.key }
+  }
+
+  /// A new device (a new ifindex, counters from zero).
+  @discardableResult
+  func add(_ name: String, up: Bool = false) -> LinkNotifications.Change {
+    let index = locked { () -> Int32 in
+      nextIndex += 1
+      links[nextIndex] = Link(name: InterfaceName(name), up: up, traffic: .zero)
+      return nextIndex
+    }
+    return LinkNotifications.Change(record: record(index)!, deleted: false)
+  }
+
+  func set(_ index: Int32, up: Bool) -> LinkNotifications.Change {
+    locked { links[index]?.up = up }
+    return LinkNotifications.Change(record: record(index)!, deleted: false)
+  }
+
+  func rename(_ index: Int32, to name: String) -> LinkNotifications.Change {
+    locked { links[index]?.name = InterfaceName(name) }
+    return LinkNotifications.Change(record: record(index)!, deleted: false)
+  }
+
+  func carry(_ index: Int32, rx: UInt64, tx: UInt64) {
+    locked {
+      links[index]?.traffic += TrafficCounts(rxBytes: rx, txBytes: tx, rxPackets: rx / 1000, txPackets: tx / 1000)
+    }
+  }
+
+  /// Deleted (or, with `movedTo`, moved to another network namespace): the last notification.
+  func delete(_ index: Int32, movedTo namespace: Int32? = nil) -> LinkNotifications.Change {
+    var last = record(index)!
+    last.movedToNamespace = namespace
+    locked { links[index] = nil }
+    return LinkNotifications.Change(record: last, deleted: true)
+  }
+
+  func isUp(_ index: Int32) -> Bool { locked { links[index]?.up ?? false } }
+
+  func setDown(_ index: Int32) throws {
+    let refused = locked { () -> Bool in
+      setDownCalls += 1
+      if refuseSetDown { return true }
+      links[index]?.up = false
+      return false
+    }
+    if refused { throw Errno.notPermitted }
+  }
+
+  /// A sample as the netlink reader gives it.
+  func sample(at clock: any TimeSource) -> CounterSample {
+    let taken = clock.now()
+    let samples = locked {
+      links.sorted { $0.key < $1.key }.map { index, link in
+        InterfaceSample(
+          name: link.name, index: index, counters: InterfaceCounters(link.traffic), width: .bits64,
+          link: LinkAttributes(arpType: 65534, flags: link.up ? 0x41 : 0, kind: "tun"))
+      }
+    }
+    return CounterSample(interfaces: samples, source: .netlink, taken: taken)
+  }
+}
+
+/// The fake kernel as the enforcer's `LinkController`.
+struct FakeLinks: LinkController {
+  let kernel: FakeKernel
+  func link(named name: InterfaceName) throws -> LinkRecord? {
+    kernel.links.first { $0.value.name == name }.flatMap { kernel.record($0.key) }
+  }
+  func link(index: Int32) throws -> LinkRecord? { kernel.record(index) }
+  func setDown(index: Int32) throws { try kernel.setDown(index) }
+}
+
+/// The fake kernel as a counter reader.
+struct FakeCounters: CounterSource {
+  let kernel: FakeKernel
+  var kind: CounterSourceKind { .netlink }
+  mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
+    kernel.sample(at: clock)
+  }
+}
+
+/// The enforcer's alarm, remembered rather than armed.
+final class RecordedAlarm: DeadlineAlarm, @unchecked Sendable {
+  private(set) var armed: Timestamp?
+  private(set) var history: [Timestamp?] = []
+  func arm(at deadline: Timestamp?) throws {
+    armed = deadline
+    history.append(deadline)
+  }
+}
+
+/// The lines the engine logs.
+final class CapturedLog: EventLog, @unchecked Sendable {
+  private let lock = NSLock()
+  private var stored: [String] = []
+  var lines: [String] {
+    lock.lock()
+    defer { lock.unlock() }
+    return stored
+  }
+  func event(_ line: String) {
+    lock.lock()
+    stored.append(line)
+    lock.unlock()
+  }
+  func contains(_ text: String) -> Bool { lines.contains { $0.contains(text) } }
+}
+
+/// A disconnect action that behaves as the test says: takes the link down (as a manager's
+/// command would), does nothing, or fails outright; counting its calls.
+final class ScriptedAction: DisconnectAction, @unchecked Sendable {
+  enum Behaviour { case takesDown, doesNothing, fails }
+  let kernel: FakeKernel
+  var behaviour: Behaviour
+  private(set) var calls = 0
+  init(_ kernel: FakeKernel, _ behaviour: Behaviour) {
+    self.kernel = kernel
+    self.behaviour = behaviour
+  }
+  var label: String { "scripted" }
+  func disconnect(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+    calls += 1
+    switch behaviour {
+    case .takesDown:
+      if let index = kernel.links.first(where: { $0.value.name == tunnel })?.key { try? kernel.setDown(index) }
+      return .done
+    case .doesNothing: return .done
+    case .fails: return .failed("exit 3")
+    }
+  }
+}
+
+/// An enforcer on the fake kernel, a manual clock and a database in a temporary directory.
+final class EnforcerBench: @unchecked Sendable {
+  let kernel = FakeKernel()
+  let clock = ManualTimeSource()
+  let alarm = RecordedAlarm()
+  let log = CapturedLog()
+  let directory: TemporaryDirectory
+  let location: StoreLocation
+  let store: Store
+  let lengths = SessionLengths(session: .seconds(900), pause: .seconds(2700))
+  var enforcer: Enforcer!
+
+  init(_ label: String, action: ScriptedAction.Behaviour? = nil, store present: Bool = true) throws {
+    directory = try TemporaryDirectory(label)
+    location = StoreLocation(path: directory.file("v.db"))
+    store = try Store.open(location, intent: .write, calendar: FixedOffsetCalendar.utc)!
+    let sampler = TrafficSampler(
+      reader: CounterReader(source: FakeCounters(kernel: kernel)), catalog: InterfaceCatalog(),
+      recorded: InterfaceSelection(names: [InterfaceName("wg0")]), clock: clock)
+    let links = FakeLinks(kernel: kernel)
+    enforcer = Enforcer(
+      tunnel: InterfaceName("wg0"), store: present ? store : nil, sampler: sampler, lengths: lengths,
+      action: action.map { ScriptedAction(kernel, $0) }, links: links, alarm: alarm, log: log,
+      calendar: FixedOffsetCalendar.utc)
+  }
+
+  var action: ScriptedAction? { enforcer.action as? ScriptedAction }
+
+  func handle(_ event: Enforcer.Event) throws { try enforcer.handle(event) }
+
+  /// The stored session and the stops, as another process would read them.
+  func stored() throws -> SessionRecord { try store.sessionRecord() }
+  func stops() throws -> [StopReason] { try store.stops(limit: 20).map(\.reason) }
+
+  /// Lets time pass until `instant` and fires the alarm, as the wall-clock timer would.
+  func alarmFires(at instant: Timestamp) throws {
+    clock.advance(instant - clock.now().wall)
+    try handle(.alarm)
+  }
+}

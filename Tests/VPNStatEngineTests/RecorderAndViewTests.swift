@@ -1,0 +1,186 @@
+import Foundation
+import Testing
+
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatStore
+@testable import VPNStatTestSupport
+
+/// A sampler on the fake kernel and the manual clock.
+func fakeSampler(_ kernel: FakeKernel, _ clock: ManualTimeSource) -> TrafficSampler {
+  TrafficSampler(reader: CounterReader(source: FakeCounters(kernel: kernel)), catalog: InterfaceCatalog(), clock: clock)
+}
+
+/// The recorder's steps in-process: samples, notifications, a database that is held, the textfile.
+struct RecorderTests {
+  let kernel = FakeKernel()
+  let clock = ManualTimeSource()
+  let log = CapturedLog()
+
+  func recorder(_ directory: TemporaryDirectory, textfile: Bool = false) throws -> (Recorder, Store, Box<[String]>) {
+    let store = try #require(
+      try Store.open(StoreLocation(path: directory.file("v.db")), intent: .write, calendar: FixedOffsetCalendar.utc))
+    let written = Box<[String]>([])
+    let recorder = Recorder(
+      sampler: fakeSampler(kernel, clock), store: store, textfileDirectory: textfile ? directory.path : nil,
+      log: log, writeTextfile: { text, _ in written.value.append(text) })
+    return (recorder, store, written)
+  }
+
+  @Test("samples book growth; a deleted tunnel's last counters from its notification; the recreation is a reset")
+  func teardownBetweenSamples() throws {
+    let directory = try TemporaryDirectory("rec")
+    var (recorder, store, _) = try recorder(directory)
+    kernel.add("tun7", up: true)
+    let first = try #require(kernel.index(of: "tun7"))
+    try recorder.sample()
+    kernel.carry(first, rx: 1000, tx: 2000)
+    clock.advance(.seconds(5))
+    try recorder.sample()
+    kernel.carry(first, rx: 300, tx: 400)
+    try recorder.book([kernel.delete(first)], overflowed: false)
+    kernel.add("tun7", up: true)
+    let second = try #require(kernel.index(of: "tun7"))
+    kernel.carry(second, rx: 50, tx: 60)
+    clock.advance(.seconds(5))
+    try recorder.sample()
+    let totals = try #require(try store.loadLedger().entries[InterfaceName("tun7")]?.totals)
+    #expect(totals.traffic.rxBytes == 1350 && totals.traffic.txBytes == 2460)
+    #expect(totals.resets == 1)
+    #expect(log.contains("tun7: reset (recreated, ifindex"))
+  }
+
+  @Test("a database held by another writer: the notifications wait in memory, then are saved; the outage is one line")
+  func heldDatabase() throws {
+    let directory = try TemporaryDirectory("held")
+    var (recorder, store, _) = try recorder(directory)
+    store.setBusyTimeout(milliseconds: 0)
+    kernel.add("tun7", up: true)
+    let index = try #require(kernel.index(of: "tun7"))
+    try recorder.sample()
+    kernel.carry(index, rx: 700, tx: 900)
+    let other = try #require(try Store.open(store.location, intent: .write))
+    try other.connection.execute("BEGIN IMMEDIATE")
+    try recorder.book([kernel.delete(index)], overflowed: false)
+    try recorder.sample()
+    #expect(recorder.pending.count == 1)
+    #expect(log.lines.filter { $0.contains("locked") }.count == 1)
+    try other.connection.execute("COMMIT")
+    try recorder.sample()
+    #expect(recorder.pending.isEmpty)
+    #expect(try store.loadLedger().entries[InterfaceName("tun7")]?.totals.traffic.rxBytes == 700)
+    #expect(log.contains("writable again"))
+  }
+
+  @Test("an overflow is counted in the database, said in the log, and followed by a sample")
+  func overflow() throws {
+    let directory = try TemporaryDirectory("ovf")
+    var (recorder, store, _) = try recorder(directory)
+    kernel.add("tun7", up: true)
+    try recorder.sample()
+    try recorder.book([], overflowed: true)
+    #expect(try store.health().notificationOverflows == 1)
+    #expect(log.contains("overflowed"))
+  }
+
+  @Test("the textfile is written after each sample, in the Prometheus format, with the session gauges")
+  func textfile() throws {
+    let directory = try TemporaryDirectory("tf")
+    var (recorder, _, written) = try recorder(directory, textfile: true)
+    kernel.add("wg0", up: true)
+    try recorder.sample()
+    try recorder.sample()
+    #expect(written.value.count == 2)
+    #expect(written.value.last?.contains("# TYPE vpnstat_interface_receive_bytes_total counter") == true)
+    #expect(written.value.last?.contains("vpnstat_session_can_connect 1") == true)
+  }
+}
+
+/// The live view's model in-process: refreshes, keys, what a pipe gets.
+struct LiveViewTests {
+  let kernel = FakeKernel()
+  let clock = ManualTimeSource()
+
+  func view(_ store: Store?) -> LiveView {
+    LiveView(
+      sampler: fakeSampler(kernel, clock), store: store, selection: InterfaceSelection(), interval: .seconds(1),
+      nextLengths: .release, options: DisplayOptions(calendar: FixedOffsetCalendar.utc))
+  }
+
+  @Test("refreshes: rates from the second on, the ledger from the database advanced in memory, never written")
+  func refreshes() throws {
+    let directory = try TemporaryDirectory("view")
+    let location = StoreLocation(path: directory.file("v.db"))
+    let writer = try #require(try Store.open(location, intent: .write))
+    kernel.add("wg0", up: true)
+    let index = try #require(kernel.index(of: "wg0"))
+    var sampler = fakeSampler(kernel, clock)
+    _ = try writer.advanceLedger(now: clock.now().wall) { ((), sampler.observations(kernel.sample(at: clock))) }
+    let before = try writer.loadLedger()
+    var live = view(try Store.open(location, intent: .read))
+    let first = try live.refresh()
+    #expect(first.interfaces.first?.rate == nil)
+    kernel.carry(index, rx: 4000, tx: 2000)
+    clock.advance(.seconds(2))
+    let second = try live.refresh()
+    #expect(second.interfaces.first?.rate?.rxBytesPerSecond == 2000)
+    #expect(second.interfaces.first?.ledger?.traffic.rxBytes == 4000)
+    #expect(try writer.loadLedger().entries == before.entries, "a reader wrote the ledger")
+    #expect(second.session?.state == SessionState.none)
+  }
+
+  @Test("a tunnel deleted between refreshes keeps its bytes in the totals shown")
+  func deletedBetweenRefreshes() throws {
+    let directory = try TemporaryDirectory("view2")
+    let location = StoreLocation(path: directory.file("v.db"))
+    let writer = try #require(try Store.open(location, intent: .write))
+    kernel.add("tun3", up: true)
+    let index = try #require(kernel.index(of: "tun3"))
+    var sampler = fakeSampler(kernel, clock)
+    _ = try writer.advanceLedger(now: clock.now().wall) { ((), sampler.observations(kernel.sample(at: clock))) }
+    var live = view(try Store.open(location, intent: .read))
+    try live.refresh()
+    kernel.carry(index, rx: 900, tx: 100)
+    live.book([kernel.delete(index)])
+    kernel.add("tun3", up: true)
+    kernel.carry(try #require(kernel.index(of: "tun3")), rx: 10, tx: 10)
+    clock.advance(.seconds(1))
+    let shown = try live.refresh()
+    #expect(shown.interfaces.first?.ledger?.traffic.rxBytes == 910)
+    #expect(shown.interfaces.first?.ledger?.resets == 1)
+  }
+
+  @Test("keys: q quits, b switches to bits, c cycles the classes present, ? shows help, others do nothing")
+  func keys() throws {
+    kernel.add("wg0", up: true)
+    var live = view(nil)
+    try live.refresh()
+    #expect(live.press(UInt8(ascii: "b")) == .redraw && live.state.bits)
+    #expect(live.press(UInt8(ascii: "c")) == .redraw && live.state.classFilter == .tunnel)
+    #expect(live.press(UInt8(ascii: "c")) == .redraw && live.state.classFilter == nil)
+    #expect(live.press(UInt8(ascii: "?")) == .redraw && live.state.showHelp)
+    #expect(live.press(UInt8(ascii: "x")) == .none)
+    #expect(live.press(UInt8(ascii: "q")) == .quit)
+    #expect(live.screen(size: TerminalSize(columns: 80, rows: 24)).joined().contains("help"))
+  }
+
+  @Test("a pipe gets one plain line per interface, or one JSON object, per refresh")
+  func pipeLines() throws {
+    kernel.add("wg0", up: true)
+    var live = view(nil)
+    try live.refresh()
+    let plain = String(decoding: live.lines(.plain), as: UTF8.self)
+    #expect(plain.split(separator: "\n").count == 1 && plain.contains("tunnel wg0 up"))
+    let json = live.lines(.json)
+    #expect(json.last == 0x0A)
+    #expect((try JSONSerialization.jsonObject(with: Data(json.dropLast())) as? [String: Any])?["interfaces"] != nil)
+  }
+}
+
+/// A value a closure can change (the textfile writer's record).
+final class Box<Value>: @unchecked Sendable {
+  var value: Value
+  init(_ value: Value) { self.value = value }
+}
