@@ -206,7 +206,8 @@ struct EnforcerTests {
     #expect(stops.first == .pause, "\(stops) \(bench.log.lines)")
   }
 
-  @Test("an action that does nothing: link-down takes over and the failure is recorded; in the pause, link-down at once")
+  @Test(
+    "an action that does nothing: link-down takes over and the failure is recorded; in the pause, link-down at once")
   func uselessAction() throws {
     let bench = try EnforcerBench("useless", action: .doesNothing)
     let (index, window) = try started(bench)
@@ -257,7 +258,8 @@ struct EnforcerTests {
     #expect(!bench.kernel.isUp(index))
   }
 
-  @Test("no database it could read: a tunnel that comes up is held down as undecided; the stop is written once it can be")
+  @Test(
+    "no database it could read: a tunnel that comes up is held down as undecided; the stop is written once it can be")
   func undecided() throws {
     let bench = try EnforcerBench("nodb", store: false)
     bench.kernel.add("wg0", up: true)
@@ -268,7 +270,8 @@ struct EnforcerTests {
     #expect(bench.log.contains("holding it down"))
   }
 
-  @Test("the database locked by another process: the deadline still disconnects; the stop is written when the lock goes")
+  @Test(
+    "the database locked by another process: the deadline still disconnects; the stop is written when the lock goes")
   func lockedDatabase() throws {
     let bench = try EnforcerBench("locked")
     let (index, window) = try started(bench)
