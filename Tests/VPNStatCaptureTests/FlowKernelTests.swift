@@ -210,8 +210,8 @@ struct FlowKernelTests {
     }
     let before = sent.first { ($0["remote_port"] as? NSNumber)?.intValue == 9401 }
     let after = sent.first { ($0["remote_port"] as? NSNumber)?.intValue == 9402 }
-    #expect(uint(before?["tx_bytes"]) == 100 * 528, "traffic of the old instance stays counted")
-    #expect(uint(after?["tx_bytes"]) == 80 * 328, "traffic of the new instance is captured")
+    #expect(uint(before?["tx_bytes"]) == UInt64(100 * 528), "traffic of the old instance stays counted")
+    #expect(uint(after?["tx_bytes"]) == UInt64(80 * 328), "traffic of the new instance is captured")
     second.stop()
   }
 
@@ -232,7 +232,7 @@ struct FlowKernelTests {
       (report["flows"] as? [[String: Any]])?.first {
         ($0["remote_port"] as? NSNumber)?.intValue == 9501
       })
-    #expect(uint(flow["tx_bytes"]) == 120 * 728)
+    #expect(uint(flow["tx_bytes"]) == UInt64(120 * 728))
     #expect(flow["local_by"] as? String == "packet_type")
     #expect((flow["pid"] as? NSNumber)?.int32Value == sender.pid)
     sink.stop()

@@ -75,9 +75,9 @@ struct SessionRuleTests {
   @Test(
     "every rule agrees at each boundary instant: the gate, the on-tunnel-up rule, the watchdog and the state",
     arguments: SessionBoundary.all)
-  func rulesAtBoundaries(_ boundary: SessionBoundary) {
+  func rulesAtBoundaries(_ boundary: SessionBoundary) throws {
     let (_, record) = SessionRecord().tunnelUp(at: t0, lengths: lengths)
-    let window = record.window!
+    let window = try #require(record.window)
     #expect(window.sessionEndsAt == t0 + .seconds(900) && window.pauseEndsAt == t0 + .seconds(3600))
     let now = t0 + boundary.offset
     #expect(record.canConnect(at: now) == boundary.canConnect)
