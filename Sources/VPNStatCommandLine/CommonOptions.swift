@@ -47,6 +47,12 @@ enum CommonOptions {
   static let pauseLength = Option.duration(
     "pause-length", configurable: true, help: "Length of the pause after it (default 45m; 1m in debug builds).")
 
+  static let saveInterval = Option.duration(
+    "save-interval", configurable: true,
+    help:
+      "How often the ledger is saved to the database (default 1m); a deleted interface's last counters, a new interface, a session window's change and stopping are saved at once."
+  )
+
   static let classAlternatives = InterfaceClass.allCases.map(\.rawValue).joined(separator: ", ")
 
   /// `tunnel,wifi`: one or more classes, comma-separated.

@@ -14,7 +14,9 @@ public enum SessionView {
     ledger: Ledger?, nextLengths: SessionLengths
   ) throws -> SessionReport {
     let record = try store.sessionRecord()
-    let now = try store.trustedNow(reading)
+    // Reports never store the trusted clock (the recorder would write it with every sample):
+    // writers store it with their checkpoints and decisions.
+    let now = try store.trustedNow(reading, writing: false)
     let totals = try ledger?.totals(of: .tunnel) ?? store.tunnelTotals()
     return SessionReport.make(
       record, now: now, tunnelUp: tunnelUp(record, sample: sample, catalog: &catalog),

@@ -25,7 +25,7 @@ enum EnforceCommand: Subcommand {
     options: [
       action.spec, execTimeout.spec, CommonOptions.db.spec, CommonOptions.sessionLength.spec,
       CommonOptions.pauseLength.spec, CommonOptions.source.spec, CommonOptions.classOverride.spec,
-      CommonOptions.maxRate.spec, exec.spec,
+      CommonOptions.maxRate.spec, CommonOptions.saveInterval.spec, exec.spec,
     ],
     positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).")])
 
@@ -75,7 +75,9 @@ enum EnforceCommand: Subcommand {
       tunnel: tunnel, store: store, openStore: { try open(runningBusyTimeoutMilliseconds) },
       sampler: CommonOptions.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
       lengths: CommonOptions.lengths(parsed), action: command, links: links, alarm: alarm,
-      log: StandardErrorLog(context: context), calendar: context.calendar)
+      log: StandardErrorLog(context: context), calendar: context.calendar,
+      saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
+      ledgerLock: LedgerLockFile(location, role: "vpnstat enforce \(tunnel.escaped)"))
     try EnforcerLoop.run(&enforcer, alarm: alarm)
     withExtendedLifetime(lock) {}
     return .success
