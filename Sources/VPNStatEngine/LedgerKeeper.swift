@@ -111,6 +111,8 @@ public struct LedgerKeeper {
   /// Whether a save is due at `reading`: the interval passed since the last, or one was asked for.
   public func isDue(at reading: ClockReading) -> Bool {
     if memory?.saveRequested == true { return true }
+    // A recorder kept out by an enforcer's save (moments) claims the lock at its next sample.
+    if memory == nil && role == .recorder { return true }
     guard let lastSave else { return true }
     return reading.boottime - lastSave >= saveInterval.nanoseconds || reading.boottime < lastSave
   }
@@ -172,6 +174,17 @@ public struct LedgerKeeper {
     }
     var step = try advance(&sampler)
     step.problem = problem
+    // A name seen for the first time: saved now, not a save interval later.
+    if problem == nil, memory?.saveRequested == true {
+      do {
+        if var saved = try save(&sampler) {
+          saved.events = step.events + saved.events
+          return saved
+        }
+      } catch let error as StoreError where error.isTransient {
+        step.problem = error
+      }
+    }
     return step
   }
 

@@ -186,8 +186,11 @@ final class EnforcerBench: @unchecked Sendable {
   let lengths = SessionLengths(session: .seconds(900), pause: .seconds(2700))
   var enforcer: Enforcer!
 
-  init(_ label: String, action: ScriptedAction.Behaviour? = nil, store present: Bool = true) throws {
-    directory = try TemporaryDirectory(label)
+  init(
+    _ label: String, action: ScriptedAction.Behaviour? = nil, store present: Bool = true,
+    directory shared: TemporaryDirectory? = nil, ledgerLock: any LedgerWriterLock = UncontendedLedgerLock()
+  ) throws {
+    directory = try shared ?? TemporaryDirectory(label)
     location = StoreLocation(path: directory.file("v.db"))
     store = try Store.open(location, intent: .write, calendar: FixedOffsetCalendar.utc)!
     let sampler = TrafficSampler(
@@ -197,7 +200,7 @@ final class EnforcerBench: @unchecked Sendable {
     enforcer = Enforcer(
       tunnel: InterfaceName("wg0"), store: present ? store : nil, sampler: sampler, lengths: lengths,
       action: action.map { ScriptedAction(kernel, $0) }, links: links, alarm: alarm, log: log,
-      calendar: FixedOffsetCalendar.utc)
+      calendar: FixedOffsetCalendar.utc, ledgerLock: ledgerLock)
   }
 
   var action: ScriptedAction? { enforcer.action as? ScriptedAction }
@@ -212,5 +215,45 @@ final class EnforcerBench: @unchecked Sendable {
   func alarmFires(at instant: Timestamp) throws {
     clock.advance(instant - clock.now().wall)
     try handle(.alarm)
+  }
+}
+
+/// The ledger lock of one database as several processes see it: a recorder's exclusive claim,
+/// enforcers' shared saves. Each process gets its own `FakeLedgerLock` on one `LedgerLockState`.
+final class LedgerLockState: @unchecked Sendable {
+  private let lock = NSLock()
+  var exclusive: String?
+  var sharedSaves = 0
+  /// The recorder holding it goes away (its process ends).
+  func release() { locked { exclusive = nil } }
+  func locked<T>(_ body: () throws -> T) rethrows -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return try body()
+  }
+}
+
+struct FakeLedgerLock: LedgerWriterLock {
+  let state: LedgerLockState
+  let role: String
+  private var claimed = false
+  init(_ state: LedgerLockState, role: String) {
+    self.state = state
+    self.role = role
+  }
+  mutating func claim() throws -> Bool {
+    if claimed, state.locked({ state.exclusive == role }) { return true }
+    claimed = state.locked { () -> Bool in
+      guard state.exclusive == nil, state.sharedSaves == 0 else { return false }
+      state.exclusive = role
+      return true
+    }
+    return claimed
+  }
+  func sharing<T>(_ save: () throws -> T) throws -> (result: T?, holder: String?) {
+    if let holder = state.locked({ state.exclusive }) { return (nil, holder) }
+    state.locked { state.sharedSaves += 1 }
+    defer { state.locked { state.sharedSaves -= 1 } }
+    return (try save(), nil)
   }
 }
