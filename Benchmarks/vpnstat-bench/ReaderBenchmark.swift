@@ -34,6 +34,8 @@ enum ReaderBenchmark {
     var netlink = try NetlinkCounterSource()
     var sysfs = SysfsCounterSource()
     var getifaddrs = GetifaddrsCounterSource()
+    guard sysfs_floor_open("/sys/class/net") >= 0 else { throw BenchError("C sysfs floor: cannot open /sys/class/net") }
+    defer { sysfs_floor_close() }
     let readers = [
       ReaderUnderTest(label: Labels.floor) {
         var total: UInt64 = 0
@@ -52,7 +54,26 @@ enum ReaderBenchmark {
         var fresh = try NetlinkCounterSource()
         return try fresh.sample(at: clock).interfaces.count
       },
-      ReaderUnderTest(label: "sysfs") { try sysfs.sample(at: clock).interfaces.count },
+      // The C program doing the same two dumps as that first sample.
+      ReaderUnderTest(label: Labels.linkFloor) {
+        let links = netlink_floor_links(floorSocket)
+        var total: UInt64 = 0
+        let count = netlink_floor_sample(floorSocket, &total)
+        guard links >= 0, count >= 0 else {
+          throw BenchError("C floor: \(String(cString: strerror(Int32(-min(links, count)))))")
+        }
+        return count
+      },
+      ReaderUnderTest(label: Labels.sysfsReader) { try sysfs.sample(at: clock).interfaces.count },
+      // What a one-shot `status --source sysfs` pays: every file opened, read and kept.
+      ReaderUnderTest(label: Labels.sysfsColdReader) {
+        var fresh = SysfsCounterSource()
+        return try fresh.sample(at: clock).interfaces.count
+      },
+      ReaderUnderTest(label: Labels.sysfsFloor) {
+        var total: UInt64 = 0
+        return sysfs_floor_sample(&total)
+      },
       ReaderUnderTest(label: "getifaddrs") { try getifaddrs.sample(at: clock).interfaces.count },
     ]
 
