@@ -21,7 +21,7 @@ public struct Recorder {
   public var nextLengths: SessionLengths
   public let log: any EventLog
   /// Writes the textfile (atomically, in production).
-  let writeTextfile: (String, String) throws -> Void
+  let writeTextfile: ([UInt8], String) throws -> Void
   /// The database problem last logged, so a long outage is one line, not one per tick.
   public private(set) var lastProblem: String?
   /// The recorder's current view: its last sample and the ledger as of it (in memory, ahead of
@@ -36,7 +36,7 @@ public struct Recorder {
     sampler: TrafficSampler, store: Store, textfileDirectory: String?, nextLengths: SessionLengths = .builtIn,
     saveInterval: Duration = Recorder.defaultSaveInterval, lock: any LedgerWriterLock = UncontendedLedgerLock(),
     log: any EventLog,
-    writeTextfile: @escaping (String, String) throws -> Void = {
+    writeTextfile: @escaping ([UInt8], String) throws -> Void = {
       try AtomicFile.write($0, named: "vpnstat.prom", in: $1)
     }
   ) {

@@ -33,7 +33,12 @@ public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvert
   }
 
   public static func < (a: InterfaceName, b: InterfaceName) -> Bool {
-    a.bytes.lexicographicallyPrecedes(b.bytes)
+    a.bytes.withUnsafeBufferPointer { x in
+      b.bytes.withUnsafeBufferPointer { y in
+        for i in 0..<min(x.count, y.count) where x[i] != y[i] { return x[i] < y[i] }
+        return x.count < y.count
+      }
+    }
   }
 
   /// Why the kernel would refuse this name, or nil when it could name an interface. The kernel's

@@ -6,7 +6,7 @@ public enum StatusJSON {
   public static let schemaVersion = 1
 
   public static func render(_ snapshot: StatusSnapshot) -> [UInt8] {
-    var json = JSONWriter(capacity: 512 + snapshot.interfaces.count * 420)
+    var json = JSONWriter(capacity: 4096 + snapshot.interfaces.count * 600)
     write(snapshot, into: &json)
     return json.bytes
   }

@@ -61,7 +61,8 @@ public final class Store {
     let readOnly = intent == .read
     do {
       let store = try Store(
-        location: location, connection: connect(location, query: readOnly ? "?mode=ro" : ""), readOnly: readOnly,
+        location: location, connection: connect(location, query: readOnly ? "?mode=ro&readonly_shm=1" : ""),
+        readOnly: readOnly,
         busyTimeoutMilliseconds: busyTimeoutMilliseconds, calendar: calendar)
       if let deadline { store.connection.setBusyDeadline(deadline) }
       return try store.validateAndMigrate() ? store : nil

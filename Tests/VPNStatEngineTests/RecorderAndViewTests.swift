@@ -28,7 +28,8 @@ struct RecorderTests {
     let written = Box<[String]>([])
     let recorder = Recorder(
       sampler: fakeSampler(kernel, clock), store: store, textfileDirectory: textfile ? directory.path : nil,
-      saveInterval: saveInterval, lock: lock, log: log, writeTextfile: { text, _ in written.value.append(text) })
+      saveInterval: saveInterval, lock: lock, log: log,
+      writeTextfile: { bytes, _ in written.value.append(String(decoding: bytes, as: UTF8.self)) })
     return (recorder, store, written)
   }
 

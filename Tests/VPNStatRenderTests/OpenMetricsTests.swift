@@ -1,0 +1,121 @@
+import Testing
+
+@testable import VPNStatModel
+@testable import VPNStatRender
+
+/// The one-pass OpenMetrics renderer writes exactly what the previous one did, byte for byte,
+/// in both formats, whatever the names, numbers, times and session hold.
+struct OpenMetricsTests {
+  /// A small deterministic generator, so every run checks the same varied inputs.
+  struct Generator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+      state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      return state >> 11
+    }
+    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+    mutating func counter() -> UInt64 {
+      switch below(5) {
+      case 0: return 0
+      case 1: return UInt64.max - UInt64(below(3))
+      case 2: return UInt64(below(10))
+      default: return next() &* 7
+      }
+    }
+  }
+
+  static let hostile: [[UInt8]] =
+    EscapingTests.hostile + RenderingTests.hostile + [
+      Array("wg0".utf8), Array("eth0".utf8), Array("a b".utf8), Array("x\"".utf8), Array("\\".utf8), [0x7F], [0x20],
+      Array("~!@#$%^&*()_+".utf8), [0xE2, 0x80, 0xAE], Array("é".utf8), Array("𝔘".utf8),
+    ]
+
+  func entry(_ name: [UInt8], _ generator: inout Generator) -> LedgerEntry {
+    let first = Timestamp(
+      nanoseconds: [0, 5_000_000, 50_000_000, 999_999_999, -1_500_000_000, 1_800_000_000_123_456_789][
+        generator.below(6)] + Int64(generator.below(1_000_000)) * 1_000_000_000)
+    return LedgerEntry(
+      name: InterfaceName(bytes: name), interfaceClass: InterfaceClass.allCases[generator.below(6)],
+      baseline: LedgerBaseline(
+        instance: InterfaceInstance(index: 3, bootID: "b"), counters: .zero, width: .bits64, wall: first,
+        boottime: 0),
+      totals: LedgerTotals(
+        TrafficCounts(
+          rxBytes: generator.counter(), txBytes: generator.counter(), rxPackets: generator.counter(),
+          txPackets: generator.counter()), resets: generator.counter(), wraps: generator.counter(),
+        discarded: generator.counter(), firstSeenAt: first))
+  }
+
+  func sessions() -> [SessionReport?] {
+    let now = Timestamp(seconds: 1_800_000_000)
+    let window = SessionWindow.open(
+      at: now - .seconds(100), lengths: SessionLengths(session: .seconds(900), pause: .seconds(2700)))
+    var reports: [SessionReport?] = [nil]
+    for (state, offset) in [
+      (SessionState.active, 0), (.paused, 1000), (.expired, 1000), (.none, 0), (.unlimited, 0),
+    ] {
+      var record = SessionRecord(window: window, tunnel: InterfaceName("wg0"))
+      record.usageBase = TrafficCounts(rxBytes: 10, txBytes: 20)
+      if state == .unlimited { record.plan = .premium }
+      if state == .none { record.window = nil }
+      reports.append(
+        SessionReport.make(
+          record, now: now + .seconds(Int64(offset)), tunnelUp: state == .expired,
+          nextLengths: SessionLengths(session: .seconds(900), pause: .seconds(2700)),
+          tunnelTotals: TrafficCounts(rxBytes: 5_000, txBytes: 7_000), lastStop: nil))
+    }
+    return reports
+  }
+
+  func expectSame(
+    _ ledger: Ledger, _ session: SessionReport?, _ health: StoreHealth?, _ time: Timestamp,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) {
+    for format in OpenMetrics.Format.allCases {
+      let now = OpenMetrics.render(ledger: ledger, session: session, health: health, at: time, format: format)
+      let before = Array(
+        PreviousOpenMetrics.render(ledger: ledger, session: session, health: health, at: time, format: format).utf8)
+      #expect(
+        now == before, "\(format): \(String(decoding: now, as: UTF8.self).prefix(300))", sourceLocation: sourceLocation)
+    }
+  }
+
+  @Test("hostile names, every class, extreme counters and times: the same bytes as before, in both formats")
+  func hostileNames() {
+    var generator = Generator(state: 14)
+    let ledger = Ledger(
+      entries: Dictionary(
+        Self.hostile.map { (InterfaceName(bytes: $0), entry($0, &generator)) }, uniquingKeysWith: { first, _ in first })
+    )
+    for session in sessions() {
+      expectSame(ledger, session, StoreHealth(), Timestamp(seconds: 1_800_000_000))
+      expectSame(ledger, session, nil, Timestamp(nanoseconds: 1_800_000_000_007_000_000))
+    }
+  }
+
+  @Test("random ledgers of random byte names, from none to a thousand interfaces: the same bytes as before")
+  func randomLedgers() {
+    var generator = Generator(state: 2026)
+    for size in [0, 1, 2, 7, 64, 1000] {
+      var entries: [InterfaceName: LedgerEntry] = [:]
+      while entries.count < size {
+        let name = (0..<(1 + generator.below(15))).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        entries[InterfaceName(bytes: name)] = entry(name, &generator)
+      }
+      var health = StoreHealth()
+      health.notificationOverflows = generator.counter()
+      let time = Timestamp(
+        nanoseconds: Int64(generator.below(2_000_000_000)) * 1_000_000_000 + Int64(generator.below(1000)) * 1_000_000)
+      expectSame(Ledger(entries: entries), sessions()[generator.below(6)], size % 2 == 0 ? health : nil, time)
+    }
+  }
+
+  @Test("a label is the name's own bytes only when they need no escape; otherwise the injective escaped form")
+  func labelFastPath() {
+    for bytes in Self.hostile {
+      var out: [UInt8] = []
+      OpenMetrics.appendLabel(InterfaceName(bytes: bytes), to: &out)
+      #expect(out == Array(OpenMetrics.label(InterfaceName(bytes: bytes)).utf8), "\(bytes)")
+    }
+  }
+}
