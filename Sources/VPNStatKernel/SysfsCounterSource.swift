@@ -168,7 +168,7 @@ final class InterfaceFiles {
       do {
         let count = try SmallFile.reread(fd, into: buffer.bytes)
         let bytes = UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<count])
-        guard let parsed = parseUnsigned(bytes.trimmingASCIIWhitespace()) else {
+        guard let parsed = parseUnsigned(Self.trimmed(bytes)) else {
           let attribute = Self.counterAttributes[i]
           return .failure(
             .unreadable(SysfsValueError(attribute: attribute, bytes: Array(bytes.prefix(32))).description))
@@ -186,14 +186,14 @@ final class InterfaceFiles {
       }
     }
     var link = LinkAttributes()
-    link.operState = text(operstate, buffer: &buffer).flatMap(OperState.init(sysfs:))
+    link.operState = value(operstate, buffer: &buffer).flatMap { OperState(sysfs: $0) }
     if link.operState == .unknown || link.operState == nil {
       // tun, ifb and loopback say "unknown"; carrier tells (it fails with EINVAL while down).
       if !carrierTried {
         carrier = try? FileDescriptor.openForReading(root.attribute(name, "carrier"))
         carrierTried = true
       }
-      link.carrier = text(carrier, buffer: &buffer).flatMap { parseUnsigned($0.utf8) }.map { $0 != 0 }
+      link.carrier = value(carrier, buffer: &buffer).flatMap { parseUnsigned($0) }.map { $0 != 0 }
     }
     return .success(
       InterfaceSample(
@@ -203,9 +203,20 @@ final class InterfaceFiles {
         width: .bits64, link: link))
   }
 
-  private func text(_ fd: FileDescriptor?, buffer: inout SysfsCounterSource.ReadBuffer) -> String? {
+  /// The value of a kept file, without the whitespace around it; nil when it cannot be read.
+  /// Valid until the next read into `buffer`.
+  private func value(_ fd: FileDescriptor?, buffer: inout SysfsCounterSource.ReadBuffer) -> UnsafeRawBufferPointer? {
     guard let fd, let count = try? SmallFile.reread(fd, into: buffer.bytes) else { return nil }
-    return String(
-      decoding: UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<count]).trimmingASCIIWhitespace(), as: UTF8.self)
+    return Self.trimmed(UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<count]))
+  }
+
+  /// `bytes` without the ASCII whitespace at either end (sysfs values end in a newline).
+  static func trimmed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+    func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D }
+    var start = 0
+    var end = bytes.count
+    while start < end, isSpace(bytes[start]) { start += 1 }
+    while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+    return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
   }
 }

@@ -41,23 +41,28 @@ public enum OpenMetrics {
 
   /// The per-interface counters, then the per-class ones.
   static func writeLedger(_ entries: [LedgerEntry], into out: inout MetricsText) {
-    // `interface="…",class="…"` and the creation time of each entry, made once for all metrics.
-    var labels: [[UInt8]] = []
-    var created: [[UInt8]] = []
-    labels.reserveCapacity(entries.count)
-    created.reserveCapacity(entries.count)
+    // `interface="…",class="…"` and the creation time of each entry, made once for all seven
+    // metrics, into one buffer each (offsets mark the entries), and the totals as plain values:
+    // the loops below then touch no reference-counted storage.
+    var labels = OutputBytes(capacity: entries.count * 48)
+    var created = OutputBytes(capacity: entries.count * 16)
+    var labelEnds: [Int] = []
+    var createdEnds: [Int] = []
+    let totals = entries.map(\.totals)
+    labelEnds.reserveCapacity(entries.count)
+    createdEnds.reserveCapacity(entries.count)
+    var name: [UInt8] = []
     for entry in entries {
-      var label: [UInt8] = []
-      label.reserveCapacity(entry.name.bytes.count + 40)
-      label.append(contentsOf: "interface=\"".utf8)
-      appendLabel(entry.name, to: &label)
-      label.append(contentsOf: "\",class=\"".utf8)
-      label.append(contentsOf: entry.interfaceClass.rawValue.utf8)
-      label.append(0x22)
-      labels.append(label)
-      var stamp = OutputBytes(capacity: 24)
-      MetricsText.appendSeconds(entry.totals.firstSeenAt, to: &stamp)
-      created.append(stamp.array)
+      labels.append("interface=\"")
+      name.removeAll(keepingCapacity: true)
+      appendLabel(entry.name, to: &name)
+      labels.append(name)
+      labels.append("\",class=\"")
+      labels.append(entry.interfaceClass.rawValue)
+      labels.append(0x22)
+      labelEnds.append(labels.count)
+      MetricsText.appendSeconds(entry.totals.firstSeenAt, to: &created)
+      createdEnds.append(created.count)
     }
     let perInterface: [(name: String, unit: String?, help: String)] = [
       (
@@ -74,29 +79,37 @@ public enum OpenMetrics {
       ("vpnstat_interface_wraps", nil, "32-bit counter wraps bridged."),
       ("vpnstat_interface_discarded", nil, "Samples discarded as faster than plausible."),
     ]
-    for (metric, family) in perInterface.enumerated() {
-      out.family(family.name, .counter, unit: family.unit, help: family.help)
-      let sampleName = out.sampleName(family.name, .counter)
-      let createdName = Array((family.name + "_created").utf8)
-      for (i, entry) in entries.enumerated() {
-        let totals = entry.totals
-        let value: UInt64
-        switch metric {
-        case 0: value = totals.traffic.rxBytes
-        case 1: value = totals.traffic.txBytes
-        case 2: value = totals.traffic.rxPackets
-        case 3: value = totals.traffic.txPackets
-        case 4: value = totals.resets
-        case 5: value = totals.wraps
-        default: value = totals.discarded
-        }
-        out.begin(sampleName, labels: labels[i])
-        out.bytes.appendDecimal(value)
-        out.bytes.append(0x0A)
-        if out.format == .openmetrics {
-          out.begin(createdName, labels: labels[i])
-          out.bytes.append(created[i])
-          out.bytes.append(0x0A)
+    labels.withBytes { labelBytes in
+      created.withBytes { createdBytes in
+        for (metric, family) in perInterface.enumerated() {
+          out.family(family.name, .counter, unit: family.unit, help: family.help)
+          let sampleName = out.sampleName(family.name, .counter)
+          let createdName = Array((family.name + "_created").utf8)
+          var labelStart = 0
+          var createdStart = 0
+          for i in totals.indices {
+            let label = UnsafeBufferPointer(rebasing: labelBytes[labelStart..<labelEnds[i]])
+            let value: UInt64
+            switch metric {
+            case 0: value = totals[i].traffic.rxBytes
+            case 1: value = totals[i].traffic.txBytes
+            case 2: value = totals[i].traffic.rxPackets
+            case 3: value = totals[i].traffic.txPackets
+            case 4: value = totals[i].resets
+            case 5: value = totals[i].wraps
+            default: value = totals[i].discarded
+            }
+            out.begin(sampleName, labels: label)
+            out.bytes.appendDecimal(value)
+            out.bytes.append(0x0A)
+            if out.format == .openmetrics {
+              out.begin(createdName, labels: label)
+              out.bytes.append(UnsafeBufferPointer(rebasing: createdBytes[createdStart..<createdEnds[i]]))
+              out.bytes.append(0x0A)
+            }
+            labelStart = labelEnds[i]
+            createdStart = createdEnds[i]
+          }
         }
       }
     }
@@ -236,6 +249,10 @@ struct MetricsText {
 
   /// `name{labels} ` (no braces without labels): what precedes a sample's value.
   mutating func begin(_ name: [UInt8], labels: [UInt8]) {
+    labels.withUnsafeBufferPointer { begin(name, labels: $0) }
+  }
+
+  mutating func begin(_ name: [UInt8], labels: UnsafeBufferPointer<UInt8>) {
     bytes.append(name)
     if !labels.isEmpty {
       bytes.append(0x7B)
@@ -248,7 +265,8 @@ struct MetricsText {
   /// Unix seconds with milliseconds: `1800000000.123`.
   static func appendSeconds(_ time: Timestamp, to bytes: inout OutputBytes) {
     let whole = time.seconds
-    let millis = (time.nanoseconds - whole * 1_000_000_000) / 1_000_000
+    // The remainder, not nanoseconds − whole × 10⁹, which overflows near Int64.min.
+    let millis = (time.nanoseconds % 1_000_000_000 + 1_000_000_000) % 1_000_000_000 / 1_000_000
     if whole < 0 { bytes.append(0x2D) }
     bytes.appendDecimal(whole.magnitude)
     bytes.append(0x2E)

@@ -26,6 +26,11 @@ struct OutputBytes {
   /// The bytes written so far.
   var array: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
 
+  /// Lends the bytes written so far, without copying them.
+  func withBytes<T>(_ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+    try withExtendedLifetime(owner) { try body(UnsafeBufferPointer(start: base, count: count)) }
+  }
+
   /// Room for `more` bytes at the end, in a buffer this value alone holds.
   @inline(__always)
   private mutating func reserve(_ more: Int) -> UnsafeMutablePointer<UInt8> {

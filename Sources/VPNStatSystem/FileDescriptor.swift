@@ -177,6 +177,7 @@ public enum SmallFile {
 
 extension BidirectionalCollection where Element == UInt8 {
   /// The bytes without ASCII whitespace at either end (sysfs and procfs values end in a newline).
+  @inlinable
   public func trimmingASCIIWhitespace() -> SubSequence {
     var slice = self[...]
     while let first = slice.first, first == 0x20 || first == 0x0A || first == 0x09 || first == 0x0D {

@@ -35,6 +35,7 @@ struct CheckpointKernelTests {
     let owner = try ns.echoTunnel("tun40", local: "169.254.40.1", peer: "169.254.40.2")
     defer { owner.stop() }
     let recorder = try ns.startRecorder(db, ["--interval", "100ms", "--save-interval", "1h", "-i", "tun40"])
+    defer { recorder.stop(SIGKILL) }
     let first = try #require(try storedEntry(db, "tun40"))
     try ns.peerRun("udp-send", "169.254.40.2", "9700", "300", "900", "--gap-us", "200")
     usleep(500_000)
@@ -84,6 +85,7 @@ struct CheckpointKernelTests {
     let owner = try ns.echoTunnel("tun42", local: "169.254.42.1", peer: "169.254.42.2")
     defer { owner.stop() }
     let recorder = try ns.startRecorder(db, ["--interval", "100ms", "--save-interval", "1h", "-i", "tun42"])
+    defer { recorder.stop(SIGKILL) }
     let first = try #require(try storedEntry(db, "tun42"))
     try ns.peerRun("udp-send", "169.254.42.2", "9702", "300", "900", "--gap-us", "200")
     usleep(300_000)
@@ -103,6 +105,7 @@ struct CheckpointKernelTests {
     try t.ns.ip("addr", "add", "169.254.43.1", "peer", "169.254.43.2", "dev", t.tunnel)
     try t.up()
     let recorder = try t.ns.startRecorder(t.db, ["--interval", "200ms", "--save-interval", "1h", "-i", t.tunnel])
+    defer { recorder.stop(SIGKILL) }
     let first = try #require(try storedEntry(t.db, t.tunnel))
     let enforcer = try t.startEnforcer(["--save-interval", "1s"], session: "120s", pause: "60s")
     try enforcer.waitForError("vpnstat record (pid \(recorder.pid)) keeps the ledger")

@@ -118,4 +118,21 @@ struct OpenMetricsTests {
       #expect(out == Array(OpenMetrics.label(InterfaceName(bytes: bytes)).utf8), "\(bytes)")
     }
   }
+
+  @Test("a creation time at either end of the Timestamp range (a damaged row) is written, not a crash")
+  func extremeCreationTimes() {
+    var generator = Generator(state: 1)
+    var entries: [InterfaceName: LedgerEntry] = [:]
+    for (name, nanoseconds) in [("old", Int64.min), ("new", Int64.max)] {
+      var entry = entry(Array(name.utf8), &generator)
+      entry.totals.firstSeenAt = Timestamp(nanoseconds: nanoseconds)
+      entries[entry.name] = entry
+    }
+    let text = String(
+      decoding: OpenMetrics.render(ledger: Ledger(entries: entries), session: nil, at: Timestamp(seconds: 0)),
+      as: UTF8.self)
+    #expect(text.contains("vpnstat_interface_receive_bytes_created{interface=\"old\",class="))
+    #expect(text.contains(" -9223372037.145\n"), "\(text.prefix(400))")
+    #expect(text.contains(" 9223372036.854\n"))
+  }
 }
