@@ -10,6 +10,8 @@ extension Store {
 
   private func readLedger() throws -> Ledger {
     var entries: [InterfaceName: LedgerEntry] = [:]
+    entries.reserveCapacity(Int(try connection.scalar("SELECT count(*) FROM interfaces") ?? 0))
+    var bootID: String?
     try connection.query(
       """
       SELECT name, class, first_seen_at, if_index, boot_id, width, rx_bytes, tx_bytes, rx_packets,
@@ -19,13 +21,15 @@ extension Store {
     ) { row in
       let name = InterfaceName(bytes: row.blob(0))
       let baseline = LedgerBaseline(
-        instance: InterfaceInstance(index: Int32(truncatingIfNeeded: row.integer(3)), bootID: row.text(4) ?? ""),
+        instance: InterfaceInstance(
+          index: Int32(truncatingIfNeeded: row.integer(3)), bootID: row.text(4, reusing: bootID) ?? ""),
         counters: row.traffic(6),
         width: CounterWidth(rawValue: Int(row.integer(5))) ?? .bits64,
         wall: Timestamp(nanoseconds: row.integer(10)), boottime: row.integer(11))
       let totals = LedgerTotals(
         row.traffic(12), resets: row.unsigned(16), wraps: row.unsigned(17), discarded: row.unsigned(18),
         firstSeenAt: Timestamp(nanoseconds: row.integer(2)))
+      bootID = baseline.instance.bootID
       entries[name] = LedgerEntry(
         name: name, interfaceClass: InterfaceClass(rawValue: row.text(1) ?? "") ?? .other,
         baseline: baseline, totals: totals)
