@@ -9,6 +9,8 @@ import VPNStatSystem
 /// The exit statuses vpnstat documents (sysexits.h numbering), one meaning each.
 public enum ExitStatus: Int32, Sendable, CaseIterable {
   case success = 0
+  /// `alert`: the period's traffic has reached the limit (vnStat's `--alert`).
+  case limitReached = 1
   /// Wrong arguments (also a bad configuration file or capture filter).
   case usage = 64
   /// Bad data: a corrupt or foreign database, a corrupt capture file.
