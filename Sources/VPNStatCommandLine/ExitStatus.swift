@@ -82,6 +82,9 @@ extension ExitStatus {
       case .internalFailure: status = .software
       }
       return (status, error.message)
+    case let error as ListeningSocket.Failure:
+      // The port is taken or the address not this machine's: 69; a port below 1024: 77.
+      return (error.error.meansNotPermitted ? .noPermission : .unavailable, error.description)
     case let error as AtomicFile.Failure:
       return (error.error.meansNotPermitted ? .noPermission : .ioError, error.description)
     case let error as Errno where error.rawValue == Errno.brokenPipe.rawValue:
