@@ -141,6 +141,13 @@ public struct TrafficHistory: Sendable {
   /// The range asked for with `--since`/`--until`, when one was: [since, until).
   public var since: Timestamp?
   public var until: Timestamp?
+  /// The start of the first row asked for and of the last one: the range a chart spans, also
+  /// where no series has traffic yet.
+  public var firstRow: Int64 = 0
+  public var lastRow: Int64 = 0
+
+  /// How the rows divide time.
+  public var rows: HistoryRows { HistoryRows(granularity, monthStartDay: monthStartDay) }
 
   /// Builds the history of the last `count` buckets up to the one holding `now`. Each series
   /// starts at its first bucket with traffic, so a young database shows no run of empty rows:
@@ -204,7 +211,8 @@ public struct TrafficHistory: Sendable {
     }
     return TrafficHistory(
       granularity: rows.granularity, monthStartDay: rows.monthStartDay, grouping: grouping, generatedAt: now,
-      series: series, calendar: calendar, since: nil, until: nil)
+      series: series, calendar: calendar, since: nil, until: nil, firstRow: first,
+      lastRow: rows.start(of: Timestamp(seconds: max(last, first)), in: calendar))
   }
 
   /// The `count` busiest rows of each series (most bytes, both directions; the earlier first

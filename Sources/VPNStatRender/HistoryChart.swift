@@ -105,15 +105,15 @@ public enum HistorySVG {
   static func panel(_ history: TrafficHistory, session: SessionReport?, options: DisplayOptions) -> String {
     var out =
       "<text x=\"\(plotLeft)\" y=\"22\" font-size=\"15\" font-weight=\"bold\">\(escape(title(history)))</text>\n"
-    // The time slots: every row start any series has (each series runs to the same last row).
-    var bounds: [Int64: Int64] = [:]
+    // The time slots: every row of the range asked for, and any a series has besides.
+    var bounds = span(history)
     for series in history.series {
       for row in series.rows { bounds[row.start] = row.end }
     }
     let slots = bounds.keys.sorted()
     let plotWidth = Double(plotRight - plotLeft)
     let plotHeight = Double(plotBottom - plotTop)
-    guard !slots.isEmpty else {
+    guard history.series.contains(where: { !$0.rows.isEmpty }), !slots.isEmpty else {
       out +=
         "<rect x=\"\(plotLeft)\" y=\"\(plotTop)\" width=\"\(plotRight - plotLeft)\" height=\"\(plotBottom - plotTop)\" fill=\"none\" stroke=\"#cccccc\"/>\n"
       out +=
@@ -214,17 +214,31 @@ public enum HistorySVG {
     }
   }
 
+  /// Every row of the range asked for, start to end (at most what the database keeps).
+  static func span(_ history: TrafficHistory) -> [Int64: Int64] {
+    var bounds: [Int64: Int64] = [:]
+    var slot = history.firstRow
+    while slot <= history.lastRow, bounds.count < 2000 {
+      let end = history.rows.next(after: slot, in: history.calendar)
+      bounds[slot] = end
+      guard end > slot else { break }
+      slot = end
+    }
+    return bounds
+  }
+
   static func title(_ history: TrafficHistory) -> String {
-    let count = history.series.map(\.rows.count).max() ?? 0
+    let count = span(history).count
     let unit: String
     switch history.granularity {
     case .fiveMinutes: unit = "5-minute buckets"
     case .hour: unit = "hours"
     case .day: unit = "days"
-    case .month:
-      unit = history.monthStartDay == 1 ? "months" : "months from the \(UsagePeriod.ordinal(history.monthStartDay))"
+    case .month: unit = "months"
     }
-    return "\(count) \(unit) · bytes per \(HistoryTable.periodName(history)), received and sent"
+    let from = history.monthStartDay == 1 ? "" : " (from the \(UsagePeriod.ordinal(history.monthStartDay)))"
+    return
+      "last \(count) \(count == 1 ? String(unit.dropLast()) : unit)\(from) · bytes per \(HistoryTable.periodName(history)), received and sent"
   }
 
   /// Under a bar: `13:00`, `11-29`, `2026-11`, `11-15` (a month from the 15th).
