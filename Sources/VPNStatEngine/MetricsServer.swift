@@ -89,7 +89,12 @@ public struct HTTPRequestHead: Hashable, Sendable {
       }
       lines.append(line)
     }
-    guard ended else { return lines.isEmpty || valid(lines[0], requestLine: true) ? .incomplete : .malformed }
+    guard ended else {
+      // Garbage is refused as soon as it shows, not when the head would have ended.
+      let partial = bytes[lineStart...].filter { $0 != 0x0D }[...]
+      let soFar = lines.enumerated().allSatisfy { valid($1, requestLine: $0 == 0) }
+      return soFar && valid(partial, requestLine: lines.isEmpty) ? .incomplete : .malformed
+    }
     let words = lines[0].split(separator: 0x20, omittingEmptySubsequences: false)
     guard words.count == 3, valid(lines[0], requestLine: true) else { return .malformed }
     let method = String(decoding: words[0], as: UTF8.self)

@@ -129,14 +129,13 @@ public enum HistorySVG {
     let (top, step) = scale(max(totals.max() ?? 0, capLimit ?? 0), rawBytes: options.rawBytes)
     func y(_ value: UInt64) -> Double { Double(plotBottom) - Double(value) / Double(top) * plotHeight }
     // Grid and y-axis labels.
-    var tick: UInt64 = 0
-    while tick <= top {
+    for multiple in 0...(top / step) {
+      let tick = multiple * step
       let ty = format(y(tick))
       out += "<line x1=\"\(plotLeft)\" y1=\"\(ty)\" x2=\"\(plotRight)\" y2=\"\(ty)\" stroke=\"#e0e0e0\"/>"
       out +=
         "<text x=\"\(plotLeft - 8)\" y=\"\(format(y(tick) + 4))\" text-anchor=\"end\" font-size=\"11\">"
         + escape(options.rawBytes ? String(tick) : Units.bytes(tick)) + "</text>\n"
-      tick += step
     }
     // Time to x: each slot a fixed width, time linear within it (days and months vary in length).
     let slotWidth = plotWidth / Double(slots.count)
@@ -270,7 +269,7 @@ public enum HistorySVG {
       break
     }
     let stepBytes = max(1, UInt64(min(step * Double(unit), 1.8e19)))
-    let ticks = (value + stepBytes - 1) / stepBytes
+    let ticks = value / stepBytes + (value % stepBytes == 0 ? 0 : 1)
     let (top, overflow) = stepBytes.multipliedReportingOverflow(by: max(ticks, 1))
     return (overflow ? .max : top, stepBytes)
   }

@@ -149,7 +149,9 @@ public enum HistoryGraph {
       lines.append(
         TerminalText.pad("0", to: scale, alignRight: true) + " └" + String(repeating: "─", count: rows.count))
       lines.append(String(repeating: " ", count: scale + 2) + axisLabels(rows, history))
-      lines.append(String(repeating: " ", count: scale + 2) + "█ received  ▒ sent  (" + unit(history) + ")")
+      lines.append(
+        TerminalText.truncate(
+          String(repeating: " ", count: scale + 2) + "█ received  ▒ sent  (" + unit(history) + ")", to: width))
       lines.append("")
     }
     lines += StatusTable.estimateNote(color: options.color)
