@@ -207,7 +207,7 @@ public struct MetricsServer {
     }
     for descriptor in writable { try write(descriptor.rawValue) }
     if readable.contains(listener.descriptor) { try acceptAll() }
-    expire()
+    try expire()
     return readable.filter { also.contains($0) }
   }
 
@@ -284,15 +284,19 @@ public struct MetricsServer {
     connections[fd] = connection
   }
 
-  /// Clients past their time: a request never finished gets 408 (if the socket takes it at
-  /// once) and is closed; a response never taken, or a linger over, is closed.
-  private mutating func expire() {
+  /// Clients past their time: a request never finished is answered 408 like any other request
+  /// (and then has a response's time to take it); a response never taken, or a linger over, is
+  /// closed.
+  private mutating func expire() throws {
     let now = clock.now().monotonic
-    for (fd, connection) in connections where connection.deadline <= now {
-      if connection.phase == .reading {
-        _ = try? connection.descriptor.send(HTTPResponse.error(408, "Request Timeout")[...])
+    for (fd, var connection) in connections where connection.deadline <= now {
+      guard connection.phase == .reading else {
+        close(fd)
+        continue
       }
-      close(fd)
+      respond(&connection, HTTPResponse.error(408, "Request Timeout"))
+      connections[fd] = connection
+      try write(fd)
     }
   }
 
