@@ -56,7 +56,7 @@ public enum HistorySVG {
           + escape(DataCapText.line(cap, options: options)) + "</text>\n"
       }
     }
-    svg += legend(panels)
+    svg += legend(panels, window: session?.window != nil)
     for (i, panel) in panels.enumerated() {
       svg += "<g transform=\"translate(0,\(headerHeight + i * panelHeight))\">\n"
       svg += self.panel(panel, session: session, options: options)
@@ -72,8 +72,16 @@ public enum HistorySVG {
     return (text, session.canConnect ? "#2e7d32" : "#c62828")
   }
 
-  /// A key of the series' colours, in the top right corner.
-  static func legend(_ panels: [TrafficHistory]) -> String {
+  /// A key of the series' colours in the top right corner, and of the session's shading under
+  /// it when there is a window.
+  static func legend(_ panels: [TrafficHistory], window: Bool) -> String {
+    var out = ""
+    if window {
+      out += "<rect x=\"\(width - 190)\" y=\"42\" width=\"12\" height=\"12\" fill=\"#2e7d32\" fill-opacity=\"0.3\"/>"
+      out += "<text x=\"\(width - 172)\" y=\"53\">session</text>"
+      out += "<rect x=\"\(width - 100)\" y=\"42\" width=\"12\" height=\"12\" fill=\"#c62828\" fill-opacity=\"0.3\"/>"
+      out += "<text x=\"\(width - 82)\" y=\"53\">pause</text>\n"
+    }
     var keys: [(String, String)] = []
     for panel in panels {
       for (index, series) in panel.series.enumerated() {
@@ -81,7 +89,6 @@ public enum HistorySVG {
         if !keys.contains(where: { $0.0 == key.0 }) { keys.append(key) }
       }
     }
-    var out = ""
     var x = width - 24
     for (name, colour) in keys.reversed() {
       let label = escape(name)
@@ -156,9 +163,13 @@ public enum HistorySVG {
         let x0 = x(from.seconds)
         let x1 = max(x(to.seconds), x0 + 2)
         out +=
-          "<rect x=\"\(format(x0))\" y=\"\(plotTop)\" width=\"\(format(x1 - x0))\" height=\"\(plotBottom - plotTop)\" fill=\"\(colour)\" fill-opacity=\"0.12\"/>"
-        out +=
-          "<text x=\"\(format(x0 + 2))\" y=\"\(plotTop + 12)\" font-size=\"10\" fill=\"\(colour)\">\(label)</text>\n"
+          "<rect x=\"\(format(x0))\" y=\"\(plotTop)\" width=\"\(format(x1 - x0))\" height=\"\(plotBottom - plotTop)\" fill=\"\(colour)\" fill-opacity=\"0.15\"><title>\(label)</title></rect>"
+        // Named inside the shading where it is wide enough; the key in the corner names it anyway.
+        if x1 - x0 >= 48 {
+          out +=
+            "<text x=\"\(format(x0 + 3))\" y=\"\(plotTop + 12)\" font-size=\"10\" fill=\"\(colour)\">\(label)</text>"
+        }
+        out += "\n"
       }
     }
     // The bars, stacked in series order from the bottom.
@@ -184,7 +195,7 @@ public enum HistorySVG {
       out +=
         "<line x1=\"\(plotLeft)\" y1=\"\(cy)\" x2=\"\(plotRight)\" y2=\"\(cy)\" stroke=\"#c62828\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>"
       out +=
-        "<text x=\"\(plotRight)\" y=\"\(format(y(capLimit) - 4))\" text-anchor=\"end\" font-size=\"11\" fill=\"#c62828\">"
+        "<text x=\"\(plotRight)\" y=\"\(format(y(capLimit) - 4))\" text-anchor=\"end\" font-size=\"11\" fill=\"#c62828\" stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">"
         + escape("data cap \(options.rawBytes ? String(capLimit) : Units.bytes(capLimit))") + "</text>\n"
     }
     // Axes and the x-axis labels: at most 12, evenly spaced.
