@@ -26,6 +26,8 @@ struct BenchOptions {
     case enforce
     case watch
     case flows
+    case reports
+    case metrics
   }
 
   var quick = false
@@ -39,7 +41,7 @@ struct BenchOptions {
 
   static let usage = """
     usage: vpnstat-bench [--quick] [--sizes 10,100,1000]
-                         [--only readers|status|startup|ledger|enforce|watch|flows[,…]]
+                         [--only readers|status|startup|ledger|enforce|watch|flows|reports|metrics[,…]]
                          [--vpnstat PATH] [--alt-vpnstat PATH]
 
       --quick            fewer repetitions (under 30 s in all) for a first look
@@ -53,6 +55,10 @@ struct BenchOptions {
                          enforce: session deadline → tunnel down, over repeated windows
                          watch:   CPU and memory of watch with the largest size's interfaces
                          flows:   packets per second of the offline flow parser
+                         reports: history's reports, charts and alert on a simulated year,
+                                  beside history --json
+                         metrics: one scrape of record --listen with the largest size's
+                                  interfaces, beside vpnstat export
       --vpnstat PATH     the vpnstat binary to time (default: the one next to this executable)
       --alt-vpnstat PATH a second vpnstat build timed beside it, e.g. a --static-swift-stdlib one
 
@@ -96,6 +102,7 @@ struct BenchOptions {
       case "--inner-status": options.inner = (.status, try count(try value(argument)))
       case "--inner-enforce": options.inner = (.enforce, try count(try value(argument)))
       case "--inner-watch": options.inner = (.watch, try count(try value(argument)))
+      case "--inner-metrics": options.inner = (.metrics, try count(try value(argument)))
       case "-h", "--help":
         print(usage, terminator: "")
         exit(0)
@@ -133,17 +140,19 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
       results = try CommandBenchmark.status(
         ifbCount: ifbCount, quick: options.quick, ip: ip, vpnstat: vpnstat,
         alternative: options.alternative)
-    case .enforce, .watch:
+    case .enforce, .watch, .metrics:
       guard let ip = options.ip, let vpnstat = options.vpnstat else {
         throw BenchError("inner run without --ip/--vpnstat")
       }
       let notes =
-        part == .enforce
-        ? try EnforceBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
-        : try WatchBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+        switch part {
+        case .enforce: try EnforceBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
+        case .watch: try WatchBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+        default: try MetricsBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+        }
       for note in notes { print("note: " + note) }
       return 0
-    case .startup, .ledger, .flows:
+    case .startup, .ledger, .flows, .reports:
       throw BenchError("\(part.rawValue) is measured by the outer run")
     }
     for result in results { print(result.line) }
@@ -213,7 +222,13 @@ func runOuter(_ options: BenchOptions) -> Int32 {
       progress("ledger: advances and a simulated year")
       notes += try StoreBenchmark.run(quick: options.quick)
     }
-    for (part, size) in [(BenchOptions.Part.enforce, 0), (.watch, options.sizes.max() ?? 1000)]
+    if options.parts.contains(.reports) {
+      progress("reports: a simulated year, history and alert")
+      notes += try ReportBenchmark.run(vpnstat: vpnstat, quick: options.quick)
+    }
+    for (part, size) in [
+      (BenchOptions.Part.enforce, 0), (.watch, options.sizes.max() ?? 1000), (.metrics, options.sizes.max() ?? 1000),
+    ]
     where options.parts.contains(part) {
       progress("\(part.rawValue): namespace with \(size) ifb devices")
       let namespace = try keeper.create(ifbCount: size)

@@ -178,8 +178,11 @@ public struct TrafficHistory: Sendable {
       var name: InterfaceName?
     }
     var sums: [Key: [Int64: Row]] = [:]
+    // Every interface's bucket of one day maps to the same row: one calendar conversion each.
+    var rowOf: [Int64: Int64] = [:]
     for bucket in buckets where selection.includes(bucket.name, bucket.interfaceClass) {
-      let start = rows.row(of: bucket.start, in: calendar)
+      let start = rowOf[bucket.start] ?? rows.row(of: bucket.start, in: calendar)
+      rowOf[bucket.start] = start
       // Buckets outside the range (a clock that was set back, a damaged database) are left out.
       guard start >= first, start <= last else { continue }
       let key = Key(interfaceClass: bucket.interfaceClass, name: grouping == .interface ? bucket.name : nil)

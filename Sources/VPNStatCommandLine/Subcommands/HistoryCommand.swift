@@ -138,10 +138,10 @@ enum HistoryCommand: Subcommand {
       if file == "-" {
         try context.write(picture)
       } else {
-        let path = SystemPath(file).description
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        // Replaced atomically: a viewer that reloads never sees half a picture.
+        let slash = file.lastIndex(of: "/")
+        let directory = slash.map { $0 == file.startIndex ? "/" : String(file[..<$0]) } ?? "."
+        let name = slash.map { String(file[file.index(after: $0)...]) } ?? file
         guard !name.isEmpty else {
           throw UsageError(
             "--svg needs a file name, not a directory: \(TerminalText.sanitize(file))", commandPath: parsed.commandPath)

@@ -71,17 +71,19 @@ enum RecordCommand: Subcommand {
       textfileDirectory: directory, nextLengths: CommonOptions.lengths(parsed), log: log)
     // The server runs on a thread of its own from the snapshots the loop publishes: no client
     // can hold up a sample.
-    let stopServing = try WakeUp()
+    var stopServing: WakeUp?
     if let address = parsed[listen] {
       let listener = try ListeningSocket(address)
       let exposition = MetricsExposition()
+      let stop = try WakeUp()
       recorder.exposition = exposition
       try MetricsServerLoop.start(
-        MetricsServer(listener: listener, exposition: exposition, clock: context.clock), stop: stopServing,
+        MetricsServer(listener: listener, exposition: exposition, clock: context.clock), stop: stop,
         log: { [context] line in context.warn(line) })
+      stopServing = stop
       log.event("serving metrics on http://\(listener.address)/metrics")
     }
-    defer { stopServing.signal() }
+    defer { stopServing?.signal() }
     try RecorderLoop.run(
       &recorder, interval: parsed[interval] ?? .seconds(5), count: parsed[count], notificationBuffer: buffer)
     withExtendedLifetime(lock) {}
