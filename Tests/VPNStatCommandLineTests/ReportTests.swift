@@ -219,6 +219,30 @@ struct ReportTests {
     }
   }
 
+  @Test("bad files: a damaged or foreign database is 65 and left untouched; an SVG into a missing directory 74")
+  func badFiles() throws {
+    let garbage = directory.file("garbage.db")
+    try Data("not a database at all, just bytes".utf8).write(to: URL(fileURLWithPath: garbage))
+    for arguments in [
+      ["history", "--svg", directory.file("x.svg")], ["history", "--top", "3"],
+      ["alert", "--limit", "1GB", "--sysfs-root", sysfs.directory.path], ["plan", "--data-cap", "1GB"],
+    ] {
+      let result = try runInProcess(arguments + ["--db", garbage], clock: clock)
+      #expect(result.status == 65, "\(arguments): \(result.status) \(result.errors)")
+      #expect(result.errors.contains("is not a vpnstat database"), "\(arguments): \(result.errors)")
+    }
+    #expect(contents(garbage) == Data("not a database at all, just bytes".utf8))
+    let missing = try vpnstat(["history", "--svg", directory.file("no/such/dir/x.svg")])
+    #expect(missing.status == 74, "\(missing.errors)")
+    #expect(missing.errors.contains("cannot write"), "\(missing.errors)")
+    #expect(try vpnstat(["history", "--svg", directory.path + "/"]).status == 64)
+    // The SVG to a file, replaced whole.
+    let file = directory.file("h.svg")
+    #expect(try vpnstat(["history", "--svg", file]).status == 0)
+    let svg = String(decoding: contents(file) ?? Data(), as: UTF8.self)
+    #expect(svg.hasPrefix("<?xml") && svg.hasSuffix("</svg>\n"))
+  }
+
   func vpnstat(_ arguments: [String]) throws -> CommandResult {
     try runInProcess(arguments + ["--db", db], clock: clock)
   }
