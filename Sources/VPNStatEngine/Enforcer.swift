@@ -525,7 +525,7 @@ public struct Enforcer {
   }
 
   private func describeWindow(_ record: SessionRecord) -> String {
-    guard record.plan == .free else { return "plan premium: usage only" }
+    guard record.plan == .free else { return "plan premium: no session window" }
     guard let window = record.window else { return "no window yet" }
     return
       "window until \(window.sessionEndsAt.localClockTime(in: calendar, withSeconds: true)), pause until \(window.pauseEndsAt.localClockTime(in: calendar, withSeconds: true))"
