@@ -66,7 +66,8 @@ public struct WireGuardReader: WireGuardSource {
           return WireGuardStatus(
             evidence: .wireguardGo,
             reading: .failure(
-              .notPermitted("wireguard-go (pid \(holder.pid)) and its control socket belong to another user")))
+              .notPermitted(
+                "wireguard-go (pid \(holder.pid)) runs as another user; reading its control socket needs root")))
         }
         let reading = readControlSocket(holder.controlSockets(procRoot: procRoot))
         // Its holder may have gone (and another taken the name): look again next time.
