@@ -119,11 +119,13 @@ public struct WireGuardReader: WireGuardSource {
         return .success(WireGuardReading(device: try WireGuardUAPI.parse(answer), source: .uapi))
       } catch let failure as LocalSocketExchange.Failure {
         if case .closedEarly(let partial) = failure {
-          // A whole answer but for its last empty line is still an answer.
+          // A whole answer but for its last empty line is still an answer, and an errno is a reason.
+          guard !partial.isEmpty else { return .failure(.malformed("the control socket closed without answering")) }
           do {
             return .success(WireGuardReading(device: try WireGuardUAPI.parse(partial), source: .uapi))
           } catch {
-            return .failure(partial.isEmpty ? .malformed("the control socket closed without answering") : error)
+            if case .failed = error { return .failure(error) }
+            return .failure(Self.unavailable(failure, path: path))
           }
         }
         result = .failure(Self.unavailable(failure, path: path))

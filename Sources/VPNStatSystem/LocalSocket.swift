@@ -17,9 +17,14 @@ public enum LocalSocketExchange {
     case timedOut(Duration)
     /// The answer grew past the limit.
     case tooLarge(Int)
-    /// The other end closed before the answer was complete; what came is kept (to be parsed or
-    /// discarded by the caller).
+    /// The other end closed (or reset the connection) before the answer was complete; what came
+    /// is kept (to be parsed or discarded by the caller).
     case closedEarly([UInt8])
+  }
+
+  /// A peer that hung up: how a send or receive learns that the other end closed.
+  static func meansClosed(_ error: Errno) -> Bool {
+    error == .brokenPipe || error.rawValue == ECONNRESET
   }
 
   /// Connects to the socket at `path`, sends `request`, and reads until `isComplete` holds for
@@ -55,7 +60,7 @@ public enum LocalSocketExchange {
         }
       }
     } catch let error as Errno {
-      throw .system(error)
+      throw meansClosed(error) ? .closedEarly([]) : .system(error)
     } catch {
       throw .system(.invalidArgument)
     }
@@ -90,7 +95,7 @@ public enum LocalSocketExchange {
       } catch let error as Errno where error == .wouldBlock {
         continue
       } catch let error as Errno {
-        throw .system(error)
+        throw meansClosed(error) ? .closedEarly(answer) : .system(error)
       } catch {
         throw .system(.invalidArgument)
       }
