@@ -4,7 +4,8 @@ import VPNStatSystem
 /// vpnstat's reader of WireGuard's own figures, source by source: for a kernel WireGuard device
 /// (kind or DEVTYPE `wireguard`) the kernel's generic netlink family, then a control socket
 /// `/run/wireguard/NAME.sock`; for a tun, wireguard-go's control socket when wireguard-go holds
-/// it (`UserspaceWireGuard`), reached through wireguard-go's own root. Every exchange is bounded
+/// it (`UserspaceWireGuard`), reached through wireguard-go's own root — looked for only when
+/// `/run/wireguard` exists, as it does wherever wireguard-go runs with our /run. Every exchange is bounded
 /// (`idleTimeout`, `totalTimeout`, `answerLimit`), so a stuck or hostile socket costs at most the
 /// timeout and says so; nothing is opened for a report without a candidate.
 ///
@@ -12,7 +13,8 @@ import VPNStatSystem
 /// walks /proc once per new tun rather than at every refresh.
 public struct WireGuardReader: WireGuardSource {
   public var procRoot: SystemPath
-  /// Where a kernel device's control socket would be when the netlink family is missing.
+  /// Where a kernel device's control socket would be when the netlink family is missing, and
+  /// whose existence says a wireguard-go may run here.
   public var runDirectory: SystemPath
   /// The longest wait for the next bytes of an answer (and for its first).
   public var idleTimeout: Duration
@@ -54,7 +56,15 @@ public struct WireGuardReader: WireGuardSource {
   public mutating func read(_ candidates: [WireGuardCandidate]) -> [WireGuardStatus?] {
     let tuns = candidates.filter { $0.implementation == .tun }.map { TunKey(name: $0.name, index: $0.index) }
     holders = holders.filter { tuns.contains($0.key) }
-    if tuns.contains(where: { holders[$0] == nil }) { scanProcesses(for: tuns) }
+    if tuns.contains(where: { holders[$0] == nil }) {
+      // wireguard-go makes its socket directory before anything else: where there is none, no
+      // wireguard-go runs with our /run, and a tun (OpenVPN's, say) costs one stat, not a walk.
+      if SmallFile.exists(runDirectory) {
+        scanProcesses(for: tuns)
+      } else {
+        for key in tuns where holders[key] == nil { holders[key] = .some(nil) }
+      }
+    }
     return candidates.map { candidate in
       switch candidate.implementation {
       case .kernel(let evidence):

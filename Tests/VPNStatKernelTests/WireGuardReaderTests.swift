@@ -640,7 +640,8 @@ struct WireGuardReaderTests {
     try proc.process(10, command: "wireguard-go", arguments: ["wireguard-go", "wg0"], tuns: [3: "wg0"])
     let server = try FakeControlSocket(path: proc.socketPath(10, "wg0"), behaviour: .answer(UAPICapture.twoPeersBytes))
     var reader = WireGuardReader(
-      procRoot: SystemPath(proc.root), idleTimeout: Self.patient, totalTimeout: Self.patient * 2, useNetlink: false)
+      procRoot: SystemPath(proc.root), runDirectory: SystemPath(proc.directory.path), idleTimeout: Self.patient,
+      totalTimeout: Self.patient * 2, useNetlink: false)
     let statuses = reader.read([Self.tun("wg0"), Self.tun("tun7", index: 6)])
     #expect(statuses.count == 2)
     let status = try #require(statuses[0])
@@ -660,11 +661,18 @@ struct WireGuardReaderTests {
     #expect(server.requests.count == 3)
   }
 
-  @Test("no candidate: no /proc walk and no socket")
-  func nothingToRead() {
+  @Test("no candidate: no /proc walk and no socket; a tun where no /run/wireguard exists: no walk either")
+  func nothingToRead() throws {
     var reader = WireGuardReader(procRoot: "/nonexistent-proc", useNetlink: false)
     #expect(reader.read([]).isEmpty)
     #expect(reader.processScans == 0 && reader.exchanges == 0)
+    let proc = try ProcFixture()
+    try proc.process(10, command: "wireguard-go", arguments: ["wireguard-go", "wg0"], tuns: [3: "wg0"])
+    var gated = WireGuardReader(
+      procRoot: SystemPath(proc.root), runDirectory: SystemPath(proc.directory.file("no-run-wireguard")),
+      useNetlink: false)
+    #expect(gated.read([Self.tun("wg0")]) == [nil])
+    #expect(gated.processScans == 0 && gated.exchanges == 0)
   }
 
   @Test("a kernel device: no netlink family here, then the control socket; with neither, both reasons")
