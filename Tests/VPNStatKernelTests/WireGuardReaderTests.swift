@@ -503,7 +503,18 @@ final class FakeControlSocket: @unchecked Sendable {
     return stopped
   }
 
+  /// Signalled when the accepting thread has left its loop: only then may the listening
+  /// descriptor be closed (a closed number is reused at once, by the next test's server).
+  private let served = NSCondition()
+  private var serving = true
+
   private func serve(_ behaviour: Behaviour) {
+    defer {
+      served.lock()
+      serving = false
+      served.broadcast()
+      served.unlock()
+    }
     while !isStopped {
       var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
       guard poll(&descriptor, 1, 50) > 0 else { continue }
@@ -551,6 +562,11 @@ final class FakeControlSocket: @unchecked Sendable {
     stopped = true
     lock.unlock()
     guard !wasStopped else { return }
+    if thread != nil {
+      served.lock()
+      while serving { served.wait() }
+      served.unlock()
+    }
     thread = nil
     close(listener)
     unlink(path)
@@ -639,6 +655,7 @@ struct WireGuardReaderTests {
     let proc = try ProcFixture()
     try proc.process(10, command: "wireguard-go", arguments: ["wireguard-go", "wg0"], tuns: [3: "wg0"])
     let server = try FakeControlSocket(path: proc.socketPath(10, "wg0"), behaviour: .answer(UAPICapture.twoPeersBytes))
+    defer { server.stop() }
     var reader = WireGuardReader(
       procRoot: SystemPath(proc.root), runDirectory: SystemPath(proc.directory.path), idleTimeout: Self.patient,
       totalTimeout: Self.patient * 2, useNetlink: false)
@@ -689,6 +706,7 @@ struct WireGuardReaderTests {
       #expect(why.hasPrefix("the kernel has no WireGuard netlink family (no wireguard module); "), "\(why)")
       let server = try FakeControlSocket(
         path: run.file("wg0.sock"), behaviour: .answer(Array(UAPICapture.handshake.utf8)))
+      defer { server.stop() }
       let found = try #require(reader.read([candidate]).first ?? nil)
       #expect(found.source == .uapi)
       #expect(found.device?.latestHandshake == Timestamp(nanoseconds: 1_796_032_548_541_882_387))
@@ -702,7 +720,9 @@ struct WireGuardReaderTests {
   func silentSocket() throws {
     let run = try TemporaryDirectory("wgsilent")
     let server = try FakeControlSocket(path: run.file("wg0.sock"), behaviour: .silent)
-    var reader = WireGuardReader(runDirectory: SystemPath(run.path), useNetlink: false)
+    defer { server.stop() }
+    // A long total: the wait that must end it is the idle one, 200 ms.
+    var reader = WireGuardReader(runDirectory: SystemPath(run.path), totalTimeout: .seconds(10), useNetlink: false)
     let started = Date()
     let status = try #require(
       reader.read([WireGuardCandidate(name: InterfaceName("wg0"), index: 3, implementation: .kernel(.kind))]).first
