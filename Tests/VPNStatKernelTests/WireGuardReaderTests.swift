@@ -426,6 +426,23 @@ struct WireGuardNetlinkTests {
     #expect(text([1, 0, 2, 3, 4, 5, 6, 7]) == "1:0:2:3:4:5:6:7")
   }
 
+  @Test("what the kernel refuses becomes a reason: no permission, no such device, anything else")
+  func kernelRefusals() {
+    let name = InterfaceName("wg0")
+    #expect(
+      WireGuardNetlink.unavailable(Errno(rawValue: EPERM), device: name)
+        == .notPermitted("reading WireGuard from the kernel needs CAP_NET_ADMIN"))
+    #expect(
+      WireGuardNetlink.unavailable(Errno(rawValue: EACCES), device: nil).description.hasPrefix("permission denied"))
+    for code in [ENODEV, ENOENT, EOPNOTSUPP] {
+      #expect(
+        WireGuardNetlink.unavailable(Errno(rawValue: code), device: name)
+          == .noSource("the kernel's WireGuard has no device wg0"))
+    }
+    #expect(
+      WireGuardNetlink.unavailable(Errno(rawValue: EIO), device: name) == .failed("netlink: \(Errno(rawValue: EIO))"))
+  }
+
   @Test("on this kernel the family lookup gives the real answer: no family without the wireguard module")
   func realFamilyLookup() throws {
     let socket = try NetlinkSocket(protocol: NetlinkSocket.generic)
