@@ -74,7 +74,8 @@ public struct UserspaceWireGuard: Hashable, Sendable {
     var devices: [UserspaceWireGuard] = []
     for descriptor in descriptors {
       let name = String(decoding: descriptor, as: UTF8.self)
-      guard let target = try? SmallFile.symbolicLink(fdDirectory.appending(name)), target == tunPath,
+      guard let target = try? SmallFile.symbolicLink(fdDirectory.appending(name)),
+        target.suffix(tunPath.count).elementsEqual(tunPath),
         let info = try? SmallFile.read(directory.appending("fdinfo").appending(name), limit: 4096),
         let attached = tunName(fdinfo: info)
       else { continue }
@@ -83,6 +84,9 @@ public struct UserspaceWireGuard: Hashable, Sendable {
     return devices
   }
 
+  /// How a tun descriptor's link reads. A holder in another mount namespace (`ip netns exec`
+  /// makes one) whose /dev is not under our root shows the path from its namespace's root, e.g.
+  /// `/srv/chroot/dev/net/tun`: the suffix is what identifies it.
   static let tunPath = Array("/dev/net/tun".utf8)
 
   /// The `iff:` line of a tun descriptor's fdinfo: the device it is attached to; nil before
