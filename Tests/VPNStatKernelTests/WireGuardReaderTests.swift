@@ -607,7 +607,7 @@ final class ProcFixture: @unchecked Sendable {
   /// A process: `tuns` maps a descriptor number to the `iff:` name (empty: not attached yet).
   func process(
     _ pid: Int, command: String, arguments: [String], namespace: String = "net:[4026531840]",
-    tuns: [Int: String] = [:], otherFiles: [Int: String] = [:]
+    tuns: [Int: String] = [:], otherFiles: [Int: String] = [:], tunLink: String = "/dev/net/tun"
   ) throws {
     let base = root + "/\(pid)"
     let fm = FileManager.default
@@ -618,7 +618,7 @@ final class ProcFixture: @unchecked Sendable {
     try Data(arguments.map { $0 + "\0" }.joined().utf8).write(to: URL(fileURLWithPath: base + "/cmdline"))
     try fm.createSymbolicLink(atPath: base + "/ns/net", withDestinationPath: namespace)
     for (fd, name) in tuns {
-      try fm.createSymbolicLink(atPath: base + "/fd/\(fd)", withDestinationPath: "/dev/net/tun")
+      try fm.createSymbolicLink(atPath: base + "/fd/\(fd)", withDestinationPath: tunLink)
       try Data("pos:\t59\nflags:\t0104002\nmnt_id:\t61\nino:\t105\niff:\t\(name)\n".utf8).write(
         to: URL(fileURLWithPath: base + "/fdinfo/\(fd)"))
     }
@@ -653,11 +653,18 @@ struct WireGuardReaderTests {
     try proc.process(12, command: "openvpn", arguments: ["openvpn", "--dev", "tun7"], tuns: [3: "tun7"])
     try proc.process(13, command: "wireguard-go", arguments: ["wireguard-go", "-f", "wg1"], tuns: [3: ""])
     try proc.process(14, command: "wireguard-go", arguments: ["wireguard-go", "wg2"], tuns: [5: "wg2"])
+    // In another mount namespace whose /dev is not under our root (ip netns exec in a chroot).
+    try proc.process(
+      15, command: "wireguard-go", arguments: ["wireguard-go", "wg3"], tuns: [3: "wg3"],
+      tunLink: "/tmp/fresh-ci.AbCd/dev/net/tun")
+    try proc.process(
+      16, command: "wireguard-go", arguments: ["wireguard-go", "wg4"], tuns: [3: "wg4"], tunLink: "/dev/net/tunnel")
     let found = UserspaceWireGuard.find(procRoot: SystemPath(proc.root))
     #expect(
       Set(found) == [
         UserspaceWireGuard(pid: 10, device: InterfaceName("wg0"), inspected: true),
         UserspaceWireGuard(pid: 14, device: InterfaceName("wg2"), inspected: true),
+        UserspaceWireGuard(pid: 15, device: InterfaceName("wg3"), inspected: true),
       ])
     #expect(UserspaceWireGuard.tunName(fdinfo: Array("iff:\twg0\n".utf8)) == InterfaceName("wg0"))
     #expect(UserspaceWireGuard.tunName(fdinfo: Array("pos:\t0\niff:\t\n".utf8)) == nil)
