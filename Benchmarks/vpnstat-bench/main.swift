@@ -28,6 +28,7 @@ struct BenchOptions {
     case flows
     case reports
     case metrics
+    case wireguard
   }
 
   var quick = false
@@ -41,7 +42,7 @@ struct BenchOptions {
 
   static let usage = """
     usage: vpnstat-bench [--quick] [--sizes 10,100,1000]
-                         [--only readers|status|startup|ledger|enforce|watch|flows|reports|metrics[,…]]
+                         [--only readers|status|startup|ledger|enforce|watch|flows|reports|metrics|wireguard[,…]]
                          [--vpnstat PATH] [--alt-vpnstat PATH]
 
       --quick            fewer repetitions (under 30 s in all) for a first look
@@ -59,6 +60,8 @@ struct BenchOptions {
                                   beside history --json
                          metrics: one scrape of record --listen with the largest size's
                                   interfaces, beside vpnstat export
+                         wireguard: one wireguard-go tunnel read by vpnstat (in-process
+                                  and status --json) beside wg show NAME dump
       --vpnstat PATH     the vpnstat binary to time (default: the one next to this executable)
       --alt-vpnstat PATH a second vpnstat build timed beside it, e.g. a --static-swift-stdlib one
 
@@ -103,6 +106,7 @@ struct BenchOptions {
       case "--inner-enforce": options.inner = (.enforce, try count(try value(argument)))
       case "--inner-watch": options.inner = (.watch, try count(try value(argument)))
       case "--inner-metrics": options.inner = (.metrics, try count(try value(argument)))
+      case "--inner-wireguard": options.inner = (.wireguard, try count(try value(argument)))
       case "-h", "--help":
         print(usage, terminator: "")
         exit(0)
@@ -140,16 +144,17 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
       results = try CommandBenchmark.status(
         ifbCount: ifbCount, quick: options.quick, ip: ip, vpnstat: vpnstat,
         alternative: options.alternative)
-    case .enforce, .watch, .metrics:
+    case .enforce, .watch, .metrics, .wireguard:
       guard let ip = options.ip, let vpnstat = options.vpnstat else {
         throw BenchError("inner run without --ip/--vpnstat")
       }
-      let notes =
-        switch part {
-        case .enforce: try EnforceBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
-        case .watch: try WatchBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
-        default: try MetricsBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
-        }
+      let notes: [String]
+      switch part {
+      case .enforce: notes = try EnforceBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
+      case .watch: notes = try WatchBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+      case .metrics: notes = try MetricsBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+      default: notes = try WireGuardBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
+      }
       for note in notes { print("note: " + note) }
       return 0
     case .startup, .ledger, .flows, .reports:
@@ -228,6 +233,7 @@ func runOuter(_ options: BenchOptions) -> Int32 {
     }
     for (part, size) in [
       (BenchOptions.Part.enforce, 0), (.watch, options.sizes.max() ?? 1000), (.metrics, options.sizes.max() ?? 1000),
+      (.wireguard, 0),
     ]
     where options.parts.contains(part) {
       progress("\(part.rawValue): namespace with \(size) ifb devices")

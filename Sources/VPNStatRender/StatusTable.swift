@@ -111,6 +111,12 @@ public enum StatusTable {
         }
         row.append(TextTable.Cell(report.classBy.rawValue, .dim))
         table.add(row)
+        if let wireguard = report.wireguard {
+          let style: TextStyle = wireguard.device == nil ? .yellow : .cyan
+          for line in WireGuardText.lines(wireguard, at: snapshot.generatedAt, options: options) {
+            table.addLine(TextTable.Cell("    " + line, style))
+          }
+        }
       }
     }
     var lines: [String] = []
@@ -145,6 +151,9 @@ public enum StatusTable {
   /// The estimate note, then the reader and any problems.
   static func footer(_ snapshot: StatusSnapshot, color: Bool) -> [String] {
     var lines = estimateNote(color: color)
+    if snapshot.interfaces.contains(where: { $0.wireguard?.device != nil }) {
+      lines.append(TextStyle.dim.apply("  " + WireGuardText.note, color: color))
+    }
     var source = "source: \(snapshot.source.rawValue)"
     if let reason = snapshot.fallbackReason { source += " (\(TerminalText.sanitize(reason)))" }
     lines.append(TextStyle.dim.apply(source, color: color))
