@@ -72,9 +72,12 @@ let package = Package(
       name: "vpnstat-bench",
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
-        "VPNStatCapture", "VPNStatCommandLine", "CNetlinkFloor", "vpnstat",
+        "VPNStatCapture", "VPNStatCommandLine", "VPNStatSimulation", "CNetlinkFloor", "vpnstat",
       ],
       path: "Benchmarks/vpnstat-bench"),
+    // Traffic history made through the store's own API with an injected clock: the benchmark's
+    // simulated year and the simulated month the chart tests draw.
+    .target(name: "VPNStatSimulation", dependencies: ["VPNStatModel", "VPNStatStore"], path: "Tests/Simulation"),
     // The processes the kernel tests run inside their namespaces (a tun owner, traffic peers).
     .executableTarget(name: "vpnstat-testpeer", path: "Tests/TestPeer"),
     // What the tests share: running the built binaries, network namespaces, fixture sysfs trees,
@@ -95,7 +98,9 @@ let package = Package(
     .testTarget(
       name: "VPNStatStoreTests",
       dependencies: ["VPNStatStore", "VPNStatModel", "VPNStatRender", "VPNStatSystem", "VPNStatTestSupport"]),
-    .testTarget(name: "VPNStatRenderTests", dependencies: ["VPNStatRender", "VPNStatModel", "VPNStatTestSupport"]),
+    .testTarget(
+      name: "VPNStatRenderTests",
+      dependencies: ["VPNStatRender", "VPNStatModel", "VPNStatStore", "VPNStatSimulation", "VPNStatTestSupport"]),
     .testTarget(
       name: "VPNStatCaptureTests",
       dependencies: ["VPNStatCapture", "VPNStatModel", "VPNStatRender", "VPNStatSystem", "VPNStatTestSupport"]),
@@ -112,7 +117,10 @@ let package = Package(
       ]),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["VPNStatCommandLine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatTestSupport"]),
+      dependencies: [
+        "VPNStatCommandLine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSimulation",
+        "VPNStatTestSupport",
+      ]),
   ],
   swiftLanguageModes: [.v6]
 )

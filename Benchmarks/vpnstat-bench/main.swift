@@ -26,6 +26,8 @@ struct BenchOptions {
     case enforce
     case watch
     case flows
+    case reports
+    case metrics
     case wireguard
   }
 
@@ -40,7 +42,7 @@ struct BenchOptions {
 
   static let usage = """
     usage: vpnstat-bench [--quick] [--sizes 10,100,1000]
-                         [--only readers|status|startup|ledger|enforce|watch|flows|wireguard[,…]]
+                         [--only readers|status|startup|ledger|enforce|watch|flows|reports|metrics|wireguard[,…]]
                          [--vpnstat PATH] [--alt-vpnstat PATH]
 
       --quick            fewer repetitions (under 30 s in all) for a first look
@@ -54,6 +56,10 @@ struct BenchOptions {
                          enforce: session deadline → tunnel down, over repeated windows
                          watch:   CPU and memory of watch with the largest size's interfaces
                          flows:   packets per second of the offline flow parser
+                         reports: history's reports, charts and alert on a simulated year,
+                                  beside history --json
+                         metrics: one scrape of record --listen with the largest size's
+                                  interfaces, beside vpnstat export
                          wireguard: one wireguard-go tunnel read by vpnstat (in-process
                                   and status --json) beside wg show NAME dump
       --vpnstat PATH     the vpnstat binary to time (default: the one next to this executable)
@@ -99,6 +105,7 @@ struct BenchOptions {
       case "--inner-status": options.inner = (.status, try count(try value(argument)))
       case "--inner-enforce": options.inner = (.enforce, try count(try value(argument)))
       case "--inner-watch": options.inner = (.watch, try count(try value(argument)))
+      case "--inner-metrics": options.inner = (.metrics, try count(try value(argument)))
       case "--inner-wireguard": options.inner = (.wireguard, try count(try value(argument)))
       case "-h", "--help":
         print(usage, terminator: "")
@@ -137,7 +144,7 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
       results = try CommandBenchmark.status(
         ifbCount: ifbCount, quick: options.quick, ip: ip, vpnstat: vpnstat,
         alternative: options.alternative)
-    case .enforce, .watch, .wireguard:
+    case .enforce, .watch, .metrics, .wireguard:
       guard let ip = options.ip, let vpnstat = options.vpnstat else {
         throw BenchError("inner run without --ip/--vpnstat")
       }
@@ -145,11 +152,12 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
       switch part {
       case .enforce: notes = try EnforceBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
       case .watch: notes = try WatchBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+      case .metrics: notes = try MetricsBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
       default: notes = try WireGuardBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
       }
       for note in notes { print("note: " + note) }
       return 0
-    case .startup, .ledger, .flows:
+    case .startup, .ledger, .flows, .reports:
       throw BenchError("\(part.rawValue) is measured by the outer run")
     }
     for result in results { print(result.line) }
@@ -219,7 +227,14 @@ func runOuter(_ options: BenchOptions) -> Int32 {
       progress("ledger: advances and a simulated year")
       notes += try StoreBenchmark.run(quick: options.quick)
     }
-    for (part, size) in [(BenchOptions.Part.enforce, 0), (.watch, options.sizes.max() ?? 1000), (.wireguard, 0)]
+    if options.parts.contains(.reports) {
+      progress("reports: a simulated year, history and alert")
+      notes += try ReportBenchmark.run(vpnstat: vpnstat, quick: options.quick)
+    }
+    for (part, size) in [
+      (BenchOptions.Part.enforce, 0), (.watch, options.sizes.max() ?? 1000), (.metrics, options.sizes.max() ?? 1000),
+      (.wireguard, 0),
+    ]
     where options.parts.contains(part) {
       progress("\(part.rawValue): namespace with \(size) ifb devices")
       let namespace = try keeper.create(ifbCount: size)

@@ -6,7 +6,7 @@ import VPNStatSystem
 /// Everything a command may reach of the process: its streams, its environment, who it runs
 /// as, the clock and the calendar. Subcommands go through it, never to the process directly,
 /// so a test can run any of them in-process with its own streams, environment and clock.
-public struct CommandContext {
+public struct CommandContext: Sendable {
   public var standardInput: FileDescriptor
   public var standardOutput: FileDescriptor
   public var standardError: FileDescriptor

@@ -47,7 +47,20 @@ enum CommonOptions {
   static let pauseLength = Option.duration(
     "pause-length", configurable: true, help: "Length of the pause after it (default 45m; 1m in debug builds).")
 
+  static let monthStartDay = Option<Int>(
+    "month-start-day", valueName: "day", configurable: true,
+    help: "The day months start on, 1 to 28 (default 1), like vnStat's MonthRotate: for billing months.",
+    expected: "a day from 1 to 28", parse: { parseCount($0, in: UsagePeriod.monthStartDays) })
+  static let per = Option<PeriodLength>(
+    "per", valueName: "period", help: "The limit's period: day, week (from Monday) or month (default month).",
+    expected: "day, week or month", parse: PeriodLength.init(rawValue:))
+
   static let classAlternatives = InterfaceClass.allCases.map(\.rawValue).joined(separator: ", ")
+
+  /// The period `--per` and `--month-start-day` (or the configuration file) name.
+  static func period(_ parsed: ParsedCommand) -> UsagePeriod {
+    UsagePeriod(parsed[per] ?? .month, monthStartDay: parsed[monthStartDay] ?? 1)
+  }
 
   /// `tunnel,wifi`: one or more classes, comma-separated.
   @Sendable static func parseClasses(_ text: String) -> [InterfaceClass]? {

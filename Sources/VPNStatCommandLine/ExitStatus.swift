@@ -9,6 +9,8 @@ import VPNStatSystem
 /// The exit statuses vpnstat documents (sysexits.h numbering), one meaning each.
 public enum ExitStatus: Int32, Sendable, CaseIterable {
   case success = 0
+  /// `alert`: the period's traffic has reached the limit (vnStat's `--alert`).
+  case limitReached = 1
   /// Wrong arguments (also a bad configuration file or capture filter).
   case usage = 64
   /// Bad data: a corrupt or foreign database, a corrupt capture file.
@@ -80,6 +82,9 @@ extension ExitStatus {
       case .internalFailure: status = .software
       }
       return (status, error.message)
+    case let error as ListeningSocket.Failure:
+      // The port is taken or the address not this machine's: 69; a port below 1024: 77.
+      return (error.error.meansNotPermitted ? .noPermission : .unavailable, error.description)
     case let error as AtomicFile.Failure:
       return (error.error.meansNotPermitted ? .noPermission : .ioError, error.description)
     case let error as Errno where error.rawValue == Errno.brokenPipe.rawValue:

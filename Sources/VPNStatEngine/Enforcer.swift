@@ -77,6 +77,9 @@ public struct Enforcer {
   /// Set when the last disconnect's action left the link up: during the pause the next up goes
   /// straight to link-down rather than waiting for the action to fail again.
   var actionFailed = false
+  /// The data cap against its period's traffic as last read: the buckets this enforcer's own
+  /// samples keep current. Kept when the database does not answer.
+  public private(set) var dataCap: DataCapStatus?
 
   /// One device under the limit.
   public struct Device: Equatable, Sendable {
@@ -128,6 +131,7 @@ public struct Enforcer {
       refresh()
       advanceLedger()
       try check()
+      try checkDataCap()
     case .stop: try stop()
     }
   }
@@ -190,6 +194,11 @@ public struct Enforcer {
         "\(tunnel.terminalText) came up but the session window cannot be read (\(databaseProblem ?? "no database")): holding it down"
       )
       try disconnect(reason: .undecided, at: now)
+      return
+    }
+    // A reached data cap refuses whatever the window says, until the period rolls over.
+    if dataCapReached(at: now) {
+      try disconnect(reason: .dataCap, at: now)
       return
     }
     let (decision, next) = known.tunnelUp(at: now, lengths: lengths)
@@ -262,6 +271,31 @@ public struct Enforcer {
     case .disconnect: try disconnect(reason: .freeLimit, at: now)
     case .tunnelUp: if let upIndex { try tunnelCameUp(upIndex) }
     }
+  }
+
+  /// The data cap check, after each sample: a followed device up with the cap reached goes down
+  /// as at a session deadline, recorded as `data-cap`.
+  private mutating func checkDataCap() throws {
+    let now = trustedNow()
+    guard devices.values.contains(where: \.up), dataCapReached(at: now) else { return }
+    try disconnect(reason: .dataCap, at: now)
+  }
+
+  /// Whether the record's data cap is reached at `now`, from the daily buckets; when the
+  /// database does not answer, from the usage last read, while its period lasts.
+  private mutating func dataCapReached(at now: Timestamp) -> Bool {
+    guard let cap = record?.dataCap else {
+      dataCap = nil
+      return false
+    }
+    do {
+      if let store { dataCap = try PeriodUsage.status(of: cap, store, at: now) }
+    } catch {
+      problem(error)
+    }
+    guard let known = dataCap, now < known.periodEnd else { return false }
+    dataCap = cap.status(used: known.used, at: now, in: calendar)
+    return dataCap?.reached == true
   }
 
   private mutating func noteSleep() throws {
@@ -345,6 +379,9 @@ public struct Enforcer {
     switch reason {
     case .freeLimit: why = "free session over"
     case .undecided: why = "session unknown"
+    case .dataCap:
+      why =
+        "data cap reached (≈ \(Units.bytes(dataCap?.usedBytes ?? 0)) of \(Units.bytes(dataCap?.cap.limitBytes ?? 0)) this \(dataCap?.cap.period.label ?? "period"))"
     default: why = "up during the free plan's pause"
     }
     log.event("\(tunnel.terminalText): \(why): disconnected" + (confirmed ? "" : " — FAILED, the link is still up"))
@@ -483,7 +520,12 @@ public struct Enforcer {
 
   private func describe() -> String {
     guard let record else { return "session window unknown (\(databaseProblem ?? "no database"))" }
-    guard record.plan == .free else { return "plan premium: usage only" }
+    let cap = record.dataCap.map { "; data cap \(Units.bytes($0.limitBytes)) per \($0.period.label)" } ?? ""
+    return describeWindow(record) + cap
+  }
+
+  private func describeWindow(_ record: SessionRecord) -> String {
+    guard record.plan == .free else { return "plan premium: no session window" }
     guard let window = record.window else { return "no window yet" }
     return
       "window until \(window.sessionEndsAt.localClockTime(in: calendar, withSeconds: true)), pause until \(window.pauseEndsAt.localClockTime(in: calendar, withSeconds: true))"

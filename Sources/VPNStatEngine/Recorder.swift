@@ -14,6 +14,8 @@ public struct Recorder {
   public var sampler: TrafficSampler
   public let store: Store
   public var textfileDirectory: String?
+  /// Where the figures of every sample are published for `record --listen` to serve.
+  public var exposition: MetricsExposition?
   /// The lengths a next window would get, for the session gauges in the textfile.
   public var nextLengths: SessionLengths
   public let log: any EventLog
@@ -70,16 +72,20 @@ public struct Recorder {
     for problem in sample.problems {
       log.event("\(problem.name.terminalText): \(TerminalText.sanitize(problem.message))")
     }
+    guard textfileDirectory != nil || exposition != nil else { return }
+    let session = try SessionView.report(
+      store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
+      nextLengths: nextLengths)
+    let health = try store.health()
     if let textfileDirectory {
       // node_exporter's textfile collector reads the Prometheus text format, not OpenMetrics.
-      let session = try SessionView.report(
-        store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
-        nextLengths: nextLengths)
       try writeTextfile(
         OpenMetrics.render(
-          ledger: ledger, session: session, health: try store.health(), at: sample.taken.wall, format: .prometheus),
+          ledger: ledger, session: session, health: health, at: sample.taken.wall, format: .prometheus),
         textfileDirectory)
     }
+    // The in-memory figures of this sample: a scrape never reads the database.
+    exposition?.publish(MetricsSnapshot(ledger: ledger, session: session, health: health, takenAt: sample.taken.wall))
   }
 
   /// Before stopping: if anything is unsaved, one last, patient try; it throws when that fails

@@ -16,9 +16,10 @@ public enum SessionView {
     let record = try store.sessionRecord()
     let now = try store.trustedNow(reading)
     let totals = try ledger?.totals(of: .tunnel) ?? store.tunnelTotals()
+    let cap = try record.dataCap.map { try PeriodUsage.status(of: $0, store, at: now, ledger: ledger) }
     return SessionReport.make(
       record, now: now, tunnelUp: tunnelUp(record, sample: sample, catalog: &catalog),
-      nextLengths: nextLengths, tunnelTotals: totals, lastStop: try store.stops(limit: 1).first)
+      nextLengths: nextLengths, tunnelTotals: totals, lastStop: try store.stops(limit: 1).first, dataCap: cap)
   }
 
   /// Whether the session's tunnel is up: the one an enforcer opened the window for, else any

@@ -28,6 +28,8 @@ public struct SessionReport: Hashable, Sendable {
   public var usage: TrafficCounts?
   public var tunnel: InterfaceName?
   public var lastStop: StopRecord?
+  /// The data cap against its current period's traffic, when there is a cap.
+  public var dataCap: DataCapStatus?
 
   /// Session time left (active only).
   public var remaining: Duration? {
@@ -42,14 +44,16 @@ public struct SessionReport: Hashable, Sendable {
   }
 
   /// The report of `record` at `now`. `tunnelUp` tells an expired session (tunnel still up) from
-  /// a paused one; `tunnelTotals` are the current tunnel-class ledger totals, for the usage.
+  /// a paused one; `tunnelTotals` are the current tunnel-class ledger totals, for the usage;
+  /// `dataCap` is the record's cap against its period's traffic. A reached cap refuses
+  /// connecting, whatever the window says.
   public static func make(
     _ record: SessionRecord, now: Timestamp, tunnelUp: Bool, nextLengths: SessionLengths,
-    tunnelTotals: TrafficCounts?, lastStop: StopRecord?
+    tunnelTotals: TrafficCounts?, lastStop: StopRecord?, dataCap: DataCapStatus? = nil
   ) -> SessionReport {
     var report = SessionReport(
-      plan: record.plan, state: .none, canConnect: record.canConnect(at: now), now: now, window: nil,
-      nextLengths: nextLengths, usage: nil, tunnel: record.tunnel, lastStop: lastStop)
+      plan: record.plan, state: .none, canConnect: record.canConnect(at: now) && dataCap?.reached != true, now: now,
+      window: nil, nextLengths: nextLengths, usage: nil, tunnel: record.tunnel, lastStop: lastStop, dataCap: dataCap)
     guard record.plan == .free else {
       report.state = .unlimited
       return report

@@ -84,3 +84,14 @@ public enum TerminalText {
     return out
   }
 }
+
+extension StringProtocol {
+  /// This string without the characters of `set` at either end (FoundationEssentials has no
+  /// CharacterSet).
+  public func trimmingCharacters(in set: String) -> String {
+    var scalars = Substring(self)
+    while let first = scalars.first, set.contains(first) { scalars = scalars.dropFirst() }
+    while let last = scalars.last, set.contains(last) { scalars = scalars.dropLast() }
+    return String(scalars)
+  }
+}

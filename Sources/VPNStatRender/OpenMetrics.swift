@@ -128,6 +128,22 @@ public enum OpenMetrics {
             ("direction=\"transmit\"", String(usage.txBytes), nil),
           ]))
     }
+    if let cap = report.dataCap {
+      families += [
+        Family(
+          name: "vpnstat_data_cap_limit_bytes", kind: .gauge, unit: "bytes",
+          help: "The data cap: tunnel-class bytes allowed per period, both directions.",
+          samples: [("period=\"\(cap.cap.period.length.rawValue)\"", String(cap.cap.limitBytes), nil)]),
+        Family(
+          name: "vpnstat_data_cap_used_bytes", kind: .gauge, unit: "bytes",
+          help: "Tunnel-class bytes in the cap's current period, both directions (estimate).",
+          samples: [("period=\"\(cap.cap.period.length.rawValue)\"", String(cap.usedBytes), nil)]),
+        Family(
+          name: "vpnstat_data_cap_reached", kind: .gauge,
+          help: "1 when the data cap is reached: connecting is refused.",
+          samples: [("", cap.reached ? "1" : "0", nil)]),
+      ]
+    }
     return families
   }
 

@@ -19,10 +19,18 @@ public enum SessionText {
       "free plan pause: you can reconnect in \(Units.duration(seconds: seconds)) (at \(window.pauseEndsAt.localClockTime(in: calendar, withSeconds: true)))"
   }
 
+  /// Why connecting is refused, for the gate: the data cap when it is reached, else the pause;
+  /// nil when connecting is allowed.
+  public static func refusal(_ report: SessionReport, calendar: any LocalCalendar) -> String? {
+    guard !report.canConnect else { return nil }
+    if let cap = report.dataCap, cap.reached { return DataCapText.refusal(cap, calendar: calendar) }
+    return pauseMessage(report, calendar: calendar)
+  }
+
   public static func headline(_ report: SessionReport, calendar: any LocalCalendar) -> String {
     switch report.state {
     case .unlimited:
-      return "session: premium plan · unlimited"
+      return "session: premium plan · " + (report.dataCap == nil ? "unlimited" : "no session window")
     case .none:
       return "session: free plan · no window · connecting opens a \(minutes(report.nextLengths.session)) session"
     case .active:
@@ -60,6 +68,7 @@ public enum SessionText {
         "usage this window: \(options.estimate(usage.rxBytes)) received, \(options.estimate(usage.txBytes)) sent (tunnel class)"
       )
     }
+    if let cap = report.dataCap { lines.append(DataCapText.line(cap, options: options)) }
     if let stop = report.lastStop {
       var line =
         "last stop: \(stop.reason.rawValue) at \(stop.at.localClockTime(in: options.calendar, withSeconds: true))"
@@ -80,7 +89,7 @@ public enum SessionText {
       }
     var lines = [style.apply(headline(report, calendar: options.calendar), color: options.color)]
     lines += details(report, options: options)
-    if report.usage != nil {
+    if report.usage != nil || report.dataCap != nil {
       lines.append(
         TextStyle.dim.apply(
           "≈ usage is an estimate from interface counters (protocol overhead included).", color: options.color))
@@ -134,6 +143,12 @@ public enum SessionJSON {
     } else {
       json.null()
     }
+    json.key("data_cap")
+    if let cap = report.dataCap {
+      DataCapJSON.write(cap, into: &json)
+    } else {
+      json.null()
+    }
     json.key("last_stop")
     if let stop = report.lastStop {
       json.beginObject()
@@ -158,6 +173,99 @@ public enum SessionJSON {
     json.envelope(generatedAt: generatedAt, estimateNotes: nil)
     json.key("session")
     write(report, into: &json)
+    json.endObject()
+    return json.bytes
+  }
+}
+
+/// A data cap (or an alert's limit) against its period's traffic, in words.
+public enum DataCapText {
+  /// `data cap: ≈ 1.20 GiB of 2.00 GiB this month (60 %), ≈ 819 MiB left, until 2026-12-15 00:00`.
+  /// `refuses`: reaching it refuses connections (a cap), or only says so (an alert's limit).
+  public static func line(
+    _ status: DataCapStatus, options: DisplayOptions, label: String = "data cap", refuses: Bool = true
+  ) -> String {
+    let used = usage(status, options: options)
+    let end = status.periodEnd.localDateTime(in: options.calendar)
+    if status.reached {
+      return "\(label) reached: \(used); " + (refuses ? "connecting is refused until \(end)" : "the period ends \(end)")
+    }
+    return "\(label): \(used), \(options.estimate(status.leftBytes)) left, until \(end)"
+  }
+
+  /// `≈ 5.02 MiB of 4.77 MiB this day (105 %)`: used, the limit, the period and the share.
+  public static func usage(_ status: DataCapStatus, options: DisplayOptions) -> String {
+    let limit = options.rawBytes ? "\(status.cap.limitBytes) B" : Units.bytes(status.cap.limitBytes)
+    return
+      "\(options.estimate(status.usedBytes)) of \(limit) this \(status.cap.period.label) (\(percent(status.percent)))"
+  }
+
+  /// The gate's message when the cap refuses a connection.
+  public static func refusal(_ status: DataCapStatus, calendar: any LocalCalendar) -> String {
+    "data cap reached: \(usage(status, options: DisplayOptions(calendar: calendar))); you can reconnect when the \(status.cap.period.length.rawValue) rolls over (at \(status.periodEnd.localDateTime(in: calendar)))"
+  }
+
+  /// `60 %`, `0.4 %`, `105 %`.
+  static func percent(_ value: Double) -> String {
+    if value == 0 { return "0 %" }
+    return value < 10 ? "\((value * 10).rounded() / 10) %" : "\(Units.whole(value.rounded(.down))) %"
+  }
+}
+
+/// The `data_cap` object of the JSON contract (in the session object and `alert --json`).
+public enum DataCapJSON {
+  public static func write(_ status: DataCapStatus, into json: inout JSONWriter) {
+    json.beginObject()
+    json.key("limit_bytes")
+    json.number(status.cap.limitBytes)
+    json.key("period")
+    json.string(status.cap.period.length.rawValue)
+    json.key("month_start_day")
+    json.number(status.cap.period.monthStartDay)
+    json.key("period_start")
+    json.string(status.periodStart.rfc3339)
+    json.key("period_end")
+    json.string(status.periodEnd.rfc3339)
+    json.key("used_bytes")
+    json.number(status.usedBytes)
+    json.key("used_rx_bytes")
+    json.number(status.used.rxBytes)
+    json.key("used_tx_bytes")
+    json.number(status.used.txBytes)
+    json.key("left_bytes")
+    json.number(status.leftBytes)
+    json.key("percent")
+    json.number(status.percent)
+    json.key("reached")
+    json.bool(status.reached)
+    json.key("estimate")
+    json.bool(true)
+    json.endObject()
+  }
+}
+
+/// `vpnstat alert --json`: the limit against the period's traffic, and what was measured.
+public enum AlertJSON {
+  public static func render(
+    _ status: DataCapStatus, names: [InterfaceName], classes: [InterfaceClass], generatedAt: Timestamp
+  ) -> [UInt8] {
+    var json = JSONWriter()
+    json.beginObject()
+    json.envelope(generatedAt: generatedAt, estimateNotes: StatusSnapshot.estimateNotes)
+    json.key("selected_interfaces")
+    json.beginArray()
+    for name in names {
+      json.beginObject()
+      json.name(name, key: "name", encodingKey: "name_encoding")
+      json.endObject()
+    }
+    json.endArray()
+    json.key("selected_classes")
+    json.strings(classes.map(\.rawValue))
+    json.key("limit")
+    DataCapJSON.write(status, into: &json)
+    json.key("reached")
+    json.bool(status.reached)
     json.endObject()
     return json.bytes
   }

@@ -11,6 +11,11 @@ enum EnforceCommand: Subcommand {
     expected: "link-down", parse: { $0 == "link-down" ? $0 : nil })
   static let execTimeout = Option.duration(
     "exec-timeout", configurable: true, help: "How long --exec may run before it is killed (default 10s).")
+  static let interval = Option.duration(
+    "interval",
+    help:
+      "Time between the periodic checks, each with a sample of the tunnel for the window's usage and the data cap (default 5s)."
+  )
   static let exec = Remainder(
     "exec", valueName: "command",
     help: "Disconnect by running COMMAND ARG… (no shell; must come last). The kernel is checked afterwards.")
@@ -23,7 +28,7 @@ enum EnforceCommand: Subcommand {
       the pause, and records why each session ended. One enforcer per tunnel.
       """,
     options: [
-      action.spec, execTimeout.spec, CommonOptions.db.spec, CommonOptions.sessionLength.spec,
+      action.spec, execTimeout.spec, interval.spec, CommonOptions.db.spec, CommonOptions.sessionLength.spec,
       CommonOptions.pauseLength.spec, CommonOptions.source.spec, CommonOptions.classOverride.spec,
       CommonOptions.maxRate.spec, exec.spec,
     ],
@@ -76,7 +81,7 @@ enum EnforceCommand: Subcommand {
       sampler: CommonOptions.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
       lengths: CommonOptions.lengths(parsed), action: command, links: links, alarm: alarm,
       log: StandardErrorLog(context: context), calendar: context.calendar)
-    try EnforcerLoop.run(&enforcer, alarm: alarm)
+    try EnforcerLoop.run(&enforcer, alarm: alarm, checkInterval: parsed[interval] ?? .seconds(5))
     withExtendedLifetime(lock) {}
     return .success
   }

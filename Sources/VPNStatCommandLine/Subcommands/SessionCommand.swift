@@ -91,7 +91,7 @@ enum SessionCommand: Subcommand {
     if parsed.has(CommonOptions.json) {
       try context.write(SessionJSON.render(report, generatedAt: reading.wall) + [0x0A])
     } else if !parsed.has(quiet) {
-      if let message = SessionText.pauseMessage(report, calendar: context.calendar) {
+      if let message = SessionText.refusal(report, calendar: context.calendar) {
         context.warn(message)
       } else {
         try context.write(SessionText.headline(report, calendar: context.calendar) + "\n")
