@@ -47,6 +47,12 @@ enum CommonOptions {
   static let pauseLength = Option.duration(
     "pause-length", configurable: true, help: "Length of the pause after it (default 45m; 1m in debug builds).")
 
+  static let wgQuickDirectory = Option<String>(
+    "wg-quick-dir", valueName: "dir", configurable: true,
+    help:
+      "Where wg-quick configurations are (default /etc/wireguard): a WireGuard device NAME with DIR/NAME.conf is wg-quick's.",
+    expected: "a directory", parse: { $0.isEmpty ? nil : $0 })
+
   static let classAlternatives = InterfaceClass.allCases.map(\.rawValue).joined(separator: ", ")
 
   /// `tunnel,wifi`: one or more classes, comma-separated.
@@ -104,6 +110,13 @@ enum CommonOptions {
       clock: context.clock)
   }
 
+  /// Who manages tunnels, found as the command's options say.
+  static func managerDetector(_ parsed: ParsedCommand) -> ManagerDetector {
+    var directories = [ManagerDetector.defaultWgQuickDirectory]
+    if let directory = parsed[wgQuickDirectory] { directories.insert(directory, at: 0) }
+    return ManagerDetector(wgQuickDirectories: directories)
+  }
+
   /// The lengths a new window gets: options, then the configuration file, then the built-in ones.
   static func lengths(_ parsed: ParsedCommand) -> SessionLengths {
     let builtIn = SessionLengths.builtIn
@@ -127,11 +140,12 @@ enum CommonOptions {
 
   /// The session report for a command that sampled, when there is a database.
   static func sessionReport(
-    _ store: Store?, _ parsed: ParsedCommand, sampler: inout TrafficSampler, sample: CounterSample, ledger: Ledger?
+    _ store: Store?, _ parsed: ParsedCommand, sampler: inout TrafficSampler, sample: CounterSample, ledger: Ledger?,
+    detector: (any ManagerDetecting)? = nil
   ) throws -> SessionReport? {
     guard let store else { return nil }
     return try SessionView.report(
       store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
-      nextLengths: lengths(parsed))
+      nextLengths: lengths(parsed), detector: detector)
   }
 }

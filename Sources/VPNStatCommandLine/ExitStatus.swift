@@ -26,7 +26,8 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
   /// Try later: the free plan's pause (`session check`), a database locked by another process,
   /// a recorder or enforcer lock held by another process.
   case tryLater = 75
-  /// Not permitted: no write access to the database, no CAP_NET_ADMIN/CAP_NET_RAW.
+  /// Not permitted: no write access to the database, no CAP_NET_ADMIN/CAP_NET_RAW (an enforcer
+  /// checks at its start), or NetworkManager's refusal to let this user control connections.
   case noPermission = 77
 }
 
@@ -80,6 +81,7 @@ extension ExitStatus {
       case .internalFailure: status = .software
       }
       return (status, error.message)
+    case let error as EnforcerRequirements.Missing: return (.noPermission, error.description)
     case let error as AtomicFile.Failure:
       return (error.error.meansNotPermitted ? .noPermission : .ioError, error.description)
     case let error as Errno where error.rawValue == Errno.brokenPipe.rawValue:

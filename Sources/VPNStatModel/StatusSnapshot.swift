@@ -20,6 +20,8 @@ public struct InterfaceReport: Hashable, Sendable {
   public var width: CounterWidth
   public var rate: TrafficRate?
   public var ledger: LedgerTotals?
+  /// Who manages it, for a tunnel whose manager was looked up (nil otherwise).
+  public var manager: TunnelManager?
 
   public init(
     name: InterfaceName, index: Int32, interfaceClass: InterfaceClass, classBy: ClassEvidence,

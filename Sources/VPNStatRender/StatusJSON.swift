@@ -90,6 +90,8 @@ public enum StatusJSON {
     json.number(report.rate?.rxBytesPerSecond)
     json.key("tx_bytes_per_second")
     json.number(report.rate?.txBytesPerSecond)
+    json.key("manager")
+    TunnelManagerJSON.write(report.manager, into: &json)
     json.endObject()
   }
 

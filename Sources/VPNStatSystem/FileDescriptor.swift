@@ -149,6 +149,18 @@ public enum SmallFile {
     return names
   }
 
+  /// Where the symbolic link at `path` points (`readlink`), as bytes; nil when it is not one or
+  /// cannot be read (a /proc entry of a process that exited, or of another user's).
+  public static func symbolicLink(_ path: SystemPath) -> [UInt8]? {
+    var target = [UInt8](repeating: 0, count: 4096)
+    let count = path.withCString { cPath in
+      target.withUnsafeMutableBufferPointer { buffer in
+        buffer.withMemoryRebound(to: CChar.self) { readlink(cPath, $0.baseAddress!, $0.count) }
+      }
+    }
+    return count < 0 ? nil : Array(target[0..<count])
+  }
+
   /// True when something exists at `path` (a file, directory or symlink target).
   public static func exists(_ path: SystemPath) -> Bool {
     path.withCString { access($0, F_OK) } == 0
