@@ -112,7 +112,9 @@ let package = Package(
       ]),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["VPNStatCommandLine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatTestSupport"]),
+      dependencies: [
+        "VPNStatCommandLine", "VPNStatEngine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatTestSupport",
+      ]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -467,7 +467,7 @@ public struct Enforcer {
     var kept: [ManagerHold] = []
     for held in holds {
       if NetworkManagerControl.release(held, runner: runner) {
-        log.event("gave back \(describe([held])): \(held.setting) \(held.restore)")
+        log.event("gave back \(describe([held])) (\(held.restore))")
       } else {
         log.event("could not give back \(describe([held])) (\(held.setting) \(held.restore)): will try again")
         kept.append(held)

@@ -352,7 +352,8 @@ public struct OpenVPNControl: ManagerControl {
     for path in paths {
       do {
         let connection = try UnixStreamConnection(path: path)
-        let greeting = try connection.receive(timeout: .seconds(2)) { $0.contains("\n") }
+        // Lines end in CRLF, one Character to Swift: look for the byte.
+        let greeting = try connection.receive(timeout: .seconds(2)) { $0.utf8.contains(0x0A) }
         guard greeting.hasPrefix(">INFO:") else {
           problem = "unexpected greeting '\(TerminalText.sanitize(String(greeting.prefix(60))))'"
           continue
