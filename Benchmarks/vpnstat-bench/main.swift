@@ -26,6 +26,7 @@ struct BenchOptions {
     case enforce
     case watch
     case flows
+    case wireguard
   }
 
   var quick = false
@@ -39,7 +40,7 @@ struct BenchOptions {
 
   static let usage = """
     usage: vpnstat-bench [--quick] [--sizes 10,100,1000]
-                         [--only readers|status|startup|ledger|enforce|watch|flows[,…]]
+                         [--only readers|status|startup|ledger|enforce|watch|flows|wireguard[,…]]
                          [--vpnstat PATH] [--alt-vpnstat PATH]
 
       --quick            fewer repetitions (under 30 s in all) for a first look
@@ -53,6 +54,8 @@ struct BenchOptions {
                          enforce: session deadline → tunnel down, over repeated windows
                          watch:   CPU and memory of watch with the largest size's interfaces
                          flows:   packets per second of the offline flow parser
+                         wireguard: one wireguard-go tunnel read by vpnstat (in-process
+                                  and status --json) beside wg show NAME dump
       --vpnstat PATH     the vpnstat binary to time (default: the one next to this executable)
       --alt-vpnstat PATH a second vpnstat build timed beside it, e.g. a --static-swift-stdlib one
 
@@ -96,6 +99,7 @@ struct BenchOptions {
       case "--inner-status": options.inner = (.status, try count(try value(argument)))
       case "--inner-enforce": options.inner = (.enforce, try count(try value(argument)))
       case "--inner-watch": options.inner = (.watch, try count(try value(argument)))
+      case "--inner-wireguard": options.inner = (.wireguard, try count(try value(argument)))
       case "-h", "--help":
         print(usage, terminator: "")
         exit(0)
@@ -133,14 +137,16 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
       results = try CommandBenchmark.status(
         ifbCount: ifbCount, quick: options.quick, ip: ip, vpnstat: vpnstat,
         alternative: options.alternative)
-    case .enforce, .watch:
+    case .enforce, .watch, .wireguard:
       guard let ip = options.ip, let vpnstat = options.vpnstat else {
         throw BenchError("inner run without --ip/--vpnstat")
       }
-      let notes =
-        part == .enforce
-        ? try EnforceBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
-        : try WatchBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+      let notes: [String]
+      switch part {
+      case .enforce: notes = try EnforceBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
+      case .watch: notes = try WatchBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+      default: notes = try WireGuardBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
+      }
       for note in notes { print("note: " + note) }
       return 0
     case .startup, .ledger, .flows:
@@ -213,7 +219,7 @@ func runOuter(_ options: BenchOptions) -> Int32 {
       progress("ledger: advances and a simulated year")
       notes += try StoreBenchmark.run(quick: options.quick)
     }
-    for (part, size) in [(BenchOptions.Part.enforce, 0), (.watch, options.sizes.max() ?? 1000)]
+    for (part, size) in [(BenchOptions.Part.enforce, 0), (.watch, options.sizes.max() ?? 1000), (.wireguard, 0)]
     where options.parts.contains(part) {
       progress("\(part.rawValue): namespace with \(size) ifb devices")
       let namespace = try keeper.create(ifbCount: size)

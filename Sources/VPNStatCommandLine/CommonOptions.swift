@@ -116,6 +116,9 @@ enum CommonOptions {
     if let directory = parsed[wgQuickDirectory] { directories.insert(directory, at: 0) }
     return ManagerDetector(wgQuickDirectories: directories)
   }
+  /// The reader of WireGuard's own figures (the kernel's netlink family, wireguard-go's control
+  /// socket), with its bounds: what `status` and `watch` show under a WireGuard tunnel.
+  static func wireGuard() -> any WireGuardSource { WireGuardReader() }
 
   /// The lengths a new window gets: options, then the configuration file, then the built-in ones.
   static func lengths(_ parsed: ParsedCommand) -> SessionLengths {

@@ -65,10 +65,10 @@ public struct ManagerAction: DisconnectAction {
     case .openVPN:
       if let process = found.process, process.command == "openvpn" { return OpenVPNControl(process: process) }
       return MissingManagerControl(
-        label: "openvpn", reason: "no OpenVPN process holds \(name.terminalText) (\(found.foundBy))")
+        label: "openvpn", reason: "no OpenVPN process holds \(name.terminalText) (\(found.evidence))")
     case .networkManager:
       return MissingManagerControl(
-        label: "networkmanager", reason: "no NetworkManager connection on \(name.terminalText) (\(found.foundBy))")
+        label: "networkmanager", reason: "no NetworkManager connection on \(name.terminalText) (\(found.evidence))")
     case .none:
       return KernelLinkControl(links: links)
     }

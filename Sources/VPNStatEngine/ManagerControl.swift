@@ -345,30 +345,33 @@ public struct OpenVPNControl: ManagerControl {
     case failure(String)
   }
 
-  /// `signal SIGTERM` on the first socket that answers; OpenVPN greets with `>INFO:` and answers
-  /// `SUCCESS: signal SIGTERM thrown`. A socket that asks for a password is not one to use.
+  /// `signal SIGTERM` on the first socket that answers it: OpenVPN greets with `>INFO:` and
+  /// answers `SUCCESS: signal SIGTERM thrown` (lines end in CRLF). One bounded exchange: a socket
+  /// that asks for a password takes the command for one and refuses, which is a failure too.
   static func signal(paths: [String]) -> Answer {
     var problem = "unreachable"
     for path in paths {
       do {
-        let connection = try UnixStreamConnection(path: path)
-        // Lines end in CRLF, one Character to Swift: look for the byte.
-        let greeting = try connection.receive(timeout: .seconds(2)) { $0.utf8.contains(0x0A) }
-        guard greeting.hasPrefix(">INFO:") else {
-          problem = "unexpected greeting '\(TerminalText.sanitize(String(greeting.prefix(60))))'"
-          continue
-        }
-        try connection.send("signal SIGTERM\n")
-        let answer = try connection.receive(timeout: .seconds(2)) { text in
-          text.contains("SUCCESS:") || text.contains("ERROR:")
-        }
-        if answer.contains("SUCCESS:") { return .success }
-        problem = TerminalText.sanitize(answer.trimmingASCIIWhitespace())
+        let answer = try LocalSocketExchange.exchange(
+          path: SystemPath(path), request: Array("signal SIGTERM\n".utf8), limit: 1 << 16, idle: .seconds(2),
+          total: .seconds(3), isComplete: { Self.verdict($0) != nil })
+        if Self.verdict(answer) == true { return .success }
+        problem = TerminalText.sanitize(String(decoding: answer, as: UTF8.self).trimmingASCIIWhitespace())
       } catch {
         problem = "\(error)"
       }
     }
     return .failure(problem)
+  }
+
+  /// Whether the management interface's answer says the command was taken (`SUCCESS:`), refused
+  /// (`ERROR:`), or nil while neither line has come.
+  static func verdict(_ answer: [UInt8]) -> Bool? {
+    for line in answer.split(separator: 0x0A) {
+      if line.starts(with: Array("SUCCESS:".utf8)) { return true }
+      if line.starts(with: Array("ERROR:".utf8)) { return false }
+    }
+    return nil
   }
 }
 

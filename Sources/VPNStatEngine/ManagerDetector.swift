@@ -11,7 +11,8 @@ public protocol ManagerDetecting {
 extension ManagerDetecting {
   public func manager(of name: InterfaceName, kind: String?) -> TunnelManager {
     managers(of: [(name, kind)])[name]
-      ?? TunnelManager(kind: .none, id: nil, foundBy: "no manager found for \(name.terminalText)")
+      ?? TunnelManager(
+        kind: .none, id: nil, foundBy: .nothing, evidence: "no manager found for \(name.terminalText)")
   }
 }
 

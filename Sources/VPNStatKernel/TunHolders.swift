@@ -14,18 +14,18 @@ public enum TunHolders {
     guard !devices.isEmpty, let namespace = ProcessTable.namespace("net", of: nil, procRoot: procRoot) else {
       return [:]
     }
-    let tun = Array("/dev/net/tun".utf8)
-    let prefix = Array("iff:\t".utf8)
     var holders: [InterfaceName: [TunnelProcess]] = [:]
     for pid in ProcessTable.ids(procRoot: procRoot).sorted() {
       guard ProcessTable.namespace("net", of: pid, procRoot: procRoot) == namespace else { continue }
       var held = Set<InterfaceName>()
-      for file in ProcessTable.openFiles(of: pid, procRoot: procRoot) where file.target == tun {
-        guard let info = ProcessTable.descriptorInfo(pid: pid, fd: file.fd, procRoot: procRoot) else { continue }
-        for line in info.split(separator: 0x0A) where line.starts(with: prefix) {
-          let name = InterfaceName(bytes: Array(line.dropFirst(prefix.count)).trimmingASCIIWhitespace())
-          if devices.contains(name) { held.insert(name) }
-        }
+      // A holder in another mount namespace shows /dev/net/tun from its own root: the suffix
+      // is what tells (UserspaceWireGuard reads tuns the same way).
+      for file in ProcessTable.openFiles(of: pid, procRoot: procRoot)
+      where file.target.suffix(UserspaceWireGuard.tunPath.count).elementsEqual(UserspaceWireGuard.tunPath) {
+        guard let info = ProcessTable.descriptorInfo(pid: pid, fd: file.fd, procRoot: procRoot),
+          let name = UserspaceWireGuard.tunName(fdinfo: info), devices.contains(name)
+        else { continue }
+        held.insert(name)
       }
       guard !held.isEmpty else { continue }
       let process = TunnelProcess(

@@ -17,24 +17,44 @@ public struct TunnelManager: Hashable, Sendable {
     case none
   }
 
+  /// Which evidence decided, as JSON's `found_by` names it (like `class_by` for classes).
+  public enum Evidence: String, Hashable, Sendable, CaseIterable {
+    /// NetworkManager's active connection on the device.
+    case networkManager = "networkmanager"
+    /// The process holding the tun (OpenVPN, wireguard-go, NetworkManager's OpenVPN plugin).
+    case holder
+    /// The systemd service the holder runs in.
+    case controlGroup = "control-group"
+    /// A unit systemd says is active for the name.
+    case unit
+    /// The link kind (`wireguard`), with a wg-quick configuration.
+    case kind
+    /// Nothing that names a manager.
+    case nothing
+  }
+
   public var kind: Kind
   /// What the manager knows the tunnel by, to stop it by: the NetworkManager connection's UUID,
   /// the unit's name, the wg-quick configuration (its path), OpenVPN's management socket (or its
   /// pid); nil for `none`.
   public var id: String?
+  /// Which evidence decided.
+  public var foundBy: Evidence
   /// The evidence, in words ("wireguard-go (pid 812) holds wg0; /etc/wireguard/wg0.conf").
-  public var foundBy: String
+  public var evidence: String
   /// NetworkManager's name for the connection, when known.
   public var connectionName: String?
   /// The process holding the tun, when one does (OpenVPN, wireguard-go).
   public var process: TunnelProcess?
 
   public init(
-    kind: Kind, id: String?, foundBy: String, connectionName: String? = nil, process: TunnelProcess? = nil
+    kind: Kind, id: String?, foundBy: Evidence, evidence: String, connectionName: String? = nil,
+    process: TunnelProcess? = nil
   ) {
     self.kind = kind
     self.id = id
     self.foundBy = foundBy
+    self.evidence = evidence
     self.connectionName = connectionName
     self.process = process
   }
@@ -49,15 +69,15 @@ public struct TunnelManager: Hashable, Sendable {
     let name = evidence.interface.terminalText
     if let device = evidence.networkManager, !device.isExternal, let uuid = device.uuid {
       return TunnelManager(
-        kind: .networkManager, id: uuid,
-        foundBy: "NetworkManager: connection '\(device.connection ?? uuid)' is active on \(name)",
+        kind: .networkManager, id: uuid, foundBy: .networkManager,
+        evidence: "NetworkManager: connection '\(device.connection ?? uuid)' is active on \(name)",
         connectionName: device.connection)
     }
     for holder in evidence.holders {
       if let uuid = holder.networkManagerConnection {
         return TunnelManager(
-          kind: .networkManager, id: uuid,
-          foundBy:
+          kind: .networkManager, id: uuid, foundBy: .holder,
+          evidence:
             "\(holder.described) holds \(name) for NetworkManager (management socket nm-openvpn-\(uuid))",
           process: holder)
       }
@@ -66,25 +86,29 @@ public struct TunnelManager: Hashable, Sendable {
       for holder in evidence.holders {
         if let unit = holder.systemdUnit, unit != "NetworkManager.service" {
           return TunnelManager(
-            kind: .systemd, id: unit, foundBy: "\(holder.described) holding \(name) runs in \(unit)", process: holder)
+            kind: .systemd, id: unit, foundBy: .controlGroup,
+            evidence: "\(holder.described) holding \(name) runs in \(unit)",
+            process: holder)
         }
       }
       if let unit = evidence.configuredUnit ?? evidence.activeUnits.first {
         let why = evidence.configuredUnit != nil ? "named in the configuration" : "active, by its name"
-        return TunnelManager(kind: .systemd, id: unit, foundBy: "systemd unit \(unit) (\(why))")
+        return TunnelManager(kind: .systemd, id: unit, foundBy: .unit, evidence: "systemd unit \(unit) (\(why))")
       }
     }
     let wireGuard = evidence.holders.first { $0.isWireGuardGo(for: evidence.interface) }
     let isWireGuard = evidence.linkKind == "wireguard" || wireGuard != nil
     if isWireGuard, let config = evidence.wgQuickConfig {
       let device = wireGuard.map { "\($0.described) holds \(name)" } ?? "\(name) is a WireGuard device"
-      return TunnelManager(kind: .wgQuick, id: config, foundBy: "\(device); \(config)", process: wireGuard)
+      return TunnelManager(
+        kind: .wgQuick, id: config, foundBy: wireGuard == nil ? .kind : .holder, evidence: "\(device); \(config)",
+        process: wireGuard)
     }
     if let openVPN = evidence.holders.first(where: { $0.command == "openvpn" }) {
       let socket = openVPN.managementSocket
       return TunnelManager(
-        kind: .openVPN, id: socket ?? "pid \(openVPN.pid)",
-        foundBy: "\(openVPN.described) holds \(name)"
+        kind: .openVPN, id: socket ?? "pid \(openVPN.pid)", foundBy: .holder,
+        evidence: "\(openVPN.described) holds \(name)"
           + (socket.map { "; management socket \($0)" } ?? "; no management socket"),
         process: openVPN)
     }
@@ -98,7 +122,7 @@ public struct TunnelManager: Hashable, Sendable {
     } else {
       why = "no manager found for \(name)" + (evidence.linkKind.map { " (kind \($0))" } ?? "")
     }
-    return TunnelManager(kind: .none, id: nil, foundBy: why)
+    return TunnelManager(kind: .none, id: nil, foundBy: evidence.holders.isEmpty ? .nothing : .holder, evidence: why)
   }
 }
 

@@ -199,7 +199,7 @@ public enum SessionJSON {
 public enum TunnelManagerText {
   /// "managed by wg-quick (/etc/wireguard/wg0.conf), found by: …"; "no manager (…)" for none.
   public static func describe(_ manager: TunnelManager) -> String {
-    let found = TerminalText.sanitize(manager.foundBy)
+    let found = TerminalText.sanitize(manager.evidence)
     guard manager.kind != .none else { return "no manager: \(found)" }
     let id = manager.id.map { " \(TerminalText.sanitize($0))" } ?? ""
     return "managed by \(manager.kind.rawValue)\(id) (\(found))"
@@ -219,7 +219,9 @@ enum TunnelManagerJSON {
     json.key("id")
     json.string(manager.id)
     json.key("found_by")
-    json.string(manager.foundBy)
+    json.string(manager.foundBy.rawValue)
+    json.key("evidence")
+    json.string(manager.evidence)
     json.endObject()
   }
 }

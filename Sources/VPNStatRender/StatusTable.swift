@@ -115,6 +115,12 @@ public enum StatusTable {
         row.append(TextTable.Cell(report.classBy.rawValue, .dim))
         if hasManagers { row.append(TextTable.Cell(report.manager?.kind.rawValue ?? "")) }
         table.add(row)
+        if let wireguard = report.wireguard {
+          let style: TextStyle = wireguard.device == nil ? .yellow : .cyan
+          for line in WireGuardText.lines(wireguard, at: snapshot.generatedAt, options: options) {
+            table.addLine(TextTable.Cell("    " + line, style))
+          }
+        }
       }
     }
     var lines: [String] = []
@@ -149,6 +155,9 @@ public enum StatusTable {
   /// The estimate note, then the reader and any problems.
   static func footer(_ snapshot: StatusSnapshot, color: Bool) -> [String] {
     var lines = estimateNote(color: color)
+    if snapshot.interfaces.contains(where: { $0.wireguard?.device != nil }) {
+      lines.append(TextStyle.dim.apply("  " + WireGuardText.note, color: color))
+    }
     for report in snapshot.interfaces {
       guard let manager = report.manager else { continue }
       lines.append(

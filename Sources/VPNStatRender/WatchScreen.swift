@@ -88,6 +88,7 @@ public enum WatchScreen {
         "b          rates in bits or bytes per second", "?          this help",
         "RX/S TX/S are rates over the last interval; TOTAL columns are the ledger's totals,",
         "bridged across resets (interface recreated, reboot) and 32-bit wraps.",
+        "wg: under a WireGuard tunnel, its latest handshake and its peers' encrypted transfer.",
       ] {
         lines.append(("  " + help, .yellow))
       }
@@ -133,6 +134,8 @@ public enum WatchScreen {
     enum Row {
       case group(InterfaceClass, Int, ClassSummary)
       case member(InterfaceReport)
+      /// The line under a WireGuard tunnel: its own handshake and encrypted transfer.
+      case wireguard(WireGuardStatus)
     }
     let summaries = snapshot.classes
     var rows: [Row] = []
@@ -140,7 +143,10 @@ public enum WatchScreen {
       let members = shown.filter { $0.interfaceClass == interfaceClass }
       guard !members.isEmpty, let summary = summaries[interfaceClass] else { continue }
       rows.append(.group(interfaceClass, members.count, summary))
-      rows += members.map(Row.member)
+      for member in members {
+        rows.append(.member(member))
+        if let wireguard = member.wireguard { rows.append(.wireguard(wireguard)) }
+      }
     }
     // Room for rows: below the header line, above the estimate note.
     let bodyLimit = max(height - lines.count - 2, 0)
@@ -153,12 +159,14 @@ public enum WatchScreen {
       switch row {
       case .group(let interfaceClass, let count, _): "\(interfaceClass.rawValue) (\(count))"
       case .member(let report): "  " + report.name.terminalText
+      case .wireguard: ""
       }
     }
     func text(_ column: Column, _ row: Row) -> String {
       switch row {
       case .group(_, _, let summary): column.groupCell(summary)
       case .member(let report): column.cell(report)
+      case .wireguard: ""
       }
     }
     let nameWidth = min(max(rows.map { TerminalText.width(label($0)) }.max() ?? 9, 10), max(10, width / 3))
@@ -201,6 +209,12 @@ public enum WatchScreen {
           (
             line(label(row), cellTexts[i], spark: history.sparkline(for: report.name, width: sparkWidth)),
             report.state == .up ? .plain : .dim
+          ))
+      case .wireguard(let status):
+        lines.append(
+          (
+            "    " + WireGuardText.summary(status, at: snapshot.generatedAt, options: options),
+            status.device == nil ? .yellow : .cyan
           ))
       }
     }
@@ -248,6 +262,7 @@ public enum WatchScreen {
       if let ledger = report.ledger {
         line += " total_rx=≈\(ledger.traffic.rxBytes) total_tx=≈\(ledger.traffic.txBytes) resets=\(ledger.resets)"
       }
+      if let wireguard = report.wireguard { line += WireGuardText.plainFields(wireguard) }
       lines.append(line)
     }
     return lines

@@ -149,16 +149,17 @@ public enum SmallFile {
     return names
   }
 
-  /// Where the symbolic link at `path` points (`readlink`), as bytes; nil when it is not one or
-  /// cannot be read (a /proc entry of a process that exited, or of another user's).
-  public static func symbolicLink(_ path: SystemPath) -> [UInt8]? {
-    var target = [UInt8](repeating: 0, count: 4096)
-    let count = path.withCString { cPath in
-      target.withUnsafeMutableBufferPointer { buffer in
-        buffer.withMemoryRebound(to: CChar.self) { readlink(cPath, $0.baseAddress!, $0.count) }
+  /// The target of the symbolic link at `path`, as bytes, at most `limit` of them (procfs
+  /// links such as `/proc/PID/fd/N` and `/proc/PID/ns/net` are short). Throws EACCES for another
+  /// user's process, ENOENT for one that is gone.
+  public static func symbolicLink(_ path: SystemPath, limit: Int = 256) throws -> [UInt8] {
+    var buffer = [UInt8](repeating: 0, count: limit)
+    let count = try path.withCString { cPath in
+      try buffer.withUnsafeMutableBytes { raw in
+        try retryingInterrupts { readlink(cPath, raw.baseAddress!.assumingMemoryBound(to: CChar.self), raw.count) }
       }
     }
-    return count < 0 ? nil : Array(target[0..<count])
+    return Array(buffer[0..<count])
   }
 
   /// True when something exists at `path` (a file, directory or symlink target).

@@ -76,7 +76,7 @@ public enum ProcessTable {
   /// The namespace of `type` (`net`, `mnt`) the process is in — this process's for nil — as
   /// `/proc/PID/ns/TYPE` names it (`net:[INODE]`).
   public static func namespace(_ type: String, of pid: Int32?, procRoot: SystemPath = "/proc") -> [UInt8]? {
-    SmallFile.symbolicLink(procRoot.appending(pid.map { String($0) } ?? "self").appending("ns").appending(type))
+    try? SmallFile.symbolicLink(procRoot.appending(pid.map { String($0) } ?? "self").appending("ns").appending(type))
   }
 
   /// The descriptors the process has open, with what each names (`/dev/net/tun`,
@@ -85,7 +85,7 @@ public enum ProcessTable {
     let directory = procRoot.appending(String(pid)).appending("fd")
     return ((try? SmallFile.directoryEntries(directory)) ?? []).compactMap { name in
       guard let fd = Int32(String(decoding: name, as: UTF8.self)),
-        let target = SmallFile.symbolicLink(SystemPath(bytes: directory.bytes + [0x2F] + name))
+        let target = try? SmallFile.symbolicLink(SystemPath(bytes: directory.bytes + [0x2F] + name))
       else { return nil }
       return (fd, target)
     }

@@ -136,7 +136,7 @@ func tunHolders(device: String, netnsInode: UInt64) -> [TunHolder] {
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
     for fd in fds {
       guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"),
-        target == "/dev/net/tun",
+        target.hasSuffix("/dev/net/tun"),
         let info = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8)
       else { continue }
       let iff = info.split(separator: "\n").first { $0.hasPrefix("iff:") }
@@ -593,7 +593,7 @@ func openVPNStateName(_ answer: String) -> String {
 // MARK: - NetworkManager
 
 /// NetworkManager 1.42 running inside a network namespace with a D-Bus system bus of its own, in
-/// a mount namespace kept in a file: /run is a fresh tmpfs there (its own /run/dbus and
+/// a mount namespace of its own (kept by a holder process): /run is a fresh tmpfs there (its own /run/dbus and
 /// /run/NetworkManager), /sys is the namespace's own sysfs mounted read-only (so NM does not wait
 /// for udev, which never runs there, before managing a device such as a veth), and
 /// /etc/NetworkManager and /var/lib/NetworkManager are directories of the test. Every `nmcli`
@@ -602,9 +602,9 @@ func openVPNStateName(_ answer: String) -> String {
 final class NetworkManagerNamespace: @unchecked Sendable {
   let ns: TestNamespace
   let directory: TemporaryDirectory
-  private var mounted: [String] = []
+  /// The process that holds the mount namespace (a `sleep` inside it).
+  private var holder: BackgroundProcess?
   private(set) var daemon: BackgroundProcess?
-  var mountNamespaceFile: String { directory.file("mnt/ns") }
   /// Bound at /etc/NetworkManager: put dispatcher scripts in `dispatcher.d/` (and `pre-up.d/`).
   var etc: String { directory.file("etc") }
   var connections: String { directory.file("connections") }
@@ -630,7 +630,7 @@ final class NetworkManagerNamespace: @unchecked Sendable {
   private func start() throws {
     let fm = FileManager.default
     for path in [
-      directory.file("mnt"), directory.file("varlib"), connections, etc + "/dispatcher.d/pre-up.d",
+      directory.file("varlib"), connections, etc + "/dispatcher.d/pre-up.d",
       etc + "/dispatcher.d/pre-down.d", etc + "/dispatcher.d/no-wait.d", etc + "/conf.d",
     ] {
       try fm.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -652,25 +652,29 @@ final class NetworkManagerNamespace: @unchecked Sendable {
 
       """
     try Data(text.utf8).write(to: URL(fileURLWithPath: config))
-    // A mount namespace outlives its processes only when bound to a file, and a bind target must
-    // sit on a private mount.
-    let mnt = directory.file("mnt")
-    try checked("/usr/bin/mount", ["--bind", mnt, mnt])
-    mounted.append(mnt)
-    try checked("/usr/bin/mount", ["--make-private", mnt])
-    _ = fm.createFile(atPath: mountNamespaceFile, contents: nil)
-    try checked("/usr/bin/unshare", ["--mount=" + mountNamespaceFile, "--propagation", "private", "/bin/true"])
-    mounted.insert(mountNamespaceFile, at: 0)
+    // The mount namespace lives as long as a holder process inside it; every other command enters
+    // it through the holder (`nsenter -t PID -r -w`), which also keeps the root directory the
+    // holder has: entering a bare mount namespace would reset it to the namespace's root, which is
+    // not ours in a chroot such as fresh-ci's.
     let setup = """
       set -e
-      mount -t tmpfs none /run
+      mount -t tmpfs nm-run /run
       mkdir -p /run/dbus /run/NetworkManager /var/lib/NetworkManager /etc/NetworkManager
-      mount -t sysfs -o ro none /sys
+      mount -o remount,bind,ro /sys
       mount --bind "$0" /var/lib/NetworkManager
       mount --bind "$1" /etc/NetworkManager
       dbus-daemon --system --fork --print-pid
+      echo ready
+      exec sleep 1000000
       """
-    try checked("/usr/bin/nsenter", enter + ["/bin/sh", "-c", setup, directory.file("varlib"), etc])
+    let holder = try BackgroundProcess(
+      "/usr/sbin/ip",
+      [
+        "netns", "exec", ns.name, "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", setup,
+        directory.file("varlib"), etc,
+      ])
+    self.holder = holder
+    try holder.waitFor("ready")
     let process = try BackgroundProcess(
       "/usr/bin/nsenter",
       enter + ["/usr/sbin/NetworkManager", "--config=" + config, "--no-daemon", "--debug", "--log-level=INFO"])
@@ -684,7 +688,7 @@ final class NetworkManagerNamespace: @unchecked Sendable {
     }
   }
 
-  private var enter: [String] { ["--mount=" + mountNamespaceFile, "--net=/run/netns/" + ns.name] }
+  private var enter: [String] { ["--target", String(holder?.pid ?? 0), "--mount", "--net", "--root", "--wd"] }
 
   private func checked(_ program: String, _ arguments: [String]) throws {
     let result = try VPNStatTestSupport.run(program, arguments)
@@ -808,8 +812,7 @@ final class NetworkManagerNamespace: @unchecked Sendable {
     // dbus-daemon (forked), nm-dispatcher and VPN plugins (bus-activated or spawned) are in the
     // namespace but not the test's children.
     ns.stopAllProcesses()
-    for path in mounted { _ = try? VPNStatTestSupport.run("/usr/bin/umount", [path]) }
-    mounted.removeAll()
+    holder?.stop()
   }
 
   deinit { cleanUp() }

@@ -26,7 +26,8 @@ struct WireGuardEnforceTests {
     let manager = interface(status, named: "wg0")?["manager"] as? [String: Any]
     #expect(manager?["kind"] as? String == "wg-quick", "\(String(describing: manager))")
     #expect(manager?["id"] as? String == pair.left.configPath)
-    #expect((manager?["found_by"] as? String)?.contains("wireguard-go (pid ") == true)
+    #expect(manager?["found_by"] as? String == "holder")
+    #expect((manager?["evidence"] as? String)?.contains("wireguard-go (pid ") == true)
 
     let enforcer = try pair.left.start(
       Built.vpnstat,

@@ -134,7 +134,9 @@ struct ManagerEnforcerTests {
     try file.write(left)
     let second = try EnforcerBench(
       "nmcrash2", kernel: first.kernel, directory: first.directory,
-      manager: (nil, FixedDetector(manager: TunnelManager(kind: .none, id: nil, foundBy: "test")), nm),
+      manager: (
+        nil, FixedDetector(manager: TunnelManager(kind: .none, id: nil, foundBy: .nothing, evidence: "test")), nm
+      ),
       presence: true)
     second.clock.advance(first.clock.now().wall - second.clock.now().wall + .seconds(30))
     try second.handle(.started)
@@ -151,7 +153,9 @@ struct ManagerEnforcerTests {
     let bench = try EnforcerBench(
       "nmmissing",
       manager: (
-        .networkManager, FixedDetector(manager: TunnelManager(kind: .none, id: nil, foundBy: "no process holds wg0")),
+        .networkManager,
+        FixedDetector(
+          manager: TunnelManager(kind: .none, id: nil, foundBy: .nothing, evidence: "no process holds wg0")),
         FakeNetworkManager(FakeKernel())
       ))
     bench.kernel.add("wg0", up: true)
@@ -167,7 +171,8 @@ struct ManagerEnforcerTests {
     "auto, wg-quick: `wg-quick down CONFIG` at the deadline removes the device; when it fails, link-down, recorded")
   func wgQuick() throws {
     let config = "/etc/wireguard/wg0.conf"
-    let manager = TunnelManager(kind: .wgQuick, id: config, foundBy: "wireguard-go (pid 9) holds wg0; \(config)")
+    let manager = TunnelManager(
+      kind: .wgQuick, id: config, foundBy: .holder, evidence: "wireguard-go (pid 9) holds wg0; \(config)")
     for failing in [false, true] {
       let kernel = FakeKernel()
       let wgQuick = FakeWgQuick(kernel)
@@ -254,6 +259,15 @@ struct ManagerCommandTests {
         "systemctl", "is-active", "a.service", "b.service",
       ])
     #expect(WgQuickControl.downCommand("/etc/wireguard/wg0.conf") == ["wg-quick", "down", "/etc/wireguard/wg0.conf"])
+  }
+
+  @Test("OpenVPN's management answer: SUCCESS is taken, ERROR refused, a greeting alone is no answer yet")
+  func managementVerdict() {
+    let greeting = ">INFO:OpenVPN Management Interface Version 5 -- type 'help' for more info\r\n"
+    #expect(OpenVPNControl.verdict(Array(greeting.utf8)) == nil)
+    #expect(OpenVPNControl.verdict(Array((greeting + "SUCCESS: signal SIGTERM thrown\r\n").utf8)) == true)
+    #expect(OpenVPNControl.verdict(Array((greeting + "ERROR: signal not recognised\r\n").utf8)) == false)
+    #expect(OpenVPNControl.verdict(Array("ENTER PASSWORD:".utf8)) == nil)
   }
 
   @Test("nmcli -t lines: colons in values are escaped, empty fields are nil")

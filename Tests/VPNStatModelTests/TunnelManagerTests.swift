@@ -90,9 +90,29 @@ struct TunnelManagerTests {
     ] as [(ManagerEvidence, TunnelManager.Kind, String?)])
   func rule(evidence: ManagerEvidence, kind: TunnelManager.Kind, id: String?) {
     let manager = TunnelManager.identify(evidence)
-    #expect(manager.kind == kind, "\(manager.foundBy)")
+    #expect(manager.kind == kind, "\(manager.evidence)")
     #expect(manager.id == id)
-    #expect(!manager.foundBy.isEmpty)
+    #expect(!manager.evidence.isEmpty)
+  }
+
+  @Test("found_by names the evidence that decided, as class_by does for classes")
+  func evidenceKinds() {
+    func decided(_ evidence: ManagerEvidence) -> TunnelManager.Evidence { TunnelManager.identify(evidence).foundBy }
+    let device = NetworkManagerDevice(device: Self.wg0, state: "connected", connection: "vpnt", uuid: "U")
+    #expect(decided(ManagerEvidence(interface: Self.wg0, networkManager: device)) == .networkManager)
+    #expect(decided(ManagerEvidence(interface: .init("tun8"), holders: [Self.nmOpenVPN])) == .holder)
+    let service = Self.process(7, "openvpn", ["openvpn"], group: "/system.slice/openvpn-client@work.service")
+    #expect(
+      decided(ManagerEvidence(interface: .init("tun7"), holders: [service], systemdRunning: true)) == .controlGroup)
+    #expect(
+      decided(ManagerEvidence(interface: Self.wg0, systemdRunning: true, activeUnits: ["wg-quick@wg0.service"]))
+        == .unit)
+    #expect(decided(ManagerEvidence(interface: Self.wg0, linkKind: "wireguard", wgQuickConfig: "/x/wg0.conf")) == .kind)
+    #expect(
+      decided(ManagerEvidence(interface: Self.wg0, holders: [Self.wireguardGo], wgQuickConfig: "/x/wg0.conf"))
+        == .holder)
+    #expect(decided(ManagerEvidence(interface: .init("tun9"), holders: [Self.process(3, "x", [])])) == .holder)
+    #expect(decided(ManagerEvidence(interface: .init("tun9"), linkKind: "tun")) == .nothing)
   }
 
   @Test("the evidence is said in words: who holds the device, which file, what is missing")
@@ -100,18 +120,18 @@ struct TunnelManagerTests {
     let wgQuick = TunnelManager.identify(
       ManagerEvidence(
         interface: Self.wg0, linkKind: "tun", holders: [Self.wireguardGo], wgQuickConfig: "/etc/wireguard/wg0.conf"))
-    #expect(wgQuick.foundBy == "wireguard-go (pid 812) holds wg0; /etc/wireguard/wg0.conf")
+    #expect(wgQuick.evidence == "wireguard-go (pid 812) holds wg0; /etc/wireguard/wg0.conf")
     let missing = TunnelManager.identify(
       ManagerEvidence(
         interface: Self.wg0, linkKind: "tun", holders: [Self.wireguardGo],
         wgQuickConfigSearched: "/etc/wireguard/wg0.conf"))
-    #expect(missing.foundBy == "wg0 is a WireGuard device without a wg-quick configuration (/etc/wireguard/wg0.conf)")
+    #expect(missing.evidence == "wg0 is a WireGuard device without a wg-quick configuration (/etc/wireguard/wg0.conf)")
     let nobody = TunnelManager.identify(ManagerEvidence(interface: .init("tun9"), linkKind: "tun"))
-    #expect(nobody.foundBy == "no process holds tun9")
+    #expect(nobody.evidence == "no process holds tun9")
     // A hostile process name cannot repaint a terminal through the evidence.
     let hostile = TunnelManager.identify(
       ManagerEvidence(interface: .init("tun9"), linkKind: "tun", holders: [Self.process(4, "x\u{1B}[2J", [])]))
-    #expect(!hostile.foundBy.contains("\u{1B}"))
+    #expect(!hostile.evidence.contains("\u{1B}"))
   }
 
   @Test("what a holder's arguments and control group say")

@@ -1,9 +1,9 @@
 #ifndef VPNSTAT_CLINUX_H
 #define VPNSTAT_CLINUX_H
 
-// The kernel interfaces Glibc's Swift overlay does not import: netlink/rtnetlink, ARPHRD_*,
-// tun ioctls, timerfd, signalfd. Function-like macros and variadic calls are wrapped as
-// static inline functions so Swift can call them.
+// The kernel interfaces Glibc's Swift overlay does not import: netlink/rtnetlink, generic
+// netlink and WireGuard's family, ARPHRD_*, tun ioctls, timerfd, signalfd. Function-like macros
+// and variadic calls are wrapped as static inline functions so Swift can call them.
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +17,8 @@
 #include <linux/if_link.h>
 #include <linux/if_arp.h>
 #include <linux/if_tun.h>
+#include <linux/genetlink.h>
+#include <linux/wireguard.h>
 #include <sys/pidfd.h>
 
 static inline uint32_t clinux_nlmsg_align(uint32_t len) { return NLMSG_ALIGN(len); }

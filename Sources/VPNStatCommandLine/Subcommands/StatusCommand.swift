@@ -32,6 +32,8 @@ enum StatusCommand: Subcommand {
     var snapshot = StatusSnapshot.make(
       sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
     snapshot.warnings += warnings
+    var wireGuard = CommonOptions.wireGuard()
+    snapshot.addWireGuard(sample: sample, catalog: &sampler.catalog, source: &wireGuard)
     snapshot.session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
     snapshot.addManagers(CommonOptions.managerDetector(parsed), sample: sample)
     if store == nil, parsed.has(CommonOptions.db) {

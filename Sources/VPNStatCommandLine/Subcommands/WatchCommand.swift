@@ -33,6 +33,7 @@ enum WatchCommand: Subcommand {
     var view = LiveView(
       sampler: CommonOptions.sampler(parsed, context), store: store, selection: CommonOptions.selection(parsed),
       interval: every, nextLengths: CommonOptions.lengths(parsed), options: CommonOptions.display(parsed, context))
+    view.wireGuard = CommonOptions.wireGuard()
     try LiveViewLoop.run(
       &view, mode: mode, interval: every, count: parsed[count], output: context.standardOutput,
       input: context.standardInput)
