@@ -47,6 +47,11 @@ enum CommonOptions {
   static let pauseLength = Option.duration(
     "pause-length", configurable: true, help: "Length of the pause after it (default 45m; 1m in debug builds).")
 
+  static let systemdUnit = Option<UnitOverride>(
+    "systemd-unit", valueName: "name=unit", repeatable: true, configurable: true,
+    help:
+      "The systemd unit that manages tunnel NAME, when it is none of wg-quick@NAME, openvpn-client@NAME, openvpn@NAME.",
+    expected: "NAME=UNIT, UNIT ending in .service", parse: UnitOverride.init(parsing:))
   static let wgQuickDirectory = Option<String>(
     "wg-quick-dir", valueName: "dir", configurable: true,
     help:
@@ -73,6 +78,21 @@ enum CommonOptions {
       else { return nil }
       name = InterfaceName(parsingEscaped: String(value[..<equals]))
       self.interfaceClass = interfaceClass
+    }
+  }
+
+  /// `--systemd-unit NAME=UNIT`: the last `=` separates the name (escaped form) from the unit.
+  struct UnitOverride: Sendable {
+    var name: InterfaceName
+    var unit: String
+    init?(parsing value: String) {
+      guard let equals = value.lastIndex(of: "="), equals != value.startIndex else { return nil }
+      let unit = String(value[value.index(after: equals)...])
+      guard unit.hasSuffix(".service"), unit.count > ".service".count,
+        !unit.contains(where: { $0.isWhitespace || $0 == "/" })
+      else { return nil }
+      name = InterfaceName(parsingEscaped: String(value[..<equals]))
+      self.unit = unit
     }
   }
 
@@ -114,7 +134,9 @@ enum CommonOptions {
   static func managerDetector(_ parsed: ParsedCommand) -> ManagerDetector {
     var directories = [ManagerDetector.defaultWgQuickDirectory]
     if let directory = parsed[wgQuickDirectory] { directories.insert(directory, at: 0) }
-    return ManagerDetector(wgQuickDirectories: directories)
+    var units: [InterfaceName: String] = [:]
+    for override in parsed.all(systemdUnit) { units[override.name] = override.unit }
+    return ManagerDetector(wgQuickDirectories: directories, units: units)
   }
   /// The reader of WireGuard's own figures (the kernel's netlink family, wireguard-go's control
   /// socket), with its bounds: what `status` and `watch` show under a WireGuard tunnel.

@@ -38,14 +38,18 @@ public struct ManagerAction: DisconnectAction {
   /// nil: auto.
   public let kind: TunnelManager.Kind?
   let detector: any ManagerDetecting
+  /// Units the configuration names, for `--action systemd` when systemd was not asked.
+  let units: [InterfaceName: String]
   let runner: any ProgramRunner
   let links: any LinkController
 
   public init(
-    kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner, links: any LinkController
+    kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner, links: any LinkController,
+    units: [InterfaceName: String] = [:]
   ) {
     self.kind = kind
     self.detector = detector
+    self.units = units
     self.runner = runner
     self.links = links
   }
@@ -61,7 +65,7 @@ public struct ManagerAction: DisconnectAction {
     case .wgQuick:
       return WgQuickControl(configuration: name.escaped, runner: runner)
     case .systemd:
-      return SystemdUnitControl(unit: ManagerEvidence.wellKnownUnits(for: name)[0], runner: runner)
+      return SystemdUnitControl(unit: units[name] ?? ManagerEvidence.wellKnownUnits(for: name)[0], runner: runner)
     case .openVPN:
       if let process = found.process, process.command == "openvpn" { return OpenVPNControl(process: process) }
       return MissingManagerControl(

@@ -26,6 +26,8 @@ public struct ManagerDetector: ManagerDetecting {
   /// Where wg-quick configurations are: NAME.conf in the first that has one. wg-quick itself
   /// reads /etc/wireguard.
   public var wgQuickDirectories: [String]
+  /// Units named in the configuration for tunnels (`--systemd-unit NAME=UNIT`).
+  public var units: [InterfaceName: String]
   public var procRoot: SystemPath
   /// Present while NetworkManager runs.
   public var networkManagerDirectory: String
@@ -36,11 +38,12 @@ public struct ManagerDetector: ManagerDetecting {
 
   public init(
     runner: any ProgramRunner = ChildProgramRunner(), wgQuickDirectories: [String] = [defaultWgQuickDirectory],
-    procRoot: SystemPath = "/proc", networkManagerDirectory: String = "/run/NetworkManager",
-    systemdDirectory: String = "/run/systemd/system"
+    units: [InterfaceName: String] = [:], procRoot: SystemPath = "/proc",
+    networkManagerDirectory: String = "/run/NetworkManager", systemdDirectory: String = "/run/systemd/system"
   ) {
     self.runner = runner
     self.wgQuickDirectories = wgQuickDirectories
+    self.units = units
     self.procRoot = procRoot
     self.networkManagerDirectory = networkManagerDirectory
     self.systemdDirectory = systemdDirectory
@@ -64,7 +67,7 @@ public struct ManagerDetector: ManagerDetecting {
     if systemd {
       // Units by name only for what no process explains (kernel WireGuard leaves none).
       let candidates = links.filter { holders[$0.name] == nil }.flatMap {
-        ManagerEvidence.wellKnownUnits(for: $0.name)
+        (units[$0.name].map { [$0] } ?? []) + ManagerEvidence.wellKnownUnits(for: $0.name)
       }
       if !candidates.isEmpty {
         let run = runner.run(SystemdUnitControl.stateCommand(candidates), timeout: .seconds(5))
@@ -79,7 +82,7 @@ public struct ManagerDetector: ManagerDetecting {
         interface: link.name, linkKind: link.kind, holders: holders[link.name] ?? [],
         networkManager: devices[link.name], systemdRunning: systemd,
         activeUnits: ManagerEvidence.wellKnownUnits(for: link.name).filter(active.contains),
-        wgQuickConfig: config,
+        configuredUnit: units[link.name].flatMap { active.contains($0) ? $0 : nil }, wgQuickConfig: config,
         wgQuickConfigSearched: wgQuickDirectories.map { "\($0)/\(link.name.escaped).conf" }.joined(separator: ", "))
       result[link.name] = TunnelManager.identify(evidence)
     }

@@ -214,7 +214,7 @@ public struct ManagerEvidence: Hashable, Sendable {
   public var systemdRunning: Bool
   /// Units systemd says are active for the name (`wg-quick@wg0.service`, …).
   public var activeUnits: [String]
-  /// A unit the configuration names for this tunnel.
+  /// A unit the configuration names for this tunnel, when systemd says it is active.
   public var configuredUnit: String?
   /// The wg-quick configuration file for the name, when one exists.
   public var wgQuickConfig: String?

@@ -83,5 +83,11 @@ struct ContribTests {
     #expect(accepted.status == 0, "\(accepted.errors)")
     let refused = try run(Built.vpnstat, ["enforce", "wg0", "--action", "bogus"])
     #expect(refused.status == 64 && refused.errors.contains("auto, link-down, delete"), "\(refused.errors)")
+    // A unit that is not a service is refused before anything runs.
+    for value in ["wg0=bogus", "=x.service", "wg0=.service", "wg0=a b.service"] {
+      let unit = try run(
+        Built.vpnstat, ["status", "--systemd-unit", value], environment: ["VPNSTAT_CONFIG": "/nonexistent"])
+      #expect(unit.status == 64 && unit.errors.contains("NAME=UNIT"), "\(value): \(unit.errors)")
+    }
   }
 }

@@ -270,6 +270,40 @@ struct ManagerCommandTests {
     #expect(OpenVPNControl.verdict(Array("ENTER PASSWORD:".utf8)) == nil)
   }
 
+  @Test(
+    "an enforcer without CAP_NET_ADMIN, or without NetworkManager's permission for its connection, is refused at start")
+  func requirements() throws {
+    final class Permissions: ProgramRunner, @unchecked Sendable {
+      var value = "yes"
+      func run(_ arguments: [String], timeout: Duration) -> ProgramRun {
+        ProgramRun(
+          outcome: .exited(0),
+          output: "org.freedesktop.NetworkManager.enable-disable-network:yes\n"
+            + "org.freedesktop.NetworkManager.network-control:\(value)\n")
+      }
+    }
+    let permissions = Permissions()
+    #expect(throws: Never.self) { try EnforcerRequirements.check(hasNetAdmin: true, runner: permissions) }
+    do {
+      try EnforcerRequirements.check(hasNetAdmin: false, runner: permissions)
+      Issue.record("no CAP_NET_ADMIN, yet accepted")
+    } catch {
+      #expect(error.description.contains("CAP_NET_ADMIN"))
+    }
+    #expect(throws: Never.self) {
+      try EnforcerRequirements.check(hasNetAdmin: true, networkManager: true, runner: permissions)
+    }
+    for refused in ["no", "auth"] {
+      permissions.value = refused
+      do {
+        try EnforcerRequirements.check(hasNetAdmin: true, networkManager: true, runner: permissions)
+        Issue.record("network-control \(refused), yet accepted")
+      } catch {
+        #expect(error.description.contains("network-control"))
+      }
+    }
+  }
+
   @Test("nmcli -t lines: colons in values are escaped, empty fields are nil")
   func terseDevices() {
     let devices = NetworkManagerControl.parseDevices(
@@ -280,6 +314,44 @@ struct ManagerCommandTests {
         == NetworkManagerDevice(device: .init("nmtun0"), state: "connected", connection: "vpn:work", uuid: "f2e6"))
     #expect(devices[1].isExternal && !devices[0].isExternal)
     #expect(devices[2].connection == nil && devices[2].uuid == nil)
+  }
+
+  @Test(
+    "where systemd runs, a unit is asked about by name (the configured one first) and counts only when active")
+  func systemdDetection() throws {
+    final class Systemd: ProgramRunner, @unchecked Sendable {
+      var active: Set<String> = []
+      private(set) var asked: [[String]] = []
+      func run(_ arguments: [String], timeout: Duration) -> ProgramRun {
+        asked.append(arguments)
+        guard arguments.starts(with: ["systemctl", "is-active"]) else { return ProgramRun(outcome: .exited(1)) }
+        let states = arguments.dropFirst(2).map { active.contains($0) ? "active\n" : "inactive\n" }
+        return ProgramRun(outcome: .exited(0), output: states.joined())
+      }
+    }
+    let directory = try TemporaryDirectory("systemd")
+    let systemd = Systemd()
+    let detector = ManagerDetector(
+      runner: systemd, wgQuickDirectories: [directory.path], units: [.init("wg0"): "my-vpn.service"],
+      procRoot: SystemPath(directory.file("no-proc")), networkManagerDirectory: directory.file("no-nm"),
+      systemdDirectory: directory.path)
+    #expect(detector.manager(of: .init("wg0"), kind: "wireguard").kind == .none)
+    #expect(
+      systemd.asked.last == [
+        "systemctl", "is-active", "my-vpn.service", "wg-quick@wg0.service", "openvpn-client@wg0.service",
+        "openvpn@wg0.service",
+      ])
+    systemd.active = ["wg-quick@wg0.service"]
+    #expect(detector.manager(of: .init("wg0"), kind: "wireguard").id == "wg-quick@wg0.service")
+    systemd.active = ["wg-quick@wg0.service", "my-vpn.service"]
+    let configured = detector.manager(of: .init("wg0"), kind: "wireguard")
+    #expect(configured.kind == .systemd && configured.id == "my-vpn.service" && configured.foundBy == .unit)
+    // Without systemd, nobody asks it.
+    let count = systemd.asked.count
+    var without = detector
+    without.systemdDirectory = directory.file("no-systemd")
+    #expect(without.manager(of: .init("wg0"), kind: "wireguard").kind == .none)
+    #expect(systemd.asked.count == count)
   }
 
   @Test("a systemd unit is stopped when is-active says so, and only then")

@@ -67,6 +67,12 @@ struct TunnelManagerTests {
           interface: wg0, linkKind: "wireguard", systemdRunning: true, activeUnits: ["wg-quick@wg0.service"],
           wgQuickConfig: "/etc/wireguard/wg0.conf"), .systemd, "wg-quick@wg0.service"
       ),
+      // A unit the configuration names (and systemd says is active) wins over the well-known ones.
+      (
+        ManagerEvidence(
+          interface: wg0, linkKind: "wireguard", systemdRunning: true, activeUnits: ["wg-quick@wg0.service"],
+          configuredUnit: "my-vpn.service"), .systemd, "my-vpn.service"
+      ),
       // Kernel WireGuard with a configuration, no systemd: wg-quick.
       (
         ManagerEvidence(interface: wg0, linkKind: "wireguard", wgQuickConfig: "/etc/wireguard/wg0.conf"), .wgQuick,

@@ -50,7 +50,7 @@ enum EnforceCommand: Subcommand {
     options: [
       action.spec, execTimeout.spec, CommonOptions.db.spec, CommonOptions.sessionLength.spec,
       CommonOptions.pauseLength.spec, CommonOptions.source.spec, CommonOptions.classOverride.spec,
-      CommonOptions.maxRate.spec, CommonOptions.wgQuickDirectory.spec, exec.spec,
+      CommonOptions.maxRate.spec, CommonOptions.wgQuickDirectory.spec, CommonOptions.systemdUnit.spec, exec.spec,
     ],
     positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).")])
 
@@ -105,7 +105,8 @@ enum EnforceCommand: Subcommand {
     case .linkDown: disconnect = LinkDownAction(links: links)
     case .delete: disconnect = LinkDownAction(links: links, deleting: true)
     case .manager(let kind):
-      disconnect = ManagerAction(kind: kind, detector: detector, runner: detector.runner, links: links)
+      disconnect = ManagerAction(
+        kind: kind, detector: detector, runner: detector.runner, links: links, units: detector.units)
     }
     var enforcer = Enforcer(
       tunnel: tunnel, store: store, openStore: { try open(runningBusyTimeoutMilliseconds) },

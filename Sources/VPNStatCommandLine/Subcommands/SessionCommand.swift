@@ -17,7 +17,7 @@ enum SessionCommand: Subcommand {
         name: "status", abstract: "Show the session: state, time left, the pause, usage, the last stop.",
         options: [
           CommonOptions.json.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec,
-          CommonOptions.wgQuickDirectory.spec,
+          CommonOptions.wgQuickDirectory.spec, CommonOptions.systemdUnit.spec,
         ] + common),
       CommandSpec(
         name: "check",

@@ -15,6 +15,7 @@ enum StatusCommand: Subcommand {
       CommonOptions.classOverride.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec, rate.spec,
       CommonOptions.db.spec, CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec,
       CommonOptions.maxRate.spec, CommonOptions.sysfsRoot.spec, CommonOptions.wgQuickDirectory.spec,
+      CommonOptions.systemdUnit.spec,
     ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
