@@ -9,7 +9,7 @@ import Testing
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
 struct OpenVPNEnforceTests {
   @Test(
-    "OpenVPN with a management socket: found as the tun's holder, stopped through `signal SIGTERM` at the deadline, the tun gone, the stop recorded",
+    "OpenVPN: found as the tun's holder and stopped at the deadline, through `signal SIGTERM` on its management socket (else SIGTERM); the tun gone, the stop recorded",
     arguments: [true, false])
   func deadline(management: Bool) throws {
     let subnet = management ? 102 : 103
