@@ -118,7 +118,7 @@ let package = Package(
     .testTarget(
       name: "EndToEndTests",
       dependencies: [
-        "VPNStatCommandLine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSimulation",
+        "VPNStatCommandLine", "VPNStatEngine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSimulation",
         "VPNStatTestSupport",
       ]),
   ],

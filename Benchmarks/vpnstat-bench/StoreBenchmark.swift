@@ -155,7 +155,7 @@ enum EnforceBenchmark {
     let d = Distribution(latencies)
     let worst = latencies.max() ?? 0
     return [
-      "enforce: session deadline → tunnel down (link-down action), \(latencies.count) windows of 1 s: median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)), worst \(formatDuration(Double(worst)))"
+      "enforce: session deadline → tunnel down (--action auto: a tun nobody manages, so link-down), \(latencies.count) windows of 1 s: median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)), worst \(formatDuration(Double(worst)))"
         + (worst < 1_000_000_000 && failures == 0
           ? " — under 1 s every time" : " — TARGET MISSED (\(failures) failures)")
     ]

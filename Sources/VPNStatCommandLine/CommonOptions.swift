@@ -54,6 +54,16 @@ enum CommonOptions {
   static let per = Option<PeriodLength>(
     "per", valueName: "period", help: "The limit's period: day, week (from Monday) or month (default month).",
     expected: "day, week or month", parse: PeriodLength.init(rawValue:))
+  static let systemdUnit = Option<UnitOverride>(
+    "systemd-unit", valueName: "name=unit", repeatable: true, configurable: true,
+    help:
+      "The systemd unit that manages tunnel NAME, when it is none of wg-quick@NAME, openvpn-client@NAME, openvpn@NAME.",
+    expected: "NAME=UNIT, UNIT ending in .service", parse: UnitOverride.init(parsing:))
+  static let wgQuickDirectory = Option<String>(
+    "wg-quick-dir", valueName: "dir", configurable: true,
+    help:
+      "Where wg-quick configurations are (default /etc/wireguard): a WireGuard device NAME with DIR/NAME.conf is wg-quick's.",
+    expected: "a directory", parse: { $0.isEmpty ? nil : $0 })
 
   static let classAlternatives = InterfaceClass.allCases.map(\.rawValue).joined(separator: ", ")
 
@@ -80,6 +90,21 @@ enum CommonOptions {
       else { return nil }
       name = InterfaceName(parsingEscaped: String(value[..<equals]))
       self.interfaceClass = interfaceClass
+    }
+  }
+
+  /// `--systemd-unit NAME=UNIT`: the last `=` separates the name (escaped form) from the unit.
+  struct UnitOverride: Sendable {
+    var name: InterfaceName
+    var unit: String
+    init?(parsing value: String) {
+      guard let equals = value.lastIndex(of: "="), equals != value.startIndex else { return nil }
+      let unit = String(value[value.index(after: equals)...])
+      guard unit.hasSuffix(".service"), unit.count > ".service".count,
+        !unit.contains(where: { $0.isWhitespace || $0 == "/" })
+      else { return nil }
+      name = InterfaceName(parsingEscaped: String(value[..<equals]))
+      self.unit = unit
     }
   }
 
@@ -117,6 +142,14 @@ enum CommonOptions {
       clock: context.clock)
   }
 
+  /// Who manages tunnels, found as the command's options say.
+  static func managerDetector(_ parsed: ParsedCommand) -> ManagerDetector {
+    var directories = [ManagerDetector.defaultWgQuickDirectory]
+    if let directory = parsed[wgQuickDirectory] { directories.insert(directory, at: 0) }
+    var units: [InterfaceName: String] = [:]
+    for override in parsed.all(systemdUnit) { units[override.name] = override.unit }
+    return ManagerDetector(wgQuickDirectories: directories, units: units)
+  }
   /// The reader of WireGuard's own figures (the kernel's netlink family, wireguard-go's control
   /// socket), with its bounds: what `status` and `watch` show under a WireGuard tunnel.
   static func wireGuard() -> any WireGuardSource { WireGuardReader() }
@@ -144,11 +177,12 @@ enum CommonOptions {
 
   /// The session report for a command that sampled, when there is a database.
   static func sessionReport(
-    _ store: Store?, _ parsed: ParsedCommand, sampler: inout TrafficSampler, sample: CounterSample, ledger: Ledger?
+    _ store: Store?, _ parsed: ParsedCommand, sampler: inout TrafficSampler, sample: CounterSample, ledger: Ledger?,
+    detector: (any ManagerDetecting)? = nil
   ) throws -> SessionReport? {
     guard let store else { return nil }
     return try SessionView.report(
       store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
-      nextLengths: lengths(parsed))
+      nextLengths: lengths(parsed), detector: detector)
   }
 }

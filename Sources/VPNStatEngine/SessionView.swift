@@ -8,18 +8,26 @@ import VPNStatSystem
 /// the tunnel's state from a sample and the usage from the ledger.
 public enum SessionView {
   /// The report for `store` at `reading`. `sample` tells whether the tunnel is up; `ledger` (when
-  /// just advanced) gives the current tunnel-class totals.
+  /// just advanced) gives the current tunnel-class totals; the enforcers running on the database
+  /// say whether anything holds the tunnel; with `detector`, the tunnel's manager is looked up
+  /// (when the tunnel exists in `sample`).
   public static func report(
     _ store: Store, reading: ClockReading, sample: CounterSample?, catalog: inout InterfaceCatalog,
-    ledger: Ledger?, nextLengths: SessionLengths
+    ledger: Ledger?, nextLengths: SessionLengths, detector: (any ManagerDetecting)? = nil
   ) throws -> SessionReport {
     let record = try store.sessionRecord()
     let now = try store.trustedNow(reading)
     let totals = try ledger?.totals(of: .tunnel) ?? store.tunnelTotals()
     let cap = try record.dataCap.map { try PeriodUsage.status(of: $0, store, at: now, ledger: ledger) }
-    return SessionReport.make(
+    let enforcers = EnforcerPresenceFile.running(on: store.location)
+    var report = SessionReport.make(
       record, now: now, tunnelUp: tunnelUp(record, sample: sample, catalog: &catalog),
-      nextLengths: nextLengths, tunnelTotals: totals, lastStop: try store.stops(limit: 1).first, dataCap: cap)
+      nextLengths: nextLengths, tunnelTotals: totals, lastStop: try store.stops(limit: 1).first,
+      enforcer: enforcers.first { $0.tunnel == record.tunnel } ?? enforcers.first, dataCap: cap)
+    if let detector, let tunnel = record.tunnel, let entry = sample?.interfaces.first(where: { $0.name == tunnel }) {
+      report.manager = detector.manager(of: tunnel, kind: entry.link.kind)
+    }
+    return report
   }
 
   /// Whether the session's tunnel is up: the one an enforcer opened the window for, else any

@@ -20,6 +20,8 @@ public struct InterfaceReport: Hashable, Sendable {
   public var width: CounterWidth
   public var rate: TrafficRate?
   public var ledger: LedgerTotals?
+  /// Who manages it, for a tunnel whose manager was looked up (nil otherwise).
+  public var manager: TunnelManager?
   /// For a WireGuard tunnel, what WireGuard itself says (peers, handshakes, encrypted transfer)
   /// or why it could not be read; nil for every other interface.
   public var wireguard: WireGuardStatus?

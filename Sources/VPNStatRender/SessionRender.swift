@@ -32,6 +32,10 @@ public enum SessionText {
     case .unlimited:
       return "session: premium plan · " + (report.dataCap == nil ? "unlimited" : "no session window")
     case .none:
+      guard report.enforcer != nil else {
+        // Only an enforcer opens windows: without one, nothing limits a connection.
+        return "session: free plan · no window · no enforcer running, so connecting opens no session"
+      }
       return "session: free plan · no window · connecting opens a \(minutes(report.nextLengths.session)) session"
     case .active:
       let window = report.window!
@@ -43,8 +47,9 @@ public enum SessionText {
         "session: free plan · paused · reconnect in \(minutes(report.pauseRemaining ?? .zero)) (at \(window.pauseEndsAt.localClockTime(in: calendar, withSeconds: true)))"
     case .expired:
       let window = report.window!
+      let pending = report.enforcer != nil ? "disconnect pending" : "no enforcer running: the tunnel stays up"
       return
-        "session: free plan · expired at \(window.sessionEndsAt.localClockTime(in: calendar, withSeconds: true)) · disconnect pending"
+        "session: free plan · expired at \(window.sessionEndsAt.localClockTime(in: calendar, withSeconds: true)) · \(pending)"
     }
   }
 
@@ -62,6 +67,18 @@ public enum SessionText {
         lengths += "\(minutes(report.nextLengths.session)) session, \(minutes(report.nextLengths.pause)) pause"
       }
       lines.append(lengths)
+    }
+    if report.plan == .free {
+      if let enforcer = report.enforcer {
+        lines.append(
+          "enforcer: pid \(enforcer.pid) since \(enforcer.since.localClockTime(in: options.calendar, withSeconds: true)) on \(enforcer.tunnel.terminalText) (\(TerminalText.sanitize(enforcer.action)))"
+        )
+      } else {
+        lines.append("enforcer: none running — nothing takes the tunnel down at the deadline or in the pause")
+      }
+    }
+    if let tunnel = report.tunnel, let manager = report.manager {
+      lines.append("tunnel: \(tunnel.terminalText) · \(TunnelManagerText.describe(manager))")
     }
     if let usage = report.usage {
       lines.append(
@@ -146,6 +163,21 @@ public enum SessionJSON {
     json.key("data_cap")
     if let cap = report.dataCap {
       DataCapJSON.write(cap, into: &json)
+    } else {
+      json.null()
+    }
+    json.key("manager")
+    TunnelManagerJSON.write(report.manager, into: &json)
+    json.key("enforcer")
+    if let enforcer = report.enforcer {
+      json.beginObject()
+      json.key("pid")
+      json.number(Int(enforcer.pid))
+      json.key("since")
+      json.string(enforcer.since.rfc3339(fractionDigits: 3))
+      json.key("action")
+      json.string(enforcer.action)
+      json.endObject()
     } else {
       json.null()
     }
@@ -268,5 +300,36 @@ public enum AlertJSON {
     json.bool(status.reached)
     json.endObject()
     return json.bytes
+  }
+}
+
+/// Who manages a tunnel, in words.
+public enum TunnelManagerText {
+  /// "managed by wg-quick (/etc/wireguard/wg0.conf), found by: …"; "no manager (…)" for none.
+  public static func describe(_ manager: TunnelManager) -> String {
+    let found = TerminalText.sanitize(manager.evidence)
+    guard manager.kind != .none else { return "no manager: \(found)" }
+    let id = manager.id.map { " \(TerminalText.sanitize($0))" } ?? ""
+    return "managed by \(manager.kind.rawValue)\(id) (\(found))"
+  }
+}
+
+/// The `manager` object of the JSON contract: `{kind, id, found_by}`, or null when not looked up.
+enum TunnelManagerJSON {
+  static func write(_ manager: TunnelManager?, into json: inout JSONWriter) {
+    guard let manager else {
+      json.null()
+      return
+    }
+    json.beginObject()
+    json.key("kind")
+    json.string(manager.kind.rawValue)
+    json.key("id")
+    json.string(manager.id)
+    json.key("found_by")
+    json.string(manager.foundBy.rawValue)
+    json.key("evidence")
+    json.string(manager.evidence)
+    json.endObject()
   }
 }

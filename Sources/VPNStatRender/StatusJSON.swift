@@ -92,6 +92,8 @@ public enum StatusJSON {
     json.number(report.rate?.txBytesPerSecond)
     json.key("wireguard")
     WireGuardJSON.write(report.wireguard, at: now, into: &json)
+    json.key("manager")
+    TunnelManagerJSON.write(report.manager, into: &json)
     json.endObject()
   }
 

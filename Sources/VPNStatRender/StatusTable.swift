@@ -57,6 +57,8 @@ public enum StatusTable {
       ]
     }
     columns.append(TextTable.Column("CLASS BY"))
+    let hasManagers = snapshot.interfaces.contains { $0.manager != nil }
+    if hasManagers { columns.append(TextTable.Column("MANAGER")) }
     var table = TextTable(columns: columns)
     let classes = snapshot.classes
     for interfaceClass in InterfaceClass.allCases {
@@ -84,6 +86,7 @@ public enum StatusTable {
           TextTable.Cell(summary.totals.map { String($0.resets) } ?? "–"),
         ]
       }
+      if hasManagers { cells.append(TextTable.Cell("")) }
       table.add(cells)
       for report in members {
         var row = [
@@ -110,6 +113,7 @@ public enum StatusTable {
           ]
         }
         row.append(TextTable.Cell(report.classBy.rawValue, .dim))
+        if hasManagers { row.append(TextTable.Cell(report.manager?.kind.rawValue ?? "")) }
         table.add(row)
         if let wireguard = report.wireguard {
           let style: TextStyle = wireguard.device == nil ? .yellow : .cyan
@@ -153,6 +157,11 @@ public enum StatusTable {
     var lines = estimateNote(color: color)
     if snapshot.interfaces.contains(where: { $0.wireguard?.device != nil }) {
       lines.append(TextStyle.dim.apply("  " + WireGuardText.note, color: color))
+    }
+    for report in snapshot.interfaces {
+      guard let manager = report.manager else { continue }
+      lines.append(
+        TextStyle.dim.apply("\(report.name.terminalText): \(TunnelManagerText.describe(manager))", color: color))
     }
     var source = "source: \(snapshot.source.rawValue)"
     if let reason = snapshot.fallbackReason { source += " (\(TerminalText.sanitize(reason)))" }

@@ -53,6 +53,12 @@ public struct StoreLocation: Hashable, Sendable {
   /// The lock file named `name` (e.g. "record", "enforce-wg0") of this database: beside the
   /// file it really is, so two paths to one database (a symlink) share their locks.
   public func lockPath(_ name: String) -> String {
-    (FileSystem.realPath(path) ?? path) + "." + name + ".lock"
+    companionPath(name + ".lock")
+  }
+
+  /// A file that belongs with this database (a lock, an enforcer's presence): `DB.SUFFIX`, beside
+  /// the file the database really is.
+  public func companionPath(_ suffix: String) -> String {
+    (FileSystem.realPath(path) ?? path) + "." + suffix
   }
 }

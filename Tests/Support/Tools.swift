@@ -8,8 +8,9 @@ enum Tool {
     "/usr/bin/python3": "python3", "/usr/bin/tcpdump": "tcpdump", "/usr/bin/mandoc": "mandoc",
     "/usr/bin/tmux": "tmux", "/usr/sbin/ip": "iproute2", "/usr/bin/setpriv": "util-linux",
     "/usr/bin/pkill": "procps", "/usr/bin/chromium": "chromium", "/usr/bin/prometheus": "prometheus",
-    "/usr/bin/promtool": "prometheus",
-    "/usr/bin/curl": "curl",
+    "/usr/bin/promtool": "prometheus", "/usr/bin/curl": "curl", "/usr/bin/systemd-analyze": "systemd",
+    "/lib/systemd/system/wg-quick@.service": "wireguard-tools",
+    "/lib/systemd/system/openvpn-client@.service": "openvpn",
   ]
 
   /// The error for a missing program.
