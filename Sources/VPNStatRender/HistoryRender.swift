@@ -10,7 +10,7 @@ public enum HistoryTable {
     var lines: [String] = []
     for series in history.series {
       let title =
-        series.name.map { "\($0.terminalText) (\(series.interfaceClass.rawValue))" } ?? series.interfaceClass.rawValue
+        series.name.map { "\(options.name($0)) (\(series.interfaceClass.rawValue))" } ?? series.interfaceClass.rawValue
       var table = TextTable(columns: [
         TextTable.Column(history.granularity == .month ? "MONTH" : history.granularity == .day ? "DAY" : "TIME"),
         TextTable.Column("RX", alignRight: true), TextTable.Column("TX", alignRight: true),

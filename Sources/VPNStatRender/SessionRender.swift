@@ -63,7 +63,7 @@ public enum SessionText {
     if let stop = report.lastStop {
       var line =
         "last stop: \(stop.reason.rawValue) at \(stop.at.localClockTime(in: options.calendar, withSeconds: true))"
-      if let interface = stop.interface { line += " on \(interface.terminalText)" }
+      if let interface = stop.interface { line += " on \(options.name(interface))" }
       if let detail = stop.detail { line += " (\(TerminalText.sanitize(detail)))" }
       lines.append(line)
     }

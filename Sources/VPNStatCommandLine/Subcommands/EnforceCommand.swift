@@ -6,9 +6,13 @@ import VPNStatSystem
 
 /// `vpnstat enforce IFACE`: the free plan's watchdog for one tunnel.
 enum EnforceCommand: Subcommand {
-  static let action = Option<String>(
-    "action", valueName: "action", help: "The built-in disconnect action: link-down (default).",
-    expected: "link-down", parse: { $0 == "link-down" ? $0 : nil })
+  /// The disconnect actions built in (`--exec` runs any other).
+  enum BuiltInAction: String, CaseIterable, Sendable {
+    case linkDown = "link-down"
+  }
+
+  static let action = Option<BuiltInAction>.oneOf(
+    "action", valueName: "action", help: "The built-in disconnect action (default link-down).")
   static let execTimeout = Option.duration(
     "exec-timeout", configurable: true, help: "How long --exec may run before it is killed (default 10s).")
   static let exec = Remainder(
@@ -27,7 +31,7 @@ enum EnforceCommand: Subcommand {
       CommonOptions.pauseLength.spec, CommonOptions.source.spec, CommonOptions.classOverride.spec,
       CommonOptions.maxRate.spec, exec.spec,
     ],
-    positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).")])
+    positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).", values: .interface)])
 
   /// How long each database statement of a running enforcer may wait for another process's
   /// lock: moments, so the database never holds up a disconnect.

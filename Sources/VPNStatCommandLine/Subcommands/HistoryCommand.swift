@@ -39,16 +39,15 @@ enum HistoryCommand: Subcommand {
   ]
   static let defaultView = views[2]
 
-  static let by = Option<TrafficHistory.Grouping>(
-    "by", valueName: "grouping", help: "Rows per class or per interface (default: class; interface with -i).",
-    expected: "class or interface", parse: TrafficHistory.Grouping.init(rawValue:))
+  static let by = Option<TrafficHistory.Grouping>.oneOf(
+    "by", valueName: "grouping", help: "Rows per class or per interface (default: class; interface with -i).")
 
   static let spec = CommandSpec(
     name: "history", abstract: "Show recorded usage per 5 minutes, hour, day or month.",
     options: views.map(\.option.spec) + [
       by.spec, CommonOptions.interface.spec, CommonOptions.only.spec, CommonOptions.json.spec,
       CommonOptions.bytes.spec, CommonOptions.noColor.spec, CommonOptions.db.spec,
-    ])
+    ] + CommonOptions.figures)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let given = views.filter { parsed.has($0.option) }

@@ -7,7 +7,11 @@ enum PlanCommand: Subcommand {
   static let spec = CommandSpec(
     name: "plan", abstract: "Show or set the plan: free (15 min sessions, 45 min pauses) or premium (no limit).",
     options: [CommonOptions.db.spec],
-    positionals: [PositionalSpec("plan", help: "free or premium; omitted: show the plan.", optional: true)])
+    positionals: [
+      PositionalSpec(
+        "plan", help: "The plan to set; omitted: show the plan.", optional: true,
+        values: .oneOf(Plan.allCases.map(\.rawValue)))
+    ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let location = CommonOptions.storeLocation(parsed, context)

@@ -15,7 +15,8 @@ enum SessionCommand: Subcommand {
     subcommands: [
       CommandSpec(
         name: "status", abstract: "Show the session: state, time left, the pause, usage, the last stop.",
-        options: [CommonOptions.json.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec] + common),
+        options: [CommonOptions.json.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec] + common
+          + CommonOptions.figures),
       CommandSpec(
         name: "check",
         abstract:

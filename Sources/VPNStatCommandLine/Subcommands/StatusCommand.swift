@@ -15,7 +15,7 @@ enum StatusCommand: Subcommand {
       CommonOptions.classOverride.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec, rate.spec,
       CommonOptions.db.spec, CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec,
       CommonOptions.maxRate.spec, CommonOptions.sysfsRoot.spec,
-    ])
+    ] + CommonOptions.figures)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let selection = CommonOptions.selection(parsed)
