@@ -11,7 +11,7 @@ public struct CommandContext {
   public var standardOutput: FileDescriptor
   public var standardError: FileDescriptor
   public var environmentVariables: [String: String]
-  /// Root gets the system's database and configuration by default.
+  /// Root reads only the system's configuration file, never one in a home.
   public var isRoot: Bool
   public var clock: any TimeSource
   public var calendar: any LocalCalendar
