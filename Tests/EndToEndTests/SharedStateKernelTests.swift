@@ -8,18 +8,19 @@ import Testing
 /// directory in a private mount namespace, so the machine's `/var/lib/vpnstat` is never touched.
 @Suite(.enabled(if: Privilege.canRunAsNobody, Privilege.nobodyReason))
 struct SharedStateKernelTests {
-  /// A mount namespace of the test's own where `/var/lib` is `directory/lib`; commands run in it
-  /// through nsenter. Made after the network namespace, whose `/run/netns` mount it then has.
+  /// A mount namespace of the test's own, inside the network namespace `ns` (with its /sys, as
+  /// `ip netns exec` mounts it), where `/var/lib` is `directory/lib`; commands join both through
+  /// nsenter and the holder's namespaces, so nothing needs to find the namespace by name again.
   final class PrivateVarLib: @unchecked Sendable {
     let directory: TemporaryDirectory
     let holder: BackgroundProcess
 
-    init(_ directory: TemporaryDirectory) throws {
+    init(_ directory: TemporaryDirectory, in ns: TestNamespace) throws {
       self.directory = directory
       let lib = directory.file("lib")
       try FileManager.default.createDirectory(atPath: lib, withIntermediateDirectories: true)
       chmod(lib, 0o755)
-      holder = try BackgroundProcess(
+      holder = try ns.start(
         "/usr/bin/unshare",
         [
           "--mount", "--propagation", "private", "/bin/sh", "-c",
@@ -28,10 +29,11 @@ struct SharedStateKernelTests {
       try holder.waitFor("ready")
     }
 
-    /// `command` inside the mount namespace, as root or (through setpriv) as nobody.
+    /// `command` inside both namespaces, as root or (through setpriv) as nobody. `ip netns exec`,
+    /// `unshare` and the shell each exec the next: the holder's pid is the one in both namespaces.
     func command(_ command: [String], asNobody: Bool = false) -> [String] {
       let user = asNobody ? ["/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"] : []
-      return ["--mount=/proc/\(holder.pid)/ns/mnt", "--"] + user + command
+      return ["--mount=/proc/\(holder.pid)/ns/mnt", "--net=/proc/\(holder.pid)/ns/net", "--"] + user + command
     }
 
     deinit { holder.stop(SIGKILL) }
@@ -53,17 +55,13 @@ struct SharedStateKernelTests {
     defer { owner.stop() }
     try owner.waitFor("ready")
     let directory = try TemporaryDirectory("varlib")
-    let varLib = try PrivateVarLib(directory)
+    let varLib = try PrivateVarLib(directory, in: ns)
     let vpnstat = try vpnstatForOtherUsers(in: directory)
 
     // Root's enforcer, on the system's database (the default), with a 1-second session.
     let enforcer = try BackgroundProcess(
       "/usr/bin/nsenter",
-      varLib.command(
-        [
-          "/usr/sbin/ip", "netns", "exec", ns.name, vpnstat, "enforce", "tun9", "--session-length", "1s",
-          "--pause-length", "10m",
-        ]),
+      varLib.command([vpnstat, "enforce", "tun9", "--session-length", "1s", "--pause-length", "10m"]),
       environment: Self.environment)
     defer { enforcer.stop() }
     try enforcer.waitForError("enforcing the free plan")
@@ -72,7 +70,8 @@ struct SharedStateKernelTests {
     #expect(FileManager.default.fileExists(atPath: directory.file("lib/vpnstat/vpnstat.db")))
 
     func asNobody(_ arguments: [String]) throws -> CommandResult {
-      try run("/usr/bin/nsenter", varLib.command([vpnstat] + arguments, asNobody: true), environment: Self.environment)
+      try run(
+        "/usr/bin/nsenter", varLib.command([vpnstat] + arguments, asNobody: true), environment: Self.environment)
     }
     let gate = try asNobody(["session", "check"])
     #expect(gate.status == 75, "\(gate.output)\(gate.errors)")

@@ -168,7 +168,11 @@ struct FirstRunTests {
     for tool in ["id", "dpkg-query", "grep"] {
       try FileManager.default.createSymbolicLink(atPath: bin.file(tool), withDestinationPath: "/usr/bin/\(tool)")
     }
-    let script = Built.packageRoot.appendingPathComponent("scripts/install-deps").path
+    // A copy the user nobody can read: the clone may sit under /root.
+    let script = bin.file("install-deps")
+    try FileManager.default.copyItem(
+      atPath: Built.packageRoot.appendingPathComponent("scripts/install-deps").path, toPath: script)
+    chmod(script, 0o755)
     let command = ["/usr/bin/env", "PATH=\(bin.path)", "/bin/sh", script, "vpnstat-no-such-package"]
     let result: CommandResult
     if Privilege.isRoot {
