@@ -33,7 +33,11 @@ struct SharedStateKernelTests {
     /// `unshare` and the shell each exec the next: the holder's pid is the one in both namespaces.
     func command(_ command: [String], asNobody: Bool = false) -> [String] {
       let user = asNobody ? ["/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"] : []
-      return ["--mount=/proc/\(holder.pid)/ns/mnt", "--net=/proc/\(holder.pid)/ns/net", "--"] + user + command
+      // --root: entering a mount namespace moves a process to that namespace's root, which in a
+      // chroot (fresh-ci) is not the holder's.
+      let pid = holder.pid
+      return ["--root=/proc/\(pid)/root", "--mount=/proc/\(pid)/ns/mnt", "--net=/proc/\(pid)/ns/net", "--"] + user
+        + command
     }
 
     deinit { holder.stop(SIGKILL) }
