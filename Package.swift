@@ -57,7 +57,11 @@ let package = Package(
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
         "VPNStatCapture",
-      ]),
+      ],
+      plugins: ["BuildCommit"]),
+    // Names the commit of every build for `vpnstat --version` (scripts/build-commit: git, or the
+    // `.commit` file a `git archive` tarball carries).
+    .plugin(name: "BuildCommit", capability: .buildTool()),
     // Release builds are fully static (Swift runtime, Foundation, SQLite, libstdc++, glibc): a
     // short command's time was mostly the dynamic loader resolving libstdc++'s and SQLite's
     // symbols (2.3 ms → 1.0 ms to start), and the binary runs without the toolchain. libpcap is
@@ -78,9 +82,12 @@ let package = Package(
       name: "vpnstat-bench",
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
-        "VPNStatCapture", "VPNStatCommandLine", "CNetlinkFloor", "vpnstat", "netlink-floor",
+        "VPNStatCapture", "VPNStatCommandLine", "VPNStatSimulation", "CNetlinkFloor", "vpnstat", "netlink-floor",
       ],
       path: "Benchmarks/vpnstat-bench"),
+    // Traffic history made through the store's own API with an injected clock: the benchmark's
+    // simulated year and the simulated month the chart tests draw.
+    .target(name: "VPNStatSimulation", dependencies: ["VPNStatModel", "VPNStatStore"], path: "Tests/Simulation"),
     // The processes the kernel tests run inside their namespaces (a tun owner, traffic peers).
     .executableTarget(name: "vpnstat-testpeer", path: "Tests/TestPeer"),
     // What the tests share: running the built binaries, network namespaces, fixture sysfs trees,
@@ -101,7 +108,9 @@ let package = Package(
     .testTarget(
       name: "VPNStatStoreTests",
       dependencies: ["VPNStatStore", "VPNStatModel", "VPNStatRender", "VPNStatSystem", "VPNStatTestSupport"]),
-    .testTarget(name: "VPNStatRenderTests", dependencies: ["VPNStatRender", "VPNStatModel", "VPNStatTestSupport"]),
+    .testTarget(
+      name: "VPNStatRenderTests",
+      dependencies: ["VPNStatRender", "VPNStatModel", "VPNStatStore", "VPNStatSimulation", "VPNStatTestSupport"]),
     .testTarget(
       name: "VPNStatCaptureTests",
       dependencies: ["VPNStatCapture", "VPNStatModel", "VPNStatRender", "VPNStatSystem", "VPNStatTestSupport"]),
@@ -118,7 +127,10 @@ let package = Package(
       ]),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["VPNStatCommandLine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatTestSupport"]),
+      dependencies: [
+        "VPNStatCommandLine", "VPNStatEngine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSimulation",
+        "VPNStatTestSupport",
+      ]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -27,6 +27,9 @@ struct BenchOptions {
     case watch
     case record
     case flows
+    case reports
+    case metrics
+    case wireguard
   }
 
   var quick = false
@@ -42,7 +45,8 @@ struct BenchOptions {
 
   static let usage = """
     usage: vpnstat-bench [--quick] [--sizes 10,100,1000]
-                         [--only readers|status|startup|ledger|enforce|watch|record|flows[,…]]
+                         [--only readers|status|startup|ledger|enforce|watch|record|flows|reports|metrics|
+                                 wireguard[,…]]
                          [--vpnstat PATH] [--alt-vpnstat PATH]
 
       --quick            fewer repetitions (under 30 s in all) for a first look
@@ -60,6 +64,12 @@ struct BenchOptions {
                                   watch --db, at the smallest and the largest size (4 min each;
                                   65 s with --quick)
                          flows:   packets per second of the offline flow parser
+                         reports: history's reports, charts and alert on a simulated year,
+                                  beside history --json
+                         metrics: one scrape of record --listen with the largest size's
+                                  interfaces, beside vpnstat export
+                         wireguard: one wireguard-go tunnel read by vpnstat (in-process
+                                  and status --json) beside wg show NAME dump
       --vpnstat PATH     the vpnstat binary to time (default: the one next to this executable)
       --alt-vpnstat PATH a second vpnstat build timed beside it, e.g. an older release
 
@@ -105,6 +115,8 @@ struct BenchOptions {
       case "--inner-watch": options.inner = (.watch, try count(try value(argument)))
       case "--inner-record": options.inner = (.record, try count(try value(argument)))
       case "--inner-mover": options.mover = try count(try value(argument))
+      case "--inner-metrics": options.inner = (.metrics, try count(try value(argument)))
+      case "--inner-wireguard": options.inner = (.wireguard, try count(try value(argument)))
       case "-h", "--help":
         print(usage, terminator: "")
         exit(0)
@@ -142,14 +154,17 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
       results = try CommandBenchmark.status(
         ifbCount: ifbCount, quick: options.quick, ip: ip, vpnstat: vpnstat,
         alternative: options.alternative)
-    case .enforce, .watch:
+    case .enforce, .watch, .metrics, .wireguard:
       guard let ip = options.ip, let vpnstat = options.vpnstat else {
         throw BenchError("inner run without --ip/--vpnstat")
       }
-      let notes =
-        part == .enforce
-        ? try EnforceBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
-        : try WatchBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+      let notes: [String]
+      switch part {
+      case .enforce: notes = try EnforceBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
+      case .watch: notes = try WatchBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+      case .metrics: notes = try MetricsBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
+      default: notes = try WireGuardBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
+      }
       for note in notes { print("note: " + note) }
       return 0
     case .record:
@@ -160,7 +175,7 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
         vpnstat: vpnstat, alternative: options.alternative, ip: ip, ifbCount: ifbCount, quick: options.quick)
       for note in notes { print("note: " + note) }
       return 0
-    case .startup, .ledger, .flows:
+    case .startup, .ledger, .flows, .reports:
       throw BenchError("\(part.rawValue) is measured by the outer run")
     }
     for result in results { print(result.line) }
@@ -230,7 +245,14 @@ func runOuter(_ options: BenchOptions) -> Int32 {
       progress("ledger: advances and a simulated year")
       notes += try StoreBenchmark.run(quick: options.quick)
     }
-    var longRunning = [(BenchOptions.Part.enforce, 0), (.watch, options.sizes.max() ?? 1000)]
+    if options.parts.contains(.reports) {
+      progress("reports: a simulated year, history and alert")
+      notes += try ReportBenchmark.run(vpnstat: vpnstat, quick: options.quick)
+    }
+    var longRunning = [
+      (BenchOptions.Part.enforce, 0), (.watch, options.sizes.max() ?? 1000), (.metrics, options.sizes.max() ?? 1000),
+      (.wireguard, 0),
+    ]
     for size in Set([options.sizes.min() ?? 4, options.sizes.max() ?? 1000]).sorted() {
       longRunning.append((.record, size))
     }

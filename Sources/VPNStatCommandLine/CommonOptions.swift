@@ -9,21 +9,25 @@ import VPNStatSystem
 /// and what commands build from them (a sampler, the database's location, display options).
 enum CommonOptions {
   static let json = Flag("json", help: "Print JSON (the schema is in vpnstat(1)).")
-  static let bytes = Flag("bytes", help: "Show raw byte counts instead of IEC units.")
+  static let bytes = Flag("bytes", help: "Show raw byte counts instead of units.")
   static let noColor = Flag("no-color", help: "No colour (also when NO_COLOR is set).")
+  static let units = Option<UnitSystem>.oneOf(
+    "units", valueName: "units", configurable: true,
+    help: "Prefixes of sizes and rates: powers of 1024 (iec: KiB, MiB) or of 1000 (si: kB, MB).")
+  static let bits = Flag(
+    "bits", configurable: true, help: "Show sizes and rates in bits (kbit, Mbit/s; SI unless --units iec).")
 
-  static let source = Option<CounterSourceKind>(
+  static let source = Option<CounterSourceKind>.oneOf(
     "source", valueName: "reader", configurable: true,
-    help: "Counter reader: netlink (default), sysfs or getifaddrs (32-bit, wraps at 4 GiB).",
-    expected: "netlink, sysfs or getifaddrs", parse: CounterSourceKind.init(rawValue:))
+    help: "Counter reader (default netlink; getifaddrs has 32-bit counters, which wrap at 4 GiB).")
   static let interface = Option<InterfaceName>(
     "interface", short: "i", valueName: "name", repeatable: true,
     help: "Only this interface (escaped form as printed: \\\\ for a backslash, \\xHH for a byte).",
-    expected: "an interface name", parse: { InterfaceName(parsingEscaped: $0) })
+    expected: "an interface name", values: .interface, parse: { InterfaceName(parsingEscaped: $0) })
   static let only = Option<[InterfaceClass]>(
     "only", valueName: "class", repeatable: true,
-    help: "Only interfaces of this class: tunnel, wifi, cellular, ethernet, loopback, other (comma-separated allowed).",
-    expected: classAlternatives, parse: parseClasses)
+    help: "Only interfaces of these classes (comma-separated allowed).", expected: classAlternatives,
+    values: .listOf(InterfaceClass.allCases.map(\.rawValue)), parse: parseClasses)
   static let classOverride = Option<ClassOverride>(
     "class", valueName: "name=class", repeatable: true, configurable: true,
     help: "Classify interface NAME as CLASS, overriding the evidence.",
@@ -31,12 +35,12 @@ enum CommonOptions {
   static let sysfsRoot = Option<SysfsRoot>(
     "sysfs-root", valueName: "dir",
     help: "Read interfaces from DIR instead of /sys/class/net (implies --source sysfs).",
-    expected: "a directory", parse: { SysfsRoot(SystemPath($0)) })
+    expected: "a directory", values: .directory, parse: { SysfsRoot(SystemPath($0)) })
   static let db = Option<String>(
     "db", valueName: "path", configurable: true,
     help:
-      "The database (default: $VPNSTAT_DB, else /var/lib/vpnstat/vpnstat.db for root, $XDG_STATE_HOME/vpnstat/vpnstat.db or ~/.local/state/vpnstat/vpnstat.db otherwise).",
-    expected: "a path", parse: { $0.isEmpty ? nil : $0 })
+      "The database (default: $VPNSTAT_DB, else the system's /var/lib/vpnstat/vpnstat.db, for every user).",
+    expected: "a path", values: .file, parse: { $0.isEmpty ? nil : $0 })
   static let maxRate = Option<Double>(
     "max-rate", valueName: "rate", configurable: true,
     help:
@@ -52,8 +56,32 @@ enum CommonOptions {
     help:
       "How often the ledger is saved to the database (default 1m); a deleted interface's last counters, a new interface, a session window's change and stopping are saved at once."
   )
+  static let monthStartDay = Option<Int>(
+    "month-start-day", valueName: "day", configurable: true,
+    help: "The day months start on, 1 to 28 (default 1), like vnStat's MonthRotate: for billing months.",
+    expected: "a day from 1 to 28", parse: { parseCount($0, in: UsagePeriod.monthStartDays) })
+  static let per = Option<PeriodLength>.oneOf(
+    "per", valueName: "period", help: "The limit's period: day, week (from Monday) or month (default month).")
+  static let systemdUnit = Option<UnitOverride>(
+    "systemd-unit", valueName: "name=unit", repeatable: true, configurable: true,
+    help:
+      "The systemd unit that manages tunnel NAME, when it is none of wg-quick@NAME, openvpn-client@NAME, openvpn@NAME.",
+    expected: "NAME=UNIT, UNIT ending in .service", parse: UnitOverride.init(parsing:))
+  static let wgQuickDirectory = Option<String>(
+    "wg-quick-dir", valueName: "dir", configurable: true,
+    help:
+      "Where wg-quick configurations are (default /etc/wireguard): a WireGuard device NAME with DIR/NAME.conf is wg-quick's.",
+    expected: "a directory", values: .directory, parse: { $0.isEmpty ? nil : $0 })
 
-  static let classAlternatives = InterfaceClass.allCases.map(\.rawValue).joined(separator: ", ")
+  static let classAlternatives = ValueSet.alternatives(InterfaceClass.allCases.map(\.rawValue))
+
+  /// The options of every command that shows sizes or rates to people: units and bits.
+  static let figures = [units.spec, bits.spec]
+
+  /// The period `--per` and `--month-start-day` (or the configuration file) name.
+  static func period(_ parsed: ParsedCommand) -> UsagePeriod {
+    UsagePeriod(parsed[per] ?? .month, monthStartDay: parsed[monthStartDay] ?? 1)
+  }
 
   /// `tunnel,wifi`: one or more classes, comma-separated.
   @Sendable static func parseClasses(_ text: String) -> [InterfaceClass]? {
@@ -76,6 +104,21 @@ enum CommonOptions {
     }
   }
 
+  /// `--systemd-unit NAME=UNIT`: the last `=` separates the name (escaped form) from the unit.
+  struct UnitOverride: Sendable {
+    var name: InterfaceName
+    var unit: String
+    init?(parsing value: String) {
+      guard let equals = value.lastIndex(of: "="), equals != value.startIndex else { return nil }
+      let unit = String(value[value.index(after: equals)...])
+      guard unit.hasSuffix(".service"), unit.count > ".service".count,
+        !unit.contains(where: { $0.isWhitespace || $0 == "/" })
+      else { return nil }
+      name = InterfaceName(parsingEscaped: String(value[..<equals]))
+      self.unit = unit
+    }
+  }
+
   // MARK: - What commands build from them
 
   static func selection(_ parsed: ParsedCommand) -> InterfaceSelection {
@@ -90,12 +133,12 @@ enum CommonOptions {
 
   static func display(_ parsed: ParsedCommand, _ context: CommandContext) -> DisplayOptions {
     DisplayOptions(
-      color: context.colorEnabled(noColor: parsed.has(noColor)), rawBytes: parsed.has(bytes),
-      calendar: context.calendar)
+      color: context.colorEnabled(noColor: parsed.has(noColor)), rawBytes: parsed.has(bytes), bits: parsed.has(bits),
+      units: parsed[units], ascii: context.asciiOnly, calendar: context.calendar)
   }
 
   static func storeLocation(_ parsed: ParsedCommand, _ context: CommandContext) -> StoreLocation {
-    StoreLocation.resolve(option: parsed[db], environment: context.environment, isRoot: context.isRoot)
+    StoreLocation.resolve(option: parsed[db], environment: context.environment)
   }
 
   /// A sampler for the command's reader, sysfs root, class overrides and cap.
@@ -109,6 +152,18 @@ enum CommonOptions {
       recorded: recorded, capBytesPerSecond: parsed[maxRate] ?? Ledger.defaultCapBytesPerSecond,
       clock: context.clock)
   }
+
+  /// Who manages tunnels, found as the command's options say.
+  static func managerDetector(_ parsed: ParsedCommand) -> ManagerDetector {
+    var directories = [ManagerDetector.defaultWgQuickDirectory]
+    if let directory = parsed[wgQuickDirectory] { directories.insert(directory, at: 0) }
+    var units: [InterfaceName: String] = [:]
+    for override in parsed.all(systemdUnit) { units[override.name] = override.unit }
+    return ManagerDetector(wgQuickDirectories: directories, units: units)
+  }
+  /// The reader of WireGuard's own figures (the kernel's netlink family, wireguard-go's control
+  /// socket), with its bounds: what `status` and `watch` show under a WireGuard tunnel.
+  static func wireGuard() -> any WireGuardSource { WireGuardReader() }
 
   /// The lengths a new window gets: options, then the configuration file, then the built-in ones.
   static func lengths(_ parsed: ParsedCommand) -> SessionLengths {
@@ -133,11 +188,12 @@ enum CommonOptions {
 
   /// The session report for a command that sampled, when there is a database.
   static func sessionReport(
-    _ store: Store?, _ parsed: ParsedCommand, sampler: inout TrafficSampler, sample: CounterSample, ledger: Ledger?
+    _ store: Store?, _ parsed: ParsedCommand, sampler: inout TrafficSampler, sample: CounterSample, ledger: Ledger?,
+    detector: (any ManagerDetecting)? = nil
   ) throws -> SessionReport? {
     guard let store else { return nil }
     return try SessionView.report(
       store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
-      nextLengths: lengths(parsed))
+      nextLengths: lengths(parsed), detector: detector)
   }
 }

@@ -9,6 +9,8 @@ import VPNStatSystem
 /// The exit statuses vpnstat documents (sysexits.h numbering), one meaning each.
 public enum ExitStatus: Int32, Sendable, CaseIterable {
   case success = 0
+  /// `alert`: the period's traffic has reached the limit (vnStat's `--alert`).
+  case limitReached = 1
   /// Wrong arguments (also a bad configuration file or capture filter).
   case usage = 64
   /// Bad data: a corrupt or foreign database, a corrupt capture file.
@@ -26,7 +28,8 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
   /// Try later: the free plan's pause (`session check`), a database locked by another process,
   /// a recorder or enforcer lock held by another process.
   case tryLater = 75
-  /// Not permitted: no write access to the database, no CAP_NET_ADMIN/CAP_NET_RAW.
+  /// Not permitted: no write access to the database, no CAP_NET_ADMIN/CAP_NET_RAW (an enforcer
+  /// checks at its start), or NetworkManager's refusal to let this user control connections.
   case noPermission = 77
 }
 
@@ -80,6 +83,10 @@ extension ExitStatus {
       case .internalFailure: status = .software
       }
       return (status, error.message)
+    case let error as ListeningSocket.Failure:
+      // The port is taken or the address not this machine's: 69; a port below 1024: 77.
+      return (error.error.meansNotPermitted ? .noPermission : .unavailable, error.description)
+    case let error as EnforcerRequirements.Missing: return (.noPermission, error.description)
     case let error as AtomicFile.Failure:
       return (error.error.meansNotPermitted ? .noPermission : .ioError, error.description)
     case let error as Errno where error.rawValue == Errno.brokenPipe.rawValue:

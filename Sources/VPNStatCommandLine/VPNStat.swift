@@ -7,7 +7,8 @@ public enum VPNStat {
   /// The subcommands, in the order help lists them.
   static let subcommands: [any Subcommand.Type] = [
     StatusCommand.self, WatchCommand.self, SessionCommand.self, PlanCommand.self, EnforceCommand.self,
-    RecordCommand.self, HistoryCommand.self, ExportCommand.self, FlowsCommand.self,
+    RecordCommand.self, HistoryCommand.self, AlertCommand.self, ExportCommand.self, FlowsCommand.self,
+    CompletionsCommand.self,
   ]
 
   static let rootSpec = CommandSpec(
@@ -23,10 +24,10 @@ public enum VPNStat {
     do {
       var parsed = try parseCommandLine(rawArguments: arguments, root: rootSpec)
       if !parsed.helpRequested && !parsed.versionRequested {
-        try ConfigFile.apply(to: &parsed, path: ConfigFile.path(context), settable: settable)
+        try ConfigFile.apply(to: &parsed, paths: ConfigFile.paths(context), settable: settable)
       }
       if parsed.versionRequested {
-        try context.write("vpnstat \(vpnstatVersion)\n")
+        try context.write(versionLine + "\n")
         return .success
       }
       if parsed.helpRequested {

@@ -69,14 +69,6 @@ extension String {
     String(decoding: Array(utf8).trimmingASCIIWhitespace(), as: UTF8.self)
   }
 
-  /// This string without the characters of `set` at either end (FoundationEssentials has no
-  /// CharacterSet).
-  public func trimmingCharacters(in set: String) -> String {
-    var scalars = Substring(self)
-    while let first = scalars.first, set.contains(first) { scalars = scalars.dropFirst() }
-    while let last = scalars.last, set.contains(last) { scalars = scalars.dropLast() }
-    return String(scalars)
-  }
 }
 
 /// A traffic rate as people write one, in bytes per second: `10Gbit`, `100Mbit/s`, `1GiB`,

@@ -1,57 +1,98 @@
 import VPNStatKernel
 import VPNStatModel
-import VPNStatRender
-import VPNStatStore
-import VPNStatSystem
 
-/// How the enforcer disconnects one tunnel. The outcome is only what the action says; the
-/// enforcer believes the kernel, not this.
+/// How the enforcer disconnects one tunnel: which control to stop it with, chosen when the
+/// disconnect happens (the same name may be wg-quick's now and NetworkManager's later).
 public protocol DisconnectAction {
-  /// A few words for logs and stop records: "link-down", "exec nmcli".
+  /// As `--action` names it (`auto`, `link-down`, `wg-quick`, …) or `exec PROGRAM`.
   var label: String { get }
-  func disconnect(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome
+  func control(for link: LinkRecord) -> any ManagerControl
 }
 
-public enum DisconnectOutcome: Hashable, Sendable {
-  case done
-  case failed(String)
-}
-
-/// The built-in action: clear IFF_UP on the tunnel over netlink.
+/// `--action link-down` and `--action delete`: the kernel alone.
 public struct LinkDownAction: DisconnectAction {
-  let links: any LinkController
-  public init(links: any LinkController) { self.links = links }
-  public var label: String { "link-down" }
+  let control: KernelLinkControl
+  public init(links: any LinkController, deleting: Bool = false) {
+    control = KernelLinkControl(links: links, deleting: deleting)
+  }
+  public var label: String { control.label }
+  public func control(for link: LinkRecord) -> any ManagerControl { control }
+}
 
-  public func disconnect(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
-    do {
-      guard let link = try links.link(named: tunnel) else { return .done }
-      try links.setDown(index: link.index)
-      return .done
-    } catch {
-      return .failed("link-down: \(error)")
+/// `--exec COMMAND ARG…`.
+public struct CommandAction: DisconnectAction {
+  let command: CommandControl
+  public init(arguments: [[UInt8]], timeout: Duration) {
+    command = CommandControl(arguments: arguments, timeout: timeout)
+  }
+  public var label: String { command.label }
+  public func control(for link: LinkRecord) -> any ManagerControl { command }
+}
+
+/// `--action auto` (the default) and `--action networkmanager|systemd|wg-quick|openvpn`: stop
+/// the tunnel through its manager, found when the disconnect happens. `auto` uses whatever
+/// manages it (link-down for none); a named kind uses that manager when it is the one found, or
+/// what can still be told without it (the unit `wg-quick@NAME`, `wg-quick down NAME`), and fails
+/// — so the enforcer falls back to link-down and records why — when it cannot be driven.
+public struct ManagerAction: DisconnectAction {
+  /// nil: auto.
+  public let kind: TunnelManager.Kind?
+  let detector: any ManagerDetecting
+  /// Units the configuration names, for `--action systemd` when systemd was not asked.
+  let units: [InterfaceName: String]
+  let runner: any ProgramRunner
+  let links: any LinkController
+
+  public init(
+    kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner, links: any LinkController,
+    units: [InterfaceName: String] = [:]
+  ) {
+    self.kind = kind
+    self.detector = detector
+    self.units = units
+    self.runner = runner
+    self.links = links
+  }
+
+  public var label: String { kind?.rawValue ?? "auto" }
+
+  public func control(for link: LinkRecord) -> any ManagerControl {
+    let found = detector.manager(of: link.name, kind: link.attributes.kind)
+    let wanted = kind ?? found.kind
+    if wanted == found.kind { return Self.control(for: found, runner: runner, links: links) }
+    let name = link.name
+    switch wanted {
+    case .wgQuick:
+      return WgQuickControl(configuration: name.escaped, runner: runner)
+    case .systemd:
+      return SystemdUnitControl(unit: units[name] ?? ManagerEvidence.wellKnownUnits(for: name)[0], runner: runner)
+    case .openVPN:
+      if let process = found.process, process.command == "openvpn" { return OpenVPNControl(process: process) }
+      return MissingManagerControl(
+        label: "openvpn", reason: "no OpenVPN process holds \(name.terminalText) (\(found.evidence))")
+    case .networkManager:
+      return MissingManagerControl(
+        label: "networkmanager", reason: "no NetworkManager connection on \(name.terminalText) (\(found.evidence))")
+    case .none:
+      return KernelLinkControl(links: links)
     }
   }
-}
 
-/// A configured command (`--exec nmcli connection down id work-vpn`): an argv with a timeout,
-/// told which tunnel and why in `VPNSTAT_INTERFACE` and `VPNSTAT_REASON`. The arguments are
-/// bytes, passed exactly as they were given.
-public struct CommandAction: DisconnectAction {
-  public let arguments: [[UInt8]]
-  public let timeout: Duration
-  public init(arguments: [[UInt8]], timeout: Duration) {
-    self.arguments = arguments
-    self.timeout = timeout
-  }
-  public var label: String { "exec \(TerminalText.sanitize(argumentText(arguments.first ?? [])))" }
-
-  public func disconnect(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
-    let outcome = ChildCommand(
-      arguments, environment: ["VPNSTAT_INTERFACE": tunnel.escaped, "VPNSTAT_REASON": reason.rawValue],
-      timeout: timeout
-    ).run()
-    if outcome == .exited(0) { return .done }
-    return .failed("\(label) \(outcome)")
+  /// The control for a manager that was found.
+  public static func control(for manager: TunnelManager, runner: any ProgramRunner, links: any LinkController)
+    -> any ManagerControl
+  {
+    switch manager.kind {
+    case .networkManager:
+      if let uuid = manager.id { return NetworkManagerControl(uuid: uuid, manager: manager, runner: runner) }
+    case .systemd:
+      if let unit = manager.id { return SystemdUnitControl(unit: unit, manager: manager, runner: runner) }
+    case .wgQuick:
+      if let config = manager.id { return WgQuickControl(configuration: config, manager: manager, runner: runner) }
+    case .openVPN:
+      if let process = manager.process { return OpenVPNControl(process: process, manager: manager) }
+    case .none: break
+    }
+    return KernelLinkControl(links: links)
   }
 }

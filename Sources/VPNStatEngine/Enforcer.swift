@@ -2,6 +2,7 @@ import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
 import VPNStatStore
+import VPNStatSystem
 
 /// `vpnstat enforce IFACE`: the watchdog for one tunnel, living as long as the tunnel's limit must
 /// hold — the Linux form of the iOS tunnel extension that owns the timer. It applies the
@@ -85,6 +86,17 @@ public struct Enforcer {
   /// Set when the last disconnect's action left the link up: during the pause the next up goes
   /// straight to link-down rather than waiting for the action to fail again.
   var actionFailed = false
+  /// The data cap against its period's traffic as last read: the buckets this enforcer's own
+  /// samples keep current. Kept when the database does not answer.
+  public private(set) var dataCap: DataCapStatus?
+  /// Runs the managers' programs when a hold is given back.
+  let runner: any ProgramRunner
+  /// Where this enforcer says it runs (nil: it says nothing, as in most tests).
+  let presenceFile: EnforcerPresenceFile?
+  var presence: EnforcerPresence?
+  /// What is held of the tunnel's manager for the pause (NetworkManager's autoconnect), given
+  /// back when connecting is allowed again or the enforcer stops.
+  public private(set) var holds: [ManagerHold] = []
 
   /// One device under the limit.
   public struct Device: Equatable, Sendable {
@@ -102,7 +114,8 @@ public struct Enforcer {
   public init(
     tunnel: InterfaceName, store: Store?, openStore: @escaping () throws -> Store? = { nil }, sampler: TrafficSampler,
     lengths: SessionLengths, action: (any DisconnectAction)?, links: any LinkController, alarm: any DeadlineAlarm,
-    log: any EventLog, calendar: any LocalCalendar, saveInterval: Duration = Recorder.defaultSaveInterval,
+    log: any EventLog, calendar: any LocalCalendar, runner: any ProgramRunner = ChildProgramRunner(),
+    presence: EnforcerPresenceFile? = nil, saveInterval: Duration = Recorder.defaultSaveInterval,
     ledgerLock: any LedgerWriterLock = UncontendedLedgerLock()
   ) {
     self.tunnel = tunnel
@@ -118,6 +131,8 @@ public struct Enforcer {
     self.alarm = alarm
     self.log = log
     self.calendar = calendar
+    self.runner = runner
+    self.presenceFile = presence
   }
 
   /// Takes one event. Throws only what the kernel refuses (the alarm, a link query); the
@@ -126,6 +141,7 @@ public struct Enforcer {
     if case .started = event {
       lastSuspended = clock.now().suspended
       try start()
+      try releaseHolds()
       return
     }
     try noteSleep()
@@ -140,18 +156,50 @@ public struct Enforcer {
       refresh()
       advanceLedger()
       try check()
-    case .stop: try stop()
+      try checkDataCap()
+    case .stop:
+      try stop()
+      return
     }
+    try releaseHolds()
   }
 
   private mutating func start() throws {
     refresh()
     advanceLedger()
+    announce()
+    log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
     if let link = try links.link(named: tunnel) {
       devices[link.index] = Device(name: link.name, up: Self.isUp(link))
       if Self.isUp(link) { try tunnelCameUp(link.index) }
+    } else {
+      log.event("\(tunnel.terminalText) does not exist (yet): waiting for it to appear")
     }
-    log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
+  }
+
+  /// Says where everyone can see it that this enforcer holds the tunnel, and takes over what a
+  /// predecessor that died (kill -9, a crash) still held of the manager.
+  private mutating func announce() {
+    guard let presenceFile else { return }
+    if let previous = presenceFile.read(), !previous.holds.isEmpty, previous.pid != ProcessTable.currentID {
+      holds = previous.holds
+      log.event("taking over what the previous enforcer (pid \(previous.pid)) held: \(describe(holds))")
+    }
+    presence = EnforcerPresence(
+      pid: ProcessTable.currentID, startTime: ProcessTable.startTime(of: ProcessTable.currentID),
+      since: clock.now().wall, action: action.label, tunnel: tunnel, holds: holds)
+    writePresence()
+  }
+
+  private mutating func writePresence() {
+    guard let presenceFile, var current = presence else { return }
+    current.holds = holds
+    presence = current
+    do {
+      try presenceFile.write(current)
+    } catch {
+      log.event("cannot say that this enforcer runs (\(error)): `vpnstat session` will not show it")
+    }
   }
 
   // MARK: - Events
@@ -202,6 +250,11 @@ public struct Enforcer {
         "\(tunnel.terminalText) came up but the session window cannot be read (\(databaseProblem ?? "no database")): holding it down"
       )
       try disconnect(reason: .undecided, at: now)
+      return
+    }
+    // A reached data cap refuses whatever the window says, until the period rolls over.
+    if dataCapReached(at: now) {
+      try disconnect(reason: .dataCap, at: now)
       return
     }
     let (decision, next) = known.tunnelUp(at: now, lengths: lengths)
@@ -278,6 +331,33 @@ public struct Enforcer {
     }
   }
 
+  /// The data cap check, after each sample: a followed device up with the cap reached goes down
+  /// as at a session deadline, recorded as `data-cap`.
+  private mutating func checkDataCap() throws {
+    let now = trustedNow()
+    guard devices.values.contains(where: \.up), dataCapReached(at: now) else { return }
+    try disconnect(reason: .dataCap, at: now)
+  }
+
+  /// Whether the record's data cap is reached at `now`, from the daily buckets and what the
+  /// ledger this enforcer keeps booked since its last checkpoint; when the database does not
+  /// answer, from the usage last read, while its period lasts.
+  private mutating func dataCapReached(at now: Timestamp) -> Bool {
+    guard let cap = record?.dataCap else {
+      dataCap = nil
+      return false
+    }
+    do {
+      // From the ledger it keeps: its buckets are saved only every save interval.
+      if let keeper { dataCap = try PeriodUsage.status(of: cap, keeper, at: now) }
+    } catch {
+      problem(error)
+    }
+    guard let known = dataCap, now < known.periodEnd else { return false }
+    dataCap = cap.status(used: known.used, at: now, in: calendar)
+    return dataCap?.reached == true
+  }
+
   private mutating func noteSleep() throws {
     let suspended = clock.now().suspended
     defer { lastSuspended = suspended }
@@ -308,6 +388,9 @@ public struct Enforcer {
 
   private mutating func stop() throws {
     try arm(nil)
+    // Nobody enforces the pause once this enforcer is gone: give the manager back its settings.
+    try releaseHolds(all: true)
+    presenceFile?.remove()
     advanceLedger(saveNow: true)
     refresh()
     let now = trustedNow()
@@ -325,32 +408,55 @@ public struct Enforcer {
 
   // MARK: - Actions
 
-  /// Takes every device under the limit down: the action, then the kernel's word on it, then
-  /// link-down where the action did not do it. Only then is the stop recorded (or kept for later).
+  /// Takes every device under the limit down, for `reason`: the action's control (its manager,
+  /// chosen now), then the kernel's word and the manager's, then link-down where the control did
+  /// not do it. In the pause the manager is held off (NetworkManager's autoconnect) until the
+  /// pause ends. Only then is the stop recorded (or kept for later). The one way the enforcer
+  /// disconnects, whatever the reason.
   private mutating func disconnect(reason: StopReason, at now: Timestamp) throws {
     try arm(nil)
-    var detail: String?
+    var details: [String] = []
     var confirmed = true
     for (index, device) in devices.sorted(by: { $0.key < $1.key }) where device.up {
       // In the pause, an action that already failed once is not given the time to fail again.
       let skipAction = actionFailed && reason != .freeLimit
       var failure: String?
+      var control: (any ManagerControl)?
       if !skipAction {
-        if case .failed(let why) = action.disconnect(device.name, reason: reason) { failure = why }
+        guard let link = try? links.link(index: index) else {
+          devices[index]?.up = false
+          continue
+        }
+        let chosen = action.control(for: link)
+        control = chosen
+        if case .failed(let why) = chosen.stop(device.name, reason: reason) { failure = why }
       }
-      var down = !skipAction && waitUntilDown(index, timeout: .seconds(2))
+      // A manager may take a second to let go (NetworkManager's OpenVPN tells its peer first).
+      let timeout: Duration = control?.manager != nil ? .seconds(5) : .seconds(2)
+      var down = control != nil && failure == nil && waitUntilDown(index, timeout: timeout)
+      if let control, down {
+        actionFailed = false
+        if control.manager != nil { details.append("stopped through \(control.label)") }
+        if !waitForManager(control, device.name, index, timeout: timeout) {
+          let text = "\(control.label): \(device.name.terminalText) is down, but its manager does not say it stopped"
+          log.event(text)
+          details.append(text)
+        }
+        if reason == .freeLimit || reason == .pause { hold(control) }
+      }
       if !down {
-        if !skipAction {
-          let text = "\(action.label) left \(device.name.terminalText) up" + (failure.map { " (\($0))" } ?? "")
+        if let control {
+          let text = "\(control.label) left \(device.name.terminalText) up" + (failure.map { " (\($0))" } ?? "")
           log.event(text + "; falling back to link-down")
-          detail = text + "; fell back to link-down"
+          details.append(text + "; fell back to link-down")
           actionFailed = true
         }
-        _ = LinkDownAction(links: links).disconnect(device.name, reason: reason)
+        _ = KernelLinkControl(links: links).stop(device.name, reason: reason)
         down = waitUntilDown(index, timeout: .seconds(2))
-        if !down { detail = (detail ?? "link-down") + ", which failed too" }
-      } else if !skipAction {
-        actionFailed = false
+        if !down {
+          if details.isEmpty { details.append("link-down") }
+          details[details.count - 1] += ", which failed too"
+        }
       }
       if down { devices[index]?.up = false }
       confirmed = confirmed && down
@@ -359,11 +465,74 @@ public struct Enforcer {
     switch reason {
     case .freeLimit: why = "free session over"
     case .undecided: why = "session unknown"
+    case .dataCap:
+      why =
+        "data cap reached (≈ \(Units.bytes(dataCap?.usedBytes ?? 0)) of \(Units.bytes(dataCap?.cap.limitBytes ?? 0)) this \(dataCap?.cap.period.label ?? "period"))"
     default: why = "up during the free plan's pause"
     }
     log.event("\(tunnel.terminalText): \(why): disconnected" + (confirmed ? "" : " — FAILED, the link is still up"))
+    let detail = details.isEmpty ? nil : details.joined(separator: "; ")
     pendingStops.append(StopRecord(at: now, interface: tunnel, reason: reason, detail: detail))
     flush()
+  }
+
+  /// Whether the manager says the tunnel stopped within `timeout` (asked every 100 ms); true
+  /// when it has no say beyond the kernel's.
+  private func waitForManager(
+    _ control: any ManagerControl, _ name: InterfaceName, _ index: Int32, timeout: Duration
+  ) -> Bool {
+    let end = clock.now().monotonic + timeout.nanoseconds
+    while true {
+      let gone = (try? links.link(index: index)) == nil
+      guard let stopped = control.isStopped(name, deviceGone: gone) else { return true }
+      if stopped { return true }
+      if clock.now().monotonic >= end { return false }
+      clock.sleep(for: .milliseconds(100))
+    }
+  }
+
+  /// Holds the manager off for the pause, once per connection, and says so where a successor
+  /// finds it.
+  private mutating func hold(_ control: any ManagerControl) {
+    if let id = control.manager?.id, holds.contains(where: { $0.id == id }) { return }
+    guard let held = control.holdForPause() else { return }
+    holds.append(held)
+    log.event("holding \(describe([held])) off until the pause ends")
+    writePresence()
+  }
+
+  /// Gives back what is held once the pause is over (or the window was reset, or the plan is
+  /// premium) — or, with `all`, now. Until then the alarm waits for the pause's end. (At the
+  /// deadline itself connecting counts as allowed, but the pause has only begun.)
+  private mutating func releaseHolds(all: Bool = false) throws {
+    guard !holds.isEmpty else { return }
+    let now = trustedNow()
+    let pause = record.flatMap { record -> SessionWindow? in
+      guard record.plan == .free, let window = record.window, window.sessionOver(at: now), !window.fullyOver(at: now)
+      else { return nil }
+      return window
+    }
+    // Never read the session: keep holding until it can be read.
+    if !all, record == nil || pause != nil {
+      if armed == nil, let end = pause?.pauseEndsAt { try arm(end) }
+      return
+    }
+    var kept: [ManagerHold] = []
+    for held in holds {
+      if NetworkManagerControl.release(held, runner: runner) {
+        log.event("gave back \(describe([held])) (\(held.restore))")
+      } else {
+        log.event("could not give back \(describe([held])) (\(held.setting) \(held.restore)): will try again")
+        kept.append(held)
+      }
+    }
+    holds = all ? [] : kept
+    if armed != nil, !devices.values.contains(where: \.up) { try arm(nil) }
+    writePresence()
+  }
+
+  private func describe(_ holds: [ManagerHold]) -> String {
+    holds.map { "\($0.kind.rawValue) \(TerminalText.sanitize($0.id))'s \($0.setting)" }.joined(separator: ", ")
   }
 
   /// Whether the kernel says the device went down (or away) within `timeout`, asking every
@@ -515,7 +684,12 @@ public struct Enforcer {
 
   private func describe() -> String {
     guard let record else { return "session window unknown (\(databaseProblem ?? "no database"))" }
-    guard record.plan == .free else { return "plan premium: usage only" }
+    let cap = record.dataCap.map { "; data cap \(Units.bytes($0.limitBytes)) per \($0.period.label)" } ?? ""
+    return describeWindow(record) + cap
+  }
+
+  private func describeWindow(_ record: SessionRecord) -> String {
+    guard record.plan == .free else { return "plan premium: no session window" }
     guard let window = record.window else { return "no window yet" }
     return
       "window until \(window.sessionEndsAt.localClockTime(in: calendar, withSeconds: true)), pause until \(window.pauseEndsAt.localClockTime(in: calendar, withSeconds: true))"

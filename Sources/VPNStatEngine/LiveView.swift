@@ -32,6 +32,8 @@ public struct LiveView {
   public var state: WatchViewState
   /// Colour and the calendar clock times are shown in.
   public var options: DisplayOptions
+  /// What shows WireGuard's own figures under a WireGuard tunnel; nil: nothing is shown.
+  public var wireGuard: (any WireGuardSource)?
   public private(set) var history = RateHistory()
   /// The last snapshot shown, and the sample it came from (the next one's rates need it).
   public private(set) var current: StatusSnapshot?
@@ -46,7 +48,7 @@ public struct LiveView {
     self.selection = selection
     self.nextLengths = nextLengths
     self.options = options
-    self.state = WatchViewState(interval: interval)
+    self.state = WatchViewState(bits: options.bits, interval: interval)
     self.ledgerView = store.map(LedgerView.init(store:))
   }
 
@@ -64,6 +66,10 @@ public struct LiveView {
     var snapshot = StatusSnapshot.make(
       sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
     if let problem = sampler.clock.bootIDProblem { snapshot.warnings.append(problem) }
+    if var source = wireGuard {
+      snapshot.addWireGuard(sample: sample, catalog: &sampler.catalog, source: &source)
+      wireGuard = source
+    }
     if let store {
       snapshot.session = try SessionView.report(
         store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,

@@ -17,6 +17,8 @@ public struct Recorder {
   public var keeper: LedgerKeeper
   public var store: Store { keeper.store }
   public var textfileDirectory: String?
+  /// Where the figures of every sample are published for `record --listen` to serve.
+  public var exposition: MetricsExposition?
   /// The lengths a next window would get, for the session gauges in the textfile.
   public var nextLengths: SessionLengths
   public let log: any EventLog
@@ -97,17 +99,22 @@ public struct Recorder {
     for problem in sample.problems {
       log.event("\(problem.name.terminalText): \(TerminalText.sanitize(problem.message))")
     }
+    guard textfileDirectory != nil || exposition != nil else { return }
+    // The in-memory ledger, ahead of the last checkpoint: what every sample publishes.
+    let ledger = keeper.ledger
+    let session = try SessionView.report(
+      store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger, keeper: keeper,
+      nextLengths: nextLengths)
+    let health = try store.health()
     if let textfileDirectory {
       // node_exporter's textfile collector reads the Prometheus text format, not OpenMetrics.
-      let ledger = keeper.ledger
-      let session = try SessionView.report(
-        store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
-        nextLengths: nextLengths)
       try writeTextfile(
         OpenMetrics.render(
-          ledger: ledger, session: session, health: try store.health(), at: sample.taken.wall, format: .prometheus),
+          ledger: ledger, session: session, health: health, at: sample.taken.wall, format: .prometheus),
         textfileDirectory)
     }
+    // The in-memory figures of this sample: a scrape never reads the database.
+    exposition?.publish(MetricsSnapshot(ledger: ledger, session: session, health: health, takenAt: sample.taken.wall))
   }
 
   /// Before stopping: the last checkpoint, patiently; it throws when that fails, so the process

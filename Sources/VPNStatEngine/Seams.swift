@@ -8,11 +8,13 @@ public protocol EventLog {
   func event(_ line: String)
 }
 
-/// Asking the kernel about one link and taking it down: the enforcer's hold on the tunnel.
+/// Asking the kernel about one link and taking it down (or away): the enforcer's hold on the
+/// tunnel.
 public protocol LinkController {
   func link(named name: InterfaceName) throws -> LinkRecord?
   func link(index: Int32) throws -> LinkRecord?
   func setDown(index: Int32) throws
+  func delete(index: Int32) throws
 }
 
 extension LinkControl: LinkController {}

@@ -50,4 +50,15 @@ extension StatusSnapshot {
       interfaces: reports,
       problems: sample.problems.filter { selection.includes(name: $0.name) })
   }
+
+  /// Looks up who manages each tunnel-class interface (one walk of /proc, at most one `nmcli`),
+  /// and the session's tunnel with them.
+  public mutating func addManagers(_ detector: any ManagerDetecting, sample: CounterSample) {
+    var kinds: [InterfaceName: String?] = [:]
+    for entry in sample.interfaces { kinds[entry.name] = entry.link.kind }
+    let tunnels = interfaces.filter { $0.interfaceClass == .tunnel }.map { ($0.name, kinds[$0.name] ?? nil) }
+    let found = detector.managers(of: tunnels)
+    for index in interfaces.indices { interfaces[index].manager = found[interfaces[index].name] }
+    if let tunnel = session?.tunnel { session?.manager = found[tunnel] }
+  }
 }

@@ -6,8 +6,9 @@ import VPNStatSystem
   import Glibc
 #endif
 
-/// Asking the kernel about one link and setting it down, over netlink: how the enforcer takes a
-/// tunnel down (`--action link-down`) and how it confirms that any action really did.
+/// Asking the kernel about one link and setting it down or deleting it, over netlink: how the
+/// enforcer takes a tunnel down (`--action link-down`, `--action delete`, and the fallback of
+/// every other action) and how it confirms that any action really did.
 public final class LinkControl {
   let socket: NetlinkSocket
 
@@ -55,5 +56,18 @@ public final class LinkControl {
   public func setDown(index: Int32) throws {
     try socket.request(
       type: RouteLinkMessages.newLink, payload: RouteLinkMessages.setUpRequest(index: index, up: false))
+  }
+
+  /// Deletes the link with `index` (`RTM_DELLINK`; a tun goes even while a process holds it).
+  /// One already gone is not an error.
+  public func delete(index: Int32) throws {
+    var payload = [UInt8](repeating: 0, count: RouteLinkMessages.interfaceInfoLength)
+    payload[0] = UInt8(AF_UNSPEC)
+    payload.withUnsafeMutableBytes { $0.storeBytes(of: index, toByteOffset: 4, as: Int32.self) }
+    do {
+      try socket.request(type: RouteLinkMessages.deleteLink, payload: payload)
+    } catch let error as Errno where error.meansVanished {
+      return
+    }
   }
 }

@@ -58,6 +58,21 @@ public struct UnsavedTraffic: Sendable {
     }
   }
 
+  /// The traffic booked into `granularity`'s buckets starting at `start` (Unix seconds) or later,
+  /// of one class or one name (nil: any).
+  public func traffic(
+    _ granularity: TrafficGranularity, since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName?
+  ) -> TrafficCounts {
+    var sum = TrafficCounts.zero
+    for (key, value) in sums
+    where key.granularity == granularity && key.start >= start
+      && (interfaceClass == nil || value.interfaceClass == interfaceClass) && (name == nil || key.name == name)
+    {
+      sum += value.traffic
+    }
+    return sum
+  }
+
   /// Forgets what was booked for `name` (another writer booked it).
   public mutating func remove(_ name: InterfaceName) {
     sums = sums.filter { $0.key.name != name }
@@ -132,6 +147,15 @@ public struct CheckpointedLedger: Sendable {
       ledger.replace(entry)
       saved[name] = entry
     }
+  }
+
+  /// What the daily buckets from `start` (a local midnight, Unix seconds) on lack until the next
+  /// checkpoint, of one class or one name (nil: any): a period's usage between checkpoints is
+  /// the saved buckets plus this.
+  public func unsavedDailyTraffic(
+    since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil
+  ) -> TrafficCounts {
+    unsaved.traffic(.day, since: start, of: interfaceClass, name: name)
   }
 
   /// What a checkpoint would write now.

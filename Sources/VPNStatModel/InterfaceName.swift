@@ -111,7 +111,8 @@ public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvert
   public var description: String { terminalText }
 }
 
-private func hexValue(_ c: UInt8) -> UInt8? {
+/// The value of one hexadecimal digit, either case, or nil.
+func hexValue(_ c: UInt8) -> UInt8? {
   switch c {
   case 0x30...0x39: c - 0x30
   case 0x41...0x46: c - 0x41 + 10

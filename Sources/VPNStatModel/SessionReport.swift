@@ -1,12 +1,14 @@
 /// The state a person sees.
 public enum SessionState: String, Hashable, Sendable, CaseIterable {
-  /// No window yet (or the last one and its pause are over): connecting opens one.
+  /// No window yet (or the last one and its pause are over): connecting opens one (when an
+  /// enforcer runs).
   case none
   /// Connected time left in the window.
   case active
   /// The session is over and the tunnel is down: time until reconnecting is allowed.
   case paused
-  /// The session is over but the tunnel is still up: a disconnect is pending.
+  /// The session is over but the tunnel is still up: a disconnect is pending (when an enforcer
+  /// runs).
   case expired
   /// Premium: no limit.
   case unlimited
@@ -28,6 +30,13 @@ public struct SessionReport: Hashable, Sendable {
   public var usage: TrafficCounts?
   public var tunnel: InterfaceName?
   public var lastStop: StopRecord?
+  /// The data cap against its current period's traffic, when there is a cap.
+  public var dataCap: DataCapStatus?
+  /// The enforcer that holds the tunnel now; nil when none runs (then nothing disconnects at
+  /// the deadline, and connecting opens no window).
+  public var enforcer: EnforcerPresence?
+  /// Who manages the session's tunnel now, when it exists and was looked up.
+  public var manager: TunnelManager?
 
   /// Session time left (active only).
   public var remaining: Duration? {
@@ -42,14 +51,18 @@ public struct SessionReport: Hashable, Sendable {
   }
 
   /// The report of `record` at `now`. `tunnelUp` tells an expired session (tunnel still up) from
-  /// a paused one; `tunnelTotals` are the current tunnel-class ledger totals, for the usage.
+  /// a paused one; `tunnelTotals` are the current tunnel-class ledger totals, for the usage;
+  /// `dataCap` is the record's cap against its period's traffic. A reached cap refuses
+  /// connecting, whatever the window says.
   public static func make(
     _ record: SessionRecord, now: Timestamp, tunnelUp: Bool, nextLengths: SessionLengths,
-    tunnelTotals: TrafficCounts?, lastStop: StopRecord?
+    tunnelTotals: TrafficCounts?, lastStop: StopRecord?, enforcer: EnforcerPresence? = nil,
+    dataCap: DataCapStatus? = nil
   ) -> SessionReport {
     var report = SessionReport(
-      plan: record.plan, state: .none, canConnect: record.canConnect(at: now), now: now, window: nil,
-      nextLengths: nextLengths, usage: nil, tunnel: record.tunnel, lastStop: lastStop)
+      plan: record.plan, state: .none, canConnect: record.canConnect(at: now) && dataCap?.reached != true, now: now,
+      window: nil, nextLengths: nextLengths, usage: nil, tunnel: record.tunnel, lastStop: lastStop, dataCap: dataCap,
+      enforcer: enforcer)
     guard record.plan == .free else {
       report.state = .unlimited
       return report

@@ -72,15 +72,18 @@ public struct SessionRecord: Hashable, Sendable {
   public var tunnel: InterfaceName?
   /// Tunnel-class ledger totals when the window opened: the window's usage is the growth since.
   public var usageBase: TrafficCounts
+  /// The data cap, whatever the plan: a second limit, with the window or alone (premium).
+  public var dataCap: DataCap?
 
   public init(
     plan: Plan = .free, window: SessionWindow? = nil, tunnel: InterfaceName? = nil,
-    usageBase: TrafficCounts = .zero
+    usageBase: TrafficCounts = .zero, dataCap: DataCap? = nil
   ) {
     self.plan = plan
     self.window = window
     self.tunnel = tunnel
     self.usageBase = usageBase
+    self.dataCap = dataCap
   }
 
 }

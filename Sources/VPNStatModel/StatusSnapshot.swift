@@ -20,11 +20,16 @@ public struct InterfaceReport: Hashable, Sendable {
   public var width: CounterWidth
   public var rate: TrafficRate?
   public var ledger: LedgerTotals?
+  /// Who manages it, for a tunnel whose manager was looked up (nil otherwise).
+  public var manager: TunnelManager?
+  /// For a WireGuard tunnel, what WireGuard itself says (peers, handshakes, encrypted transfer)
+  /// or why it could not be read; nil for every other interface.
+  public var wireguard: WireGuardStatus?
 
   public init(
     name: InterfaceName, index: Int32, interfaceClass: InterfaceClass, classBy: ClassEvidence,
     state: LinkState, counters: InterfaceCounters, width: CounterWidth, rate: TrafficRate? = nil,
-    ledger: LedgerTotals? = nil
+    ledger: LedgerTotals? = nil, wireguard: WireGuardStatus? = nil
   ) {
     self.name = name
     self.index = index
@@ -35,6 +40,7 @@ public struct InterfaceReport: Hashable, Sendable {
     self.width = width
     self.rate = rate
     self.ledger = ledger
+    self.wireguard = wireguard
   }
 }
 

@@ -130,6 +130,13 @@ public struct Timestamp: Hashable, Comparable, Sendable {
     self.init(checkedSeconds: secs, nanoseconds: nanos)
   }
 
+  /// Local date and time as `2026-12-15 00:00`, for messages meant for people.
+  public func localDateTime(in calendar: any LocalCalendar) -> String {
+    let parts = calendar.civil(seconds)
+    return padded(parts.year, 4) + "-" + padded(parts.month, 2) + "-" + padded(parts.day, 2) + " "
+      + localClockTime(in: calendar)
+  }
+
   /// Local wall time as `HH:MM` (or `HH:MM:SS`), for messages meant for people.
   public func localClockTime(in calendar: any LocalCalendar, withSeconds: Bool = false) -> String {
     let parts = calendar.civil(seconds)

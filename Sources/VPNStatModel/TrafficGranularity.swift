@@ -20,7 +20,9 @@ public enum TrafficGranularity: Int, CaseIterable, Sendable {
     switch self {
     case .fiveMinutes: 48 * 12  // 48 hours
     case .hour: 7 * 24  // 7 days
-    case .day: 62
+    // 25 months of days: billing months (`month-start-day`) are summed from them, as far
+    // back as the monthly buckets go.
+    case .day: 775
     case .month: 25
     }
   }

@@ -49,6 +49,8 @@ public enum StopReason: String, Hashable, Sendable, CaseIterable {
   case undecided
   /// `vpnstat session reset` or a plan change ended the window.
   case reset
+  /// The tunnel class's traffic reached the data cap of the period, and vpnstat disconnected.
+  case dataCap = "data-cap"
 }
 
 /// One recorded end of a session.

@@ -160,6 +160,19 @@ public enum OpenMetrics {
       out.sample(
         "vpnstat_session_usage_bytes", .gauge, labels: Array("direction=\"transmit\"".utf8), value: usage.txBytes)
     }
+    if let cap = report.dataCap {
+      let period = Array("period=\"\(cap.cap.period.length.rawValue)\"".utf8)
+      out.family(
+        "vpnstat_data_cap_limit_bytes", .gauge, unit: "bytes",
+        help: "The data cap: tunnel-class bytes allowed per period, both directions.")
+      out.sample("vpnstat_data_cap_limit_bytes", .gauge, labels: period, value: cap.cap.limitBytes)
+      out.family(
+        "vpnstat_data_cap_used_bytes", .gauge, unit: "bytes",
+        help: "Tunnel-class bytes in the cap's current period, both directions (estimate).")
+      out.sample("vpnstat_data_cap_used_bytes", .gauge, labels: period, value: cap.usedBytes)
+      out.family("vpnstat_data_cap_reached", .gauge, help: "1 when the data cap is reached: connecting is refused.")
+      out.sample("vpnstat_data_cap_reached", .gauge, labels: [], value: cap.reached ? 1 : 0)
+    }
   }
 
   /// Appends a label value for `name` (see `label(_:)`): the name's own bytes when they are

@@ -20,7 +20,7 @@ public enum StatusJSON {
     json.string(snapshot.fallbackReason)
     json.key("interfaces")
     json.beginArray()
-    for report in snapshot.interfaces { write(report, into: &json) }
+    for report in snapshot.interfaces { write(report, at: snapshot.generatedAt, into: &json) }
     json.endArray()
     json.key("classes")
     json.beginObject()
@@ -63,7 +63,7 @@ public enum StatusJSON {
     json.endObject()
   }
 
-  static func write(_ report: InterfaceReport, into json: inout JSONWriter) {
+  static func write(_ report: InterfaceReport, at now: Timestamp, into json: inout JSONWriter) {
     json.beginObject()
     json.name(report.name, key: "name", encodingKey: "name_encoding")
     json.key("index")
@@ -90,6 +90,10 @@ public enum StatusJSON {
     json.number(report.rate?.rxBytesPerSecond)
     json.key("tx_bytes_per_second")
     json.number(report.rate?.txBytesPerSecond)
+    json.key("wireguard")
+    WireGuardJSON.write(report.wireguard, at: now, into: &json)
+    json.key("manager")
+    TunnelManagerJSON.write(report.manager, into: &json)
     json.endObject()
   }
 

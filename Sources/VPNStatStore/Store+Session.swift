@@ -10,10 +10,12 @@ extension Store {
 
   private func readSession() throws -> SessionRecord {
     var record = SessionRecord()
+    // A file older than schema 4 has no cap columns: it reads as "no cap".
+    let capColumns = schema >= 4 ? "data_cap_bytes, data_cap_period, month_start_day" : "NULL, NULL, NULL"
     try connection.query(
       """
       SELECT plan, opened_at, session_ends_at, pause_ends_at, session_length, pause_length, tunnel,
-        usage_rx_base, usage_tx_base FROM session WHERE id = 1
+        usage_rx_base, usage_tx_base, \(capColumns) FROM session WHERE id = 1
       """
     ) { row in
       record.plan = Plan(rawValue: row.text(0) ?? "") ?? .free
@@ -28,6 +30,11 @@ extension Store {
       record.tunnel = row.isNull(6) ? nil : InterfaceName(bytes: row.blob(6))
       // The base's bytes are what a window's usage is measured from (packets are not kept).
       record.usageBase = TrafficCounts(rxBytes: row.unsigned(7), txBytes: row.unsigned(8))
+      // A cap whose period another version wrote and this one does not know is no cap.
+      if let limit = row.optionalInteger(9), limit > 0, let length = PeriodLength(rawValue: row.text(10) ?? "") {
+        let day = Int(clamping: row.optionalInteger(11) ?? 1)
+        record.dataCap = DataCap(limitBytes: UInt64(limit), period: UsagePeriod(length, monthStartDay: day))
+      }
     }
     return record
   }
@@ -44,6 +51,14 @@ extension Store {
         .optional(w?.pauseEndsAt.nanoseconds), .optional(w?.lengths.session.nanoseconds),
         .optional(w?.lengths.pause.nanoseconds), record.tunnel.map { .blob($0.bytes) } ?? .null,
         .unsigned(record.usageBase.rxBytes), .unsigned(record.usageBase.txBytes),
+      ])
+    // Writers run at the current schema (they migrate on opening).
+    let cap = record.dataCap
+    try connection.query(
+      "UPDATE session SET data_cap_bytes = ?, data_cap_period = ?, month_start_day = ? WHERE id = 1",
+      [
+        .optional(cap.map { Int64(clamping: $0.limitBytes) }), cap.map { .text($0.period.length.rawValue) } ?? .null,
+        .optional(cap.map { Int64($0.period.monthStartDay) }),
       ])
   }
 
@@ -65,11 +80,42 @@ extension Store {
 
   /// The tunnel-class ledger totals now: the base a window's usage is measured from.
   public func tunnelTotals() throws -> TrafficCounts {
+    try ledgerTotals(of: .tunnel)
+  }
+
+  /// The stored ledger totals of one class or one interface name (nil: any), summed.
+  public func ledgerTotals(of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws -> TrafficCounts {
     try guarded {
       var sum = TrafficCounts.zero
       try connection.query(
-        "SELECT total_rx_bytes, total_tx_bytes, total_rx_packets, total_tx_packets FROM interfaces WHERE class = 'tunnel'"
+        """
+        SELECT total_rx_bytes, total_tx_bytes, total_rx_packets, total_tx_packets FROM interfaces
+        WHERE (?1 IS NULL OR class = ?1) AND (?2 IS NULL OR name = ?2)
+        """, [interfaceClass.map { .text($0.rawValue) } ?? .null, name.map { .blob($0.bytes) } ?? .null]
       ) { row in sum += row.traffic(0) }
+      return sum
+    }
+  }
+
+  /// Traffic booked in the daily buckets from `since` (a local midnight, Unix seconds) on, of
+  /// one class or one interface name (nil: any): a period's usage, for data caps and alerts.
+  public func usage(since: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws
+    -> TrafficCounts
+  {
+    try guarded {
+      var sum = TrafficCounts.zero
+      try connection.query(
+        """
+        SELECT coalesce(sum(rx_bytes), 0), coalesce(sum(tx_bytes), 0), coalesce(sum(rx_packets), 0),
+          coalesce(sum(tx_packets), 0)
+        FROM buckets
+        WHERE granularity = ?1 AND start >= ?2 AND (?3 IS NULL OR class = ?3) AND (?4 IS NULL OR name = ?4)
+        """,
+        [
+          .integer(Int64(TrafficGranularity.day.rawValue)), .integer(since),
+          interfaceClass.map { .text($0.rawValue) } ?? .null, name.map { .blob($0.bytes) } ?? .null,
+        ]
+      ) { row in sum = row.traffic(0) }
       return sum
     }
   }

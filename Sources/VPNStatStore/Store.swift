@@ -283,6 +283,12 @@ public final class Store {
       last_at INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
+    // 4: the data cap: bytes per period (day, week, month) and the day months start on.
+    """
+    ALTER TABLE session ADD COLUMN data_cap_bytes INTEGER;
+    ALTER TABLE session ADD COLUMN data_cap_period TEXT;
+    ALTER TABLE session ADD COLUMN month_start_day INTEGER;
+    """,
   ]
 
   /// The oldest schema a reader can read (older ones lack the session): readers never upgrade,

@@ -29,6 +29,7 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
   public static let busy = Errno(rawValue: EBUSY)
   public static let brokenPipe = Errno(rawValue: EPIPE)
   public static let noBufferSpace = Errno(rawValue: ENOBUFS)
+  public static let connectionRefused = Errno(rawValue: ECONNREFUSED)
 
   /// True for the errors that mean "the thing is gone", which for interfaces is normal.
   public var meansVanished: Bool {

@@ -169,6 +169,19 @@ public enum SmallFile {
     try fd.read(into: buffer, at: 0)
   }
 
+  /// The target of the symbolic link at `path`, as bytes, at most `limit` of them (procfs
+  /// links such as `/proc/PID/fd/N` and `/proc/PID/ns/net` are short). Throws EACCES for another
+  /// user's process, ENOENT for one that is gone.
+  public static func symbolicLink(_ path: SystemPath, limit: Int = 256) throws -> [UInt8] {
+    var buffer = [UInt8](repeating: 0, count: limit)
+    let count = try path.withCString { cPath in
+      try buffer.withUnsafeMutableBytes { raw in
+        try retryingInterrupts { readlink(cPath, raw.baseAddress!.assumingMemoryBound(to: CChar.self), raw.count) }
+      }
+    }
+    return Array(buffer[0..<count])
+  }
+
   /// True when something exists at `path` (a file, directory or symlink target).
   public static func exists(_ path: SystemPath) -> Bool {
     path.withCString { access($0, F_OK) } == 0

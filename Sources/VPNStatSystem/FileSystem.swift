@@ -46,6 +46,11 @@ public enum FileSystem {
     return true
   }
 
+  /// Removes the file at `path` (not a directory); one already gone is not an error.
+  public static func remove(_ path: String) throws(Failure) {
+    if unlink(path) != 0, errno != ENOENT { throw Failure(path: path, error: Errno.current) }
+  }
+
   /// A file system call that failed, and where.
   public struct Failure: Error, CustomStringConvertible {
     public var path: String

@@ -5,8 +5,9 @@ import VPNStatModel
   import Glibc
 #endif
 
-/// A NETLINK_ROUTE socket: dumps (request → every reply message) and, when bound to groups,
-/// the kernel's notifications. The only code that speaks netlink framing.
+/// A netlink socket — NETLINK_ROUTE unless asked for another family (NETLINK_GENERIC for
+/// WireGuard): dumps (request → every reply message) and, when bound to groups, the kernel's
+/// notifications. The only code that speaks netlink framing.
 public final class NetlinkSocket {
   public let descriptor: FileDescriptor
   private var sequence: UInt32 = 1
@@ -15,13 +16,19 @@ public final class NetlinkSocket {
   /// The rtnetlink multicast group for link changes (`RTNLGRP_LINK`).
   public static let linkGroup: UInt32 = 1 << (UInt32(RTNLGRP_LINK.rawValue) - 1)
 
+  /// The generic netlink family (`NETLINK_GENERIC`), where WireGuard's family lives.
+  public static let generic = NETLINK_GENERIC
+
   /// Opens and binds a socket; `groups` subscribes to notifications (e.g. `linkGroup`).
   /// `nonBlocking` sockets return what is queued and never wait.
-  public init(groups: UInt32 = 0, nonBlocking: Bool = false, receiveBuffer: Int32 = 0) throws {
+  public init(
+    protocol netlinkProtocol: Int32 = NETLINK_ROUTE, groups: UInt32 = 0, nonBlocking: Bool = false,
+    receiveBuffer: Int32 = 0
+  ) throws {
     let type =
       Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
       | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
-    let fd = try retryingInterrupts { socket(AF_NETLINK, type, NETLINK_ROUTE) }
+    let fd = try retryingInterrupts { socket(AF_NETLINK, type, netlinkProtocol) }
     descriptor = FileDescriptor(rawValue: fd)
     buffer = .allocate(byteCount: 1 << 18, alignment: 8)
     if receiveBuffer > 0 {

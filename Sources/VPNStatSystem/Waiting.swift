@@ -115,15 +115,43 @@ public final class SignalChannel {
 /// Waits until one of `descriptors` is readable or `timeout` passes (nil: forever).
 /// Returns the readable ones.
 public func waitForReadable(_ descriptors: [FileDescriptor], timeout: Duration?) throws -> [FileDescriptor] {
-  var fds = descriptors.map { pollfd(fd: $0.rawValue, events: Int16(POLLIN), revents: 0) }
+  try waitForReadiness(reading: descriptors, writing: [], timeout: timeout).readable
+}
+
+/// Waits until one of `reading` is readable or one of `writing` writable (an error or a hang-up
+/// counts as both: the next read or write says which), or `timeout` passes (nil: forever). The
+/// one wait every loop of vpnstat goes through.
+public func waitForReadiness(reading: [FileDescriptor], writing: [FileDescriptor], timeout: Duration?) throws -> (
+  readable: [FileDescriptor], writable: [FileDescriptor]
+) {
+  var events: [Int32: Int16] = [:]
+  var order: [Int32] = []
+  for (descriptors, event) in [(reading, Int16(POLLIN)), (writing, Int16(POLLOUT))] {
+    for descriptor in descriptors {
+      if events[descriptor.rawValue] == nil { order.append(descriptor.rawValue) }
+      events[descriptor.rawValue, default: 0] |= event
+    }
+  }
+  var fds = order.map { pollfd(fd: $0, events: events[$0]!, revents: 0) }
   let milliseconds: Int32 =
     timeout.map { Int32(clamping: max(0, ($0.nanoseconds + 999_999) / 1_000_000)) } ?? -1
   let count = poll(&fds, nfds_t(fds.count), milliseconds)
   if count < 0 {
-    if errno == EINTR { return [] }
+    if errno == EINTR { return ([], []) }
     throw Errno.current
   }
-  return fds.filter { $0.revents != 0 }.map { FileDescriptor(rawValue: $0.fd) }
+  let trouble = Int16(POLLERR) | Int16(POLLHUP) | Int16(POLLNVAL)
+  var readable: [FileDescriptor] = []
+  var writable: [FileDescriptor] = []
+  for fd in fds where fd.revents != 0 {
+    if fd.events & Int16(POLLIN) != 0, fd.revents & (Int16(POLLIN) | trouble) != 0 {
+      readable.append(FileDescriptor(rawValue: fd.fd))
+    }
+    if fd.events & Int16(POLLOUT) != 0, fd.revents & (Int16(POLLOUT) | trouble) != 0 {
+      writable.append(FileDescriptor(rawValue: fd.fd))
+    }
+  }
+  return (readable, writable)
 }
 
 extension timespec {

@@ -236,6 +236,80 @@ struct EnforceKernelTests {
     #expect(try t.session()["state"] as? String == "active")
   }
 
+  @Test(
+    "the enforcer as nobody exits 77 at once, naming CAP_NET_ADMIN, before it makes anything",
+    .enabled(if: Privilege.canRunAsNobody, Privilege.nobodyReason))
+  func withoutCapability() throws {
+    let t = try EnforcedTunnel("cap")
+    let binary = try vpnstatForOtherUsers(in: t.directory)
+    let db = t.directory.file("nobody.db")
+    let started = Date()
+    let result = try runAsNobody(binary, ["enforce", t.tunnel, "--db", db])
+    #expect(result.status == 77, "\(result.errors)")
+    #expect(result.errors.contains("CAP_NET_ADMIN"), "\(result.errors)")
+    #expect(Date().timeIntervalSince(started) < 5)
+    #expect(!FileManager.default.fileExists(atPath: db))
+  }
+
+  @Test(
+    "session --json shows the running enforcer (pid, since, action) and null once it stops or dies; the texts say what happens without one"
+  )
+  func presence() throws {
+    let t = try EnforcedTunnel("pres")
+    try t.up()
+    let before = Date()
+    var enforcer = try t.startEnforcer(["--action", "delete"], session: "60s", pause: "60s")
+    let shown = try #require(try t.session()["enforcer"] as? [String: Any], "no enforcer shown")
+    #expect(uint(shown["pid"]) == UInt64(enforcer.pid))
+    #expect(shown["action"] as? String == "delete")
+    let since = try #require(instant(shown["since"]))
+    #expect(since >= before.addingTimeInterval(-1) && since <= Date())
+    let text = try t.ns.vpnstat("session", "--db", t.db)
+    #expect(text.output.contains("enforcer: pid \(enforcer.pid) since "), "\(text.output)")
+    #expect(enforcer.stop() == 0)
+    #expect(try t.session()["enforcer"] is NSNull)
+    let without = try t.ns.vpnstat("session", "--db", t.db).output
+    #expect(without.contains("enforcer: none running"), "\(without)")
+    // Killed without a word: its presence file stays, but its process is gone, so it is not shown.
+    enforcer = try t.startEnforcer(session: "60s", pause: "60s")
+    #expect(try t.session()["enforcer"] is [String: Any])
+    enforcer.stop(SIGKILL)
+    #expect(try t.session()["enforcer"] is NSNull)
+    // No window and no enforcer: connecting opens nothing, and the texts do not pretend it does.
+    #expect(try t.ns.vpnstat("session", "reset", "--db", t.db).status == 0)
+    let none = try t.ns.vpnstat("session", "--db", t.db).output
+    #expect(none.contains("no enforcer running, so connecting opens no session"), "\(none)")
+    #expect(!none.contains("connecting opens a"))
+  }
+
+  @Test("a name that does not exist: the enforcer says it waits for it, and enforces it once it appears")
+  func waitsForName() throws {
+    let ns = try TestNamespace("wait")
+    let directory = try TemporaryDirectory("wait")
+    let db = directory.file("v.db")
+    let enforcer = try ns.start(
+      Built.vpnstat, ["enforce", "tunw", "--db", db, "--session-length", "60s", "--pause-length", "60s"])
+    defer { enforcer.stop() }
+    try enforcer.waitForError("tunw does not exist (yet): waiting for it to appear")
+    let owner = try ns.echoTunnel("tunw", local: "169.254.107.1", peer: "169.254.107.2")
+    defer { owner.stop() }
+    try enforcer.waitForError("tunw up: opened a window", timeout: 5)
+  }
+
+  @Test("--action delete removes the tunnel at the deadline, whoever holds it")
+  func deleteAction() throws {
+    let t = try EnforcedTunnel("delact")
+    try t.up()
+    _ = try t.startEnforcer(["--action", "delete"], session: "2s", pause: "3s")
+    let ends = try #require(instant(try t.session()["session_ends_at"]))
+    let gone = try #require(t.waitUntil(timeout: 5) { !t.exists() }, "never deleted")
+    #expect(gone.timeIntervalSince(ends) < 1.0)
+    _ = try t.waitUntil(timeout: 3) { try t.lastStop() != nil }
+    let stop = try #require(try t.lastStop())
+    #expect(stop["reason"] as? String == "free-limit")
+    #expect(stop["detail"] is NSNull, "\(stop)")
+  }
+
   @Test("premium: the enforcer only records usage; plan free again starts clean")
   func premiumOnlyRecords() throws {
     let t = try EnforcedTunnel("prem")

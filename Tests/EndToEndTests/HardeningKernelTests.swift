@@ -394,9 +394,13 @@ struct LedgerConcurrencyKernelTests {
     for i in 0..<300 { try ns.ip("link", "set", "burst0", i % 2 == 0 ? "up" : "down") }
     kill(small.pid, SIGCONT)
     try small.waitForError("overflowed")
-    let status = try parseStatus(ns.vpnstat("status", "--json", "--db", db))
-    #expect(
-      (status["warnings"] as? [String] ?? []).contains { $0.contains("overflowed") }, "\(status["warnings"] ?? "")")
+    // The recorder says it on stderr first and stores the incident after: give the write time.
+    var warnings: [String] = []
+    let said = try waitUntil(timeout: 10) {
+      warnings = try parseStatus(ns.vpnstat("status", "--json", "--db", db))["warnings"] as? [String] ?? []
+      return warnings.contains { $0.contains("overflowed") }
+    }
+    #expect(said != nil, "\(warnings)")
     let export = try ns.vpnstat("export", "--db", db)
     #expect(export.output.contains("vpnstat_notification_overflows_total 1"), "\(export.output)")
   }

@@ -66,6 +66,29 @@ struct OperationsTests {
     let status = try run(Built.vpnstat, ["session", "--json", "--db", db])
     #expect(status.status == 0, "\(status.errors)")
   }
+
+  @Test("a database nobody can read: the gate says undecided (66) within its --timeout, not a busy wait per statement")
+  func gateBoundOnUnreadableDatabase() throws {
+    let directory = try TemporaryDirectory("gatebound")
+    let db = directory.file("v.db")
+    #expect(try run(Built.vpnstat, ["plan", "free", "--db", db]).status == 0)
+    // WAL with locking_mode=exclusive keeps the file locked against every other reader.
+    let holder = try BackgroundProcess(
+      "/usr/bin/python3",
+      [
+        "-c",
+        "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('pragma locking_mode=exclusive'); c.execute('begin exclusive'); print('locked', flush=True); time.sleep(30)",
+        db,
+      ])
+    defer { holder.stop() }
+    try holder.waitFor("locked")
+    let asked = Date()
+    let gate = try run(Built.vpnstat, ["session", "check", "--db", db, "--timeout", "300ms"])
+    let took = Date().timeIntervalSince(asked)
+    #expect(gate.status == 66, "\(gate.status): \(gate.errors)")
+    // One statement alone would wait the 2 s busy timeout without the gate's single deadline.
+    #expect(took < 1.8, "the gate took \(took) s with --timeout 300ms")
+  }
 }
 
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))

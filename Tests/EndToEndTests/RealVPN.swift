@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import VPNStatEngine
 @testable import VPNStatTestSupport
 
 // Real VPN software inside network namespaces: WireGuard through wg-quick and wireguard-go,
@@ -135,7 +136,7 @@ func tunHolders(device: String, netnsInode: UInt64) -> [TunHolder] {
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
     for fd in fds {
       guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"),
-        target == "/dev/net/tun",
+        target.hasSuffix("/dev/net/tun"),
         let info = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8)
       else { continue }
       let iff = info.split(separator: "\n").first { $0.hasPrefix("iff:") }
@@ -334,12 +335,20 @@ final class WireGuardSide: @unchecked Sendable {
   /// The mount point is made first: /run/wireguard may not exist on a fresh machine.
   @discardableResult
   func run(_ program: String, _ arguments: [String], timeout: TimeInterval = 30) throws -> CommandResult {
-    try ns.run(
-      "/usr/bin/unshare",
-      [
-        "-m", "--propagation", "private", "/bin/sh", "-c",
-        "mkdir -p /run/wireguard && mount --bind \"$0\" /run/wireguard && exec \"$@\"", socketDirectory, program,
-      ] + arguments, environment: Self.environment, timeout: timeout)
+    try ns.run("/usr/bin/unshare", wrapped(program, arguments), environment: Self.environment, timeout: timeout)
+  }
+
+  /// Starts a program in the background the way `run` runs one (an enforcer that must reach
+  /// wireguard-go's socket to run `wg-quick down`).
+  func start(_ program: String, _ arguments: [String]) throws -> BackgroundProcess {
+    try ns.start("/usr/bin/unshare", wrapped(program, arguments), environment: Self.environment)
+  }
+
+  private func wrapped(_ program: String, _ arguments: [String]) -> [String] {
+    [
+      "-m", "--propagation", "private", "/bin/sh", "-c",
+      "mkdir -p /run/wireguard && mount --bind \"$0\" /run/wireguard && exec \"$@\"", socketDirectory, program,
+    ] + arguments
   }
 
   /// `wg-quick up CONF`.
@@ -523,14 +532,17 @@ final class OpenVPNPair: @unchecked Sendable {
   }
 
   /// Starts the client (left) with `--management SOCKET unix`; returns once the socket answers.
-  func startClient(extra: [String] = []) throws {
+  /// Without `management`, returns once its tun exists.
+  func startClient(extra: [String] = [], management: Bool = true) throws {
     let process = try link.left.start(
       "/usr/sbin/openvpn",
       common(remote: link.rightAddress, local: clientAddress, peer: serverAddress, direction: "0")
-        + ["--management", managementSocket, "unix"] + extra)
+        + (management ? ["--management", managementSocket, "unix"] : []) + extra)
     client = process
-    let answered = waitUntil(timeout: 10) { (try? UnixSocketConversation(path: managementSocket)) != nil }
-    if answered == nil { throw TestSetupError("no management socket: \(process.output)") }
+    let answered = waitUntil(timeout: 10) {
+      management ? (try? UnixSocketConversation(path: managementSocket)) != nil : link.left.hasLink(device)
+    }
+    if answered == nil { throw TestSetupError("no management socket or tun: \(process.output)") }
   }
 
   /// Sends one management command to the client (see `openVPNManagement`).
@@ -581,7 +593,7 @@ func openVPNStateName(_ answer: String) -> String {
 // MARK: - NetworkManager
 
 /// NetworkManager 1.42 running inside a network namespace with a D-Bus system bus of its own, in
-/// a mount namespace kept in a file: /run is a fresh tmpfs there (its own /run/dbus and
+/// a mount namespace of its own (kept by a holder process): /run is a fresh tmpfs there (its own /run/dbus and
 /// /run/NetworkManager), /sys is the namespace's own sysfs mounted read-only (so NM does not wait
 /// for udev, which never runs there, before managing a device such as a veth), and
 /// /etc/NetworkManager and /var/lib/NetworkManager are directories of the test. Every `nmcli`
@@ -590,9 +602,9 @@ func openVPNStateName(_ answer: String) -> String {
 final class NetworkManagerNamespace: @unchecked Sendable {
   let ns: TestNamespace
   let directory: TemporaryDirectory
-  private var mounted: [String] = []
+  /// The process that holds the mount namespace (a `sleep` inside it).
+  private var holder: BackgroundProcess?
   private(set) var daemon: BackgroundProcess?
-  var mountNamespaceFile: String { directory.file("mnt/ns") }
   /// Bound at /etc/NetworkManager: put dispatcher scripts in `dispatcher.d/` (and `pre-up.d/`).
   var etc: String { directory.file("etc") }
   var connections: String { directory.file("connections") }
@@ -618,7 +630,7 @@ final class NetworkManagerNamespace: @unchecked Sendable {
   private func start() throws {
     let fm = FileManager.default
     for path in [
-      directory.file("mnt"), directory.file("varlib"), connections, etc + "/dispatcher.d/pre-up.d",
+      directory.file("varlib"), connections, etc + "/dispatcher.d/pre-up.d",
       etc + "/dispatcher.d/pre-down.d", etc + "/dispatcher.d/no-wait.d", etc + "/conf.d",
     ] {
       try fm.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -640,25 +652,29 @@ final class NetworkManagerNamespace: @unchecked Sendable {
 
       """
     try Data(text.utf8).write(to: URL(fileURLWithPath: config))
-    // A mount namespace outlives its processes only when bound to a file, and a bind target must
-    // sit on a private mount.
-    let mnt = directory.file("mnt")
-    try checked("/usr/bin/mount", ["--bind", mnt, mnt])
-    mounted.append(mnt)
-    try checked("/usr/bin/mount", ["--make-private", mnt])
-    _ = fm.createFile(atPath: mountNamespaceFile, contents: nil)
-    try checked("/usr/bin/unshare", ["--mount=" + mountNamespaceFile, "--propagation", "private", "/bin/true"])
-    mounted.insert(mountNamespaceFile, at: 0)
+    // The mount namespace lives as long as a holder process inside it; every other command enters
+    // it through the holder (`nsenter -t PID -r -w`), which also keeps the root directory the
+    // holder has: entering a bare mount namespace would reset it to the namespace's root, which is
+    // not ours in a chroot such as fresh-ci's.
     let setup = """
       set -e
-      mount -t tmpfs none /run
+      mount -t tmpfs nm-run /run
       mkdir -p /run/dbus /run/NetworkManager /var/lib/NetworkManager /etc/NetworkManager
-      mount -t sysfs -o ro none /sys
+      mount -o remount,bind,ro /sys
       mount --bind "$0" /var/lib/NetworkManager
       mount --bind "$1" /etc/NetworkManager
       dbus-daemon --system --fork --print-pid
+      echo ready
+      exec sleep 1000000
       """
-    try checked("/usr/bin/nsenter", enter + ["/bin/sh", "-c", setup, directory.file("varlib"), etc])
+    let holder = try BackgroundProcess(
+      "/usr/sbin/ip",
+      [
+        "netns", "exec", ns.name, "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", setup,
+        directory.file("varlib"), etc,
+      ])
+    self.holder = holder
+    try holder.waitFor("ready")
     let process = try BackgroundProcess(
       "/usr/bin/nsenter",
       enter + ["/usr/sbin/NetworkManager", "--config=" + config, "--no-daemon", "--debug", "--log-level=INFO"])
@@ -672,7 +688,7 @@ final class NetworkManagerNamespace: @unchecked Sendable {
     }
   }
 
-  private var enter: [String] { ["--mount=" + mountNamespaceFile, "--net=/run/netns/" + ns.name] }
+  private var enter: [String] { ["--target", String(holder?.pid ?? 0), "--mount", "--net", "--root", "--wd"] }
 
   private func checked(_ program: String, _ arguments: [String]) throws {
     let result = try VPNStatTestSupport.run(program, arguments)
@@ -687,6 +703,12 @@ final class NetworkManagerNamespace: @unchecked Sendable {
     try VPNStatTestSupport.run("/usr/bin/nsenter", enter + [program] + arguments, timeout: timeout)
   }
 
+  /// Starts a program in the background inside NM's network and mount namespaces (an enforcer,
+  /// which must reach NetworkManager's D-Bus to deactivate a connection).
+  func start(_ program: String, _ arguments: [String]) throws -> BackgroundProcess {
+    try BackgroundProcess("/usr/bin/nsenter", enter + [program] + arguments)
+  }
+
   /// `nmcli ARGUMENTS` against this NetworkManager.
   @discardableResult
   func nmcli(_ arguments: String...) throws -> CommandResult { try nmcli(arguments) }
@@ -695,7 +717,9 @@ final class NetworkManagerNamespace: @unchecked Sendable {
 
   /// `nmcli` that must succeed.
   @discardableResult
-  func nmcliChecked(_ arguments: String...) throws -> CommandResult {
+  func nmcliChecked(_ arguments: String...) throws -> CommandResult { try nmcliChecked(arguments) }
+  @discardableResult
+  func nmcliChecked(_ arguments: [String]) throws -> CommandResult {
     let result = try nmcli(arguments)
     if result.status != 0 {
       throw TestSetupError("nmcli \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.errors)")
@@ -704,13 +728,38 @@ final class NetworkManagerNamespace: @unchecked Sendable {
   }
 
   /// Adds a `type tun` connection for `device` with an IPv4 address (IPv6 off); returns its UUID.
-  func addTunConnection(_ name: String, device: String, address: String, autoconnect: Bool) throws -> String {
+  /// Without an address IPv4 is off too, and activating takes 0.05 s instead of 2 s (NM waits on
+  /// a manual address over a link without carrier).
+  func addTunConnection(_ name: String, device: String, address: String?, autoconnect: Bool) throws -> String {
+    let ipv4 = address.map { ["ipv4.method", "manual", "ipv4.addresses", $0] } ?? ["ipv4.method", "disabled"]
     try nmcliChecked(
-      "connection", "add", "type", "tun", "ifname", device, "con-name", name, "tun.mode", "tun", "ipv4.method",
-      "manual", "ipv4.addresses", address, "ipv6.method", "disabled", "connection.autoconnect",
-      autoconnect ? "yes" : "no")
+      ["connection", "add", "type", "tun", "ifname", device, "con-name", name, "tun.mode", "tun"] + ipv4 + [
+        "ipv6.method", "disabled", "connection.autoconnect", autoconnect ? "yes" : "no",
+      ])
     return try nmcliChecked("-g", "connection.uuid", "connection", "show", name).output.trimmingCharacters(
       in: .whitespacesAndNewlines)
+  }
+
+  /// An OpenVPN connection through NetworkManager's plugin to `pair`'s server (static key, the
+  /// pair's device, autoconnect off), with the primary connection it needs underneath (`base`, on
+  /// the veth, the server as gateway) up; returns the VPN connection's UUID. The server must run
+  /// with `--float`: NM's openvpn uses `--nobind`, a random source port.
+  func addOpenVPNConnection(_ name: String, to pair: OpenVPNPair) throws -> String {
+    try nmcliChecked(
+      "connection", "add", "type", "ethernet", "ifname", pair.link.leftName, "con-name", "base", "ipv4.method",
+      "manual", "ipv4.addresses", pair.link.leftAddress + "/30", "ipv4.gateway", pair.link.rightAddress,
+      "ipv6.method", "disabled", "connection.autoconnect", "no")
+    try nmcliChecked("connection", "up", "base")
+    let data = [
+      "connection-type=static-key", "static-key=\(pair.key)", "static-key-direction=0",
+      "remote=\(pair.link.rightAddress)", "port=1194", "local-ip=\(pair.clientAddress)",
+      "remote-ip=\(pair.serverAddress)", "cipher=AES-256-CBC", "ping=1", "dev=\(pair.device)", "dev-type=tun",
+    ].joined(separator: ", ")
+    try nmcliChecked(
+      "connection", "add", "type", "vpn", "vpn-type", "openvpn", "con-name", name, "connection.autoconnect", "no",
+      "vpn.data", data, "ipv6.method", "ignore")
+    return try nmcliChecked("-g", "connection.uuid", "connection", "show", name).output
+      .trimmingCharacters(in: .whitespacesAndNewlines)
   }
 
   /// One row of `nmcli -t -f NAME,UUID,TYPE,DEVICE,STATE connection show --active`.
@@ -763,31 +812,12 @@ final class NetworkManagerNamespace: @unchecked Sendable {
     // dbus-daemon (forked), nm-dispatcher and VPN plugins (bus-activated or spawned) are in the
     // namespace but not the test's children.
     ns.stopAllProcesses()
-    for path in mounted { _ = try? VPNStatTestSupport.run("/usr/bin/umount", [path]) }
-    mounted.removeAll()
+    holder?.stop()
   }
 
   deinit { cleanUp() }
 }
 
-/// Splits one line of `nmcli -t` output on unescaped colons (`\:` and `\\` are escapes).
-func splitTerse(_ line: String) -> [String] {
-  var fields: [String] = []
-  var current = ""
-  var escaped = false
-  for character in line {
-    if escaped {
-      current.append(character)
-      escaped = false
-    } else if character == "\\" {
-      escaped = true
-    } else if character == ":" {
-      fields.append(current)
-      current = ""
-    } else {
-      current.append(character)
-    }
-  }
-  fields.append(current)
-  return fields
-}
+/// Splits one line of `nmcli -t` output on unescaped colons (`\:` and `\\` are escapes): the
+/// engine's own reading, so the harness and vpnstat agree on what nmcli said.
+func splitTerse(_ line: String) -> [String] { NetworkManagerControl.splitTerse(line) }

@@ -185,22 +185,7 @@ struct RealVPNHarnessTests {
     // NM's openvpn uses --nobind (a random source port): the server must accept it (--float).
     try pair.startServer(extra: ["--float"])
     let nm = try NetworkManagerNamespace("rno", in: pair.link.left)
-    // A VPN needs a primary connection (one with a default route) underneath.
-    try nm.nmcliChecked(
-      "connection", "add", "type", "ethernet", "ifname", pair.link.leftName, "con-name", "base", "ipv4.method",
-      "manual", "ipv4.addresses", pair.link.leftAddress + "/30", "ipv4.gateway", pair.link.rightAddress,
-      "ipv6.method", "disabled", "connection.autoconnect", "no")
-    try nm.nmcliChecked("connection", "up", "base")
-    let data = [
-      "connection-type=static-key", "static-key=\(pair.key)", "static-key-direction=0",
-      "remote=\(pair.link.rightAddress)", "port=1194", "local-ip=\(pair.clientAddress)",
-      "remote-ip=\(pair.serverAddress)", "cipher=AES-256-CBC", "ping=1", "dev=tun8", "dev-type=tun",
-    ].joined(separator: ", ")
-    try nm.nmcliChecked(
-      "connection", "add", "type", "vpn", "vpn-type", "openvpn", "con-name", "ovpn", "connection.autoconnect", "no",
-      "vpn.data", data, "ipv6.method", "ignore")
-    let uuid = try nm.nmcliChecked("-g", "connection.uuid", "connection", "show", "ovpn").output
-      .trimmingCharacters(in: .whitespacesAndNewlines)
+    let uuid = try nm.addOpenVPNConnection("ovpn", to: pair)
     try nm.nmcliChecked("connection", "up", "ovpn")
     let vpn = try nm.activeConnections().first { $0.name == "ovpn" }
     // The VPN's DEVICE is the underlying link; the tun gets a generated external connection.

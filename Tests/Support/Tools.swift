@@ -7,7 +7,11 @@ enum Tool {
   static let packages: [String: String] = [
     "/usr/bin/python3": "python3", "/usr/bin/tcpdump": "tcpdump", "/usr/bin/mandoc": "mandoc",
     "/usr/bin/tmux": "tmux", "/usr/sbin/ip": "iproute2", "/usr/bin/setpriv": "util-linux",
-    "/usr/bin/pkill": "procps",
+    "/usr/bin/pkill": "procps", "/usr/bin/chromium": "chromium", "/usr/bin/prometheus": "prometheus",
+    "/usr/bin/promtool": "prometheus", "/usr/bin/curl": "curl", "/usr/bin/systemd-analyze": "systemd",
+    "/lib/systemd/system/wg-quick@.service": "wireguard-tools",
+    "/lib/systemd/system/openvpn-client@.service": "openvpn",
+    "/usr/bin/script": "bsdutils", "/usr/bin/zsh": "zsh", "/usr/bin/fish": "fish", "/usr/bin/bash": "bash",
   ]
 
   /// The error for a missing program.

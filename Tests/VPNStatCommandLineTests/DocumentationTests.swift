@@ -319,6 +319,7 @@ struct DocumentationTests {
         record.window = SessionWindow.open(
           at: now, lengths: SessionLengths(session: .seconds(600), pause: .seconds(600)))
         record.tunnel = InterfaceName("wg0")
+        record.dataCap = DataCap(limitBytes: 1 << 30, period: UsagePeriod(.month, monthStartDay: 15))
       }
       try store.recordStop(
         StopRecord(at: now, interface: InterfaceName("wg0"), reason: .user, detail: "documentation test"))
@@ -327,11 +328,18 @@ struct DocumentationTests {
     let status = try Self.jsonKeys(["status", "--json", "--rate", "100ms"] + fixture)
     let session = try Self.jsonKeys(["session", "--json", "--db", db])
     let history = try Self.jsonKeys(["history", "--json", "--five-minutes", "--by", "interface", "--db", db])
+      .union(try Self.jsonKeys(["history", "--json", "--months", "--month-start-day", "15", "--db", db]))
+      .union(try Self.jsonKeys(["history", "--json", "--top", "3", "--db", db]))
+    let alert = try Self.jsonKeys(["alert", "--json", "--limit", "1GB", "-i", "wg0"] + fixture)
     // The runs must have filled what this test is meant to see.
     for key in ["usage", "last_stop", "reason", "detail", "message", "total_rx_bytes", "now"] {
       try #require(status.contains(key), "status --json lacks '\(key)': \(status.sorted())")
     }
     try #require(session.contains("session") && history.contains("buckets") && history.contains("start"))
+    for key in ["data_cap", "used_bytes", "current", "projected_rx_bytes", "order"] {
+      try #require(session.union(history).contains(key), "session or history --json lacks '\(key)'")
+    }
+    try #require(alert.contains("selected_interfaces") && alert.contains("limit_bytes"), "\(alert.sorted())")
 
     let page = try Self.text(Self.manPage)
     let readme = try Self.text(Self.readme)
@@ -343,7 +351,7 @@ struct DocumentationTests {
       $0.split(separator: "|", omittingEmptySubsequences: false).dropFirst().first.map(String.init) ?? ""
     }
     func keyCharacter(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
-    for key in status.union(session).union(history).sorted() {
+    for key in status.union(session).union(history).union(alert).sorted() {
       let inManPage = Self.contains(manJSON, "Cm ", key, nameCharacters: keyCharacter)
       let inReadme = firstCells.contains { $0.contains("`\(key)`") }
       #expect(inManPage, "man/vpnstat.1 JSON OUTPUT does not document '\(key)' (as Cm \(key))")

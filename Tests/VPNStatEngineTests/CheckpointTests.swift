@@ -132,6 +132,37 @@ struct CheckpointTests {
     #expect(try stored(directory).entries[tun7]?.totals.traffic.rxBytes == 500)
   }
 
+  @Test(
+    "/metrics and the textfile show every sample, not every checkpoint: totals and a data cap's usage from memory"
+  )
+  func publishedEverySample() throws {
+    let directory = try TemporaryDirectory("ckpub")
+    var recorder = try recorder(directory, saveInterval: .seconds(3600))
+    let exposition = MetricsExposition()
+    recorder.exposition = exposition
+    let textfile = try TemporaryDirectory("ckpubtext")
+    recorder.textfileDirectory = textfile.path
+    _ = try recorder.store.updateSession { $0.dataCap = DataCap(limitBytes: 1_000_000, period: UsagePeriod(.day)) }
+    kernel.add("tun7", up: true)
+    let index = try #require(kernel.index(of: "tun7"))
+    try recorder.sample()
+    for second in 1...3 {
+      clock.advance(.seconds(1))
+      kernel.carry(index, rx: 100, tx: 10)
+      try recorder.sample()
+      let body = String(decoding: try #require(exposition.body(.prometheus)), as: UTF8.self)
+      #expect(
+        body.contains("vpnstat_interface_receive_bytes_total{interface=\"tun7\",class=\"tunnel\"} \(100 * second)\n"),
+        "\(body.prefix(600))")
+      #expect(body.contains("vpnstat_data_cap_used_bytes{period=\"day\"} \(110 * second)\n"))
+      let written = try String(contentsOfFile: textfile.file("vpnstat.prom"), encoding: .utf8)
+      #expect(written == body)
+    }
+    // None of it is saved yet.
+    #expect(try stored(directory).entries[tun7]?.totals.traffic.rxBytes == 0)
+    #expect(try buckets(directory, .day).filter { $0.name == tun7 }.isEmpty)
+  }
+
   @Test("a name that appears between checkpoints is saved at once: its starting point exists nowhere else")
   func newNameSavedAtOnce() throws {
     let directory = try TemporaryDirectory("cknew")

@@ -71,12 +71,19 @@ final class FakeKernel: @unchecked Sendable {
   }
 
   /// Deleted (or, with `movedTo`, moved to another network namespace): the last notification.
+  /// Kept in `deletions` too, for a device deleted by the code under test (a manager's stop).
   func delete(_ index: Int32, movedTo namespace: Int32? = nil) -> LinkNotifications.Change {
     var last = record(index)!
     last.movedToNamespace = namespace
-    locked { links[index] = nil }
-    return LinkNotifications.Change(record: last, deleted: true)
+    let change = LinkNotifications.Change(record: last, deleted: true)
+    locked {
+      links[index] = nil
+      deletions.append(change)
+    }
+    return change
   }
+  /// Every deletion's notification, in order.
+  private(set) var deletions: [LinkNotifications.Change] = []
 
   func isUp(_ index: Int32) -> Bool { locked { links[index]?.up ?? false } }
 
@@ -112,6 +119,7 @@ struct FakeLinks: LinkController {
   }
   func link(index: Int32) throws -> LinkRecord? { kernel.record(index) }
   func setDown(index: Int32) throws { try kernel.setDown(index) }
+  func delete(index: Int32) throws { _ = kernel.delete(index) }
 }
 
 /// The fake kernel as a counter reader.
@@ -152,7 +160,7 @@ final class CapturedLog: EventLog, @unchecked Sendable {
 
 /// A disconnect action that behaves as the test says: takes the link down (as a manager's
 /// command would), does nothing, or fails outright; counting its calls.
-final class ScriptedAction: DisconnectAction, @unchecked Sendable {
+final class ScriptedAction: DisconnectAction, ManagerControl, @unchecked Sendable {
   enum Behaviour { case takesDown, doesNothing, fails }
   let kernel: FakeKernel
   var behaviour: Behaviour
@@ -162,7 +170,8 @@ final class ScriptedAction: DisconnectAction, @unchecked Sendable {
     self.behaviour = behaviour
   }
   var label: String { "scripted" }
-  func disconnect(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+  func control(for link: LinkRecord) -> any ManagerControl { self }
+  func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     calls += 1
     switch behaviour {
     case .takesDown:
@@ -176,7 +185,7 @@ final class ScriptedAction: DisconnectAction, @unchecked Sendable {
 
 /// An enforcer on the fake kernel, a manual clock and a database in a temporary directory.
 final class EnforcerBench: @unchecked Sendable {
-  let kernel = FakeKernel()
+  let kernel: FakeKernel
   let clock = ManualTimeSource()
   let alarm = RecordedAlarm()
   let log = CapturedLog()
@@ -186,21 +195,35 @@ final class EnforcerBench: @unchecked Sendable {
   let lengths = SessionLengths(session: .seconds(900), pause: .seconds(2700))
   var enforcer: Enforcer!
 
+  /// `manager`: the action is `ManagerAction` (auto, or the kind given) with this detector and
+  /// this runner playing the manager's programs. `presence`: the enforcer says it runs, in a file
+  /// beside the database. `ledgerLock`: how it shares the ledger with other writers;
+  /// `saveInterval`: how often it saves it.
   init(
     _ label: String, action: ScriptedAction.Behaviour? = nil, store present: Bool = true,
-    directory shared: TemporaryDirectory? = nil, ledgerLock: any LedgerWriterLock = UncontendedLedgerLock()
+    kernel: FakeKernel = FakeKernel(), directory: TemporaryDirectory? = nil,
+    manager: (kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner)? = nil,
+    presence: Bool = false, ledgerLock: any LedgerWriterLock = UncontendedLedgerLock(),
+    saveInterval: Duration = Recorder.defaultSaveInterval
   ) throws {
-    directory = try shared ?? TemporaryDirectory(label)
-    location = StoreLocation(path: directory.file("v.db"))
+    self.kernel = kernel
+    self.directory = try directory ?? TemporaryDirectory(label)
+    location = StoreLocation(path: self.directory.file("v.db"))
     store = try Store.open(location, intent: .write, calendar: FixedOffsetCalendar.utc)!
     let sampler = TrafficSampler(
       reader: CounterReader(source: FakeCounters(kernel: kernel)), catalog: InterfaceCatalog(),
       recorded: InterfaceSelection(names: [InterfaceName("wg0")]), clock: clock)
     let links = FakeLinks(kernel: kernel)
+    var disconnect: (any DisconnectAction)? = action.map { ScriptedAction(kernel, $0) }
+    if let manager {
+      disconnect = ManagerAction(kind: manager.kind, detector: manager.detector, runner: manager.runner, links: links)
+    }
     enforcer = Enforcer(
       tunnel: InterfaceName("wg0"), store: present ? store : nil, sampler: sampler, lengths: lengths,
-      action: action.map { ScriptedAction(kernel, $0) }, links: links, alarm: alarm, log: log,
-      calendar: FixedOffsetCalendar.utc, ledgerLock: ledgerLock)
+      action: disconnect, links: links, alarm: alarm, log: log, calendar: FixedOffsetCalendar.utc,
+      runner: manager?.runner ?? ChildProgramRunner(),
+      presence: presence ? EnforcerPresenceFile(location: location, tunnel: InterfaceName("wg0")) : nil,
+      saveInterval: saveInterval, ledgerLock: ledgerLock)
   }
 
   var action: ScriptedAction? { enforcer.action as? ScriptedAction }

@@ -77,6 +77,24 @@ struct CounterRuleTests {
     #expect(up.traffic.rxBytes == 1000 && up.traffic.txBytes == 2000 && up.kind != .reset)
   }
 
+  @Test("a 32-bit poll stamped before the stored baseline is old news to the ledger: never a phantom wrap")
+  func earlyNarrowPoll() {
+    // Another reader committed a newer baseline between this poll's stamp and its booking.
+    let name = InterfaceName("tun0")
+    func observation(_ baseline: LedgerBaseline) -> LedgerObservation {
+      LedgerObservation(
+        name: name, interfaceClass: .tunnel, baseline: baseline,
+        plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
+    }
+    var ledger = Ledger()
+    let stored = reading(counters(5000, 900), a, width: .bits32, seconds: 105)
+    _ = ledger.advance([observation(stored)])
+    let early = ledger.advance([observation(reading(counters(4000, 800), a, width: .bits32, seconds: 100))])
+    #expect(early.booked.isEmpty && early.events.isEmpty)
+    #expect(ledger.entries[name]?.baseline == stored)
+    #expect(ledger.entries[name]?.totals.traffic == .zero)
+  }
+
   @Test("without boot ids the clocks tell boots apart: uptime back is a reboot, a steady boot instant is not")
   func unknownBootIDs() throws {
     let unknown = InterfaceInstance(index: 4, bootID: "")

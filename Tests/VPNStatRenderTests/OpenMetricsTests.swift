@@ -64,6 +64,22 @@ struct OpenMetricsTests {
           nextLengths: SessionLengths(session: .seconds(900), pause: .seconds(2700)),
           tunnelTotals: TrafficCounts(rxBytes: 5_000, txBytes: 7_000), lastStop: nil))
     }
+    // Data caps: under, exactly at and over, per day, week and month, with and without a window.
+    for (limit, length, state) in [
+      (UInt64(1_000_000), PeriodLength.day, SessionState.active), (12_000, .week, .paused),
+      (UInt64.max, .month, .none), (0, .month, .active),
+    ] {
+      var record = SessionRecord(window: state == .none ? nil : window, tunnel: InterfaceName("wg0"))
+      let cap = DataCap(limitBytes: limit, period: UsagePeriod(length))
+      record.dataCap = cap
+      reports.append(
+        SessionReport.make(
+          record, now: now + .seconds(state == .paused ? 1000 : 0), tunnelUp: true,
+          nextLengths: SessionLengths(session: .seconds(900), pause: .seconds(2700)),
+          tunnelTotals: TrafficCounts(rxBytes: 5_000, txBytes: 7_000), lastStop: nil,
+          dataCap: cap.status(
+            used: TrafficCounts(rxBytes: 5_000, txBytes: 7_000), at: now, in: FixedOffsetCalendar.utc)))
+    }
     return reports
   }
 
@@ -106,7 +122,7 @@ struct OpenMetricsTests {
       health.notificationOverflows = generator.counter()
       let time = Timestamp(
         nanoseconds: Int64(generator.below(2_000_000_000)) * 1_000_000_000 + Int64(generator.below(1000)) * 1_000_000)
-      expectSame(Ledger(entries: entries), sessions()[generator.below(6)], size % 2 == 0 ? health : nil, time)
+      expectSame(Ledger(entries: entries), sessions()[generator.below(10)], size % 2 == 0 ? health : nil, time)
     }
   }
 

@@ -2,8 +2,9 @@ import VPNStatModel
 
 @testable import VPNStatRender
 
-/// The OpenMetrics renderer as it was before it wrote bytes in one pass (commit 9c96f2a), kept
-/// verbatim as the reference the current one must equal byte for byte.
+/// The OpenMetrics renderer as it was before it wrote bytes in one pass (commit 9c96f2a, with the
+/// data cap families main added since, as of 5cfcad2), kept verbatim as the reference the
+/// current one must equal byte for byte.
 enum PreviousOpenMetrics {
   typealias Format = OpenMetrics.Format
 
@@ -123,6 +124,22 @@ enum PreviousOpenMetrics {
             ("direction=\"receive\"", String(usage.rxBytes), nil),
             ("direction=\"transmit\"", String(usage.txBytes), nil),
           ]))
+    }
+    if let cap = report.dataCap {
+      families += [
+        Family(
+          name: "vpnstat_data_cap_limit_bytes", kind: .gauge, unit: "bytes",
+          help: "The data cap: tunnel-class bytes allowed per period, both directions.",
+          samples: [("period=\"\(cap.cap.period.length.rawValue)\"", String(cap.cap.limitBytes), nil)]),
+        Family(
+          name: "vpnstat_data_cap_used_bytes", kind: .gauge, unit: "bytes",
+          help: "Tunnel-class bytes in the cap's current period, both directions (estimate).",
+          samples: [("period=\"\(cap.cap.period.length.rawValue)\"", String(cap.usedBytes), nil)]),
+        Family(
+          name: "vpnstat_data_cap_reached", kind: .gauge,
+          help: "1 when the data cap is reached: connecting is refused.",
+          samples: [("", cap.reached ? "1" : "0", nil)]),
+      ]
     }
     return families
   }

@@ -1,9 +1,9 @@
 #ifndef VPNSTAT_CLINUX_H
 #define VPNSTAT_CLINUX_H
 
-// The kernel interfaces Glibc's Swift overlay does not import: netlink/rtnetlink, ARPHRD_*,
-// tun ioctls, timerfd, signalfd. Function-like macros and variadic calls are wrapped as
-// static inline functions so Swift can call them.
+// The kernel interfaces Glibc's Swift overlay does not import: netlink/rtnetlink, generic
+// netlink and WireGuard's family, ARPHRD_*, tun ioctls, timerfd, signalfd. Function-like macros
+// and variadic calls are wrapped as static inline functions so Swift can call them.
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,7 +17,10 @@
 #include <linux/if_link.h>
 #include <linux/if_arp.h>
 #include <linux/if_tun.h>
+#include <linux/genetlink.h>
+#include <linux/wireguard.h>
 #include <sys/pidfd.h>
+#include <sys/eventfd.h>
 
 static inline uint32_t clinux_nlmsg_align(uint32_t len) { return NLMSG_ALIGN(len); }
 static inline uint32_t clinux_rta_align(uint32_t len) { return RTA_ALIGN(len); }
@@ -42,6 +45,10 @@ static inline int clinux_pidfd_open(int pid) { return pidfd_open(pid, 0); }
 
 /// O_TMPFILE is defined by <fcntl.h> only under _GNU_SOURCE (020000000 | O_DIRECTORY).
 static inline int clinux_o_tmpfile(void) { return 020000000 | 0200000; }
+
+/// accept4 is declared by <sys/socket.h> only under _GNU_SOURCE.
+extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+static inline int clinux_accept4(int fd, int flags) { return accept4(fd, NULL, NULL, flags); }
 
 static inline unsigned long clinux_tunsetiff(void) { return TUNSETIFF; }
 static inline unsigned long clinux_tunsetpersist(void) { return TUNSETPERSIST; }

@@ -6,11 +6,39 @@ import VPNStatSystem
 
 /// `vpnstat enforce IFACE`: the free plan's watchdog for one tunnel.
 enum EnforceCommand: Subcommand {
-  static let action = Option<String>(
-    "action", valueName: "action", help: "The built-in disconnect action: link-down (default).",
-    expected: "link-down", parse: { $0 == "link-down" ? $0 : nil })
+  /// How the enforcer disconnects: through the tunnel's manager (`auto`, or one named), or the
+  /// kernel alone (`link-down`, `delete`).
+  enum ActionChoice: Sendable, Equatable {
+    case manager(TunnelManager.Kind?)
+    case linkDown
+    case delete
+
+    static let names = ["auto", "link-down", "delete", "networkmanager", "systemd", "wg-quick", "openvpn"]
+
+    init?(_ text: String) {
+      switch text {
+      case "auto": self = .manager(nil)
+      case "link-down": self = .linkDown
+      case "delete": self = .delete
+      default:
+        guard let kind = TunnelManager.Kind(rawValue: text), kind != .none else { return nil }
+        self = .manager(kind)
+      }
+    }
+  }
+
+  static let action = Option<ActionChoice>(
+    "action", valueName: "action",
+    help:
+      "How to disconnect: auto (default: through the tunnel's manager), link-down, delete, networkmanager, systemd, wg-quick or openvpn.",
+    expected: ValueSet.alternatives(ActionChoice.names), values: .oneOf(ActionChoice.names), parse: ActionChoice.init)
   static let execTimeout = Option.duration(
     "exec-timeout", configurable: true, help: "How long --exec may run before it is killed (default 10s).")
+  static let interval = Option.duration(
+    "interval",
+    help:
+      "Time between the periodic checks, each with a sample of the tunnel for the window's usage and the data cap (default 5s)."
+  )
   static let exec = Remainder(
     "exec", valueName: "command",
     help: "Disconnect by running COMMAND ARG… (no shell; must come last). The kernel is checked afterwards.")
@@ -20,14 +48,17 @@ enum EnforceCommand: Subcommand {
     discussion: """
       Runs the on-tunnel-up rule whenever IFACE appears or comes up (whoever raised it), takes the
       tunnel down at the session's wall-clock deadline and at once whenever it comes up during
-      the pause, and records why each session ended. One enforcer per tunnel.
+      the pause — through its manager (NetworkManager, systemd, wg-quick, OpenVPN) unless told
+      otherwise — and records why each session ended. One enforcer per tunnel. Needs
+      CAP_NET_ADMIN, and exits 77 at once without it.
       """,
     options: [
-      action.spec, execTimeout.spec, CommonOptions.db.spec, CommonOptions.sessionLength.spec,
+      action.spec, execTimeout.spec, interval.spec, CommonOptions.db.spec, CommonOptions.sessionLength.spec,
       CommonOptions.pauseLength.spec, CommonOptions.source.spec, CommonOptions.classOverride.spec,
-      CommonOptions.maxRate.spec, CommonOptions.saveInterval.spec, exec.spec,
+      CommonOptions.maxRate.spec, CommonOptions.saveInterval.spec, CommonOptions.wgQuickDirectory.spec,
+      CommonOptions.systemdUnit.spec, exec.spec,
     ],
-    positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).")])
+    positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).", values: .interface)])
 
   /// How long each database statement of a running enforcer may wait for another process's
   /// lock: moments, so the database never holds up a disconnect.
@@ -44,6 +75,11 @@ enum EnforceCommand: Subcommand {
     if parsed.has(exec) && parsed.has(action) {
       throw UsageError("give either --action or --exec, not both", commandPath: parsed.commandPath)
     }
+    let choice = parsed.has(exec) ? nil : parsed[action] ?? .manager(nil)
+    let detector = CommonOptions.managerDetector(parsed)
+    // What it needs, checked before anything else: an enforcer that could never disconnect must
+    // not look as if it holds the tunnel.
+    try EnforcerRequirements.check(networkManager: usesNetworkManager(choice, tunnel, detector: detector))
     let location = CommonOptions.storeLocation(parsed, context)
     // Time to migrate at the start; afterwards the enforcer waits only moments for a lock, and
     // a database that is locked or full never holds it up (it enforces from memory meanwhile).
@@ -68,18 +104,39 @@ enum EnforceCommand: Subcommand {
     } catch {
       throw GeneralFailure(.unavailable, "cannot open a netlink socket to watch \(tunnel.terminalText): \(error)")
     }
-    let command: (any DisconnectAction)? =
-      parsed.has(exec)
-      ? CommandAction(arguments: parsed.bytes(exec), timeout: parsed[execTimeout] ?? .seconds(10)) : nil
+    let disconnect: any DisconnectAction
+    switch choice {
+    case nil:
+      disconnect = CommandAction(arguments: parsed.bytes(exec), timeout: parsed[execTimeout] ?? .seconds(10))
+    case .linkDown: disconnect = LinkDownAction(links: links)
+    case .delete: disconnect = LinkDownAction(links: links, deleting: true)
+    case .manager(let kind):
+      disconnect = ManagerAction(
+        kind: kind, detector: detector, runner: detector.runner, links: links, units: detector.units)
+    }
     var enforcer = Enforcer(
       tunnel: tunnel, store: store, openStore: { try open(runningBusyTimeoutMilliseconds) },
       sampler: CommonOptions.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
-      lengths: CommonOptions.lengths(parsed), action: command, links: links, alarm: alarm,
-      log: StandardErrorLog(context: context), calendar: context.calendar,
+      lengths: CommonOptions.lengths(parsed), action: disconnect, links: links, alarm: alarm,
+      log: StandardErrorLog(context: context), calendar: context.calendar, runner: detector.runner,
+      presence: EnforcerPresenceFile(location: location, tunnel: tunnel),
       saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
       ledgerLock: LedgerLockFile(location, role: "vpnstat enforce \(tunnel.escaped)"))
-    try EnforcerLoop.run(&enforcer, alarm: alarm)
+    try EnforcerLoop.run(&enforcer, alarm: alarm, checkInterval: parsed[interval] ?? .seconds(5))
     withExtendedLifetime(lock) {}
     return .success
+  }
+
+  /// Whether disconnecting may need NetworkManager's permission: asked for by name, or the
+  /// manager of the tunnel as it is now (auto).
+  static func usesNetworkManager(_ choice: ActionChoice?, _ tunnel: InterfaceName, detector: ManagerDetector) -> Bool {
+    switch choice {
+    case .manager(.networkManager): return true
+    case .manager(nil):
+      guard FileSystem.exists(detector.networkManagerDirectory), let link = try? LinkControl().link(named: tunnel)
+      else { return false }
+      return detector.manager(of: tunnel, kind: link.attributes.kind).kind == .networkManager
+    default: return false
+    }
   }
 }

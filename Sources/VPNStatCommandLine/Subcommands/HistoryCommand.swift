@@ -6,7 +6,8 @@ import VPNStatRender
 import VPNStatStore
 import VPNStatSystem
 
-/// `vpnstat history`: usage per 5 minutes, hour, day or month from the recorded buckets.
+/// `vpnstat history`: usage per 5 minutes, hour, day or month from the recorded buckets, as a
+/// table, a bar chart, JSON or an SVG picture; the busiest days; ranges; billing months.
 enum HistoryCommand: Subcommand {
   /// One view: its option, its buckets, the default N and how long the database keeps them.
   struct View: Sendable {
@@ -34,29 +35,60 @@ enum HistoryCommand: Subcommand {
   static let views = [
     view("five-minutes", .fiveMinutes, "5-minute buckets", defaultCount: 24, kept: "48 hours"),
     view("hours", .hour, "hours", defaultCount: 24, kept: "7 days"),
-    view("days", .day, "days", defaultCount: 30, kept: "62 days"),
+    view("days", .day, "days", defaultCount: 30, kept: "775 days"),
     view("months", .month, "months", defaultCount: 12, kept: "25 months"),
   ]
   static let defaultView = views[2]
 
-  static let by = Option<TrafficHistory.Grouping>(
-    "by", valueName: "grouping", help: "Rows per class or per interface (default: class; interface with -i).",
-    expected: "class or interface", parse: TrafficHistory.Grouping.init(rawValue:))
+  static let by = Option<TrafficHistory.Grouping>.oneOf(
+    "by", valueName: "grouping", help: "Rows per class or per interface (default: class; interface with -i).")
+  static let top = Option.count(
+    "top", in: 1...TrafficGranularity.day.retainedBuckets,
+    help: "The N busiest days (most bytes, both directions), busiest first (1 to 775: the days kept).")
+  static let since = Option<TimeBound>(
+    "since", valueName: "when", help: "From WHEN: an RFC 3339 instant or a local date YYYY-MM-DD (its midnight).",
+    expected: "an RFC 3339 instant such as 2026-11-29T12:00:00Z, or a date such as 2026-11-29",
+    parse: TimeBound.init(parsing:))
+  static let until = Option<TimeBound>(
+    "until", valueName: "when", help: "Up to WHEN (excluded): an RFC 3339 instant, or a local date (included).",
+    expected: "an RFC 3339 instant such as 2026-11-29T12:00:00Z, or a date such as 2026-11-29",
+    parse: TimeBound.init(parsing:))
+  static let graph = Flag("graph", help: "Draw a bar chart per series (received and sent), one column per bucket.")
+  static let svg = Option<String>(
+    "svg", valueName: "file",
+    help:
+      "Write bar charts as SVG to FILE (- for standard output): hours, days and months (or the view given), the session and the data cap marked.",
+    expected: "a file name or -", values: .file, parse: { $0.isEmpty ? nil : $0 })
 
   static let spec = CommandSpec(
-    name: "history", abstract: "Show recorded usage per 5 minutes, hour, day or month.",
+    name: "history", abstract: "Show recorded usage per 5 minutes, hour, day or month; the busiest days; charts.",
     options: views.map(\.option.spec) + [
-      by.spec, CommonOptions.interface.spec, CommonOptions.only.spec, CommonOptions.json.spec,
-      CommonOptions.bytes.spec, CommonOptions.noColor.spec, CommonOptions.db.spec,
-    ])
+      top.spec, since.spec, until.spec, CommonOptions.monthStartDay.spec, by.spec, CommonOptions.interface.spec,
+      CommonOptions.only.spec, CommonOptions.json.spec, graph.spec, svg.spec, CommonOptions.bytes.spec,
+      CommonOptions.noColor.spec, CommonOptions.db.spec,
+    ] + CommonOptions.figures)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let given = views.filter { parsed.has($0.option) }
     if given.count > 1 {
       throw UsageError("choose one of --five-minutes, --hours, --days, --months", commandPath: parsed.commandPath)
     }
-    let view = given.first ?? defaultView
-    let count = parsed[view.option] ?? view.option.implied ?? 1
+    let outputs = [parsed.has(CommonOptions.json), parsed.has(graph), parsed.has(svg)].filter { $0 }.count
+    if outputs > 1 { throw UsageError("choose one of --json, --graph, --svg", commandPath: parsed.commandPath) }
+    let ranged = parsed.has(since) || parsed.has(until)
+    // A count given as a number, not only the view's default.
+    let explicitCount = given.first.map { parsed.value($0.option.spec.long)?.isEmpty == false } ?? false
+    if ranged && explicitCount {
+      throw UsageError("give either a count or --since/--until, not both", commandPath: parsed.commandPath)
+    }
+    if parsed.has(top) {
+      if let view = given.first, view.granularity != .day {
+        throw UsageError("--top ranks days: use it alone or with --days", commandPath: parsed.commandPath)
+      }
+      if parsed.has(graph) || parsed.has(svg) {
+        throw UsageError("--top is a list: it cannot be drawn with --graph or --svg", commandPath: parsed.commandPath)
+      }
+    }
     let selection = CommonOptions.selection(parsed)
     let grouping = parsed[by] ?? (selection.names.isEmpty ? .class : .interface)
     let location = CommonOptions.storeLocation(parsed, context)
@@ -64,15 +96,69 @@ enum HistoryCommand: Subcommand {
       throw GeneralFailure(.unavailable, "no database at \(location.path); vpnstat record creates it")
     }
     let now = context.clock.now().wall
-    let since = view.granularity.start(ofLast: count, at: now, in: context.calendar)
-    let history = TrafficHistory.make(
-      buckets: try store.buckets(view.granularity, since: since), granularity: view.granularity, count: count,
-      now: now, grouping: grouping, selection: selection, calendar: context.calendar)
+    let calendar = context.calendar
+    let monthStartDay = parsed[CommonOptions.monthStartDay] ?? 1
+    let sinceBound = parsed[since].map { $0.start(in: calendar) }
+    let untilBound = parsed[until].map { $0.end(in: calendar) }
+    if let sinceBound, let untilBound, sinceBound >= untilBound {
+      throw UsageError("--since must be before --until", commandPath: parsed.commandPath)
+    }
+
+    /// The history of one view: the last N rows, or the range asked for.
+    func history(_ view: View, count: Int?) throws -> TrafficHistory {
+      let rows = HistoryRows(view.granularity, monthStartDay: monthStartDay)
+      let count = count ?? parsed[view.option] ?? view.option.implied ?? 1
+      // Without --since: the last N rows (all the days kept, for --top without a count).
+      let from =
+        sinceBound
+        ?? (parsed.has(top) && !explicitCount
+          ? rows.start(ofLast: view.granularity.retainedBuckets, at: now, in: calendar)
+          : rows.start(ofLast: count, at: now, in: calendar))
+      var made = TrafficHistory.make(
+        buckets: try store.buckets(rows.source, since: rows.start(of: Timestamp(seconds: from), in: calendar)),
+        rows: rows, from: from, until: untilBound, now: now, grouping: grouping, selection: selection,
+        calendar: calendar)
+      made.since = sinceBound.map { Timestamp(seconds: $0) }
+      made.until = untilBound.map { Timestamp(seconds: $0) }
+      return made
+    }
+
+    let display = CommonOptions.display(parsed, context)
+    if let file = parsed[svg] {
+      // One panel for the view given; hours, days and months otherwise.
+      let panels = try (given.isEmpty ? views.dropFirst().map { ($0, Optional<Int>.none) } : [(given[0], nil)]).map {
+        try history($0.0, count: $0.1)
+      }
+      var catalog = InterfaceCatalog()
+      let session = try SessionView.report(
+        store, reading: context.clock.now(), sample: nil, catalog: &catalog, ledger: nil,
+        nextLengths: CommonOptions.lengths(parsed))
+      let picture = HistorySVG.render(panels, session: session, options: display, generatedAt: now)
+      if file == "-" {
+        try context.write(picture)
+      } else {
+        // Replaced atomically: a viewer that reloads never sees half a picture.
+        let slash = file.lastIndex(of: "/")
+        let directory = slash.map { $0 == file.startIndex ? "/" : String(file[..<$0]) } ?? "."
+        let name = slash.map { String(file[file.index(after: $0)...]) } ?? file
+        guard !name.isEmpty else {
+          throw UsageError(
+            "--svg needs a file name, not a directory: \(TerminalText.sanitize(file))", commandPath: parsed.commandPath)
+        }
+        try AtomicFile.write(Array(picture.utf8), named: name, in: directory)
+      }
+      return .success
+    }
+    var result = try history(given.first ?? defaultView, count: nil)
+    if let n = parsed[top] { result = result.top(n) }
     if parsed.has(CommonOptions.json) {
-      try context.write(HistoryJSON.render(history) + [0x0A])
+      try context.write(HistoryJSON.render(result) + [0x0A])
     } else {
       let width = TerminalSize.of(context.standardOutput)?.columns ?? 100
-      try context.write(HistoryTable.render(history, options: CommonOptions.display(parsed, context), width: width))
+      try context.write(
+        parsed.has(graph)
+          ? HistoryGraph.render(result, options: display, width: width)
+          : HistoryTable.render(result, options: display, width: width))
     }
     return .success
   }

@@ -1,36 +1,85 @@
 import VPNStatModel
+import VPNStatRender
 import VPNStatStore
 
-/// `vpnstat plan free|premium`: switch plans. Premium has no window, and switching to it clears
-/// the window so that a later downgrade starts clean.
+/// `vpnstat plan [free|premium] [--data-cap SIZE --per PERIOD]`: show or set the plan and the
+/// data cap. Premium has no window, and switching to it clears the window so that a later
+/// downgrade starts clean. The cap is a second, separate limit: with the free plan's window, or
+/// alone with premium.
 enum PlanCommand: Subcommand {
+  /// `--data-cap 2GiB`, or `none` to remove the cap.
+  enum CapSetting: Sendable, Equatable {
+    case none
+    case bytes(UInt64)
+  }
+
+  static let dataCap = Option<CapSetting>(
+    "data-cap", valueName: "size",
+    help:
+      "Cap the tunnel class's traffic (received and sent together) per period, e.g. 2GiB; none removes the cap. Kept until changed.",
+    expected: "a size such as 500MB or 2GiB, or none",
+    parse: { $0 == "none" ? CapSetting.none : parseSize($0).map(CapSetting.bytes) })
+
   static let spec = CommandSpec(
-    name: "plan", abstract: "Show or set the plan: free (15 min sessions, 45 min pauses) or premium (no limit).",
-    options: [CommonOptions.db.spec],
-    positionals: [PositionalSpec("plan", help: "free or premium; omitted: show the plan.", optional: true)])
+    name: "plan",
+    abstract:
+      "Show or set the plan — free (15 min sessions, 45 min pauses) or premium (no session window) — and the data cap.",
+    discussion: """
+      The data cap is a second limit, with the free plan's window or alone (with premium): when the
+      tunnel class's traffic in the period reaches it, the enforcer disconnects (stop reason
+      data-cap) and the gate refuses until the period rolls over.
+      """,
+    options: [dataCap.spec, CommonOptions.per.spec, CommonOptions.monthStartDay.spec, CommonOptions.db.spec],
+    positionals: [
+      PositionalSpec(
+        "plan", help: "free or premium; omitted: show the plan (or only set the cap).", optional: true,
+        values: .oneOf(Plan.allCases.map(\.rawValue)))
+    ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let location = CommonOptions.storeLocation(parsed, context)
-    guard let word = parsed.positionals.first else {
-      let plan = try context.openStore(location, intent: .read)?.sessionRecord().plan ?? .free
-      try context.write("\(plan.rawValue)\n")
-      return .success
+    if parsed.has(CommonOptions.per) && !parsed.has(dataCap) {
+      throw UsageError("--per sets the period of a data cap: give --data-cap too", commandPath: parsed.commandPath)
     }
-    guard let plan = Plan(rawValue: word) else {
-      throw UsageError(
-        "invalid plan '\(TerminalText.sanitize(word))': expected free or premium", commandPath: parsed.commandPath)
+    let plan = try parsed.positionals.first.map { word in
+      guard let plan = Plan(rawValue: word) else {
+        throw UsageError(
+          "invalid plan '\(TerminalText.sanitize(word))': expected free or premium", commandPath: parsed.commandPath)
+      }
+      return plan
+    }
+    guard plan != nil || parsed.has(dataCap) else {
+      let record = try context.openStore(location, intent: .read)?.sessionRecord() ?? SessionRecord()
+      try context.write("\(record.plan.rawValue)\n" + capLine(record.dataCap))
+      return .success
     }
     guard let store = try context.openStore(location, intent: .write) else { return .unavailable }
     let now = try store.trustedNow(context.clock.now())
-    let cleared = try store.updateSession { record -> Bool in
-      let had = record.window != nil
-      record = record.switching(to: plan)
-      return had && record.window == nil
+    let (cleared, record) = try store.updateSession { record -> (Bool, SessionRecord) in
+      var cleared = false
+      if let plan {
+        let had = record.window != nil
+        record = record.switching(to: plan)
+        cleared = had && record.window == nil
+      }
+      switch parsed[dataCap] {
+      case .bytes(let limit)?: record.dataCap = DataCap(limitBytes: limit, period: CommonOptions.period(parsed))
+      case .none?: record.dataCap = nil
+      case nil: break
+      }
+      return (cleared, record)
     }
     if cleared {
       try store.recordStop(StopRecord(at: now, interface: nil, reason: .reset, detail: "plan changed to premium"))
     }
-    try context.write("plan: \(plan.rawValue)\(cleared ? " (session window cleared)" : "")\n")
+    try context.write(
+      "plan: \(record.plan.rawValue)\(cleared ? " (session window cleared)" : "")\n" + capLine(record.dataCap))
     return .success
+  }
+
+  /// `data cap: 2.00 GiB per month from the 15th`, or nothing without a cap.
+  static func capLine(_ cap: DataCap?) -> String {
+    guard let cap else { return "" }
+    return "data cap: \(Units.bytes(cap.limitBytes)) (\(cap.limitBytes) bytes) per \(cap.period.label)\n"
   }
 }

@@ -12,7 +12,14 @@ enum RecordCommand: Subcommand {
     "textfile", valueName: "dir",
     help:
       "Also write DIR/vpnstat.prom for node_exporter's textfile collector (Prometheus text format), atomically, every interval.",
-    expected: "a directory", parse: { $0.isEmpty ? nil : $0 })
+    expected: "a directory", values: .directory, parse: { $0.isEmpty ? nil : $0 })
+
+  static let listen = Option<ListenAddress>(
+    "listen", valueName: "address:port",
+    help:
+      "Also serve the metrics over HTTP on ADDRESS:PORT (e.g. 127.0.0.1:9586, [::1]:9586): GET /metrics, OpenMetrics or Prometheus text by the Accept header.",
+    expected: "a numeric address and a port, such as 127.0.0.1:9586 or [::1]:9586",
+    parse: ListenAddress.init(parsing:))
 
   static let spec = CommandSpec(
     name: "record", abstract: "Record traffic into the database until stopped (the collector daemon).",
@@ -26,8 +33,8 @@ enum RecordCommand: Subcommand {
       """,
     options: [
       interval.spec, CommonOptions.saveInterval.spec, count.spec, CommonOptions.interface.spec, CommonOptions.only.spec,
-      CommonOptions.source.spec,
-      CommonOptions.classOverride.spec, CommonOptions.db.spec, textfile.spec, CommonOptions.maxRate.spec,
+      CommonOptions.source.spec, CommonOptions.classOverride.spec, CommonOptions.db.spec, textfile.spec, listen.spec,
+      CommonOptions.maxRate.spec,
       CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec, CommonOptions.sysfsRoot.spec,
     ])
 
@@ -61,11 +68,27 @@ enum RecordCommand: Subcommand {
     }
     let lock = try ProcessLock(path: location.lockPath("record"), role: "vpnstat record")
     store.setBusyTimeout(milliseconds: runningBusyTimeoutMilliseconds)
+    let log = StandardErrorLog(context: context)
     var recorder = Recorder(
       sampler: CommonOptions.sampler(parsed, context, recorded: CommonOptions.selection(parsed)), store: store,
       textfileDirectory: directory, nextLengths: CommonOptions.lengths(parsed),
       saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
-      lock: LedgerLockFile(location, role: "vpnstat record"), log: StandardErrorLog(context: context))
+      lock: LedgerLockFile(location, role: "vpnstat record"), log: log)
+    // The server runs on a thread of its own from the snapshots the loop publishes: no client
+    // can hold up a sample.
+    var stopServing: WakeUp?
+    if let address = parsed[listen] {
+      let listener = try ListeningSocket(address)
+      let exposition = MetricsExposition()
+      let stop = try WakeUp()
+      recorder.exposition = exposition
+      try MetricsServerLoop.start(
+        MetricsServer(listener: listener, exposition: exposition, clock: context.clock), stop: stop,
+        log: { [context] line in context.warn(line) })
+      stopServing = stop
+      log.event("serving metrics on http://\(listener.address)/metrics")
+    }
+    defer { stopServing?.signal() }
     try RecorderLoop.run(
       &recorder, interval: parsed[interval] ?? .seconds(5), count: parsed[count], notificationBuffer: buffer)
     withExtendedLifetime(lock) {}

@@ -15,7 +15,10 @@ enum SessionCommand: Subcommand {
     subcommands: [
       CommandSpec(
         name: "status", abstract: "Show the session: state, time left, the pause, usage, the last stop.",
-        options: [CommonOptions.json.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec] + common),
+        options: [
+          CommonOptions.json.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec,
+          CommonOptions.wgQuickDirectory.spec, CommonOptions.systemdUnit.spec,
+        ] + common + CommonOptions.figures),
       CommandSpec(
         name: "check",
         abstract:
@@ -56,7 +59,9 @@ enum SessionCommand: Subcommand {
     let (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
     for warning in warnings { context.warn(warning) }
     let report =
-      try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
+      try CommonOptions.sessionReport(
+        store, parsed, sampler: &sampler, sample: sample, ledger: ledger,
+        detector: CommonOptions.managerDetector(parsed))
       ?? SessionReport.make(
         SessionRecord(), now: sample.taken.wall, tunnelUp: false, nextLengths: CommonOptions.lengths(parsed),
         tunnelTotals: nil, lastStop: nil)
@@ -91,7 +96,7 @@ enum SessionCommand: Subcommand {
     if parsed.has(CommonOptions.json) {
       try context.write(SessionJSON.render(report, generatedAt: reading.wall) + [0x0A])
     } else if !parsed.has(quiet) {
-      if let message = SessionText.pauseMessage(report, calendar: context.calendar) {
+      if let message = SessionText.refusal(report, calendar: context.calendar) {
         context.warn(message)
       } else {
         try context.write(SessionText.headline(report, calendar: context.calendar) + "\n")

@@ -14,8 +14,9 @@ enum StatusCommand: Subcommand {
       CommonOptions.json.spec, CommonOptions.source.spec, CommonOptions.interface.spec, CommonOptions.only.spec,
       CommonOptions.classOverride.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec, rate.spec,
       CommonOptions.db.spec, CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec,
-      CommonOptions.maxRate.spec, CommonOptions.sysfsRoot.spec,
-    ])
+      CommonOptions.maxRate.spec, CommonOptions.sysfsRoot.spec, CommonOptions.wgQuickDirectory.spec,
+      CommonOptions.systemdUnit.spec,
+    ] + CommonOptions.figures)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let selection = CommonOptions.selection(parsed)
@@ -32,7 +33,10 @@ enum StatusCommand: Subcommand {
     var snapshot = StatusSnapshot.make(
       sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
     snapshot.warnings += warnings
+    var wireGuard = CommonOptions.wireGuard()
+    snapshot.addWireGuard(sample: sample, catalog: &sampler.catalog, source: &wireGuard)
     snapshot.session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
+    snapshot.addManagers(CommonOptions.managerDetector(parsed), sample: sample)
     if store == nil, parsed.has(CommonOptions.db) {
       snapshot.warnings.append("no database at \(location.path) (vpnstat record creates one)")
     }

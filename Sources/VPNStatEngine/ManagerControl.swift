@@ -1,0 +1,383 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatSystem
+
+/// Controls one tunnel through whatever manages it: NetworkManager, a systemd unit, wg-quick,
+/// OpenVPN, or the kernel's link itself. One conformance per kind of manager; the enforcer's
+/// disconnect is `stop` through one of them (and `connect` will be `start`).
+///
+/// `stop` only asks. Nothing it says proves the tunnel stopped: the enforcer asks the kernel
+/// (the device down or gone) and then `isStopped`, the manager's own state.
+public protocol ManagerControl {
+  /// A few words for logs and stop records: "wg-quick /etc/wireguard/wg0.conf".
+  var label: String { get }
+  /// The manager this control drives; nil for a command or the kernel alone.
+  var manager: TunnelManager? { get }
+  /// Asks the manager to stop the tunnel.
+  func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome
+  /// The manager's own word that the tunnel is stopped, once the kernel says the device is down
+  /// (`deviceGone`: it no longer exists); nil when the manager has no state beyond the kernel's.
+  func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool?
+  /// Keeps the manager from bringing the tunnel back by itself during the pause; returns what to
+  /// give back when the pause ends, or nil when nothing had to be held.
+  func holdForPause() -> ManagerHold?
+}
+
+extension ManagerControl {
+  public var manager: TunnelManager? { nil }
+  public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? { nil }
+  public func holdForPause() -> ManagerHold? { nil }
+}
+
+/// What an action said of itself. The enforcer believes the kernel and the manager, not this.
+public enum DisconnectOutcome: Hashable, Sendable {
+  case done
+  case failed(String)
+}
+
+// MARK: - Running the managers' programs
+
+/// How a manager's program (nmcli, systemctl, wg-quick) is run: through `ChildCommand`, or, in
+/// tests, by a fake manager.
+public protocol ProgramRunner {
+  func run(_ arguments: [String], timeout: Duration) -> ProgramRun
+}
+
+/// How a program ended and what it printed.
+public struct ProgramRun: Hashable, Sendable {
+  public var outcome: ChildCommand.Outcome
+  public var output: String
+  public var errors: String
+
+  public init(outcome: ChildCommand.Outcome, output: String = "", errors: String = "") {
+    self.outcome = outcome
+    self.output = output
+    self.errors = errors
+  }
+
+  public var succeeded: Bool { outcome == .exited(0) }
+
+  /// "exited with status 1: Error: …" — the outcome and the last line it wrote on stderr, made
+  /// safe for a terminal.
+  public var failure: String {
+    let last = errors.split(whereSeparator: \.isNewline).last.map { ": " + TerminalText.sanitize(String($0)) } ?? ""
+    return "\(outcome)\(last)"
+  }
+}
+
+/// Runs programs as children (no shell, stdin from /dev/null, killed after the timeout),
+/// keeping what they print. The environment is the enforcer's, so a program found by `PATH`
+/// here is the one a person would run.
+public struct ChildProgramRunner: ProgramRunner {
+  public init() {}
+  public func run(_ arguments: [String], timeout: Duration) -> ProgramRun {
+    let finished = ChildCommand(arguments.map { Array($0.utf8) }, timeout: timeout).runKeepingOutput(limit: 1 << 16)
+    return ProgramRun(
+      outcome: finished.outcome, output: String(decoding: finished.output, as: UTF8.self),
+      errors: String(decoding: finished.errors, as: UTF8.self))
+  }
+}
+
+// MARK: - The kernel's link
+
+/// No manager: the kernel's link is the tunnel. `link-down` clears its up flag, `delete`
+/// removes it (a tun goes even while a process holds it).
+public struct KernelLinkControl: ManagerControl {
+  let links: any LinkController
+  public let deleting: Bool
+  public init(links: any LinkController, deleting: Bool = false) {
+    self.links = links
+    self.deleting = deleting
+  }
+  public var label: String { deleting ? "delete" : "link-down" }
+
+  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+    do {
+      guard let link = try links.link(named: tunnel) else { return .done }
+      if deleting {
+        try links.delete(index: link.index)
+      } else {
+        try links.setDown(index: link.index)
+      }
+      return .done
+    } catch {
+      return .failed("\(label): \(error)")
+    }
+  }
+}
+
+/// A configured command (`--exec nmcli connection down id work-vpn`): an argv with a timeout,
+/// told which tunnel and why in `VPNSTAT_INTERFACE` and `VPNSTAT_REASON`. The arguments are
+/// bytes, passed exactly as they were given; its output goes where the enforcer's goes.
+public struct CommandControl: ManagerControl {
+  public let arguments: [[UInt8]]
+  public let timeout: Duration
+  public init(arguments: [[UInt8]], timeout: Duration) {
+    self.arguments = arguments
+    self.timeout = timeout
+  }
+  public var label: String { "exec \(TerminalText.sanitize(argumentText(arguments.first ?? [])))" }
+
+  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+    let outcome = ChildCommand(
+      arguments, environment: ["VPNSTAT_INTERFACE": tunnel.escaped, "VPNSTAT_REASON": reason.rawValue],
+      timeout: timeout
+    ).run()
+    if outcome == .exited(0) { return .done }
+    return .failed("\(label) \(outcome)")
+  }
+}
+
+/// A manager that was asked for (`--action networkmanager`) but not found for this tunnel: the
+/// stop fails at once, saying why, and the enforcer falls back to link-down.
+public struct MissingManagerControl: ManagerControl {
+  public let label: String
+  public let reason: String
+  public init(label: String, reason: String) {
+    self.label = label
+    self.reason = reason
+  }
+  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome { .failed(self.reason) }
+}
+
+// MARK: - NetworkManager
+
+/// A NetworkManager connection, driven with `nmcli` by its UUID: deactivated the way
+/// NetworkManager expects (a bare link-down leaves it "activated"), its autoconnect held off for
+/// the pause with `--temporary` (in memory only: a restart of NetworkManager brings back the
+/// user's saved value), confirmed when the UUID is no longer among the active connections.
+public struct NetworkManagerControl: ManagerControl {
+  public let uuid: String
+  public let runner: any ProgramRunner
+  public let manager: TunnelManager?
+  public init(uuid: String, manager: TunnelManager? = nil, runner: any ProgramRunner) {
+    self.uuid = uuid
+    self.manager = manager
+    self.runner = runner
+  }
+  public var label: String {
+    "networkmanager " + (manager?.connectionName.map { "'\(TerminalText.sanitize($0))' (\(uuid))" } ?? uuid)
+  }
+
+  /// The command lines, one place each (the tests read them).
+  static func deactivate(_ uuid: String) -> [String] { ["nmcli", "--wait", "10", "connection", "down", "uuid", uuid] }
+  static let activeConnections = ["nmcli", "-t", "-f", "UUID", "connection", "show", "--active"]
+  static func readAutoconnect(_ uuid: String) -> [String] {
+    ["nmcli", "-g", "connection.autoconnect", "connection", "show", "uuid", uuid]
+  }
+  static func setAutoconnect(_ uuid: String, _ value: String) -> [String] {
+    ["nmcli", "connection", "modify", "--temporary", "uuid", uuid, "connection.autoconnect", value]
+  }
+
+  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+    let run = runner.run(Self.deactivate(uuid), timeout: .seconds(15))
+    return run.succeeded ? .done : .failed("nmcli connection down \(run.failure)")
+  }
+
+  public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? {
+    let run = runner.run(Self.activeConnections, timeout: .seconds(5))
+    guard run.succeeded else { return false }
+    return !run.output.split(whereSeparator: \.isNewline).contains { $0 == uuid }
+  }
+
+  public func holdForPause() -> ManagerHold? {
+    let current = runner.run(Self.readAutoconnect(uuid), timeout: .seconds(5))
+    guard current.succeeded, current.output.trimmingASCIIWhitespace() == "yes" else { return nil }
+    let held = runner.run(Self.setAutoconnect(uuid, "no"), timeout: .seconds(5))
+    guard held.succeeded else { return nil }
+    return ManagerHold(kind: .networkManager, id: uuid, setting: "connection.autoconnect", restore: "yes")
+  }
+
+  /// Gives back what `holdForPause` held; false when NetworkManager refused (or is gone).
+  public static func release(_ hold: ManagerHold, runner: any ProgramRunner) -> Bool {
+    runner.run(
+      ["nmcli", "connection", "modify", "--temporary", "uuid", hold.id, hold.setting, hold.restore],
+      timeout: .seconds(5)
+    ).succeeded
+  }
+
+  /// `nmcli -t -f DEVICE,STATE,CONNECTION,CON-UUID device`: one device a line, fields split on
+  /// colons that are not escaped (`\:`; `\\` is a backslash).
+  static func parseDevices(_ output: String) -> [NetworkManagerDevice] {
+    output.split(whereSeparator: \.isNewline).compactMap { line in
+      let fields = splitTerse(String(line))
+      guard fields.count == 4, !fields[0].isEmpty else { return nil }
+      return NetworkManagerDevice(
+        device: InterfaceName(fields[0]), state: fields[1], connection: fields[2].isEmpty ? nil : fields[2],
+        uuid: fields[3].isEmpty ? nil : fields[3])
+    }
+  }
+
+  static let devices = ["nmcli", "-t", "-f", "DEVICE,STATE,CONNECTION,CON-UUID", "device"]
+
+  /// Splits one line of `nmcli -t` output on unescaped colons.
+  static func splitTerse(_ line: String) -> [String] {
+    var fields: [String] = []
+    var current = ""
+    var escaped = false
+    for character in line {
+      if escaped {
+        current.append(character)
+        escaped = false
+      } else if character == "\\" {
+        escaped = true
+      } else if character == ":" {
+        fields.append(current)
+        current = ""
+      } else {
+        current.append(character)
+      }
+    }
+    fields.append(current)
+    return fields
+  }
+}
+
+// MARK: - systemd
+
+/// A systemd service (`wg-quick@wg0.service`, `openvpn-client@work.service`): stopped with
+/// `systemctl stop`, which runs the unit's own ExecStop (wg-quick down for wg-quick@), confirmed
+/// when `systemctl is-active` no longer says active.
+public struct SystemdUnitControl: ManagerControl {
+  public let unit: String
+  public let runner: any ProgramRunner
+  public let manager: TunnelManager?
+  public init(unit: String, manager: TunnelManager? = nil, runner: any ProgramRunner) {
+    self.unit = unit
+    self.manager = manager
+    self.runner = runner
+  }
+  public var label: String { "systemd \(TerminalText.sanitize(unit))" }
+
+  static func stopCommand(_ unit: String) -> [String] { ["systemctl", "stop", unit] }
+  static func stateCommand(_ units: [String]) -> [String] { ["systemctl", "is-active"] + units }
+
+  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+    let run = runner.run(Self.stopCommand(unit), timeout: .seconds(30))
+    return run.succeeded ? .done : .failed("systemctl stop \(run.failure)")
+  }
+
+  public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? {
+    let state = runner.run(Self.stateCommand([unit]), timeout: .seconds(5)).output.trimmingASCIIWhitespace()
+    return ["inactive", "failed", "unknown"].contains(state)
+  }
+}
+
+// MARK: - wg-quick
+
+/// A WireGuard tunnel brought up by wg-quick from its configuration: `wg-quick down CONFIG`
+/// removes what `up` added — the fwmark rules, table 51820's routes, the nft table, DNS — and
+/// the device. A bare link-down would leave the rules in place and send traffic outside the
+/// tunnel. Confirmed when the device is gone: wg-quick deletes it last.
+public struct WgQuickControl: ManagerControl {
+  /// The configuration file, or the interface name (then wg-quick reads /etc/wireguard/NAME.conf).
+  public let configuration: String
+  public let runner: any ProgramRunner
+  public let manager: TunnelManager?
+  public init(configuration: String, manager: TunnelManager? = nil, runner: any ProgramRunner) {
+    self.configuration = configuration
+    self.manager = manager
+    self.runner = runner
+  }
+  public var label: String { "wg-quick \(TerminalText.sanitize(configuration))" }
+
+  static func downCommand(_ configuration: String) -> [String] { ["wg-quick", "down", configuration] }
+
+  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+    let run = runner.run(Self.downCommand(configuration), timeout: .seconds(30))
+    return run.succeeded ? .done : .failed("wg-quick down \(run.failure)")
+  }
+
+  public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? { deviceGone }
+}
+
+// MARK: - OpenVPN
+
+/// An OpenVPN process holding the tun: stopped with `signal SIGTERM` on its management socket
+/// (so it exits the way it was configured to — routes restored, down scripts run, the peer
+/// told), else with SIGTERM to the process. Confirmed when that process has exited.
+public struct OpenVPNControl: ManagerControl {
+  public let process: TunnelProcess
+  public let manager: TunnelManager?
+  public init(process: TunnelProcess, manager: TunnelManager? = nil) {
+    self.process = process
+    self.manager = manager
+  }
+  public var label: String { "openvpn (pid \(process.pid))" }
+
+  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+    var why = "no management socket"
+    if let path = process.managementSocket {
+      switch Self.signal(paths: Self.reachable(path, of: process.pid)) {
+      case .success: return .done
+      case .failure(let problem): why = "management socket \(TerminalText.sanitize(path)): \(problem)"
+      }
+    }
+    do {
+      try ProcessTable.terminate(process.pid, startTime: process.startTime)
+      return .done
+    } catch {
+      return .failed("openvpn: \(why); SIGTERM to pid \(process.pid): \(error)")
+    }
+  }
+
+  public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? {
+    guard ProcessTable.isRunning(process.pid) else { return true }
+    return ProcessTable.startTime(of: process.pid) != process.startTime
+  }
+
+  /// Where the management socket can be reached from here: the path as given when the process
+  /// shares this mount namespace, and through `/proc/PID/root` (or `cwd` for a relative path)
+  /// for one in another (NetworkManager's plugin keeps its socket in its own /run). `/var/run`
+  /// is spelled `/run`: it is an absolute symlink and would resolve in the caller's root.
+  static func reachable(_ path: String, of pid: Int32) -> [String] {
+    var inside = path
+    if inside.hasPrefix("/var/run/") { inside = "/run/" + inside.dropFirst("/var/run/".count) }
+    let base = inside.hasPrefix("/") ? "/proc/\(pid)/root" : "/proc/\(pid)/cwd/"
+    let through = base + inside
+    return ProcessTable.namespace("mnt", of: pid) == ProcessTable.namespace("mnt", of: nil)
+      ? [path, through] : [through]
+  }
+
+  enum Answer {
+    case success
+    case failure(String)
+  }
+
+  /// `signal SIGTERM` on the first socket that answers it: OpenVPN greets with `>INFO:` and
+  /// answers `SUCCESS: signal SIGTERM thrown` (lines end in CRLF). One bounded exchange: a socket
+  /// that asks for a password takes the command for one and refuses, which is a failure too.
+  static func signal(paths: [String]) -> Answer {
+    var problem = "unreachable"
+    for path in paths {
+      do {
+        let answer = try LocalSocketExchange.exchange(
+          path: SystemPath(path), request: Array("signal SIGTERM\n".utf8), limit: 1 << 16, idle: .seconds(2),
+          total: .seconds(3), isComplete: { Self.verdict($0) != nil })
+        if Self.verdict(answer) == true { return .success }
+        problem = TerminalText.sanitize(String(decoding: answer, as: UTF8.self).trimmingASCIIWhitespace())
+      } catch {
+        problem = "\(error)"
+      }
+    }
+    return .failure(problem)
+  }
+
+  /// Whether the management interface's answer says the command was taken (`SUCCESS:`), refused
+  /// (`ERROR:`), or nil while neither line has come.
+  static func verdict(_ answer: [UInt8]) -> Bool? {
+    for line in answer.split(separator: 0x0A) {
+      if line.starts(with: Array("SUCCESS:".utf8)) { return true }
+      if line.starts(with: Array("ERROR:".utf8)) { return false }
+    }
+    return nil
+  }
+}
+
+extension String {
+  /// The text without ASCII whitespace at either end (a program's answer ends in a newline).
+  func trimmingASCIIWhitespace() -> String {
+    String(decoding: Array(utf8).trimmingASCIIWhitespace(), as: UTF8.self)
+  }
+}

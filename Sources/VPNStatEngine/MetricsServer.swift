@@ -1,0 +1,361 @@
+import Synchronization
+import VPNStatModel
+import VPNStatRender
+import VPNStatSystem
+
+/// What `/metrics` serves: the recorder's figures after one sample — the ledger as it holds it
+/// in memory, the session, what the ledger could not see — and when they were taken.
+public struct MetricsSnapshot: Sendable {
+  public var ledger: Ledger
+  public var session: SessionReport?
+  public var health: StoreHealth?
+  public var takenAt: Timestamp
+
+  public init(ledger: Ledger, session: SessionReport?, health: StoreHealth?, takenAt: Timestamp) {
+    self.ledger = ledger
+    self.session = session
+    self.health = health
+    self.takenAt = takenAt
+  }
+}
+
+/// The metrics the recorder published last, shared with the thread that serves them: the
+/// recorder only swaps in a new snapshot (never waits for a client), the server renders each
+/// snapshot at most once per format, outside the lock.
+public final class MetricsExposition: Sendable {
+  private struct State {
+    var snapshot: MetricsSnapshot?
+    var version = 0
+    var rendered: [OpenMetrics.Format: (version: Int, bytes: [UInt8])] = [:]
+  }
+  private let state = Mutex(State())
+
+  public init() {}
+
+  /// Publishes the figures of a new sample.
+  public func publish(_ snapshot: MetricsSnapshot) {
+    state.withLock {
+      $0.snapshot = snapshot
+      $0.version += 1
+    }
+  }
+
+  /// The exposition of the last snapshot in `format`; nil before the first one.
+  public func body(_ format: OpenMetrics.Format) -> [UInt8]? {
+    let (snapshot, version, cached) = state.withLock { ($0.snapshot, $0.version, $0.rendered[format]) }
+    if let cached, cached.version == version { return cached.bytes }
+    guard let snapshot else { return nil }
+    let bytes = OpenMetrics.render(
+      ledger: snapshot.ledger, session: snapshot.session, health: snapshot.health, at: snapshot.takenAt,
+      format: format)
+    state.withLock { $0.rendered[format] = (version, bytes) }
+    return bytes
+  }
+}
+
+/// The head of an HTTP request: what the metrics server needs of it.
+public struct HTTPRequestHead: Hashable, Sendable {
+  public var method: String
+  public var target: String
+  public var version: String
+  /// Every `Accept` header, joined with commas (as HTTP allows); nil without one.
+  public var accept: String?
+
+  /// What the bytes received so far hold.
+  public enum Parsed: Hashable, Sendable {
+    /// The head has not ended yet.
+    case incomplete
+    case complete(HTTPRequestHead)
+    /// Not an HTTP request head.
+    case malformed
+  }
+
+  /// Parses `bytes` up to the blank line that ends the head (CRLF CRLF; bare LFs are accepted).
+  public static func parse(_ bytes: [UInt8]) -> Parsed {
+    var lines: [ArraySlice<UInt8>] = []
+    var lineStart = 0
+    var ended = false
+    for i in bytes.indices where bytes[i] == 0x0A {
+      var line = bytes[lineStart..<i]
+      if line.last == 0x0D { line = line.dropLast() }
+      lineStart = i + 1
+      if line.isEmpty {
+        // Blank lines before the request line are tolerated (RFC 9112 §2.2).
+        if lines.isEmpty { continue }
+        ended = true
+        break
+      }
+      lines.append(line)
+    }
+    guard ended else {
+      // Garbage is refused as soon as it shows, not when the head would have ended.
+      let partial = bytes[lineStart...].filter { $0 != 0x0D }[...]
+      let soFar = lines.enumerated().allSatisfy { valid($1, requestLine: $0 == 0) }
+      return soFar && valid(partial, requestLine: lines.isEmpty) ? .incomplete : .malformed
+    }
+    let words = lines[0].split(separator: 0x20, omittingEmptySubsequences: false)
+    guard words.count == 3, valid(lines[0], requestLine: true) else { return .malformed }
+    let method = String(decoding: words[0], as: UTF8.self)
+    let target = String(decoding: words[1], as: UTF8.self)
+    let version = String(decoding: words[2], as: UTF8.self)
+    guard !method.isEmpty, method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A || $0 == 0x2D }), !target.isEmpty,
+      version.hasPrefix("HTTP/1.")
+    else { return .malformed }
+    var accept: [String] = []
+    for line in lines.dropFirst() {
+      guard valid(line, requestLine: false), let colon = line.firstIndex(of: 0x3A), colon > line.startIndex else {
+        return .malformed
+      }
+      let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+      if name == "accept" {
+        accept.append(String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: " \t"))
+      }
+    }
+    return .complete(
+      HTTPRequestHead(
+        method: method, target: target, version: version,
+        accept: accept.isEmpty ? nil : accept.joined(separator: ",")))
+  }
+
+  /// Printable ASCII (and tabs in headers): anything else has no place in a request head.
+  private static func valid(_ line: ArraySlice<UInt8>, requestLine: Bool) -> Bool {
+    line.allSatisfy { ($0 >= 0x20 && $0 < 0x7F) || (!requestLine && $0 == 0x09) }
+  }
+}
+
+/// `record --listen`: serves `GET /metrics` (and `/`, a page with a link) over HTTP, from the
+/// snapshot the recorder published, to any number of clients at once without ever waiting for
+/// one. A state machine: `step` waits once for whatever is ready and handles it;
+/// `MetricsServerLoop` runs it on a thread of its own, tests step it themselves.
+///
+/// Bounded: a request head of at most `Limits.requestBytes`, complete within
+/// `Limits.requestTime` of connecting; at most `Limits.connections` at once (more are closed at
+/// once); a response not taken within `Limits.responseTime` is dropped. Every socket is
+/// non-blocking: a slow or hostile client costs one entry here, never a wait.
+public struct MetricsServer {
+  /// The bounds on what a client may cost.
+  public struct Limits: Sendable {
+    public var connections = 512
+    public var requestBytes = 8192
+    public var requestTime: Duration = .seconds(5)
+    public var responseTime: Duration = .seconds(10)
+    /// After a response, how long unread input is drained before closing (closing with input
+    /// unread would reset the connection and could lose the response's end).
+    public var lingerTime: Duration = .seconds(2)
+    public init() {}
+  }
+
+  /// One client connection.
+  struct Connection {
+    enum Phase {
+      case reading
+      case writing
+      case draining
+    }
+    var descriptor: FileDescriptor
+    var phase = Phase.reading
+    var received: [UInt8] = []
+    var response: [UInt8] = []
+    var sent = 0
+    /// CLOCK_MONOTONIC nanoseconds: when this phase's time is up.
+    var deadline: Int64
+  }
+
+  public let listener: ListeningSocket
+  let exposition: MetricsExposition
+  let clock: any TimeSource
+  public let limits: Limits
+  var connections: [Int32: Connection] = [:]
+
+  public init(
+    listener: ListeningSocket, exposition: MetricsExposition, clock: any TimeSource, limits: Limits = Limits()
+  ) {
+    self.listener = listener
+    self.exposition = exposition
+    self.clock = clock
+    self.limits = limits
+  }
+
+  /// How many clients are connected now.
+  public var connectionCount: Int { connections.count }
+
+  /// Waits at most `timeout` (and never past the earliest client deadline) for the listener,
+  /// the clients or `also`, handles what is ready, closes what is past its time. Returns the
+  /// descriptors of `also` that are readable.
+  @discardableResult
+  public mutating func step(timeout: Duration?, also: [FileDescriptor] = []) throws -> [FileDescriptor] {
+    let now = clock.now().monotonic
+    var wait = timeout
+    if let earliest = connections.values.map(\.deadline).min() {
+      let untilDeadline = Duration.nanoseconds(max(0, earliest - now))
+      wait = wait.map { min($0, untilDeadline) } ?? untilDeadline
+    }
+    var reading = [listener.descriptor] + also
+    var writing: [FileDescriptor] = []
+    for connection in connections.values {
+      if connection.phase == .writing {
+        writing.append(connection.descriptor)
+      } else {
+        reading.append(connection.descriptor)
+      }
+    }
+    let (readable, writable) = try waitForReadiness(reading: reading, writing: writing, timeout: wait)
+    for descriptor in readable where descriptor != listener.descriptor && !also.contains(descriptor) {
+      try read(descriptor.rawValue)
+    }
+    for descriptor in writable { try write(descriptor.rawValue) }
+    if readable.contains(listener.descriptor) { try acceptAll() }
+    try expire()
+    return readable.filter { also.contains($0) }
+  }
+
+  /// Closes every client (the server is stopping).
+  public mutating func closeAll() {
+    for connection in connections.values { connection.descriptor.close() }
+    connections = [:]
+  }
+
+  // MARK: - Events
+
+  private mutating func acceptAll() throws {
+    // Up to a backlog's worth per step, so a flood of connections cannot starve the clients.
+    for _ in 0..<128 {
+      guard let descriptor = try listener.accept() else { return }
+      guard connections.count < limits.connections else {
+        descriptor.close()
+        continue
+      }
+      connections[descriptor.rawValue] = Connection(
+        descriptor: descriptor, deadline: clock.now().monotonic + limits.requestTime.nanoseconds)
+    }
+  }
+
+  private mutating func read(_ fd: Int32) throws {
+    guard var connection = connections[fd] else { return }
+    switch connection.phase {
+    case .writing: return
+    case .draining:
+      // Input after the response is read and dropped until the client closes.
+      guard let bytes = try connection.descriptor.receive(limit: 16_384) else { return }
+      if bytes.isEmpty { close(fd) }
+    case .reading:
+      // One byte more than allowed tells an oversized head from one that just fits.
+      guard let bytes = try connection.descriptor.receive(limit: limits.requestBytes + 1 - connection.received.count)
+      else { return }
+      if bytes.isEmpty {
+        close(fd)
+        return
+      }
+      connection.received += bytes
+      switch HTTPRequestHead.parse(connection.received) {
+      case .incomplete where connection.received.count > limits.requestBytes:
+        respond(&connection, HTTPResponse.error(431, "Request Header Fields Too Large"))
+      case .incomplete:
+        connections[fd] = connection
+        return
+      case .malformed:
+        respond(&connection, HTTPResponse.error(400, "Bad Request"))
+      case .complete(let head):
+        respond(&connection, response(to: head))
+      }
+      connections[fd] = connection
+      try write(fd)
+    }
+  }
+
+  private mutating func write(_ fd: Int32) throws {
+    guard var connection = connections[fd], connection.phase == .writing else { return }
+    while connection.sent < connection.response.count {
+      guard let taken = try connection.descriptor.send(connection.response[connection.sent...]) else {
+        close(fd)
+        return
+      }
+      if taken == 0 { break }
+      connection.sent += taken
+    }
+    if connection.sent == connection.response.count {
+      connection.descriptor.shutdownWriting()
+      connection.phase = .draining
+      connection.response = []
+      connection.deadline = clock.now().monotonic + limits.lingerTime.nanoseconds
+    }
+    connections[fd] = connection
+  }
+
+  /// Clients past their time: a request never finished is answered 408 like any other request
+  /// (and then has a response's time to take it); a response never taken, or a linger over, is
+  /// closed.
+  private mutating func expire() throws {
+    let now = clock.now().monotonic
+    for (fd, var connection) in connections where connection.deadline <= now {
+      guard connection.phase == .reading else {
+        close(fd)
+        continue
+      }
+      respond(&connection, HTTPResponse.error(408, "Request Timeout"))
+      connections[fd] = connection
+      try write(fd)
+    }
+  }
+
+  private mutating func respond(_ connection: inout Connection, _ response: [UInt8]) {
+    connection.phase = .writing
+    connection.response = response
+    connection.received = []
+    connection.deadline = clock.now().monotonic + limits.responseTime.nanoseconds
+  }
+
+  private mutating func close(_ fd: Int32) {
+    connections.removeValue(forKey: fd)?.descriptor.close()
+  }
+
+  /// The answer to one request: the metrics, the page, or why not.
+  func response(to head: HTTPRequestHead) -> [UInt8] {
+    let path = head.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+    guard path == "/metrics" || path == "/" else { return HTTPResponse.error(404, "Not Found") }
+    guard head.method == "GET" else {
+      return HTTPResponse.error(405, "Method Not Allowed", headers: [("Allow", "GET")])
+    }
+    if path == "/" {
+      return HTTPResponse.render(
+        status: 200, reason: "OK", contentType: "text/html; charset=utf-8", body: Array(MetricsPage.html.utf8))
+    }
+    let format = OpenMetrics.Format.negotiated(accept: head.accept)
+    guard let body = exposition.body(format) else {
+      return HTTPResponse.error(503, "Service Unavailable", headers: [("Retry-After", "1")])
+    }
+    return HTTPResponse.render(status: 200, reason: "OK", contentType: format.contentType, body: body)
+  }
+}
+
+/// The metrics server's life: on a thread of its own, until `stop` is signalled.
+public enum MetricsServerLoop {
+  /// Starts `server` on a new thread; signal `stop` to end it (its clients are closed).
+  public static func start(_ server: MetricsServer, stop: WakeUp, log: @escaping @Sendable (String) -> Void) throws {
+    let box = ServerBox(server)
+    try BackgroundThread.start {
+      var server = box.take()
+      defer { server.closeAll() }
+      while true {
+        do {
+          if try server.step(timeout: nil, also: [stop.descriptor]).contains(stop.descriptor) { return }
+        } catch {
+          // A failure of one wait (out of memory, a descriptor gone bad) must not end the
+          // serving for good: say it and go on after a moment.
+          log("metrics server: \(error)")
+          _ = try? waitForReadable([stop.descriptor], timeout: .milliseconds(100))
+        }
+      }
+    }
+  }
+
+  /// Hands the server to the thread that owns it from then on.
+  private final class ServerBox: @unchecked Sendable {
+    private var server: MetricsServer?
+    init(_ server: MetricsServer) { self.server = server }
+    func take() -> MetricsServer {
+      defer { server = nil }
+      return server!
+    }
+  }
+}

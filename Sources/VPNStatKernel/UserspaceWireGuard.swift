@@ -1,0 +1,112 @@
+import VPNStatModel
+import VPNStatSystem
+
+/// A userspace WireGuard (wireguard-go) running on this machine, and the tun it holds, found
+/// through `/proc`. wireguard-go's device is a plain tun, which only its holder tells apart from
+/// any other: fdinfo's `iff:` line names the tun an open `/dev/net/tun` is attached to, and
+/// since that name is unique only within a network namespace, the holder's `ns/net` must be
+/// this process's. Its control socket is then reached through the holder's own root
+/// (`/proc/PID/root/run/wireguard/NAME.sock`), which is right even when wg-quick ran it in a
+/// mount namespace of its own. docs/real-vpns.md shows what each file holds.
+public struct UserspaceWireGuard: Hashable, Sendable {
+  public var pid: Int32
+  /// The tun it holds (fdinfo's `iff:`), or the device its arguments name when /proc would not
+  /// show its descriptors.
+  public var device: InterfaceName
+  /// False when the process belongs to another user: /proc hid its namespace, descriptors and
+  /// root, so `device` comes from its arguments, unconfirmed, and its socket cannot be reached.
+  public var inspected: Bool
+
+  public init(pid: Int32, device: InterfaceName, inspected: Bool) {
+    self.pid = pid
+    self.device = device
+    self.inspected = inspected
+  }
+
+  /// The process names (`/proc/PID/comm`) of the userspace implementations looked for.
+  public static let commands: Set<[UInt8]> = [Array("wireguard-go".utf8)]
+
+  /// Where its control socket is, seen from here: under its own root, `/run/wireguard`, and
+  /// `/var/run/wireguard` for a root where /var/run is not the usual link to /run (an absolute
+  /// link in its root would resolve in ours).
+  public func controlSockets(procRoot: SystemPath) -> [SystemPath] {
+    let root = procRoot.appending(String(pid)).appending("root")
+    return ["run/wireguard", "var/run/wireguard"].map { directory in
+      let path = root.appending(directory).appending(device)
+      return SystemPath(bytes: path.bytes + Array(".sock".utf8))
+    }
+  }
+
+  /// Every userspace WireGuard in this network namespace (or, for processes /proc does not let
+  /// us inspect, possibly in it). Reads `comm` of every process and more only of the few whose
+  /// name matches: no socket, no descriptor of anyone else's is opened.
+  public static func find(procRoot: SystemPath = "/proc") -> [UserspaceWireGuard] {
+    guard let entries = try? SmallFile.directoryEntries(procRoot) else { return [] }
+    let ownNamespace = try? SmallFile.symbolicLink(procRoot.appending("self").appending("ns").appending("net"))
+    var found: [UserspaceWireGuard] = []
+    for entry in entries {
+      guard !entry.isEmpty, entry.count <= 10, entry.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+        let pid = Int32(String(decoding: entry, as: UTF8.self))
+      else { continue }
+      let directory = procRoot.appending(String(pid))
+      guard let command = try? SmallFile.read(directory.appending("comm"), limit: 64),
+        commands.contains(Array(command.trimmingASCIIWhitespace()))
+      else { continue }
+      found += inspect(pid: pid, directory: directory, ownNamespace: ownNamespace)
+    }
+    return found
+  }
+
+  /// One matching process: its tuns when /proc shows them, else the device its arguments name.
+  static func inspect(pid: Int32, directory: SystemPath, ownNamespace: [UInt8]?) -> [UserspaceWireGuard] {
+    let namespace: [UInt8]
+    do {
+      namespace = try SmallFile.symbolicLink(directory.appending("ns").appending("net"))
+    } catch let error as Errno where error.meansNotPermitted {
+      guard let named = argumentDevice(directory) else { return [] }
+      return [UserspaceWireGuard(pid: pid, device: named, inspected: false)]
+    } catch {
+      return []
+    }
+    if let ownNamespace, namespace != ownNamespace { return [] }
+    let fdDirectory = directory.appending("fd")
+    guard let descriptors = try? SmallFile.directoryEntries(fdDirectory) else { return [] }
+    var devices: [UserspaceWireGuard] = []
+    for descriptor in descriptors {
+      let name = String(decoding: descriptor, as: UTF8.self)
+      guard let target = try? SmallFile.symbolicLink(fdDirectory.appending(name)),
+        target.suffix(tunPath.count).elementsEqual(tunPath),
+        let info = try? SmallFile.read(directory.appending("fdinfo").appending(name), limit: 4096),
+        let attached = tunName(fdinfo: info)
+      else { continue }
+      devices.append(UserspaceWireGuard(pid: pid, device: attached, inspected: true))
+    }
+    return devices
+  }
+
+  /// How a tun descriptor's link reads. A holder in another mount namespace (`ip netns exec`
+  /// makes one) whose /dev is not under our root shows the path from its namespace's root, e.g.
+  /// `/srv/chroot/dev/net/tun`: the suffix is what identifies it.
+  static let tunPath = Array("/dev/net/tun".utf8)
+
+  /// The `iff:` line of a tun descriptor's fdinfo: the device it is attached to; nil before
+  /// TUNSETIFF (an empty name) or for another kind of file.
+  static func tunName(fdinfo: [UInt8]) -> InterfaceName? {
+    for line in fdinfo.split(separator: 0x0A) where line.starts(with: Array("iff:".utf8)) {
+      let value = line.dropFirst(4).drop { $0 == 0x09 || $0 == 0x20 }
+      let name = InterfaceName(bytes: value)
+      return name.kernelProblem == nil ? name : nil
+    }
+    return nil
+  }
+
+  /// wireguard-go's device as its arguments name it (`wireguard-go [-f] NAME`): the last argument
+  /// that is not an option.
+  static func argumentDevice(_ directory: SystemPath) -> InterfaceName? {
+    guard let arguments = try? SmallFile.read(directory.appending("cmdline"), limit: 4096) else { return nil }
+    let words = arguments.split(separator: 0, omittingEmptySubsequences: true).dropFirst()
+    guard let last = words.last(where: { $0.first != 0x2D }) else { return nil }
+    let name = InterfaceName(bytes: last)
+    return name.kernelProblem == nil ? name : nil
+  }
+}

@@ -1,0 +1,241 @@
+import CLinux
+import VPNStatModel
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// An address and port to listen on, as people write one: `127.0.0.1:9586`, `0.0.0.0:9586`,
+/// `[::1]:9586`, `[::]:9586`. The address must be numeric (no name lookups).
+public struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
+  public enum Family: Sendable { case ipv4, ipv6 }
+  public var family: Family
+  /// The address in network byte order: 4 bytes or 16.
+  public var address: [UInt8]
+  public var port: UInt16
+
+  /// Parses `ADDR:PORT` or `[ADDR]:PORT` (port 0 lets the kernel choose); nil for anything else.
+  public init?(parsing text: String) {
+    guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+      return nil
+    }
+    var host = String(text[..<colon])
+    let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
+    if bracketed { host = String(host.dropFirst().dropLast()) }
+    var v4 = in_addr()
+    var v6 = in6_addr()
+    if !bracketed, inet_pton(AF_INET, host, &v4) == 1 {
+      family = .ipv4
+      address = withUnsafeBytes(of: v4) { Array($0) }
+    } else if bracketed, inet_pton(AF_INET6, host, &v6) == 1 {
+      family = .ipv6
+      address = withUnsafeBytes(of: v6) { Array($0) }
+    } else {
+      return nil
+    }
+    self.port = port
+  }
+
+  init(family: Family, address: [UInt8], port: UInt16) {
+    self.family = family
+    self.address = address
+    self.port = port
+  }
+
+  /// `127.0.0.1:9586` or `[::1]:9586`.
+  public var description: String {
+    var buffer = [CChar](repeating: 0, count: 64)
+    let text = address.withUnsafeBytes { raw -> String in
+      guard inet_ntop(family == .ipv4 ? AF_INET : AF_INET6, raw.baseAddress, &buffer, 64) != nil else { return "?" }
+      return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+    return family == .ipv4 ? "\(text):\(port)" : "[\(text)]:\(port)"
+  }
+
+  /// The address as a `sockaddr_in` or `sockaddr_in6`, for `body`.
+  func withSocketAddress<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> R) rethrows -> R {
+    switch family {
+    case .ipv4:
+      var socketAddress = sockaddr_in()
+      socketAddress.sin_family = sa_family_t(AF_INET)
+      socketAddress.sin_port = port.bigEndian
+      withUnsafeMutableBytes(of: &socketAddress.sin_addr) { $0.copyBytes(from: address) }
+      return try withUnsafePointer(to: &socketAddress) {
+        try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          try body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+      }
+    case .ipv6:
+      var socketAddress = sockaddr_in6()
+      socketAddress.sin6_family = sa_family_t(AF_INET6)
+      socketAddress.sin6_port = port.bigEndian
+      withUnsafeMutableBytes(of: &socketAddress.sin6_addr) { $0.copyBytes(from: address) }
+      return try withUnsafePointer(to: &socketAddress) {
+        try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          try body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+        }
+      }
+    }
+  }
+}
+
+/// A TCP socket listening on one address, non-blocking: `accept` never waits, so one loop can
+/// serve it beside everything else it waits for.
+public final class ListeningSocket: @unchecked Sendable {
+  public let descriptor: FileDescriptor
+  /// The address it listens on (with the port the kernel chose, for port 0).
+  public let address: ListenAddress
+
+  /// A failure to listen, naming the address.
+  public struct Failure: Error, CustomStringConvertible {
+    public var address: ListenAddress
+    public var error: Errno
+    public var description: String { "cannot listen on \(address): \(error)" }
+  }
+
+  public init(_ address: ListenAddress, backlog: Int32 = 128) throws {
+    let domain = address.family == .ipv4 ? AF_INET : AF_INET6
+    let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+    let fd: Int32
+    do {
+      fd = try retryingInterrupts { socket(domain, type, 0) }
+    } catch let error as Errno {
+      throw Failure(address: address, error: error)
+    }
+    descriptor = FileDescriptor(rawValue: fd)
+    do {
+      var on: Int32 = 1
+      _ = try retryingInterrupts {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+      }
+      _ = try address.withSocketAddress { pointer, length in try retryingInterrupts { bind(fd, pointer, length) } }
+      _ = try retryingInterrupts { listen(fd, backlog) }
+      var bound = sockaddr_storage()
+      var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+      _ = try withUnsafeMutablePointer(to: &bound) {
+        try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+          try retryingInterrupts { getsockname(fd, pointer, &length) }
+        }
+      }
+      let port = withUnsafeBytes(of: bound) { raw in UInt16(raw[2]) << 8 | UInt16(raw[3]) }
+      self.address = ListenAddress(family: address.family, address: address.address, port: port)
+    } catch let error as Errno {
+      descriptor.close()
+      throw Failure(address: address, error: error)
+    }
+  }
+
+  /// The next waiting connection, non-blocking and close-on-exec; nil when none is waiting
+  /// (or it went away before it was taken, or descriptors ran out: it waits in the backlog).
+  public func accept() throws -> FileDescriptor? {
+    do {
+      let flags = Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+      return FileDescriptor(rawValue: try retryingInterrupts { clinux_accept4(descriptor.rawValue, flags) })
+    } catch let error as Errno
+      where [EAGAIN, EWOULDBLOCK, ECONNABORTED, EPROTO, EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(error.rawValue)
+    {
+      return nil
+    }
+  }
+
+  deinit { descriptor.close() }
+}
+
+extension FileDescriptor {
+  /// Reads what a non-blocking socket has, up to `limit` bytes: nil when nothing is there yet,
+  /// empty at the end of the stream (or when the peer reset it).
+  public func receive(limit: Int) throws -> [UInt8]? {
+    var buffer = [UInt8](repeating: 0, count: max(1, limit))
+    do {
+      let n = try buffer.withUnsafeMutableBytes { raw in
+        try retryingInterrupts { recv(rawValue, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT)) }
+      }
+      return Array(buffer[0..<n])
+    } catch let error as Errno where error.rawValue == EAGAIN || error.rawValue == EWOULDBLOCK {
+      return nil
+    } catch let error as Errno where Self.peerGone.contains(error.rawValue) {
+      return []
+    }
+  }
+
+  /// Writes what a non-blocking socket takes now of `bytes`, without SIGPIPE: how many it
+  /// took (0 when it takes nothing now); nil when the peer is gone.
+  public func send(_ bytes: ArraySlice<UInt8>) throws -> Int? {
+    do {
+      return try bytes.withUnsafeBytes { raw in
+        try retryingInterrupts {
+          Glibc.send(rawValue, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+        }
+      }
+    } catch let error as Errno where error.rawValue == EAGAIN || error.rawValue == EWOULDBLOCK {
+      return 0
+    } catch let error as Errno where Self.peerGone.contains(error.rawValue) {
+      return nil
+    }
+  }
+
+  /// What a socket says when its peer reset or abandoned the connection.
+  static let peerGone: Set<Int32> = [ECONNRESET, EPIPE, ETIMEDOUT, ENOTCONN]
+
+  /// Ends this side's sending (the peer reads the end of the stream); reading goes on.
+  public func shutdownWriting() {
+    _ = shutdown(rawValue, Int32(SHUT_WR))
+  }
+}
+
+/// A descriptor another thread can make readable, to wake a loop waiting on it (and ask it to
+/// stop): an eventfd.
+public final class WakeUp: @unchecked Sendable {
+  public let descriptor: FileDescriptor
+
+  public init() throws {
+    let fd = try retryingInterrupts { eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC)) }
+    descriptor = FileDescriptor(rawValue: fd)
+  }
+
+  /// Makes the descriptor readable (it stays so until `consume`).
+  public func signal() {
+    var one: UInt64 = 1
+    _ = write(descriptor.rawValue, &one, 8)
+  }
+
+  /// True when `signal` was called since the last consume.
+  public func consume() -> Bool {
+    var count: UInt64 = 0
+    return read(descriptor.rawValue, &count, 8) == 8
+  }
+
+  deinit { descriptor.close() }
+}
+
+/// A thread of its own for work that must never wait on the caller's loop (the metrics server
+/// beside the recorder). It starts with every signal blocked: stop signals keep arriving where
+/// the main loop reads them (its signalfd), never at this thread.
+public enum BackgroundThread {
+  private final class Body {
+    let run: @Sendable () -> Void
+    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+  }
+
+  public static func start(_ run: @escaping @Sendable () -> Void) throws {
+    var all = sigset_t()
+    var previous = sigset_t()
+    sigfillset(&all)
+    pthread_sigmask(SIG_SETMASK, &all, &previous)
+    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+    let body = Unmanaged.passRetained(Body(run)).toOpaque()
+    var thread = pthread_t()
+    let rc = pthread_create(
+      &thread, nil,
+      { raw in
+        guard let raw else { return nil }
+        Unmanaged<Body>.fromOpaque(raw).takeRetainedValue().run()
+        return nil
+      }, body)
+    guard rc == 0 else {
+      Unmanaged<Body>.fromOpaque(body).release()
+      throw Errno(rawValue: rc)
+    }
+    pthread_detach(thread)
+  }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+@testable import VPNStatModel
+@testable import VPNStatTestSupport
+
+/// The data cap for real: a tun in a namespace carrying traffic, `vpnstat enforce` sampling it
+/// every second, a cap of 5 MB a day.
+@Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
+struct DataCapKernelTests {
+  @Test(
+    "a 5 MB cap with 1-second sampling: down within one interval of crossing, recorded data-cap; the gate refuses with the usage; alert 0 then 1"
+  )
+  func fiveMegabytes() throws {
+    let t = try EnforcedTunnel("cap")
+    try t.ns.ip("addr", "add", "10.213.0.1", "peer", "10.213.0.2", "dev", t.tunnel)
+    let plan = try t.ns.vpnstat("plan", "free", "--data-cap", "5MB", "--per", "day", "--db", t.db)
+    try #require(plan.status == 0, "\(plan.errors)")
+    try t.up()
+    let enforcer = try t.startEnforcer(["--interval", "1s"], session: "10m", pause: "10m")
+    #expect(enforcer.errors.contains("data cap 4.77 MiB per day"), "\(enforcer.errors)")
+    func alert() throws -> Int32 {
+      try t.ns.vpnstat("alert", "--limit", "5MB", "--per", "day", "-q", "--db", t.db).status
+    }
+    #expect(try alert() == 0)
+    #expect(try t.ns.vpnstat("session", "check", "--db", t.db).status == 0)
+    // The enforcer's first sample is the baseline: what the counters hold now is not usage.
+    let base = try t.ns.kernelCounters(t.tunnel)
+    // About 1,000 datagrams of 1,000 IP bytes a second, each echoed back: 2 MB/s both ways.
+    let sender = try t.ns.peer("udp-send", "10.213.0.2", "9", "100000", "972", "--gap-us", "500")
+    defer { sender.stop() }
+    let crossed = t.waitUntil(timeout: 30) {
+      guard let now = try? t.ns.kernelCounters(t.tunnel) else { return false }
+      return (now.rxBytes + now.txBytes) - (base.rxBytes + base.txBytes) >= 5_000_000
+    }
+    let crossing = try #require(crossed, "the traffic never reached 5 MB")
+    let down = try #require(try t.waitUntil(timeout: 5) { try !t.isUp() }, "never taken down")
+    let latency = down.timeIntervalSince(crossing)
+    // One sampling interval (1 s), with a margin for a loaded machine.
+    #expect(latency < 1.75, "crossing → down took \(latency) s")
+    _ = try t.waitUntil(timeout: 3) { try t.lastStop()?["reason"] as? String == "data-cap" }
+    #expect(try t.lastStop()?["reason"] as? String == "data-cap")
+    let cap = try #require(try t.session()["data_cap"] as? [String: Any])
+    #expect(cap["reached"] as? Bool == true)
+    #expect((uint(cap["used_bytes"]) ?? 0) >= 5_000_000)
+    // The gate refuses, saying how much was used; alert says crossed.
+    let gate = try t.ns.vpnstat("session", "check", "--db", t.db)
+    #expect(gate.status == 75)
+    #expect(gate.errors.contains("data cap reached: ≈ "), "\(gate.errors)")
+    #expect(gate.errors.contains("of 4.77 MiB this day"), "\(gate.errors)")
+    #expect(gate.errors.contains("you can reconnect when the day rolls over"), "\(gate.errors)")
+    #expect(try alert() == 1)
+    // Brought up again while the cap holds: down at once, recorded data-cap again.
+    try t.up()
+    #expect(try t.waitUntil(timeout: 2) { try !t.isUp() } != nil, "an up under the cap stayed up")
+    #expect(enforcer.stop() == 0)
+    #expect(enforcer.errors.contains("data cap reached (≈ "), "\(enforcer.errors)")
+    print("data cap: crossing → down \(String(format: "%.3f", latency)) s")
+  }
+}

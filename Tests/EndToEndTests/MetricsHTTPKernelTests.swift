@@ -1,0 +1,259 @@
+import Foundation
+import Testing
+
+@testable import VPNStatModel
+@testable import VPNStatTestSupport
+
+/// `record --listen` for real, inside a namespace of its own (its own loopback): a real
+/// Prometheus scrapes it, curl negotiates both formats, slow and hostile clients come and go.
+@Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
+struct MetricsHTTPKernelTests {
+  static let prometheus = "/usr/bin/prometheus"
+  static let curl = "/usr/bin/curl"
+
+  /// curl inside the namespace: the response's headers and body.
+  func fetch(_ ns: TestNamespace, _ url: String, accept: String? = nil) throws -> (headers: String, body: String) {
+    let result = try ns.run(
+      Self.curl, ["-s", "-S", "-i", "--max-time", "5"] + (accept.map { ["-H", "Accept: \($0)"] } ?? []) + [url])
+    try #require(result.status == 0, "curl \(url): \(result.errors)")
+    let parts = result.output.components(separatedBy: "\r\n\r\n")
+    return (parts[0], parts.dropFirst().joined(separator: "\r\n\r\n"))
+  }
+
+  @Test(
+    "a real Prometheus scrapes record --listen: its query API gives the tunnel's totals status --json gives; curl negotiates both formats"
+  )
+  func prometheusScrapes() throws {
+    try Tool.require(Self.prometheus)
+    try Tool.require(Self.curl)
+    let ns = try TestNamespace("prom")
+    let directory = try TemporaryDirectory("prom")
+    let db = directory.file("v.db")
+    let owner = try ns.echoTunnel("tun7", local: "10.214.0.1", peer: "10.214.0.2")
+    defer { owner.stop() }
+    let recorder = try ns.startRecorder(db, ["--interval", "1s", "--listen", "127.0.0.1:9586"])
+    defer { recorder.stop() }
+    try recorder.waitForError("serving metrics on http://127.0.0.1:9586/metrics")
+    // Traffic through the tunnel, then quiet: every sampler must come to the same totals.
+    try ns.peerRun("udp-send", "10.214.0.2", "9", "400", "972", "--gap-us", "300")
+    usleep(1_500_000)
+
+    // Both formats, as asked for.
+    let plain = try fetch(ns, "http://127.0.0.1:9586/metrics")
+    #expect(plain.headers.contains("Content-Type: text/plain; version=0.0.4; charset=utf-8"), "\(plain.headers)")
+    #expect(!plain.body.contains("# EOF"))
+    #expect(plain.body.contains("# TYPE vpnstat_class_receive_bytes_total counter"))
+    let open = try fetch(ns, "http://127.0.0.1:9586/metrics", accept: "application/openmetrics-text; version=1.0.0")
+    #expect(
+      open.headers.contains("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"),
+      "\(open.headers)")
+    #expect(open.body.hasSuffix("# EOF\n"))
+    #expect(open.body.contains("# TYPE vpnstat_class_receive_bytes counter"))
+    #expect(try fetch(ns, "http://127.0.0.1:9586/").body.contains("<a href=\"/metrics\">"))
+
+    // Prometheus in the namespace, scraping every second.
+    let config = directory.file("prometheus.yml")
+    try """
+    global:
+      scrape_interval: 1s
+      scrape_timeout: 1s
+    scrape_configs:
+      - job_name: vpnstat
+        static_configs:
+          - targets: ['127.0.0.1:9586']
+
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    let server = try ns.start(
+      Self.prometheus,
+      [
+        "--config.file=" + config, "--storage.tsdb.path=" + directory.file("tsdb"),
+        "--web.listen-address=127.0.0.1:9090", "--log.level=warn",
+      ])
+    defer { server.stop() }
+
+    let status = try parseStatus(try ns.vpnstat("status", "--json", "--db", db))
+    let tunnel = try #require((status["classes"] as? [String: Any])?["tunnel"] as? [String: Any])
+    let rx = try #require(uint(tunnel["total_rx_bytes"]))
+    let tx = try #require(uint(tunnel["total_tx_bytes"]))
+    #expect(rx > 400_000 && tx > 400_000, "the traffic did not go through the tunnel: \(rx) \(tx)")
+    func query(_ expression: String) throws -> String? {
+      let result = try ns.run(
+        Self.curl,
+        [
+          "-s", "--max-time", "2", "-G", "http://127.0.0.1:9090/api/v1/query", "--data-urlencode",
+          "query=" + expression,
+        ])
+      guard result.status == 0, let object = try? JSONSerialization.jsonObject(with: result.stdout) as? [String: Any],
+        let data = object["data"] as? [String: Any], let first = (data["result"] as? [[String: Any]])?.first,
+        let value = first["value"] as? [Any]
+      else { return nil }
+      return value.last as? String
+    }
+    var seen: String?
+    let deadline = Date().addingTimeInterval(40)
+    while Date() < deadline {
+      seen = try query("vpnstat_class_receive_bytes_total{class=\"tunnel\"}")
+      if seen == String(rx) { break }
+      if !server.isRunning { Issue.record("prometheus exited: \(server.errors)") }
+      usleep(250_000)
+    }
+    #expect(seen == String(rx), "Prometheus says \(seen ?? "nothing"), status --json \(rx): \(server.errors)")
+    #expect(try query("vpnstat_class_transmit_bytes_total{class=\"tunnel\"}") == String(tx))
+    #expect(try query("vpnstat_interface_receive_bytes_total{interface=\"tun7\"}") == String(rx))
+    // Prometheus asked for OpenMetrics: the scrape's own series say the target is up.
+    #expect(try query("up{job=\"vpnstat\"}") == "1")
+  }
+
+  /// Python in the namespace: `count` clients that send a request head a byte every half
+  /// second and never finish it; prints "ready" once all are connected, then, when each
+  /// connection ends, what it got.
+  static let slowClients = """
+    import socket, sys, time, select
+    count, port = int(sys.argv[1]), int(sys.argv[2])
+    clients = []
+    for _ in range(count):
+        s = socket.create_connection(('127.0.0.1', port))
+        s.sendall(b'GET /metrics HTTP/1.1\\r\\nX-Slow: ')
+        clients.append(s)
+    print('ready', flush=True)
+    answers, open_ = {}, set(clients)
+    end = time.time() + 12
+    while open_ and time.time() < end:
+        for s in list(open_):
+            try:
+                s.send(b'a')
+            except OSError:
+                pass
+        ready, _, _ = select.select(list(open_), [], [], 0.5)
+        for s in ready:
+            try:
+                data = s.recv(4096)
+            except OSError:
+                data = b
+            answers[s] = answers.get(s, b'') + data
+            if not data:
+                open_.discard(s)
+    print('408:', sum(1 for a in answers.values() if a.startswith(b'HTTP/1.1 408 ')), 'open:', len(open_), flush=True)
+    """
+
+  /// Python in the namespace: scrapes /metrics every 200 ms for `seconds`, printing per scrape
+  /// the status, the time it took and the sample's timestamp.
+  static let scraper = """
+    import socket, sys, time
+    port, seconds = int(sys.argv[1]), float(sys.argv[2])
+    end = time.time() + seconds
+    while time.time() < end:
+        began = time.time()
+        s = socket.create_connection(('127.0.0.1', port), timeout=5)
+        s.sendall(b'GET /metrics HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')
+        data = b''
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        took = time.time() - began
+        status = data.split(b'\\r\\n', 1)[0].decode()
+        stamp = [l for l in data.decode().split('\\n') if l.startswith('vpnstat_scrape_timestamp_seconds ')]
+        print(status.replace(' ', '_'), '%.4f' % took, stamp[0].split()[1] if stamp else '-', flush=True)
+        time.sleep(0.2)
+    """
+
+  /// Python in the namespace: one raw request each, printing each status line (or "closed").
+  static let hostile = """
+    import socket, sys
+    port = int(sys.argv[1])
+    requests = [
+        b'GET /metrics HTTP/1.1\\r\\nX: ' + b'A' * 9000,
+        b'\\x00\\x01\\x02\\xff garbage\\r\\n\\r\\n',
+        b'POST /metrics HTTP/1.1\\r\\nContent-Length: 5\\r\\n\\r\\nhello',
+        b'HEAD /metrics HTTP/1.1\\r\\n\\r\\n',
+        b'GET /admin HTTP/1.1\\r\\n\\r\\n',
+        b'GET /metrics HTTP/9.9\\r\\n\\r\\n',
+        b'GET /metrics HTTP/1.1\\r\\n\\r\\n',
+    ]
+    for request in requests:
+        s = socket.create_connection(('127.0.0.1', port), timeout=10)
+        try:
+            s.sendall(request)
+        except OSError:
+            pass
+        data = b''
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            pass
+        s.close()
+        print(data.split(b'\\r\\n', 1)[0].decode() if data else 'closed', flush=True)
+    """
+
+  @Test(
+    "200 concurrent slow clients do not delay recording: samples stay 1 s apart, scrapes are answered; hostile requests get a status"
+  )
+  func slowAndHostileClients() throws {
+    try Tool.require("/usr/bin/python3")
+    let ns = try TestNamespace("slow")
+    let directory = try TemporaryDirectory("slow")
+    let db = directory.file("v.db")
+    let recorder = try ns.startRecorder(db, ["--interval", "1s", "--listen", "127.0.0.1:9586"])
+    defer { recorder.stop() }
+    try recorder.waitForError("serving metrics on")
+    let slow = try ns.start("/usr/bin/python3", ["-c", Self.slowClients, "200", "9586"])
+    defer { slow.stop() }
+    try slow.waitFor("ready")
+    let scraped = try ns.run("/usr/bin/python3", ["-c", Self.scraper, "9586", "6"], timeout: 60)
+    try #require(scraped.status == 0, "\(scraped.errors)")
+    let scrapes = scraped.output.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+    #expect(scrapes.count >= 15, "\(scraped.output)")
+    #expect(scrapes.allSatisfy { $0.first == "HTTP/1.1_200_OK" }, "\(scraped.output)")
+    let slowest = scrapes.compactMap { Double($0[1]) }.max() ?? 99
+    #expect(slowest < 1.0, "a scrape took \(slowest) s while the slow clients waited")
+    // The samples' own times: one a second, each a second after the last.
+    let stamps = Array(Set(scrapes.compactMap { Double($0[2]) })).sorted()
+    #expect(stamps.count >= 5, "\(stamps)")
+    let gaps = zip(stamps.dropFirst(), stamps).map { $0 - $1 }
+    #expect(gaps.allSatisfy { $0 > 0.8 && $0 < 1.3 }, "sample gaps \(gaps)")
+    // The slow clients were timed out with 408, none left hanging.
+    slow.child.wait(timeout: 20)
+    #expect(slow.output.contains("408: 200 open: 0"), "\(slow.output)")
+
+    let hostile = try ns.run("/usr/bin/python3", ["-c", Self.hostile, "9586"], timeout: 60)
+    #expect(
+      hostile.output.split(separator: "\n") == [
+        "HTTP/1.1 431 Request Header Fields Too Large", "HTTP/1.1 400 Bad Request", "HTTP/1.1 405 Method Not Allowed",
+        "HTTP/1.1 405 Method Not Allowed", "HTTP/1.1 404 Not Found", "HTTP/1.1 400 Bad Request", "HTTP/1.1 200 OK",
+      ], "\(hostile.output) \(hostile.errors)")
+    #expect(recorder.isRunning)
+    #expect(recorder.stop() == 0, "\(recorder.errors)")
+    print(
+      "slow clients: slowest scrape \(String(format: "%.3f", slowest)) s; sample gaps \(gaps.map { String(format: "%.3f", $0) })"
+    )
+  }
+
+  @Test("a port in use, or an address not here, is refused with 69 saying why; IPv6 is served too")
+  func portInUse() throws {
+    let ns = try TestNamespace("busy")
+    let directory = try TemporaryDirectory("busy")
+    let first = try ns.startRecorder(directory.file("a.db"), ["--interval", "1s", "--listen", "127.0.0.1:9586"])
+    defer { first.stop() }
+    try first.waitForError("serving metrics on")
+    let second = try ns.vpnstat("record", "--count", "1", "--db", directory.file("b.db"), "--listen", "127.0.0.1:9586")
+    #expect(second.status == 69, "\(second.errors)")
+    #expect(second.errors.contains("cannot listen on 127.0.0.1:9586: Address already in use"), "\(second.errors)")
+    // An address that is not this namespace's.
+    let foreign = try ns.vpnstat(
+      "record", "--count", "1", "--db", directory.file("c.db"), "--listen", "10.99.99.99:9586")
+    #expect(foreign.status == 69, "\(foreign.errors)")
+    // IPv6 too.
+    let six = try ns.start(
+      Built.vpnstat, ["record", "--db", directory.file("d.db"), "--interval", "1s", "--listen", "[::1]:9587"])
+    defer { six.stop() }
+    try six.waitForError("serving metrics on http://[::1]:9587/metrics")
+    #expect(try fetch(ns, "http://[::1]:9587/metrics").headers.contains("HTTP/1.1 200 OK"))
+  }
+}

@@ -1,0 +1,258 @@
+import Foundation
+import Testing
+
+@testable import VPNStatCommandLine
+@testable import VPNStatModel
+@testable import VPNStatStore
+@testable import VPNStatSystem
+@testable import VPNStatTestSupport
+
+/// `history`, `alert`, `plan --data-cap` and the gate, run in-process on the report fixture (a
+/// database built through the store's API, see `ReportFixture`) at the fixture's "now" in UTC:
+/// every figure checked is one worked out by hand there.
+struct ReportTests {
+  let directory: TemporaryDirectory
+  let db: String
+  let clock = ManualTimeSource(wall: ReportFixture.now.seconds)
+  /// An empty sysfs tree: commands that sample see no interface of this machine.
+  let sysfs: SysfsFixture
+
+  init() throws {
+    directory = try TemporaryDirectory("reports")
+    db = directory.file("v.db")
+    try ReportFixture.make(at: db)
+    sysfs = try SysfsFixture()
+  }
+
+  func vpnstat(_ arguments: String...) throws -> CommandResult {
+    try runInProcess(arguments + ["--db", db], clock: clock)
+  }
+
+  func json(_ result: CommandResult) throws -> [String: Any] {
+    try #require(result.status == 0, "exit \(result.status): \(result.errors)")
+    return try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any], "\(result.output)")
+  }
+
+  func rows(_ object: [String: Any]) -> [[String: Any]] {
+    ((object["series"] as? [[String: Any]])?.first?["buckets"] as? [[String: Any]]) ?? []
+  }
+
+  @Test("history --top 5: the five busiest days, busiest first, with their figures")
+  func topFive() throws {
+    let object = try json(try vpnstat("history", "--top", "5", "--json"))
+    #expect(object["order"] as? String == "top")
+    let top = rows(object)
+    #expect(
+      top.map { $0["start"] as? String } == [
+        "2026-11-20T00:00:00Z", "2026-10-31T00:00:00Z", "2026-11-14T00:00:00Z", "2026-10-14T00:00:00Z",
+        "2026-10-15T00:00:00Z",
+      ])
+    #expect(top.map { uint($0["rx_bytes"]) } == [8000, 7000, 6000, 4000, 3000])
+    #expect(top.map { uint($0["tx_bytes"]) } == [800, 700, 600, 400, 300])
+    // As a table: ranked rows, the busiest first.
+    let table = try vpnstat("history", "--top", "5", "--bytes")
+    let lines = table.output.split(separator: "\n").map(String.init)
+    #expect(lines.contains { $0.contains("1  2026-11-20 Fri") && $0.contains("≈ 8800") }, "\(table.output)")
+    #expect(lines.contains { $0.contains("5  2026-10-15 Thu") }, "\(table.output)")
+    // Within the last 20 days only.
+    let recent = rows(try json(try vpnstat("history", "--top", "2", "--days", "20", "--json")))
+    #expect(recent.map { $0["start"] as? String } == ["2026-11-20T00:00:00Z", "2026-11-14T00:00:00Z"])
+  }
+
+  @Test("months from the 15th: 4,500, 18,000 and 10,500 B received; the current one projected to 30,000 + 3,000")
+  func billingMonths() throws {
+    let object = try json(try vpnstat("history", "--months", "--month-start-day", "15", "--json"))
+    #expect(object["month_start_day"] as? Int == 15)
+    let months = rows(object)
+    #expect(
+      months.map { $0["start"] as? String } == [
+        "2026-09-15T00:00:00Z", "2026-10-15T00:00:00Z", "2026-11-15T00:00:00Z",
+      ])
+    #expect(months.map { uint($0["rx_bytes"]) } == [4500, 18_000, 10_500])
+    let current = try #require((object["series"] as? [[String: Any]])?.first?["current"] as? [String: Any])
+    #expect(current["start"] as? String == "2026-11-15T00:00:00Z")
+    #expect(current["end"] as? String == "2026-12-15T00:00:00Z")
+    #expect(uint(current["projected_rx_bytes"]) == 30_000)
+    #expect(uint(current["projected_tx_bytes"]) == 3000)
+    #expect(uint(current["elapsed_seconds"]) == 907_200)
+    #expect((current["average_rx_bytes_per_second"] as? Double).map { abs($0 - 0.012) < 0.0005 } == true)
+    #expect(current["estimate"] as? Bool == true)
+    // Calendar months come from the monthly buckets: October 14,500 B, November 18,500 B.
+    let calendar = rows(try json(try vpnstat("history", "--months", "--json")))
+    #expect(calendar.map { uint($0["rx_bytes"]) } == [14_500, 18_500])
+    // The table says the projection, labelled an estimate.
+    let table = try vpnstat("history", "--months", "--month-start-day", "15")
+    #expect(table.output.contains("MONTH FROM"), "\(table.output)")
+    #expect(table.output.contains("2026-11-15"), "\(table.output)")
+    #expect(
+      table.output.contains("this month so far: average")
+        && table.output.contains("projected ≈ 32.2 KiB by 2026-12-15 00:00 (estimate)"),
+      "\(table.output)")
+  }
+
+  @Test("--since/--until: a date range includes both days; 15 rows, 15,000 B; the bounds are in the JSON")
+  func ranges() throws {
+    let object = try json(try vpnstat("history", "--days", "--since", "2026-10-31", "--until", "2026-11-14", "--json"))
+    let days = rows(object)
+    #expect(days.count == 15)
+    #expect(days.first?["start"] as? String == "2026-10-31T00:00:00Z")
+    #expect(days.last?["start"] as? String == "2026-11-14T00:00:00Z")
+    #expect(days.reduce(0) { $0 + (uint($1["rx_bytes"]) ?? 0) } == 15_000)
+    #expect(object["since"] as? String == "2026-10-31T00:00:00Z")
+    #expect(object["until"] as? String == "2026-11-15T00:00:00Z")
+    // A range in the past has no current period.
+    #expect((object["series"] as? [[String: Any]])?.first?["current"] is NSNull)
+    // Instants: the day holding the start is included, the day holding the (excluded) end too.
+    let instants = rows(
+      try json(
+        try vpnstat(
+          "history", "--days", "--since", "2026-11-14T18:00:00Z", "--until", "2026-11-15T00:00:01Z", "--json")))
+    #expect(instants.map { uint($0["rx_bytes"]) } == [6000, 1000])
+    // Today so far, projected: 1,500 B by noon → 3,000 B.
+    let today = try #require(
+      (try json(try vpnstat("history", "--json")))["series"].flatMap { ($0 as? [[String: Any]])?.first?["current"] }
+        as? [String: Any])
+    #expect(uint(today["projected_rx_bytes"]) == 3000)
+  }
+
+  @Test("alert exits 1 once the period's traffic reaches the limit, 0 a byte below; by interface and class too")
+  func alert() throws {
+    let sample = ["--sysfs-root", sysfs.directory.path]
+    func alert(_ arguments: [String]) throws -> CommandResult {
+      try runInProcess(["alert"] + arguments + sample + ["--db", db], clock: clock)
+    }
+    // This month from the 15th: 10,500 + 1,050 = 11,550 B.
+    let reached = try alert(["--limit", "11550", "--per", "month", "--month-start-day", "15"])
+    #expect(reached.status == 1, "\(reached.errors)")
+    #expect(reached.output.contains("tunnel class: limit reached:"), "\(reached.output)")
+    let below = try alert(["--limit", "11551", "--per", "month", "--month-start-day", "15"])
+    #expect(below.status == 0, "\(below.errors)")
+    #expect(below.output.contains("1 B left"), "\(below.output)")
+    // Today: 1,650 B.
+    #expect(try alert(["--limit", "1650", "--per", "day"]).status == 1)
+    #expect(try alert(["--limit", "1651", "--per", "day", "-q"]).output.isEmpty)
+    #expect(try alert(["--limit", "1651", "--per", "day", "-i", "wg0"]).status == 0)
+    #expect(try alert(["--limit", "1650", "--per", "day", "-i", "wg0"]).status == 1)
+    // This week (from Monday 2026-11-23): only today's traffic.
+    #expect(try alert(["--limit", "1650", "--per", "week"]).status == 1)
+    #expect(try alert(["--limit", "1651", "--per", "week"]).status == 0)
+    // Another class has none.
+    #expect(try alert(["--limit", "1", "--only", "wifi"]).status == 0)
+    let object = try json(try alert(["--limit", "11550", "--month-start-day", "15", "--json"]).with(status: 0))
+    let limit = try #require(object["limit"] as? [String: Any])
+    #expect(uint(limit["used_bytes"]) == 11_550)
+    #expect(limit["period_start"] as? String == "2026-11-15T00:00:00Z")
+    #expect(object["reached"] as? Bool == true)
+    #expect(object["selected_classes"] as? [String] == ["tunnel"])
+  }
+
+  @Test("alert: wrong arguments are 64, a missing database 69 — never 1, which means crossed")
+  func alertErrors() throws {
+    let sample = ["--sysfs-root", sysfs.directory.path]
+    #expect(try runInProcess(["alert", "--db", db] + sample, clock: clock).status == 64)
+    #expect(try runInProcess(["alert", "--limit", "0", "--db", db] + sample, clock: clock).status == 64)
+    #expect(
+      try runInProcess(["alert", "--limit", "5GB", "--per", "year", "--db", db] + sample, clock: clock).status == 64)
+    #expect(
+      try runInProcess(["alert", "--limit", "5GB", "-i", "wg0", "--only", "tunnel", "--db", db] + sample, clock: clock)
+        .status == 64)
+    let missing = try runInProcess(
+      ["alert", "--limit", "5GB", "--db", directory.file("none.db")] + sample, clock: clock)
+    #expect(missing.status == 69, "\(missing.errors)")
+  }
+
+  @Test(
+    "a data cap: plan stores it, session shows used/left/percent, the gate refuses with the usage until the period rolls over"
+  )
+  func dataCapGate() throws {
+    let plan = try vpnstat("plan", "free", "--data-cap", "11550", "--per", "month", "--month-start-day", "15")
+    #expect(plan.status == 0, "\(plan.errors)")
+    #expect(plan.output == "plan: free\ndata cap: 11.3 KiB (11550 bytes) per month from the 15th\n", "\(plan.output)")
+    #expect(try vpnstat("plan").output == "free\ndata cap: 11.3 KiB (11550 bytes) per month from the 15th\n")
+    let session = try json(try vpnstat("session", "--json"))
+    let cap = try #require((session["session"] as? [String: Any])?["data_cap"] as? [String: Any])
+    #expect(uint(cap["used_bytes"]) == 11_550)
+    #expect(uint(cap["left_bytes"]) == 0)
+    #expect(cap["reached"] as? Bool == true)
+    #expect(cap["period"] as? String == "month")
+    #expect(cap["period_end"] as? String == "2026-12-15T00:00:00Z")
+    #expect((session["session"] as? [String: Any])?["can_connect"] as? Bool == false)
+    let gate = try vpnstat("session", "check")
+    #expect(gate.status == 75)
+    #expect(
+      gate.errors.contains(
+        "data cap reached: ≈ 11.3 KiB of 11.3 KiB this month from the 15th (100 %); you can reconnect when the month rolls over (at 2026-12-15 00:00)"
+      ), "\(gate.errors)")
+    // A bigger cap: 11,550 of 23,100 B, 50 %.
+    _ = try vpnstat("plan", "--data-cap", "23100", "--per", "month", "--month-start-day", "15")
+    let text = try vpnstat("session", "--bytes")
+    #expect(
+      text.output.contains(
+        "data cap: ≈ 11550 of 23100 B this month from the 15th (50 %), ≈ 11550 left, until 2026-12-15 00:00"),
+      "\(text.output)")
+    #expect(try vpnstat("session", "check").status == 0)
+    // The period rolls over: the new month has no traffic yet, and the gate opens.
+    _ = try vpnstat("plan", "--data-cap", "11550", "--per", "month", "--month-start-day", "15")
+    clock.advance(.seconds(19 * 86_400 + 43_200))
+    #expect(try vpnstat("session", "check").status == 0)
+    // The cap is removed with none; the plan stays.
+    #expect(try vpnstat("plan", "--data-cap", "none").output == "plan: free\n")
+  }
+
+  @Test("bad arguments to the new options are usage errors (64) that say what was expected")
+  func badArguments() throws {
+    for arguments in [
+      ["history", "--top", "0"], ["history", "--top", "776"], ["history", "--top", "5", "--hours"],
+      ["history", "--since", "2026-02-30"], ["history", "--since", "2026-11-20", "--until", "2026-11-10"],
+      ["history", "--since", "2026-11-20", "--days", "5"], ["history", "--json", "--graph"],
+      ["history", "--month-start-day", "29"], ["history", "--month-start-day", "0"],
+      ["history", "--top", "3", "--svg", "-"],
+      ["plan", "--per", "day"], ["plan", "--data-cap", "0"], ["plan", "--data-cap", "lots"],
+      ["plan", "free", "--data-cap", "1GB", "--per", "fortnight"], ["enforce", "wg0", "--interval", "0"],
+      ["record", "--listen", "localhost:9586"], ["record", "--listen", "127.0.0.1"],
+      ["record", "--listen", "::1:9586"],
+      ["record", "--listen", "127.0.0.1:65536"],
+    ] {
+      let result = try vpnstat(arguments)
+      #expect(result.status == 64, "\(arguments): \(result.status) \(result.errors)")
+      #expect(result.errors.contains("vpnstat: "), "\(arguments): \(result.errors)")
+    }
+  }
+
+  @Test("bad files: a damaged or foreign database is 65 and left untouched; an SVG into a missing directory 74")
+  func badFiles() throws {
+    let garbage = directory.file("garbage.db")
+    try Data("not a database at all, just bytes".utf8).write(to: URL(fileURLWithPath: garbage))
+    for arguments in [
+      ["history", "--svg", directory.file("x.svg")], ["history", "--top", "3"],
+      ["alert", "--limit", "1GB", "--sysfs-root", sysfs.directory.path], ["plan", "--data-cap", "1GB"],
+    ] {
+      let result = try runInProcess(arguments + ["--db", garbage], clock: clock)
+      #expect(result.status == 65, "\(arguments): \(result.status) \(result.errors)")
+      #expect(result.errors.contains("is not a vpnstat database"), "\(arguments): \(result.errors)")
+    }
+    #expect(contents(garbage) == Data("not a database at all, just bytes".utf8))
+    let missing = try vpnstat(["history", "--svg", directory.file("no/such/dir/x.svg")])
+    #expect(missing.status == 74, "\(missing.errors)")
+    #expect(missing.errors.contains("cannot write"), "\(missing.errors)")
+    #expect(try vpnstat(["history", "--svg", directory.path + "/"]).status == 64)
+    // The SVG to a file, replaced whole.
+    let file = directory.file("h.svg")
+    #expect(try vpnstat(["history", "--svg", file]).status == 0)
+    let svg = String(decoding: contents(file) ?? Data(), as: UTF8.self)
+    #expect(svg.hasPrefix("<?xml") && svg.hasSuffix("</svg>\n"))
+  }
+
+  func vpnstat(_ arguments: [String]) throws -> CommandResult {
+    try runInProcess(arguments + ["--db", db], clock: clock)
+  }
+}
+
+extension CommandResult {
+  /// The same result read as a success (for `alert --json`, whose status says crossed).
+  func with(status: Int32) -> CommandResult {
+    var copy = self
+    copy.status = status
+    return copy
+  }
+}

@@ -1,0 +1,425 @@
+import Foundation
+import Testing
+
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatStore
+@testable import VPNStatSystem
+@testable import VPNStatTestSupport
+
+/// The enforcer disconnecting through a tunnel's manager, in-process: NetworkManager and wg-quick
+/// played on the fake kernel (their command lines answered as the real programs answer), the
+/// real detector and controls, a manual clock and a database in a temporary file.
+struct ManagerEnforcerTests {
+  static let uuid = "f2e6ce48-0c5f-4b7e-9d7e-3d2b1f0a9c11"
+
+  /// An enforcer with --action auto over a fake NetworkManager whose connection `vpnt` (autoconnect
+  /// on) drives device wg0; the real detector finds it through `nmcli … device`.
+  func networkManagerBench(
+    _ label: String, presence: Bool = false, kind: TunnelManager.Kind? = nil,
+    saveInterval: Duration = Recorder.defaultSaveInterval
+  ) throws -> (EnforcerBench, FakeNetworkManager) {
+    let kernel = FakeKernel()
+    let nm = FakeNetworkManager(kernel)
+    // The bench's directory stands for /run/NetworkManager (NetworkManager runs) and for
+    // /etc/wireguard; /proc and systemd are absent.
+    let directory = try TemporaryDirectory(label)
+    let detector = ManagerDetector(
+      runner: nm, wgQuickDirectories: [directory.path], procRoot: SystemPath(directory.file("no-proc")),
+      networkManagerDirectory: directory.path, systemdDirectory: directory.file("no-systemd"))
+    let bench = try EnforcerBench(
+      label, kernel: kernel, directory: directory, manager: (kind, detector, nm), presence: presence,
+      saveInterval: saveInterval)
+    nm.add(uuid: Self.uuid, name: "vpnt", device: "wg0", autoconnect: true)
+    return (bench, nm)
+  }
+
+  @Test(
+    "auto, NetworkManager: deactivated through nmcli at the deadline (never a bare link-down), autoconnect held off for the pause, an up in the pause undone, autoconnect given back when the pause ends"
+  )
+  func networkManagerCycle() throws {
+    let (bench, nm) = try networkManagerBench("nmcycle")
+    try bench.handle(.link(nm.up(Self.uuid)))
+    try bench.handle(.started)
+    let window = try #require(try bench.stored().window)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    // Deactivated the way NetworkManager expects: its device went with it; no link-down.
+    #expect(!nm.isActive(Self.uuid))
+    #expect(bench.kernel.index(of: "wg0") == nil)
+    #expect(bench.kernel.setDownCalls == 0)
+    #expect(nm.commands.contains(["nmcli", "--wait", "10", "connection", "down", "uuid", Self.uuid]))
+    let stop = try #require(try bench.store.stops(limit: 1).first)
+    #expect(stop.reason == .freeLimit)
+    #expect(stop.detail == "stopped through networkmanager 'vpnt' (\(Self.uuid))", "\(stop)")
+    // Held off for the pause, and the alarm now waits for the pause's end.
+    #expect(!nm.autoconnect(Self.uuid))
+    #expect(bench.enforcer.holds.map(\.id) == [Self.uuid])
+    #expect(bench.alarm.armed == window.pauseEndsAt)
+    // `nmcli connection up` in the pause: undone at once, through NetworkManager again.
+    bench.clock.advance(.seconds(60))
+    try bench.handle(.link(nm.up(Self.uuid)))
+    #expect(!nm.isActive(Self.uuid))
+    #expect(bench.kernel.index(of: "wg0") == nil)
+    #expect(try bench.stops() == [.pause, .freeLimit])
+    #expect(!nm.autoconnect(Self.uuid), "the hold was given back inside the pause")
+    #expect(bench.enforcer.holds.count == 1, "held twice: the second would remember 'no' as the user's value")
+    // The pause ends: the user's autoconnect is back, and nothing is armed any more.
+    try bench.alarmFires(at: window.pauseEndsAt)
+    #expect(nm.autoconnect(Self.uuid))
+    #expect(bench.enforcer.holds.isEmpty)
+    #expect(bench.alarm.armed == nil)
+    #expect(bench.log.contains("gave back networkmanager"))
+  }
+
+  @Test(
+    "through NetworkManager with an hour between checkpoints: the device its deactivation deletes is saved at once, and so is the window opened after the pause"
+  )
+  func networkManagerCheckpoints() throws {
+    let (bench, nm) = try networkManagerBench("nmsave", saveInterval: .seconds(3600))
+    try bench.handle(.link(nm.up(Self.uuid)))
+    try bench.handle(.started)
+    let window = try #require(try bench.stored().window)
+    let first = try #require(bench.kernel.index(of: "wg0"))
+    bench.kernel.carry(first, rx: 5000, tx: 7000)
+    bench.clock.advance(.seconds(5))
+    try bench.handle(.tick)
+    #expect(try bench.store.tunnelTotals() == .zero, "saved before the interval")
+    // The deadline: nmcli deletes the device; its last notification carries the final counters.
+    try bench.alarmFires(at: window.sessionEndsAt)
+    let deleted = try #require(bench.kernel.deletions.last)
+    try bench.handle(.link(deleted))
+    #expect(try bench.store.tunnelTotals().rxBytes == 5000)
+    #expect(try bench.stops() == [.freeLimit])
+    // After the pause the user connects again, with traffic the enforcer has not sampled yet
+    // when the notification arrives: the window opens on the totals before it, and is saved at
+    // once with the ledger, that traffic included (an hour before the interval would).
+    try bench.alarmFires(at: window.pauseEndsAt)
+    let change = nm.up(Self.uuid)
+    let second = try #require(bench.kernel.index(of: "wg0"))
+    bench.kernel.carry(second, rx: 300, tx: 400)
+    try bench.handle(.link(change))
+    let reopened = try bench.stored()
+    #expect(reopened.window != window && reopened.window != nil)
+    #expect(reopened.usageBase.rxBytes == 5000 && reopened.usageBase.txBytes == 7000, "\(reopened.usageBase)")
+    let stored = try bench.store.tunnelTotals()
+    #expect(stored.rxBytes == 5300 && stored.txBytes == 7400, "\(stored)")
+  }
+
+  @Test("NetworkManager refuses to deactivate: link-down takes over at once, and the stop says why")
+  func networkManagerRefuses() throws {
+    let (bench, nm) = try networkManagerBench("nmrefuse")
+    nm.refusesDown = true
+    let change = nm.up(Self.uuid)
+    try bench.handle(.link(change))
+    try bench.handle(.started)
+    let window = try #require(try bench.stored().window)
+    bench.clock.advance(window.sessionEndsAt - bench.clock.now().wall)
+    let before = bench.clock.now().monotonic
+    try bench.handle(.alarm)
+    #expect(!bench.kernel.isUp(change.record.index))
+    #expect(bench.kernel.setDownCalls == 1)
+    // A refusal is not waited out: link-down follows at once.
+    #expect(bench.clock.now().monotonic - before < 1_000_000_000)
+    let stop = try #require(try bench.store.stops(limit: 1).first)
+    #expect(stop.detail?.contains("not authorized to deactivate connections") == true, "\(stop)")
+    #expect(stop.detail?.contains("fell back to link-down") == true, "\(stop)")
+    #expect(bench.enforcer.holds.isEmpty)
+  }
+
+  @Test("the device went, but NetworkManager still lists the connection active: recorded, not taken for success")
+  func networkManagerHalfDown() throws {
+    let (bench, nm) = try networkManagerBench("nmhalf")
+    nm.staysActive = true
+    try bench.handle(.link(nm.up(Self.uuid)))
+    try bench.handle(.started)
+    let window = try #require(try bench.stored().window)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    let stop = try #require(try bench.store.stops(limit: 1).first)
+    #expect(stop.detail?.contains("its manager does not say it stopped") == true, "\(stop)")
+    #expect(bench.log.contains("does not say it stopped"))
+  }
+
+  @Test("stopped during the pause: the held autoconnect is given back at once, the presence file removed")
+  func stopGivesBack() throws {
+    let (bench, nm) = try networkManagerBench("nmstop", presence: true)
+    try bench.handle(.link(nm.up(Self.uuid)))
+    try bench.handle(.started)
+    let window = try #require(try bench.stored().window)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    let file = EnforcerPresenceFile(location: bench.location, tunnel: InterfaceName("wg0"))
+    #expect(file.read()?.holds.map(\.id) == [Self.uuid], "the hold is not where a successor finds it")
+    #expect(!nm.autoconnect(Self.uuid))
+    try bench.handle(.stop)
+    #expect(nm.autoconnect(Self.uuid))
+    #expect(file.read() == nil)
+  }
+
+  @Test("after a crash in the pause, the next enforcer takes over the hold and gives it back when the pause ends")
+  func successorGivesBack() throws {
+    let (first, nm) = try networkManagerBench("nmcrash", presence: true)
+    try first.handle(.link(nm.up(Self.uuid)))
+    try first.handle(.started)
+    let window = try #require(try first.stored().window)
+    try first.alarmFires(at: window.sessionEndsAt)
+    // The first one dies without stopping (kill -9): its file still names its hold, and a pid
+    // that is not this process.
+    let file = EnforcerPresenceFile(location: first.location, tunnel: InterfaceName("wg0"))
+    var left = try #require(file.read())
+    left.pid = 999_999
+    try file.write(left)
+    let second = try EnforcerBench(
+      "nmcrash2", kernel: first.kernel, directory: first.directory,
+      manager: (
+        nil, FixedDetector(manager: TunnelManager(kind: .none, id: nil, foundBy: .nothing, evidence: "test")), nm
+      ),
+      presence: true)
+    second.clock.advance(first.clock.now().wall - second.clock.now().wall + .seconds(30))
+    try second.handle(.started)
+    #expect(second.enforcer.holds.map(\.id) == [Self.uuid])
+    #expect(second.log.contains("taking over what the previous enforcer (pid 999999) held"))
+    #expect(!nm.autoconnect(Self.uuid))
+    try second.alarmFires(at: window.pauseEndsAt)
+    #expect(nm.autoconnect(Self.uuid))
+    #expect(file.read()?.holds.isEmpty == true)
+  }
+
+  @Test("--action networkmanager on a tunnel NetworkManager does not manage: link-down, and the stop says why")
+  func namedManagerMissing() throws {
+    let bench = try EnforcerBench(
+      "nmmissing",
+      manager: (
+        .networkManager,
+        FixedDetector(
+          manager: TunnelManager(kind: .none, id: nil, foundBy: .nothing, evidence: "no process holds wg0")),
+        FakeNetworkManager(FakeKernel())
+      ))
+    bench.kernel.add("wg0", up: true)
+    try bench.handle(.started)
+    let window = try #require(try bench.stored().window)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    #expect(!bench.kernel.isUp(try #require(bench.kernel.index(of: "wg0"))))
+    let stop = try #require(try bench.store.stops(limit: 1).first)
+    #expect(stop.detail?.contains("no NetworkManager connection on wg0 (no process holds wg0)") == true, "\(stop)")
+  }
+
+  @Test(
+    "auto, wg-quick: `wg-quick down CONFIG` at the deadline removes the device; when it fails, link-down, recorded")
+  func wgQuick() throws {
+    let config = "/etc/wireguard/wg0.conf"
+    let manager = TunnelManager(
+      kind: .wgQuick, id: config, foundBy: .holder, evidence: "wireguard-go (pid 9) holds wg0; \(config)")
+    for failing in [false, true] {
+      let kernel = FakeKernel()
+      let wgQuick = FakeWgQuick(kernel)
+      wgQuick.fails = failing
+      let bench = try EnforcerBench(
+        "wgq\(failing)", kernel: kernel, manager: (nil, FixedDetector(manager: manager), wgQuick))
+      let index = kernel.add("wg0", up: true).record.index
+      try bench.handle(.started)
+      let window = try #require(try bench.stored().window)
+      try bench.alarmFires(at: window.sessionEndsAt)
+      #expect(wgQuick.commands == [["wg-quick", "down", config]])
+      let stop = try #require(try bench.store.stops(limit: 1).first)
+      if failing {
+        #expect(!kernel.isUp(index))
+        #expect(stop.detail?.contains("is not a WireGuard interface") == true, "\(stop)")
+        #expect(stop.detail?.contains("fell back to link-down") == true, "\(stop)")
+      } else {
+        #expect(kernel.index(of: "wg0") == nil)
+        #expect(kernel.setDownCalls == 0)
+        #expect(stop.detail == "stopped through wg-quick \(config)")
+      }
+    }
+  }
+
+  @Test("the enforcer says it runs (pid, since, action) beside the database, readers find it, and it goes at stop")
+  func presence() throws {
+    let bench = try EnforcerBench("presence", presence: true)
+    #expect(EnforcerPresenceFile.running(on: bench.location).isEmpty)
+    try bench.handle(.started)
+    let running = EnforcerPresenceFile.running(on: bench.location)
+    #expect(running.map(\.pid) == [ProcessTable.currentID])
+    #expect(running.first?.action == "link-down")
+    #expect(running.first?.tunnel == InterfaceName("wg0"))
+    #expect(running.first?.since == bench.clock.now().wall)
+    try bench.handle(.stop)
+    #expect(EnforcerPresenceFile.running(on: bench.location).isEmpty)
+  }
+
+  @Test("a presence file whose process is gone, or was replaced by another with the same pid, is not believed")
+  func stalePresence() throws {
+    let bench = try EnforcerBench("stale")
+    let file = EnforcerPresenceFile(location: bench.location, tunnel: InterfaceName("wg0"))
+    let me = ProcessTable.currentID
+    let start = try #require(ProcessTable.startTime(of: me))
+    let base = EnforcerPresence(
+      pid: me, startTime: start, since: bench.clock.now().wall, action: "auto", tunnel: .init("wg0"))
+    try file.write(base)
+    #expect(EnforcerPresenceFile.running(on: bench.location).count == 1)
+    var reused = base
+    reused.startTime = start + 1
+    try file.write(reused)
+    #expect(EnforcerPresenceFile.running(on: bench.location).isEmpty)
+    var gone = base
+    gone.pid = Int32.max
+    try file.write(gone)
+    #expect(EnforcerPresenceFile.running(on: bench.location).isEmpty)
+    try Data("garbage\n".utf8).write(to: URL(fileURLWithPath: file.path))
+    #expect(EnforcerPresenceFile.running(on: bench.location).isEmpty)
+  }
+
+  @Test("a name that does not exist yet: the enforcer says it waits for it, and enforces when it comes")
+  func waitsForName() throws {
+    let bench = try EnforcerBench("wait")
+    try bench.handle(.started)
+    #expect(bench.log.contains("wg0 does not exist (yet): waiting for it to appear"))
+    try bench.handle(.link(bench.kernel.add("wg0", up: true)))
+    #expect(try bench.stored().window != nil)
+  }
+}
+
+/// The managers' command lines and what their answers mean, as values.
+struct ManagerCommandTests {
+  @Test("the command lines each manager is driven with")
+  func commandLines() {
+    #expect(
+      NetworkManagerControl.deactivate("U") == ["nmcli", "--wait", "10", "connection", "down", "uuid", "U"])
+    #expect(
+      NetworkManagerControl.setAutoconnect("U", "no") == [
+        "nmcli", "connection", "modify", "--temporary", "uuid", "U", "connection.autoconnect", "no",
+      ])
+    #expect(SystemdUnitControl.stopCommand("wg-quick@wg0.service") == ["systemctl", "stop", "wg-quick@wg0.service"])
+    #expect(
+      SystemdUnitControl.stateCommand(["a.service", "b.service"]) == [
+        "systemctl", "is-active", "a.service", "b.service",
+      ])
+    #expect(WgQuickControl.downCommand("/etc/wireguard/wg0.conf") == ["wg-quick", "down", "/etc/wireguard/wg0.conf"])
+  }
+
+  @Test("OpenVPN's management answer: SUCCESS is taken, ERROR refused, a greeting alone is no answer yet")
+  func managementVerdict() {
+    let greeting = ">INFO:OpenVPN Management Interface Version 5 -- type 'help' for more info\r\n"
+    #expect(OpenVPNControl.verdict(Array(greeting.utf8)) == nil)
+    #expect(OpenVPNControl.verdict(Array((greeting + "SUCCESS: signal SIGTERM thrown\r\n").utf8)) == true)
+    #expect(OpenVPNControl.verdict(Array((greeting + "ERROR: signal not recognised\r\n").utf8)) == false)
+    #expect(OpenVPNControl.verdict(Array("ENTER PASSWORD:".utf8)) == nil)
+  }
+
+  @Test(
+    "an enforcer without CAP_NET_ADMIN, or without NetworkManager's permission for its connection, is refused at start")
+  func requirements() throws {
+    final class Permissions: ProgramRunner, @unchecked Sendable {
+      var value = "yes"
+      func run(_ arguments: [String], timeout: Duration) -> ProgramRun {
+        ProgramRun(
+          outcome: .exited(0),
+          output: "org.freedesktop.NetworkManager.enable-disable-network:yes\n"
+            + "org.freedesktop.NetworkManager.network-control:\(value)\n")
+      }
+    }
+    let permissions = Permissions()
+    #expect(throws: Never.self) { try EnforcerRequirements.check(hasNetAdmin: true, runner: permissions) }
+    do {
+      try EnforcerRequirements.check(hasNetAdmin: false, runner: permissions)
+      Issue.record("no CAP_NET_ADMIN, yet accepted")
+    } catch {
+      #expect(error.description.contains("CAP_NET_ADMIN"))
+    }
+    #expect(throws: Never.self) {
+      try EnforcerRequirements.check(hasNetAdmin: true, networkManager: true, runner: permissions)
+    }
+    for refused in ["no", "auth"] {
+      permissions.value = refused
+      do {
+        try EnforcerRequirements.check(hasNetAdmin: true, networkManager: true, runner: permissions)
+        Issue.record("network-control \(refused), yet accepted")
+      } catch {
+        #expect(error.description.contains("network-control"))
+      }
+    }
+  }
+
+  @Test("nmcli -t lines: colons in values are escaped, empty fields are nil")
+  func terseDevices() {
+    let devices = NetworkManagerControl.parseDevices(
+      "nmtun0:connected:vpn\\:work:f2e6\nlo:connected (externally):lo:1234\nveth0:disconnected::\n\n")
+    #expect(devices.count == 3)
+    #expect(
+      devices[0]
+        == NetworkManagerDevice(device: .init("nmtun0"), state: "connected", connection: "vpn:work", uuid: "f2e6"))
+    #expect(devices[1].isExternal && !devices[0].isExternal)
+    #expect(devices[2].connection == nil && devices[2].uuid == nil)
+  }
+
+  @Test(
+    "where systemd runs, a unit is asked about by name (the configured one first) and counts only when active")
+  func systemdDetection() throws {
+    final class Systemd: ProgramRunner, @unchecked Sendable {
+      var active: Set<String> = []
+      private(set) var asked: [[String]] = []
+      func run(_ arguments: [String], timeout: Duration) -> ProgramRun {
+        asked.append(arguments)
+        guard arguments.starts(with: ["systemctl", "is-active"]) else { return ProgramRun(outcome: .exited(1)) }
+        let states = arguments.dropFirst(2).map { active.contains($0) ? "active\n" : "inactive\n" }
+        return ProgramRun(outcome: .exited(0), output: states.joined())
+      }
+    }
+    let directory = try TemporaryDirectory("systemd")
+    let systemd = Systemd()
+    let detector = ManagerDetector(
+      runner: systemd, wgQuickDirectories: [directory.path], units: [.init("wg0"): "my-vpn.service"],
+      procRoot: SystemPath(directory.file("no-proc")), networkManagerDirectory: directory.file("no-nm"),
+      systemdDirectory: directory.path)
+    #expect(detector.manager(of: .init("wg0"), kind: "wireguard").kind == .none)
+    #expect(
+      systemd.asked.last == [
+        "systemctl", "is-active", "my-vpn.service", "wg-quick@wg0.service", "openvpn-client@wg0.service",
+        "openvpn@wg0.service",
+      ])
+    systemd.active = ["wg-quick@wg0.service"]
+    #expect(detector.manager(of: .init("wg0"), kind: "wireguard").id == "wg-quick@wg0.service")
+    systemd.active = ["wg-quick@wg0.service", "my-vpn.service"]
+    let configured = detector.manager(of: .init("wg0"), kind: "wireguard")
+    #expect(configured.kind == .systemd && configured.id == "my-vpn.service" && configured.foundBy == .unit)
+    // Without systemd, nobody asks it.
+    let count = systemd.asked.count
+    var without = detector
+    without.systemdDirectory = directory.file("no-systemd")
+    #expect(without.manager(of: .init("wg0"), kind: "wireguard").kind == .none)
+    #expect(systemd.asked.count == count)
+  }
+
+  @Test("a systemd unit is stopped when is-active says so, and only then")
+  func systemdState() {
+    final class Answer: ProgramRunner, @unchecked Sendable {
+      var state = "active"
+      func run(_ arguments: [String], timeout: Duration) -> ProgramRun {
+        ProgramRun(outcome: .exited(state == "active" ? 0 : 3), output: state + "\n")
+      }
+    }
+    let answer = Answer()
+    let control = SystemdUnitControl(unit: "wg-quick@wg0.service", runner: answer)
+    #expect(control.isStopped(.init("wg0"), deviceGone: true) == false)
+    answer.state = "inactive"
+    #expect(control.isStopped(.init("wg0"), deviceGone: true) == true)
+    answer.state = "deactivating"
+    #expect(control.isStopped(.init("wg0"), deviceGone: true) == false)
+  }
+
+  @Test("programs run as children: their output is kept, a daemon they leave holding the pipe does not hold us up")
+  func childRunner() {
+    let runner = ChildProgramRunner()
+    let printed = runner.run(["/bin/sh", "-c", "echo out; echo err >&2; exit 3"], timeout: .seconds(10))
+    #expect(printed.outcome == .exited(3))
+    #expect(printed.output == "out\n" && printed.errors == "err\n")
+    #expect(printed.failure == "exited with status 3: err")
+    let started = ContinuousClock.now
+    let daemon = runner.run(["/bin/sh", "-c", "sleep 5 & echo started"], timeout: .seconds(10))
+    #expect(daemon.succeeded && daemon.output == "started\n")
+    #expect(ContinuousClock.now - started < .seconds(3), "waited for the daemon's end of the pipe")
+    let slow = runner.run(["/bin/sleep", "10"], timeout: .milliseconds(300))
+    #expect(slow.outcome == .timedOut)
+    #expect(runner.run(["/nonexistent/nmcli"], timeout: .seconds(1)).outcome == .failedToStart(.noSuchFile))
+  }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import Testing
+
+@testable import VPNStatEngine
+@testable import VPNStatModel
+@testable import VPNStatRender
+@testable import VPNStatSystem
+@testable import VPNStatTestSupport
+
+/// A TCP client of the test's own on 127.0.0.1, non-blocking, so the test can step the server
+/// between its sends and reads in one thread.
+final class TestClient {
+  let fd: Int32
+  private(set) var received: [UInt8] = []
+  private(set) var closed = false
+
+  init(port: UInt16) throws {
+    fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestSetupError("socket: \(errno)") }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    let rc = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    guard rc == 0 else { throw TestSetupError("connect: \(errno)") }
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+  }
+
+  func send(_ text: String) { send(Array(text.utf8)) }
+  func send(_ bytes: [UInt8]) {
+    _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+  }
+
+  /// Reads what has arrived; notes the end of the stream.
+  func poll() {
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+      if n > 0 {
+        received += buffer[0..<n]
+        continue
+      }
+      if n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { closed = true }
+      return
+    }
+  }
+
+  var text: String { String(decoding: received, as: UTF8.self) }
+  var statusLine: String { text.split(separator: "\r\n").first.map(String.init) ?? "" }
+  var body: String { text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n") }
+  func header(_ name: String) -> String? {
+    for line in text.components(separatedBy: "\r\n\r\n").first?.split(separator: "\r\n") ?? []
+    where line.lowercased().hasPrefix(name.lowercased() + ":") {
+      return line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces)
+    }
+    return nil
+  }
+
+  deinit { close(fd) }
+}
+
+/// `record --listen`'s server, in-process on 127.0.0.1 with an ephemeral port and a manual
+/// clock: the test steps it between its own clients' sends and reads.
+struct MetricsServerTests {
+  let clock = ManualTimeSource()
+  let exposition = MetricsExposition()
+  var server: MetricsServer
+
+  init(limits: MetricsServer.Limits = MetricsServer.Limits()) throws {
+    let listener = try ListeningSocket(try #require(ListenAddress(parsing: "127.0.0.1:0")))
+    server = MetricsServer(listener: listener, exposition: exposition, clock: clock, limits: limits)
+  }
+
+  var port: UInt16 { server.listener.address.port }
+
+  /// A ledger with one tunnel and its session, as the recorder publishes after a sample.
+  func publish(interfaces: Int = 1) {
+    var ledger = Ledger()
+    let observations = (0..<interfaces).map { (i: Int) -> LedgerObservation in
+      let name = InterfaceName(i == 0 ? "wg0" : "ifb\(i)")
+      let interfaceClass: InterfaceClass = i == 0 ? .tunnel : .other
+      return LedgerObservation(
+        name: name, interfaceClass: interfaceClass,
+        baseline: LedgerBaseline(
+          instance: InterfaceInstance(index: Int32(i + 2), bootID: "b"), counters: .zero, width: .bits64,
+          wall: clock.now().wall, boottime: 1),
+        plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
+    }
+    _ = ledger.advance(observations)
+    exposition.publish(MetricsSnapshot(ledger: ledger, session: nil, health: StoreHealth(), takenAt: clock.now().wall))
+  }
+
+  /// Steps the server until `client` has its whole response (the server closed its side), or
+  /// `steps` steps passed.
+  mutating func exchange(_ client: TestClient, steps: Int = 50) throws {
+    for _ in 0..<steps {
+      try server.step(timeout: .milliseconds(20))
+      client.poll()
+      if client.closed { return }
+    }
+  }
+
+  @Test("GET /metrics: the Prometheus text format by default, OpenMetrics when Accept asks, as Prometheus does")
+  mutating func negotiation() throws {
+    publish()
+    for (accept, openMetrics) in [
+      (nil, false), ("*/*", false), ("text/plain", false), ("application/openmetrics-text", true),
+      (
+        "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+        true
+      ),
+      ("text/plain;version=0.0.4;q=1, application/openmetrics-text;q=0.5", false),
+      ("application/openmetrics-text;q=0", false), ("APPLICATION/OpenMetrics-Text; VERSION=1.0.0", true),
+    ] as [(String?, Bool)] {
+      let client = try TestClient(port: port)
+      client.send("GET /metrics HTTP/1.1\r\nHost: x\r\n" + (accept.map { "Accept: \($0)\r\n" } ?? "") + "\r\n")
+      try exchange(client)
+      #expect(client.statusLine == "HTTP/1.1 200 OK", "\(String(describing: accept)): \(client.text)")
+      #expect(
+        client.header("Content-Type")
+          == (openMetrics
+            ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            : "text/plain; version=0.0.4; charset=utf-8"),
+        "\(String(describing: accept))")
+      #expect(client.body.hasSuffix("# EOF\n") == openMetrics, "\(String(describing: accept))")
+      #expect(client.body.contains("vpnstat_class_receive_bytes_total{class=\"tunnel\"} 0"))
+      #expect(client.header("Content-Length") == String(client.body.utf8.count))
+    }
+    // Each client closed its end after reading: the server's lingering ends with it.
+    for _ in 0..<5 { try server.step(timeout: .milliseconds(10)) }
+    #expect(server.connectionCount == 0)
+  }
+
+  @Test("/ is a page with a link; other paths 404, other methods 405 with Allow: GET; no snapshot yet 503")
+  mutating func pathsAndMethods() throws {
+    for (request, status) in [
+      ("GET /metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 503 Service Unavailable"),
+      ("GET / HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK"), ("GET /favicon.ico HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
+      ("GET /metrics/../etc/passwd HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
+      ("POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", "HTTP/1.1 405 Method Not Allowed"),
+      ("HEAD / HTTP/1.1\r\n\r\n", "HTTP/1.1 405 Method Not Allowed"),
+      ("GET http://evil/metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
+    ] {
+      let client = try TestClient(port: port)
+      client.send(request)
+      try exchange(client)
+      #expect(client.statusLine == status, "\(request): \(client.text)")
+      if status.contains("405") { #expect(client.header("Allow") == "GET") }
+      if request.hasPrefix("GET / ") { #expect(client.body.contains("<a href=\"/metrics\">")) }
+    }
+    publish()
+    let client = try TestClient(port: port)
+    client.send("GET /metrics?x=1 HTTP/1.1\r\n\r\n")
+    try exchange(client)
+    #expect(client.statusLine == "HTTP/1.1 200 OK")
+  }
+
+  @Test("garbage gets 400, an oversized head 431, a client gone mid-request nothing; the server goes on")
+  mutating func hostile() throws {
+    publish()
+    for (bytes, status) in [
+      (Array("\u{0}\u{1}\u{2}garbage\r\n\r\n".utf8), "HTTP/1.1 400 Bad Request"),
+      (Array("GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n".utf8), "HTTP/1.1 400 Bad Request"),
+      (Array("GET /metrics\r\n\r\n".utf8), "HTTP/1.1 400 Bad Request"),
+      (Array("GET /metrics SPDY/3\r\n\r\n".utf8), "HTTP/1.1 400 Bad Request"),
+      ([0xFF, 0xFE] + Array(" /metrics HTTP/1.1\r\n\r\n".utf8), "HTTP/1.1 400 Bad Request"),
+      (
+        Array("GET /metrics HTTP/1.1\r\nX: ".utf8) + [UInt8](repeating: 0x41, count: 9000),
+        "HTTP/1.1 431 Request Header Fields Too Large"
+      ),
+    ] {
+      let client = try TestClient(port: port)
+      client.send(bytes)
+      try exchange(client)
+      #expect(client.statusLine == status, "\(client.text.prefix(80))")
+      #expect(client.closed)
+    }
+    // Gone before finishing its request: nothing to answer, nothing kept.
+    do {
+      let client = try TestClient(port: port)
+      client.send("GET /met")
+      try server.step(timeout: .milliseconds(20))
+      _ = client
+    }
+    for _ in 0..<5 { try server.step(timeout: .milliseconds(10)) }
+    #expect(server.connectionCount == 0)
+    let after = try TestClient(port: port)
+    after.send("GET /metrics HTTP/1.1\r\n\r\n")
+    try exchange(after)
+    #expect(after.statusLine == "HTTP/1.1 200 OK")
+  }
+
+  @Test("slowloris: a request not finished within 5 s gets 408 and is closed; meanwhile others are served")
+  mutating func slowClient() throws {
+    publish()
+    let slow = try TestClient(port: port)
+    slow.send("GET /metrics HTTP/1.1\r\nX-Slow: ")
+    for _ in 0..<3 { try server.step(timeout: .milliseconds(10)) }
+    #expect(server.connectionCount == 1)
+    let quick = try TestClient(port: port)
+    quick.send("GET /metrics HTTP/1.1\r\n\r\n")
+    try exchange(quick)
+    #expect(quick.statusLine == "HTTP/1.1 200 OK")
+    clock.advance(.milliseconds(4900))
+    slow.send("a")
+    try server.step(timeout: .milliseconds(10))
+    slow.poll()
+    #expect(!slow.closed && slow.received.isEmpty)
+    clock.advance(.milliseconds(200))
+    try exchange(slow)
+    #expect(slow.statusLine == "HTTP/1.1 408 Request Timeout")
+    #expect(slow.closed)
+    // Its input is drained for a moment (closing on unread input would reset the connection
+    // and could lose the 408), then it is closed.
+    #expect(server.connectionCount == 1)
+    clock.advance(.seconds(3))
+    try server.step(timeout: .milliseconds(10))
+    #expect(server.connectionCount == 0)
+  }
+
+  @Test("at most Limits.connections clients: the ones over are closed at once, the others still answered")
+  mutating func connectionLimit() throws {
+    var limits = MetricsServer.Limits()
+    limits.connections = 3
+    self = try MetricsServerTests(limits: limits)
+    publish()
+    let clients = try (0..<5).map { _ in try TestClient(port: port) }
+    for _ in 0..<5 { try server.step(timeout: .milliseconds(10)) }
+    #expect(server.connectionCount == 3)
+    for client in clients { client.poll() }
+    #expect(clients.filter(\.closed).count == 2)
+    for client in clients where !client.closed { client.send("GET /metrics HTTP/1.1\r\n\r\n") }
+    for client in clients where !client.closed { try exchange(client) }
+    #expect(clients.filter { $0.statusLine == "HTTP/1.1 200 OK" }.count == 3)
+  }
+
+  @Test("a client that never reads a large response is dropped after 10 s; the response never blocks the server")
+  mutating func neverReads() throws {
+    publish(interfaces: 20_000)
+    let client = try TestClient(port: port)
+    var size: Int32 = 4096
+    setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    client.send("GET /metrics HTTP/1.1\r\n\r\n")
+    let began = ContinuousClock().now
+    for _ in 0..<10 { try server.step(timeout: .milliseconds(10)) }
+    #expect(ContinuousClock().now - began < .seconds(5), "a step waited for the client")
+    #expect(server.connectionCount == 1)
+    clock.advance(.seconds(11))
+    try server.step(timeout: .milliseconds(10))
+    #expect(server.connectionCount == 0)
+  }
+
+  @Test(
+    "request heads: CRLF or LF, blank lines first tolerated, Accept headers joined, incomplete until the blank line")
+  func heads() {
+    #expect(HTTPRequestHead.parse(Array("GET /metrics HTTP/1.1\r\nAccept: a\r\n".utf8)) == .incomplete)
+    #expect(HTTPRequestHead.parse(Array("GET /metrics HT".utf8)) == .incomplete)
+    #expect(HTTPRequestHead.parse(Array("GET /m\u{7}".utf8)) == .malformed)
+    #expect(
+      HTTPRequestHead.parse(Array("\r\nGET /metrics HTTP/1.1\nAccept: a\naccept:  b \n\n".utf8))
+        == .complete(HTTPRequestHead(method: "GET", target: "/metrics", version: "HTTP/1.1", accept: "a,b")))
+    #expect(HTTPRequestHead.parse(Array("get /metrics HTTP/1.1\r\n\r\n".utf8)) == .malformed)
+    #expect(HTTPRequestHead.parse(Array("GET  /metrics HTTP/1.1\r\n\r\n".utf8)) == .malformed)
+  }
+}
