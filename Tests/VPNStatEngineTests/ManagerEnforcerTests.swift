@@ -279,6 +279,51 @@ struct ManagerEnforcerTests {
   }
 }
 
+/// What `status` asks /proc: one walk for WireGuard's reader and the manager detector together.
+struct TunProcessSurveyTests {
+  @Test(
+    "one walk of /proc answers both: wireguard-go's tun for WireGuard's reader, every tun's holder for the managers"
+  )
+  func oneWalk() throws {
+    let proc = try ProcFixture()
+    try proc.process(
+      10, command: "wireguard-go", arguments: ["wireguard-go", "wg0"], tuns: [3: "wg0"], otherFiles: [4: "socket:[9]"])
+    try proc.process(12, command: "openvpn", arguments: ["openvpn", "--dev", "tun7"], tuns: [3: "tun7"])
+    try proc.process(13, command: "openvpn", arguments: ["openvpn"], namespace: "net:[4026532458]", tuns: [3: "tun8"])
+    try proc.process(14, command: "bash", arguments: ["bash"], otherFiles: [0: "/dev/pts/0"])
+    let config = try TemporaryDirectory("survey")
+    FileManager.default.createFile(atPath: config.file("wg0.conf"), contents: Data())
+    let survey = TunProcessSurvey(procRoot: SystemPath(proc.root))
+    // /run/wireguard exists: the reader looks for wireguard-go (its socket is not there).
+    var reader = WireGuardReader(
+      procRoot: SystemPath(proc.root), runDirectory: SystemPath(proc.directory.path), useNetlink: false,
+      survey: survey)
+    let statuses = reader.read([
+      WireGuardCandidate(name: InterfaceName("wg0"), index: 5, implementation: .tun),
+      WireGuardCandidate(name: InterfaceName("tun7"), index: 6, implementation: .tun),
+    ])
+    #expect(statuses[0]?.evidence == .wireguardGo)
+    #expect(statuses[1] == nil)
+    let detector = ManagerDetector(
+      runner: FakeNetworkManager(FakeKernel()), wgQuickDirectories: [config.path], procRoot: SystemPath(proc.root),
+      networkManagerDirectory: config.file("no-nm"), systemdDirectory: config.file("no-systemd"), survey: survey)
+    let found = detector.managers(of: [
+      (InterfaceName("wg0"), "tun"), (InterfaceName("tun7"), "tun"), (InterfaceName("tun8"), "tun"),
+    ])
+    #expect(found[InterfaceName("wg0")]?.kind == .wgQuick && found[InterfaceName("wg0")]?.process?.pid == 10)
+    #expect(found[InterfaceName("tun7")]?.kind == .openVPN && found[InterfaceName("tun7")]?.process?.pid == 12)
+    #expect(found[InterfaceName("tun8")]?.kind == TunnelManager.Kind.none, "a holder in another namespace")
+    #expect(survey.walks == 1)
+    // Without a survey (the enforcer), each question walks again and sees /proc as it is now.
+    var alone = detector
+    alone.survey = nil
+    try proc.process(15, command: "openvpn", arguments: ["openvpn"], tuns: [3: "tun9"])
+    #expect(alone.manager(of: InterfaceName("tun9"), kind: "tun").process?.pid == 15)
+    #expect(detector.manager(of: InterfaceName("tun9"), kind: "tun").kind == TunnelManager.Kind.none)
+    #expect(survey.walks == 1)
+  }
+}
+
 /// The managers' command lines and what their answers mean, as values.
 struct ManagerCommandTests {
   @Test("the command lines each manager is driven with")
