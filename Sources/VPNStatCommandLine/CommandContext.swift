@@ -74,6 +74,10 @@ public struct CommandContext: Sendable {
     try standardOutput.writeAll(bytes)
   }
 
+  func write(_ bytes: UnsafeRawBufferPointer) throws {
+    try standardOutput.writeAll(bytes)
+  }
+
   /// A line on stderr, prefixed `vpnstat: `. Messages quote what they were given — paths,
   /// values, names — so every line is made safe for a terminal here, the one way out: a path
   /// holding ESC must not repaint the screen of whoever reads the error.

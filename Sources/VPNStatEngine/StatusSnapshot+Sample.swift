@@ -15,14 +15,27 @@ extension StatusSnapshot {
     if let previous {
       for entry in previous.interfaces { previousByName[entry.name] = entry }
     }
-    var reports: [InterfaceReport] = []
-    reports.reserveCapacity(sample.interfaces.count)
-    for entry in sample.interfaces where selection.includes(name: entry.name) {
+    // The chosen interfaces in report order first (class, then name), then each report built
+    // once in its place: a report is large, and sorting or copying a thousand of them costs more
+    // than the rest of the snapshot.
+    var chosen: [(at: Int, interfaceClass: InterfaceClass, evidence: ClassEvidence)] = []
+    chosen.reserveCapacity(sample.interfaces.count)
+    for (at, entry) in sample.interfaces.enumerated() where selection.includes(name: entry.name) {
       let described = catalog.entry(for: entry)
       guard selection.includes(entry.name, described.interfaceClass) else { continue }
+      chosen.append((at, described.interfaceClass, described.evidence))
+    }
+    chosen.sort { a, b in
+      a.interfaceClass != b.interfaceClass
+        ? a.interfaceClass < b.interfaceClass : sample.interfaces[a.at].name < sample.interfaces[b.at].name
+    }
+    var reports: [InterfaceReport] = []
+    reports.reserveCapacity(chosen.count)
+    for (at, interfaceClass, evidence) in chosen {
+      let entry = sample.interfaces[at]
       var report = InterfaceReport(
-        name: entry.name, index: entry.index, interfaceClass: described.interfaceClass,
-        classBy: described.evidence, state: LinkState(entry.link), counters: entry.counters,
+        name: entry.name, index: entry.index, interfaceClass: interfaceClass, classBy: evidence,
+        state: LinkState(entry.link), counters: entry.counters,
         width: entry.width, ledger: ledger?.entries[entry.name]?.totals)
       if let previous, let before = previousByName[entry.name] {
         let seconds = Double(sample.taken.boottime - previous.taken.boottime) / 1e9
@@ -38,13 +51,6 @@ extension StatusSnapshot {
       }
       reports.append(report)
     }
-    // Sorted through an index: moving the reports themselves costs more than comparing them.
-    let order = reports.indices.sorted { a, b in
-      let x = reports[a]
-      let y = reports[b]
-      return x.interfaceClass != y.interfaceClass ? x.interfaceClass < y.interfaceClass : x.name < y.name
-    }
-    reports = order.map { reports[$0] }
     return StatusSnapshot(
       generatedAt: sample.taken.wall, source: sample.source, fallbackReason: sample.fallbackReason,
       interfaces: reports,

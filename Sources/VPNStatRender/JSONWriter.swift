@@ -13,6 +13,17 @@ public struct JSONWriter {
   /// What has been written.
   public var bytes: [UInt8] { output.array }
 
+  /// Lends what has been written, without copying it.
+  public func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+    try output.withBytes { try body(UnsafeRawBufferPointer($0)) }
+  }
+
+  /// Ends a document: a newline, for the one-document-per-line outputs.
+  public mutating func newline() {
+    output.append(0x0A)
+    needsComma = false
+  }
+
   @inline(__always)
   private mutating func separate() {
     if needsComma { output.append(0x2C) }

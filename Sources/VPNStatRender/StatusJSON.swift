@@ -11,6 +11,27 @@ public enum StatusJSON {
     return json.bytes
   }
 
+  /// The document and a newline, as `watch --json` prints it: written once and copied once out
+  /// of the writer (a thousand interfaces make half a megabyte, which a newline appended
+  /// afterwards would copy again).
+  public static func line(_ snapshot: StatusSnapshot) -> [UInt8] {
+    var json = JSONWriter(capacity: 4096 + snapshot.interfaces.count * 600)
+    write(snapshot, into: &json)
+    json.newline()
+    return json.bytes
+  }
+
+  /// The document and a newline handed to `output` from the writer's own buffer, not copied:
+  /// what a one-off `status --json` prints.
+  public static func writeLine(_ snapshot: StatusSnapshot, to output: (UnsafeRawBufferPointer) throws -> Void)
+    rethrows
+  {
+    var json = JSONWriter(capacity: 4096 + snapshot.interfaces.count * 600)
+    write(snapshot, into: &json)
+    json.newline()
+    try json.withBytes(output)
+  }
+
   public static func write(_ snapshot: StatusSnapshot, into json: inout JSONWriter) {
     json.beginObject()
     json.envelope(generatedAt: snapshot.generatedAt, estimateNotes: StatusSnapshot.estimateNotes)
