@@ -60,11 +60,14 @@ extension StatusSnapshot {
   /// Looks up who manages each tunnel-class interface (one walk of /proc, at most one `nmcli`),
   /// and the session's tunnel with them.
   public mutating func addManagers(_ detector: any ManagerDetecting, sample: CounterSample) {
-    var kinds: [InterfaceName: String?] = [:]
-    for entry in sample.interfaces { kinds[entry.name] = entry.link.kind }
-    let tunnels = interfaces.filter { $0.interfaceClass == .tunnel }.map { ($0.name, kinds[$0.name] ?? nil) }
-    let found = detector.managers(of: tunnels)
-    for index in interfaces.indices { interfaces[index].manager = found[interfaces[index].name] }
+    let tunnels = Set(interfaces.lazy.filter { $0.interfaceClass == .tunnel }.map(\.name))
+    // The link kinds of those alone: a thousand other interfaces make no table.
+    var links: [(name: InterfaceName, kind: String?)] = []
+    for entry in sample.interfaces where tunnels.contains(entry.name) { links.append((entry.name, entry.link.kind)) }
+    let found = detector.managers(of: links)
+    for index in interfaces.indices where tunnels.contains(interfaces[index].name) {
+      interfaces[index].manager = found[interfaces[index].name]
+    }
     if let tunnel = session?.tunnel { session?.manager = found[tunnel] }
   }
 }
