@@ -94,10 +94,11 @@ long netlink_floor_sample(int fd, uint64_t *total_bytes) {
   }
 }
 
-// The link-table dump vpnstat's netlink reader makes on its first sample (RTM_GETLINK, every
-// attribute but the statistics: IFLA_EXT_MASK with RTEXT_FILTER_SKIP_STATS), counting the links
-// and reading each one's name, as the reader must.
-long netlink_floor_links(int fd) {
+// The link-table dump vpnstat's netlink reader makes on its first sample (RTM_GETLINK with
+// IFLA_EXT_MASK RTEXT_FILTER_SKIP_STATS, which leaves out IPv6's statistics but not the link's
+// IFLA_STATS64), counting the links, reading each one's name and summing its rx+tx bytes, as the
+// reader must: that one dump is a new reader's whole first sample.
+long netlink_floor_links(int fd, uint64_t *total_bytes) {
   struct {
     struct nlmsghdr header;
     struct ifinfomsg link;
@@ -120,6 +121,7 @@ long netlink_floor_links(int fd) {
   }
   long links = 0;
   size_t names = 0;
+  uint64_t total = 0;
   for (;;) {
     ssize_t length = recv(fd, floor_buffer, sizeof floor_buffer, 0);
     if (length < 0) {
@@ -131,9 +133,13 @@ long netlink_floor_links(int fd) {
     for (struct nlmsghdr *message = (struct nlmsghdr *)floor_buffer; NLMSG_OK(message, remaining);
          message = NLMSG_NEXT(message, remaining)) {
       if (message->nlmsg_seq != request.header.nlmsg_seq) continue;
-      if (message->nlmsg_type == NLMSG_DONE) return names > 0 ? links : 0;
+      if (message->nlmsg_type == NLMSG_DONE) {
+        *total_bytes = total;
+        return names > 0 ? links : 0;
+      }
       if (message->nlmsg_type == NLMSG_ERROR) {
         const struct nlmsgerr *error = NLMSG_DATA(message);
+        *total_bytes = total;
         return error->error != 0 ? error->error : links;
       }
       if (message->nlmsg_type != RTM_NEWLINK) continue;
@@ -142,6 +148,14 @@ long netlink_floor_links(int fd) {
       for (; RTA_OK(attribute, attributes_length);
            attribute = RTA_NEXT(attribute, attributes_length)) {
         if (attribute->rta_type == IFLA_IFNAME) names += strnlen(RTA_DATA(attribute), RTA_PAYLOAD(attribute));
+        if (attribute->rta_type == IFLA_STATS64 &&
+            RTA_PAYLOAD(attribute) >= offsetof(struct rtnl_link_stats64, rx_errors)) {
+          uint64_t bytes[2];
+          memcpy(bytes, (unsigned char *)RTA_DATA(attribute) +
+                            offsetof(struct rtnl_link_stats64, rx_bytes),
+                 sizeof bytes);
+          total += bytes[0] + bytes[1];
+        }
       }
       links += 1;
     }

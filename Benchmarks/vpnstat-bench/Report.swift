@@ -108,8 +108,8 @@ extension String {
 enum Labels {
   static let floor = "C floor (RTM_GETSTATS)"
   static let netlinkReader = "netlink"
-  static let netlinkColdReader = "netlink, new reader (+ RTM_GETLINK)"
-  static let linkFloor = "C floor (RTM_GETLINK + RTM_GETSTATS)"
+  static let netlinkColdReader = "netlink, new reader (RTM_GETLINK)"
+  static let linkFloor = "C floor (RTM_GETLINK, IFLA_STATS64)"
   static let sysfsReader = "sysfs (files kept open)"
   static let sysfsColdReader = "sysfs, new reader (opens every file)"
   static let sysfsFloor = "C floor (sysfs, same files kept open + pread)"
@@ -118,7 +118,7 @@ enum Labels {
   static let export = "vpnstat export"
   static let statusWithDatabase = "vpnstat status --json --db"
   static let exportWithDatabase = "vpnstat export --db"
-  static let commandFloor = "C floor: the same two dumps (netlink-floor)"
+  static let commandFloor = "C floor: the same dump (netlink-floor)"
   static let trueCommand = "/bin/true"
   static let ipVersion = "ip -V"
 }
@@ -250,7 +250,7 @@ enum Summary {
         )
       }
       if let (floor, _) = versusIP(Labels.commandFloor, n) {
-        lines.append("  (the C floor doing the same two dumps, N=\(n): \(formatRatio(floor)) ip)")
+        lines.append("  (the C floor making the same dump, N=\(n): \(formatRatio(floor)) ip)")
       }
       if let status = median(.command, Labels.status, n), let export = median(.command, Labels.export, n) {
         let ratio = export / status

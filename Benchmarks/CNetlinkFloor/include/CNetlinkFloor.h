@@ -6,9 +6,10 @@
 long netlink_floor_sample(int fd, uint64_t *total_bytes);
 /// Opens the NETLINK_ROUTE socket the floor uses. Returns the fd or -errno.
 int netlink_floor_open(void);
-/// The RTM_GETLINK dump a new netlink reader makes (statistics skipped), reading each name.
-/// Returns the link count or -errno.
-long netlink_floor_links(int fd);
+/// The RTM_GETLINK dump a new netlink reader's first sample is (IPv6's statistics skipped),
+/// reading each name and summing each link's IFLA_STATS64 rx+tx bytes. Returns the link count
+/// or -errno.
+long netlink_floor_links(int fd, uint64_t *total_bytes);
 /// Opens the sysfs reader's files (four counters, operstate, carrier) of every interface under
 /// `root` and keeps them. Returns the interface count or -errno.
 long sysfs_floor_open(const char *root);
