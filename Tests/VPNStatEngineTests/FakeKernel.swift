@@ -112,6 +112,7 @@ struct FakeLinks: LinkController {
   }
   func link(index: Int32) throws -> LinkRecord? { kernel.record(index) }
   func setDown(index: Int32) throws { try kernel.setDown(index) }
+  func setUp(index: Int32) throws { _ = kernel.set(index, up: true) }
   func delete(index: Int32) throws { _ = kernel.delete(index) }
 }
 
