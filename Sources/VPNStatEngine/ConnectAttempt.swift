@@ -132,9 +132,11 @@ public struct ConnectAttempt {
 
   /// What happened, for the text and the JSON.
   public var report: TunnelControlReport {
+    // Proofs that named no device name the one the manager reported.
+    let proofs = control.proofs.map { $0.on(probe.reportedDevice) }
     var report = TunnelControlReport(
       command: .connect, name: name, manager: manager, device: device, startedAt: startedAt,
-      acceptedAt: acceptedAt, confirmedAt: state == .connected ? confirmedAt : nil, waitedFor: control.proofs,
+      acceptedAt: acceptedAt, confirmedAt: state == .connected ? confirmedAt : nil, waitedFor: proofs,
       timeout: timeout, outcome: .timedOut)
     if let endedMonotonic { report.elapsed = .nanoseconds(endedMonotonic - startedMonotonic) }
     switch state {
@@ -149,7 +151,7 @@ public struct ConnectAttempt {
     case .timedOut:
       report.outcome = .timedOut
       report.detail = waiting
-      report.missing = held < control.proofs.count ? control.proofs[held] : nil
+      report.missing = held < proofs.count ? proofs[held] : nil
     case .refused(let why):
       report.outcome = ManagerRefusal.isPermission(why) ? .notPermitted : .refused
       report.detail = why

@@ -68,6 +68,15 @@ public enum ConnectionProof: Hashable, Sendable, CustomStringConvertible {
     }
   }
 
+  /// The proof with the device filled in where it named none, once the manager reported one.
+  public func on(_ device: InterfaceName?) -> ConnectionProof {
+    switch self {
+    case .wireGuardHandshake(nil): .wireGuardHandshake(device)
+    case .openVPNConnected(nil): .openVPNConnected(device)
+    default: self
+    }
+  }
+
   /// Why it may not have held, where there is a usual reason.
   public var hint: String? {
     guard case .wireGuardHandshake = self else { return nil }
