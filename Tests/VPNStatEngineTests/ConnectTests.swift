@@ -75,7 +75,7 @@ struct ConnectTests {
     #expect(attempt.state == .timedOut, "an old handshake was taken for this connection")
 
     // Again, and this time the peer answers 1.5 s after the start.
-    kernel.links.keys.forEach { _ = kernel.delete($0) }
+    for index in kernel.links.keys { _ = kernel.delete(index) }
     var second = self.attempt(control, runner: fake, timeout: .seconds(5))
     let secondStart = clock.now().wall
     second.handle(.start)
