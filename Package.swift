@@ -57,7 +57,11 @@ let package = Package(
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
         "VPNStatCapture",
-      ]),
+      ],
+      plugins: ["BuildCommit"]),
+    // Names the commit of every build for `vpnstat --version` (scripts/build-commit: git, or the
+    // `.commit` file a `git archive` tarball carries).
+    .plugin(name: "BuildCommit", capability: .buildTool()),
     // Release builds are fully static (Swift runtime, Foundation, SQLite, libstdc++, glibc): a
     // short command's time was mostly the dynamic loader resolving libstdc++'s and SQLite's
     // symbols (2.3 ms → 1.0 ms to start), and the binary runs without the toolchain. libpcap is

@@ -30,16 +30,14 @@ public enum FlowView {
     let width = max(width, 20)
     let height = max(height, 8)
     let color = options.display.color
-    var lines = header(snapshot, options: options).map { TerminalText.truncate($0, to: width) }
+    // In ASCII a cut is marked with one column too, and every symbol keeps its width.
+    let ellipsis = options.display.ascii ? TerminalText.asciiEllipsis : "…"
+    func fit(_ line: String) -> String { TerminalText.truncate(line, to: width, ellipsis: ellipsis) }
+    var lines = header(snapshot, options: options).map(fit)
     for warning in snapshot.warnings {
-      lines.append(
-        TextStyle.yellow.apply(
-          TerminalText.truncate("warning: " + TerminalText.sanitize(warning), to: width),
-          color: color))
+      lines.append(TextStyle.yellow.apply(fit("warning: " + TerminalText.sanitize(warning)), color: color))
     }
-    let footer = notes(snapshot).map {
-      TextStyle.dim.apply(TerminalText.truncate($0, to: width), color: color)
-    }
+    let footer = notes(snapshot).map { TextStyle.dim.apply(fit($0), color: color) }
     // Each table needs a blank line and a header row besides its rows.
     var room = height - lines.count - footer.count - 1 - 6
     let top = options.top ?? Int.max
@@ -50,16 +48,16 @@ public enum FlowView {
     let flowRows = min(snapshot.flows.count, top, max(1, room))
     lines.append("")
     lines += processTable(snapshot, rows: processRows, options: options).render(
-      color: color, maxWidth: width)
+      color: color, maxWidth: width, ellipsis: ellipsis)
     lines.append("")
     lines += flowTable(snapshot, rows: flowRows, options: options).render(
-      color: color, maxWidth: width)
+      color: color, maxWidth: width, ellipsis: ellipsis)
     lines.append("")
     lines += hostTable(snapshot, rows: hostRows, options: options).render(
-      color: color, maxWidth: width)
+      color: color, maxWidth: width, ellipsis: ellipsis)
     lines.append("")
     lines += footer
-    return lines.prefix(height).joined(separator: "\n") + "\n"
+    return lines.prefix(height).map(options.display.terminal).joined(separator: "\n") + "\n"
   }
 
   /// One report as plain text for pipes and logs: the header, then every process, flow and host
@@ -87,7 +85,7 @@ public enum FlowView {
     let what: String
     switch snapshot.origin {
     case .interface(let name, let index):
-      what = name.terminalText + (index.map { " (ifindex \($0))" } ?? " (gone)")
+      what = display.name(name) + (index.map { " (ifindex \($0))" } ?? " (gone)")
     case .file(let path):
       what = "file " + TerminalText.sanitize(path)
     }

@@ -32,8 +32,12 @@ public struct ParsedCommand: Sendable {
   public var remainderBytes: [String: [[UInt8]]] = [:]
   public var helpRequested = false
   public var versionRequested = false
+  /// How many names of `path` were typed: `vpnstat --json` runs `vpnstat status` but typed only
+  /// `vpnstat`, and the help an error points to is that of what was typed.
+  public var typedCount: Int?
 
-  public var commandPath: String { path.joined(separator: " ") }
+  /// The command as typed, for messages (`vpnstat`, not the `vpnstat status` it ran).
+  public var commandPath: String { path.prefix(typedCount ?? path.count).joined(separator: " ") }
 
   /// Whether the option with this long name was given (for the parser and the config file;
   /// commands ask with the typed `Option` or `Flag`).
@@ -58,6 +62,7 @@ public func parseCommandLine(_ arguments: [String], root: CommandSpec) throws ->
 private func parseCommandLine(_ arguments: [String], raw: [[UInt8]], root: CommandSpec) throws -> ParsedCommand {
   var spec = root
   var path = [root.name]
+  var typedCount = 1
   var remaining = arguments[...]
 
   // Descend through subcommand names; options may not come before the subcommand name except
@@ -74,6 +79,7 @@ private func parseCommandLine(_ arguments: [String], raw: [[UInt8]], root: Comma
     if let sub = spec.subcommands.first(where: { $0.name == word }) {
       spec = sub
       path.append(sub.name)
+      typedCount = path.count
       remaining = remaining.dropFirst()
       continue
     }
@@ -104,6 +110,7 @@ private func parseCommandLine(_ arguments: [String], raw: [[UInt8]], root: Comma
   }
 
   var parsed = ParsedCommand(path: path, spec: spec, values: [:], positionals: [])
+  parsed.typedCount = typedCount
   let commandPath = parsed.commandPath
   var optionsEnded = false
   while let wordIndex = remaining.indices.first {

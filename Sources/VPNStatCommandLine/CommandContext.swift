@@ -11,7 +11,7 @@ public struct CommandContext: Sendable {
   public var standardOutput: FileDescriptor
   public var standardError: FileDescriptor
   public var environmentVariables: [String: String]
-  /// Root gets the system's database and configuration by default.
+  /// Root reads only the system's configuration file, never one in a home.
   public var isRoot: Bool
   public var clock: any TimeSource
   public var calendar: any LocalCalendar
@@ -48,8 +48,26 @@ public struct CommandContext: Sendable {
     return standardOutput.isTerminal
   }
 
+  /// Whether the locale says the terminal shows only ASCII: the first of `LC_ALL`, `LC_CTYPE` and
+  /// `LANG` that is set and not empty decides, as for every C program, and only a UTF-8 one
+  /// (`C.UTF-8`, `en_US.utf8`) gets `≈` and `·`; none at all is the C locale.
+  var asciiOnly: Bool {
+    let locale = ["LC_ALL", "LC_CTYPE", "LANG"].lazy.compactMap { environment($0) }.first { !$0.isEmpty } ?? "C"
+    let lowered = locale.lowercased()
+    return !(lowered.contains("utf-8") || lowered.contains("utf8"))
+  }
+
+  /// Whether the terminal on stdout may be drawn on (the alternate screen, cursor movement):
+  /// never for `TERM=dumb` or no `TERM`, which get plain lines.
+  var canDrawScreen: Bool {
+    guard let term = environment("TERM"), !term.isEmpty, term != "dumb" else { return false }
+    return standardOutput.isTerminal
+  }
+
+  /// Text for people: in ASCII when the locale is not UTF-8 (`TerminalText.ascii`). Output for
+  /// programs (JSON, metrics) is written as bytes, untouched.
   func write(_ text: String) throws {
-    try standardOutput.writeAll(text)
+    try standardOutput.writeAll(asciiOnly ? TerminalText.ascii(text) : text)
   }
 
   func write(_ bytes: [UInt8]) throws {
@@ -61,7 +79,8 @@ public struct CommandContext: Sendable {
   /// holding ESC must not repaint the screen of whoever reads the error.
   func warn(_ text: String) {
     let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { TerminalText.sanitize(String($0)) }
-    try? standardError.writeAll("vpnstat: " + lines.joined(separator: "\n") + "\n")
+    let message = "vpnstat: " + lines.joined(separator: "\n") + "\n"
+    try? standardError.writeAll(asciiOnly ? TerminalText.ascii(message) : message)
   }
 
   /// Opens the database at `location` the way every command does (the context's calendar).
@@ -76,7 +95,7 @@ public struct CommandContext: Sendable {
 }
 
 /// One subcommand: its declared options and the code that turns them into library calls.
-protocol Subcommand {
+protocol Subcommand: SendableMetatype {
   static var spec: CommandSpec { get }
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus
 }

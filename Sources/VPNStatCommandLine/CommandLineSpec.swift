@@ -36,6 +36,37 @@ public struct CommandSpec: Sendable {
   }
 }
 
+/// What a value can be, declared once with its option or positional: a fixed set is what the
+/// parser accepts and what help lists, and every kind is what shell completion offers.
+public enum ValueSet: Sendable, Equatable {
+  /// Whatever the option's parser accepts (a duration, a rate, a count): nothing to offer.
+  case free
+  /// One of these words (`--source netlink`).
+  case oneOf([String])
+  /// One or more of these words, comma-separated (`--only tunnel,wifi`).
+  case listOf([String])
+  /// An interface name (completion lists the interfaces there are).
+  case interface
+  case file
+  case directory
+  /// A program and its arguments (`--exec`).
+  case command
+
+  /// The words of a fixed set; empty for the others.
+  public var words: [String] {
+    switch self {
+    case .oneOf(let words), .listOf(let words): words
+    default: []
+    }
+  }
+
+  /// `netlink, sysfs or getifaddrs`: the words as a sentence says them.
+  static func alternatives(_ words: [String]) -> String {
+    guard words.count > 1 else { return words.first ?? "" }
+    return words.dropLast().joined(separator: ", ") + " or " + words[words.count - 1]
+  }
+}
+
 /// One option. `long` is the canonical key (without dashes) the parsed result is read by.
 public struct OptionSpec: Sendable {
   public enum Arity: Sendable, Equatable {
@@ -59,13 +90,15 @@ public struct OptionSpec: Sendable {
   public var accepts: @Sendable (String) -> Bool
   /// What `accepts` wants, in words, for the error about a value it refused.
   public var expected: String?
-  /// Whether the configuration file may set it (`name = value`).
+  /// Whether the configuration file may set it (`name = value`; a flag as `name = yes|no`).
   public var configurable: Bool
+  /// What its value can be.
+  public var values: ValueSet
 
   public init(
     _ long: String, short: Character? = nil, _ arity: Arity = .flag, repeatable: Bool = false,
     configurable: Bool = false, help: String, accepts: @escaping @Sendable (String) -> Bool = { _ in true },
-    expected: String? = nil
+    expected: String? = nil, values: ValueSet = .free
   ) {
     self.long = long
     self.short = short
@@ -75,6 +108,16 @@ public struct OptionSpec: Sendable {
     self.help = help
     self.accepts = accepts
     self.expected = expected
+    self.values = values
+  }
+
+  /// The words a configurable flag's setting may be; `settingIsTrue` says which set it.
+  static let settingWords = ["yes", "no", "true", "false", "on", "off"]
+  static func settingIsTrue(_ value: String) -> Bool { ["yes", "true", "on"].contains(value) }
+
+  /// Whether the configuration file's `value` is one this option takes.
+  func acceptsSetting(_ value: String) -> Bool {
+    arity == .flag ? Self.settingWords.contains(value) : accepts(value)
   }
 
   /// How the option shows in messages: `--interval <duration>`.
@@ -100,10 +143,12 @@ public struct PositionalSpec: Sendable {
   public var help: String
   public var optional: Bool
   public var repeating: Bool
-  public init(_ name: String, help: String, optional: Bool = false, repeating: Bool = false) {
+  public var values: ValueSet
+  public init(_ name: String, help: String, optional: Bool = false, repeating: Bool = false, values: ValueSet = .free) {
     self.name = name
     self.help = help
     self.optional = optional
     self.repeating = repeating
+    self.values = values
   }
 }

@@ -9,21 +9,25 @@ import VPNStatSystem
 /// and what commands build from them (a sampler, the database's location, display options).
 enum CommonOptions {
   static let json = Flag("json", help: "Print JSON (the schema is in vpnstat(1)).")
-  static let bytes = Flag("bytes", help: "Show raw byte counts instead of IEC units.")
+  static let bytes = Flag("bytes", help: "Show raw byte counts instead of units.")
   static let noColor = Flag("no-color", help: "No colour (also when NO_COLOR is set).")
+  static let units = Option<UnitSystem>.oneOf(
+    "units", valueName: "units", configurable: true,
+    help: "Prefixes of sizes and rates: powers of 1024 (iec: KiB, MiB) or of 1000 (si: kB, MB).")
+  static let bits = Flag(
+    "bits", configurable: true, help: "Show sizes and rates in bits (kbit, Mbit/s; SI unless --units iec).")
 
-  static let source = Option<CounterSourceKind>(
+  static let source = Option<CounterSourceKind>.oneOf(
     "source", valueName: "reader", configurable: true,
-    help: "Counter reader: netlink (default), sysfs or getifaddrs (32-bit, wraps at 4 GiB).",
-    expected: "netlink, sysfs or getifaddrs", parse: CounterSourceKind.init(rawValue:))
+    help: "Counter reader (default netlink; getifaddrs has 32-bit counters, which wrap at 4 GiB).")
   static let interface = Option<InterfaceName>(
     "interface", short: "i", valueName: "name", repeatable: true,
     help: "Only this interface (escaped form as printed: \\\\ for a backslash, \\xHH for a byte).",
-    expected: "an interface name", parse: { InterfaceName(parsingEscaped: $0) })
+    expected: "an interface name", values: .interface, parse: { InterfaceName(parsingEscaped: $0) })
   static let only = Option<[InterfaceClass]>(
     "only", valueName: "class", repeatable: true,
-    help: "Only interfaces of this class: tunnel, wifi, cellular, ethernet, loopback, other (comma-separated allowed).",
-    expected: classAlternatives, parse: parseClasses)
+    help: "Only interfaces of these classes (comma-separated allowed).", expected: classAlternatives,
+    values: .listOf(InterfaceClass.allCases.map(\.rawValue)), parse: parseClasses)
   static let classOverride = Option<ClassOverride>(
     "class", valueName: "name=class", repeatable: true, configurable: true,
     help: "Classify interface NAME as CLASS, overriding the evidence.",
@@ -31,12 +35,12 @@ enum CommonOptions {
   static let sysfsRoot = Option<SysfsRoot>(
     "sysfs-root", valueName: "dir",
     help: "Read interfaces from DIR instead of /sys/class/net (implies --source sysfs).",
-    expected: "a directory", parse: { SysfsRoot(SystemPath($0)) })
+    expected: "a directory", values: .directory, parse: { SysfsRoot(SystemPath($0)) })
   static let db = Option<String>(
     "db", valueName: "path", configurable: true,
     help:
-      "The database (default: $VPNSTAT_DB, else /var/lib/vpnstat/vpnstat.db for root, $XDG_STATE_HOME/vpnstat/vpnstat.db or ~/.local/state/vpnstat/vpnstat.db otherwise).",
-    expected: "a path", parse: { $0.isEmpty ? nil : $0 })
+      "The database (default: $VPNSTAT_DB, else the system's /var/lib/vpnstat/vpnstat.db, for every user).",
+    expected: "a path", values: .file, parse: { $0.isEmpty ? nil : $0 })
   static let maxRate = Option<Double>(
     "max-rate", valueName: "rate", configurable: true,
     help:
@@ -51,9 +55,8 @@ enum CommonOptions {
     "month-start-day", valueName: "day", configurable: true,
     help: "The day months start on, 1 to 28 (default 1), like vnStat's MonthRotate: for billing months.",
     expected: "a day from 1 to 28", parse: { parseCount($0, in: UsagePeriod.monthStartDays) })
-  static let per = Option<PeriodLength>(
-    "per", valueName: "period", help: "The limit's period: day, week (from Monday) or month (default month).",
-    expected: "day, week or month", parse: PeriodLength.init(rawValue:))
+  static let per = Option<PeriodLength>.oneOf(
+    "per", valueName: "period", help: "The limit's period: day, week (from Monday) or month (default month).")
   static let systemdUnit = Option<UnitOverride>(
     "systemd-unit", valueName: "name=unit", repeatable: true, configurable: true,
     help:
@@ -63,9 +66,12 @@ enum CommonOptions {
     "wg-quick-dir", valueName: "dir", configurable: true,
     help:
       "Where wg-quick configurations are (default /etc/wireguard): a WireGuard device NAME with DIR/NAME.conf is wg-quick's.",
-    expected: "a directory", parse: { $0.isEmpty ? nil : $0 })
+    expected: "a directory", values: .directory, parse: { $0.isEmpty ? nil : $0 })
 
-  static let classAlternatives = InterfaceClass.allCases.map(\.rawValue).joined(separator: ", ")
+  static let classAlternatives = ValueSet.alternatives(InterfaceClass.allCases.map(\.rawValue))
+
+  /// The options of every command that shows sizes or rates to people: units and bits.
+  static let figures = [units.spec, bits.spec]
 
   /// The period `--per` and `--month-start-day` (or the configuration file) name.
   static func period(_ parsed: ParsedCommand) -> UsagePeriod {
@@ -122,12 +128,12 @@ enum CommonOptions {
 
   static func display(_ parsed: ParsedCommand, _ context: CommandContext) -> DisplayOptions {
     DisplayOptions(
-      color: context.colorEnabled(noColor: parsed.has(noColor)), rawBytes: parsed.has(bytes),
-      calendar: context.calendar)
+      color: context.colorEnabled(noColor: parsed.has(noColor)), rawBytes: parsed.has(bytes), bits: parsed.has(bits),
+      units: parsed[units], ascii: context.asciiOnly, calendar: context.calendar)
   }
 
   static func storeLocation(_ parsed: ParsedCommand, _ context: CommandContext) -> StoreLocation {
-    StoreLocation.resolve(option: parsed[db], environment: context.environment, isRoot: context.isRoot)
+    StoreLocation.resolve(option: parsed[db], environment: context.environment)
   }
 
   /// A sampler for the command's reader, sysfs root, class overrides and cap.

@@ -6,31 +6,67 @@ import VPNStatRender
 import VPNStatStore
 import VPNStatSystem
 
-/// The configuration file: defaults for long options, one `name = value` per line, `#` comments.
-/// `$VPNSTAT_CONFIG`, else `/etc/vpnstat.conf` for root and `$XDG_CONFIG_HOME/vpnstat/config`
-/// (default `~/.config/vpnstat/config`) otherwise. Options on the command line win.
+/// The configuration: defaults for long options, one `name = value` per line, `#` comments.
+/// `/etc/vpnstat.conf` for everyone, then, for users other than root, their own file on top
+/// (`$XDG_CONFIG_HOME/vpnstat/config`, default `~/.config/vpnstat/config`): a setting there
+/// replaces the system's (every line of it, for `class`). Root reads only the system's file, so
+/// the daemons the units start as root never depend on someone's home. `$VPNSTAT_CONFIG` names
+/// the one file to read instead of both. Options on the command line win.
 enum ConfigFile {
   /// The largest file read. A larger one is refused, never cut: a cut file reads as a different
   /// one (a half line such as `session-length = 1` means one second).
   static let sizeLimit = 1 << 20
 
-  static func path(_ context: CommandContext) -> String {
-    if let explicit = context.environment("VPNSTAT_CONFIG"), !explicit.isEmpty { return explicit }
-    if context.isRoot { return "/etc/vpnstat.conf" }
+  /// The system's file, read by every user.
+  static let systemPath = "/etc/vpnstat.conf"
+
+  /// The files read, lowest layer first.
+  static func paths(_ context: CommandContext) -> [String] {
+    if let explicit = context.environment("VPNSTAT_CONFIG"), !explicit.isEmpty { return [explicit] }
+    if context.isRoot { return [systemPath] }
     if let config = context.environment("XDG_CONFIG_HOME"), config.hasPrefix("/") {
-      return config + "/vpnstat/config"
+      return [systemPath, config + "/vpnstat/config"]
     }
-    return (context.environment("HOME") ?? "/") + "/.config/vpnstat/config"
+    return [systemPath, (context.environment("HOME") ?? "/") + "/.config/vpnstat/config"]
   }
 
-  /// Fills options of `parsed` that the command line left unset from the file at `path`, when
-  /// it exists. `settable`: the options declared configurable. Errors name the file and line and
-  /// exit 64, like a wrong argument.
-  static func apply(to parsed: inout ParsedCommand, path: String, settable: Set<String>) throws {
+  /// One setting's lines, with where each came from (for the error about a bad value).
+  typealias Setting = [(value: String, file: String, line: Int)]
+
+  /// Fills options of `parsed` that the command line left unset from the files at `paths` that
+  /// exist, a later file's setting replacing an earlier one's. `settable`: the options declared
+  /// configurable. Errors name the file and line and exit 64, like a wrong argument.
+  static func apply(to parsed: inout ParsedCommand, paths: [String], settable: Set<String>) throws {
     let commandPath = parsed.commandPath
-    guard let bytes = try read(path, commandPath: commandPath) else { return }
+    var settings: [String: Setting] = [:]
+    for path in paths {
+      guard let bytes = try read(path, commandPath: commandPath) else { continue }
+      settings.merge(try self.settings(bytes, path: path, settable: settable, commandPath: commandPath)) { $1 }
+    }
+    for option in parsed.spec.options where parsed.values[option.long] == nil {
+      guard let entries = settings[option.long] else { continue }
+      for entry in entries where !option.acceptsSetting(entry.value) {
+        throw UsageError(
+          "\(TerminalText.sanitize(entry.file)):\(entry.line): invalid value '\(TerminalText.sanitize(entry.value))' for '\(option.long)'"
+            + (option.expected.map { ": expected \($0)" } ?? ""),
+          commandPath: commandPath)
+      }
+      let values = entries.map(\.value)
+      if option.arity == .flag {
+        // `bits = yes` sets the flag, `bits = no` leaves it unset.
+        if let last = values.last, OptionSpec.settingIsTrue(last) { parsed.values[option.long] = [""] }
+        continue
+      }
+      parsed.values[option.long] = option.repeatable ? values : [values[values.count - 1]]
+    }
+  }
+
+  /// The settings of one file, by name.
+  static func settings(_ bytes: [UInt8], path: String, settable: Set<String>, commandPath: String) throws -> [String:
+    Setting]
+  {
     let shown = TerminalText.sanitize(path)
-    var fromFile: [String: [(value: String, line: Int)]] = [:]
+    var found: [String: Setting] = [:]
     for (index, rawLine) in lines(bytes).enumerated() {
       let number = index + 1
       // A comment is a line starting with '#', so that values may hold one.
@@ -46,19 +82,9 @@ enum ConfigFile {
           "\(shown):\(number): unknown setting '\(TerminalText.sanitize(key))' (settable: \(settable.sorted().joined(separator: ", ")))",
           commandPath: commandPath)
       }
-      fromFile[key, default: []].append((value, number))
+      found[key, default: []].append((value, path, number))
     }
-    for option in parsed.spec.options where parsed.values[option.long] == nil {
-      guard let entries = fromFile[option.long] else { continue }
-      for (value, number) in entries where !option.accepts(value) {
-        throw UsageError(
-          "\(shown):\(number): invalid value '\(TerminalText.sanitize(value))' for '\(option.long)'"
-            + (option.expected.map { ": expected \($0)" } ?? ""),
-          commandPath: commandPath)
-      }
-      let values = entries.map(\.value)
-      parsed.values[option.long] = option.repeatable ? values : [values[values.count - 1]]
-    }
+    return found
   }
 
   /// The file's bytes; nil when there is none to read. A file that someone other than root and

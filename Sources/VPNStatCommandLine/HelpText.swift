@@ -27,7 +27,7 @@ public func helpText(for spec: CommandSpec, path: [String]) -> String {
   if !spec.positionals.isEmpty {
     out += "\nARGUMENTS:\n"
     for positional in spec.positionals {
-      out += row("<\(positional.name)>", positional.help)
+      out += row("<\(positional.name)>", positional.help + values(positional.values))
     }
   }
   out += "\nOPTIONS:\n"
@@ -40,7 +40,7 @@ public func helpText(for spec: CommandSpec, path: [String]) -> String {
     case .optionalValue(let value): left += " [<\(value)>]"
     case .remainder(let value): left += " <\(value)> …"
     }
-    out += row(left, option.help + (option.repeatable ? " (repeatable)" : ""))
+    out += row(left, option.help + values(option.values) + (option.repeatable ? " (repeatable)" : ""))
   }
   if path.count == 1 { out += row("--version", "Show the version.") }
   out += row("-h, --help", "Show help information.")
@@ -53,6 +53,15 @@ public func helpText(for spec: CommandSpec, path: [String]) -> String {
     out += "\n  See '\(name) help <subcommand>' for detailed help.\n"
   }
   return out
+}
+
+/// A fixed set of values as help lists it, from the declaration the parser checks.
+private func values(_ set: ValueSet) -> String {
+  switch set {
+  case .oneOf(let words): " One of: \(words.joined(separator: ", "))."
+  case .listOf(let words): " Any of: \(words.joined(separator: ", "))."
+  default: ""
+  }
 }
 
 private func row(_ left: String, _ right: String) -> String {

@@ -11,23 +11,41 @@ public struct Option<Value: Sendable>: Sendable {
 
   /// `valueName` shows in help (`--interval <duration>`); `expected` says what a refused value
   /// should have been. `implied` makes the value optional.
+  /// `values` says what shell completion offers (a fixed set is declared with `oneOf`).
   public init(
     _ long: String, short: Character? = nil, valueName: String, repeatable: Bool = false, configurable: Bool = false,
-    help: String, expected: String, implied: Value? = nil, parse: @escaping @Sendable (String) -> Value?
+    help: String, expected: String, values: ValueSet = .free, implied: Value? = nil,
+    parse: @escaping @Sendable (String) -> Value?
   ) {
     spec = OptionSpec(
       long, short: short, implied == nil ? .value(valueName) : .optionalValue(valueName), repeatable: repeatable,
-      configurable: configurable, help: help, accepts: { parse($0) != nil }, expected: expected)
+      configurable: configurable, help: help, accepts: { parse($0) != nil }, expected: expected, values: values)
     self.parse = parse
     self.implied = implied
   }
 }
 
-/// An option that is there or not (`--json`).
+extension Option where Value: RawRepresentable & CaseIterable, Value.RawValue == String {
+  /// A `--name <word>` option taking one of `Value`'s cases: the one declaration of the set, which
+  /// the parser checks, help lists and completion offers.
+  public static func oneOf(
+    _ long: String, short: Character? = nil, valueName: String, configurable: Bool = false, help: String
+  ) -> Option {
+    let words = Value.allCases.map(\.rawValue)
+    return Option(
+      long, short: short, valueName: valueName, configurable: configurable, help: help,
+      expected: ValueSet.alternatives(words), values: .oneOf(words), parse: Value.init(rawValue:))
+  }
+}
+
+/// An option that is there or not (`--json`). A configurable one is set in the configuration
+/// file as `name = yes` (or `no`).
 public struct Flag: Sendable {
   public let spec: OptionSpec
-  public init(_ long: String, short: Character? = nil, help: String) {
-    spec = OptionSpec(long, short: short, .flag, help: help)
+  public init(_ long: String, short: Character? = nil, configurable: Bool = false, help: String) {
+    spec = OptionSpec(
+      long, short: short, .flag, configurable: configurable, help: help,
+      expected: configurable ? ValueSet.alternatives(OptionSpec.settingWords) : nil)
   }
 }
 
@@ -35,7 +53,7 @@ public struct Flag: Sendable {
 public struct Remainder: Sendable {
   public let spec: OptionSpec
   public init(_ long: String, valueName: String, help: String) {
-    spec = OptionSpec(long, .remainder(valueName), help: help)
+    spec = OptionSpec(long, .remainder(valueName), help: help, values: .command)
   }
 }
 

@@ -9,6 +9,7 @@ public enum VPNStat {
     StatusCommand.self, WatchCommand.self, SessionCommand.self, PlanCommand.self, EnforceCommand.self,
     ConnectCommand.self, DisconnectCommand.self,
     RecordCommand.self, HistoryCommand.self, AlertCommand.self, ExportCommand.self, FlowsCommand.self,
+    CompletionsCommand.self,
   ]
 
   static let rootSpec = CommandSpec(
@@ -24,10 +25,10 @@ public enum VPNStat {
     do {
       var parsed = try parseCommandLine(rawArguments: arguments, root: rootSpec)
       if !parsed.helpRequested && !parsed.versionRequested {
-        try ConfigFile.apply(to: &parsed, path: ConfigFile.path(context), settable: settable)
+        try ConfigFile.apply(to: &parsed, paths: ConfigFile.paths(context), settable: settable)
       }
       if parsed.versionRequested {
-        try context.write("vpnstat \(vpnstatVersion)\n")
+        try context.write(versionLine + "\n")
         return .success
       }
       if parsed.helpRequested {

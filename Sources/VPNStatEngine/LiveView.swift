@@ -48,7 +48,7 @@ public struct LiveView {
     self.selection = selection
     self.nextLengths = nextLengths
     self.options = options
-    self.state = WatchViewState(interval: interval)
+    self.state = WatchViewState(bits: options.bits, interval: interval)
     self.ledgerView = store.map(LedgerView.init(store:))
   }
 

@@ -56,7 +56,7 @@ public struct Recorder {
       try? store.noteNotificationOverflow(at: sampler.clock.now().wall)
       try sample()
     } else if !pending.isEmpty {
-      try save { _ in ((), []) }
+      _ = try save { _ in ((), []) }
     }
   }
 

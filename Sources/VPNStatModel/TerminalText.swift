@@ -48,8 +48,8 @@ public enum TerminalText {
     return total
   }
 
-  /// `text` cut to at most `limit` columns, ending in `…` when it was cut.
-  public static func truncate(_ text: String, to limit: Int) -> String {
+  /// `text` cut to at most `limit` columns, ending in `ellipsis` (one column) when it was cut.
+  public static func truncate(_ text: String, to limit: Int, ellipsis: String = "…") -> String {
     guard limit > 0 else { return "" }
     if width(text) <= limit { return text }
     var out = ""
@@ -60,8 +60,51 @@ public enum TerminalText {
       out.unicodeScalars.append(scalar)
       used += w
     }
-    return out + "…"
+    return out + ellipsis
   }
+
+  /// What marks a cut on a terminal that shows only ASCII (one column, as `…`).
+  public static let asciiEllipsis = ">"
+
+  /// Safe `text` for a terminal that shows only ASCII (a locale that is not UTF-8): the symbols
+  /// vpnstat draws become ASCII of the same width (`≈` → `~`, `·` → `-`, a sparkline's blocks a
+  /// ramp from `_` to `#`; `…` → `...`), and every other character beyond ASCII the `\xHH`
+  /// escapes of its bytes, as names are escaped, so nothing is lost or garbled.
+  public static func ascii(_ text: String) -> String {
+    var out = ""
+    for scalar in text.unicodeScalars {
+      if scalar.isASCII {
+        out.unicodeScalars.append(scalar)
+      } else if let substitute = asciiSubstitutes[scalar] {
+        out += substitute
+      } else {
+        for byte in String(scalar).utf8 { out += "\\x" + hexByte(byte) }
+      }
+    }
+    return out
+  }
+
+  /// Safe `text` with every character beyond ASCII as the `\xHH` escapes of its bytes: an
+  /// interface name's `terminalText` this way is its escaped form in ASCII.
+  public static func escapingNonASCII(_ text: String) -> String {
+    var out = ""
+    for scalar in text.unicodeScalars {
+      if scalar.isASCII {
+        out.unicodeScalars.append(scalar)
+      } else {
+        for byte in String(scalar).utf8 { out += "\\x" + hexByte(byte) }
+      }
+    }
+    return out
+  }
+
+  private static let asciiSubstitutes: [Unicode.Scalar: String] = [
+    "≈": "~", "·": "-", "–": "-", "—": "-", "\u{2011}": "-", "−": "-", "→": ">", "×": "x", "≥": ">",
+    "²": "2", "³": "3", "⁶": "6", "…": "...",
+    // The sparkline's eighths, lowest to highest, and the history bar's.
+    "▁": "_", "▂": ".", "▃": "-", "▄": "=", "▅": "+", "▆": "*", "▇": "%", "█": "#",
+    "▏": "+", "▎": "+", "▍": "+", "▌": "+", "▋": "+", "▊": "+", "▉": "+",
+  ]
 
   /// `text` padded with spaces to `width` columns, on the right (left-aligned) or on the left.
   public static func pad(_ text: String, to columns: Int, alignRight: Bool = false) -> String {

@@ -142,7 +142,7 @@ public enum HistorySVG {
       out += "<line x1=\"\(plotLeft)\" y1=\"\(ty)\" x2=\"\(plotRight)\" y2=\"\(ty)\" stroke=\"#e0e0e0\"/>"
       out +=
         "<text x=\"\(plotLeft - 8)\" y=\"\(format(y(tick) + 4))\" text-anchor=\"end\" font-size=\"11\">"
-        + escape(options.rawBytes ? String(tick) : Units.bytes(tick)) + "</text>\n"
+        + escape(options.rawBytes ? String(tick) : options.size(tick)) + "</text>\n"
     }
     // Time to x: each slot a fixed width, time linear within it (days and months vary in length).
     let slotWidth = plotWidth / Double(slots.count)
@@ -196,7 +196,7 @@ public enum HistorySVG {
         "<line x1=\"\(plotLeft)\" y1=\"\(cy)\" x2=\"\(plotRight)\" y2=\"\(cy)\" stroke=\"#c62828\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>"
       out +=
         "<text x=\"\(plotRight)\" y=\"\(format(y(capLimit) - 4))\" text-anchor=\"end\" font-size=\"11\" fill=\"#c62828\" stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">"
-        + escape("data cap \(options.rawBytes ? String(capLimit) : Units.bytes(capLimit))") + "</text>\n"
+        + escape("data cap \(options.size(capLimit))") + "</text>\n"
     }
     // Axes and the x-axis labels: at most 12, evenly spaced.
     out += "<line x1=\"\(plotLeft)\" y1=\"\(plotTop)\" x2=\"\(plotLeft)\" y2=\"\(plotBottom)\" stroke=\"#444444\"/>"

@@ -44,7 +44,7 @@ public enum HistoryTable {
           TextTable.Cell(options.estimate(sum.txBytes), .bold), TextTable.Cell(options.estimate(sum.bytes), .bold),
         ])
       }
-      lines.append(TextStyle.bold.apply(title(series), color: options.color))
+      lines.append(TextStyle.bold.apply(title(series, options: options), color: options.color))
       lines += table.render(color: options.color, maxWidth: width).map { "  " + $0 }
       if let current = series.current {
         lines.append("  " + estimateLine(current, history, options: options))
@@ -72,8 +72,8 @@ public enum HistoryTable {
     }
   }
 
-  static func title(_ series: TrafficHistory.Series) -> String {
-    series.name.map { "\($0.terminalText) (\(series.interfaceClass.rawValue))" } ?? series.interfaceClass.rawValue
+  static func title(_ series: TrafficHistory.Series, options: DisplayOptions) -> String {
+    series.name.map { "\(options.name($0)) (\(series.interfaceClass.rawValue))" } ?? series.interfaceClass.rawValue
   }
 
   static func columnTitle(_ history: TrafficHistory) -> String {
@@ -122,7 +122,7 @@ public enum HistoryGraph {
       let scale = 12  // the width of the axis labels
       let rows = Array(series.rows.suffix(max(1, width - scale - 2)))
       let peak = max(rows.map(\.traffic.bytes).max() ?? 0, 1)
-      lines.append(TextStyle.bold.apply(HistoryTable.title(series), color: options.color))
+      lines.append(TextStyle.bold.apply(HistoryTable.title(series, options: options), color: options.color))
       // Each column's received and total height in cells.
       let columns = rows.map { row -> (rx: Int, total: Int) in
         let total = Int((Double(row.traffic.bytes) / Double(peak) * Double(height)).rounded())

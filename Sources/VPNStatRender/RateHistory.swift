@@ -31,17 +31,22 @@ public struct RateHistory: Sendable {
 
   public func line(for name: InterfaceName) -> [Double] { rates[name] ?? [] }
 
-  /// The last `width` rates of `name` as a sparkline (▁▂▃▄▅▆▇█, blank for none), scaled to their
-  /// own peak, right-aligned.
+  /// Rates below this many bytes per second draw as zero: they show as `≈ 0 B/s` beside the
+  /// line, and a lone bar over nothing would be a full block.
+  public static let zeroBelow = 1.0
+
+  /// The last `width` rates of `name` as a sparkline (▁▂▃▄▅▆▇█, blank before the first rate),
+  /// scaled to their own peak, right-aligned. Zero is the bottom line, so a quiet interface is
+  /// flat, never a row of full blocks.
   public func sparkline(for name: InterfaceName, width: Int) -> String {
     guard width > 0 else { return "" }
-    let values = Array(line(for: name).suffix(width))
+    let values = Array(line(for: name).suffix(width)).map { $0 < Self.zeroBelow ? 0 : $0 }
     let peak = values.max() ?? 0
     let blocks: [Character] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"]
     var out = String(repeating: " ", count: width - values.count)
     for value in values {
-      if value <= 0 || peak <= 0 {
-        out.append(" ")
+      if peak <= 0 {
+        out.append(blocks[0])
       } else {
         out.append(blocks[min(7, Int((value / peak * 7).rounded()))])
       }

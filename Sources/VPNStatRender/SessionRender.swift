@@ -89,7 +89,7 @@ public enum SessionText {
     if let stop = report.lastStop {
       var line =
         "last stop: \(stop.reason.rawValue) at \(stop.at.localClockTime(in: options.calendar, withSeconds: true))"
-      if let interface = stop.interface { line += " on \(interface.terminalText)" }
+      if let interface = stop.interface { line += " on \(options.name(interface))" }
       if let detail = stop.detail { line += " (\(TerminalText.sanitize(detail)))" }
       lines.append(line)
     }
@@ -227,7 +227,7 @@ public enum DataCapText {
 
   /// `≈ 5.02 MiB of 4.77 MiB this day (105 %)`: used, the limit, the period and the share.
   public static func usage(_ status: DataCapStatus, options: DisplayOptions) -> String {
-    let limit = options.rawBytes ? "\(status.cap.limitBytes) B" : Units.bytes(status.cap.limitBytes)
+    let limit = options.size(status.cap.limitBytes)
     return
       "\(options.estimate(status.usedBytes)) of \(limit) this \(status.cap.period.label) (\(percent(status.percent)))"
   }

@@ -4,34 +4,55 @@ import VPNStatModel
 public struct DisplayOptions: Sendable {
   /// ANSI colour (off for pipes, `NO_COLOR` and `--no-color`).
   public var color: Bool
-  /// Raw byte counts instead of IEC units (`--bytes`).
+  /// Raw byte counts instead of units (`--bytes`): sizes always, rates unless in `bits`.
   public var rawBytes: Bool
-  /// Rates in bits per second instead of bytes (`watch`'s `b` key).
+  /// Figures in bits instead of bytes (`--bits`, `watch`'s `b` key).
   public var bits: Bool
+  /// IEC or SI prefixes (`--units`); nil: IEC for bytes, SI for bits, as link speeds are.
+  public var units: UnitSystem?
+  /// Text for a terminal that shows only ASCII (a locale that is not UTF-8): names escaped as
+  /// `\xHH`, symbols in ASCII (see `TerminalText.ascii`).
+  public var ascii: Bool
   /// The calendar local times ("until 12:45") are shown in.
   public var calendar: any LocalCalendar
 
   public init(
-    color: Bool = false, rawBytes: Bool = false, bits: Bool = false,
+    color: Bool = false, rawBytes: Bool = false, bits: Bool = false, units: UnitSystem? = nil, ascii: Bool = false,
     calendar: any LocalCalendar = FixedOffsetCalendar.utc
   ) {
     self.color = color
     self.rawBytes = rawBytes
     self.bits = bits
+    self.units = units
+    self.ascii = ascii
     self.calendar = calendar
   }
 
   /// A byte figure, marked as an estimate.
   public func estimate(_ bytes: UInt64) -> String {
-    "≈ " + (rawBytes ? String(bytes) : Units.bytes(bytes))
+    "≈ " + (rawBytes ? String(bytes) : scaled(bytes))
   }
+
+  /// An exact byte figure (a limit, an axis tick) in the chosen units: `2.00 GiB`, `2147483648 B`.
+  public func size(_ bytes: UInt64) -> String { rawBytes ? "\(bytes) B" : scaled(bytes) }
+
+  private func scaled(_ bytes: UInt64) -> String { Units.size(bytes, units: units ?? (bits ? .si : .iec), bits: bits) }
   public func estimate(_ bytes: UInt64?) -> String { bytes.map(estimate) ?? "–" }
 
   public func rate(_ bytesPerSecond: Double?) -> String {
     guard let bytesPerSecond else { return "–" }
     if rawBytes, !bits { return "≈ \(Units.whole(bytesPerSecond)) B/s" }
-    return "≈ " + Units.rate(bytesPerSecond, bits: bits)
+    return "≈ " + Units.rate(bytesPerSecond, units: units, bits: bits)
   }
+
+  /// An interface name as this terminal can show it: `terminalText`, or with `ascii` every byte
+  /// beyond ASCII as `\xHH` too (the escaped form `-i` takes back).
+  public func name(_ name: InterfaceName) -> String {
+    ascii ? TerminalText.escapingNonASCII(name.terminalText) : name.terminalText
+  }
+
+  /// A finished line or text as this terminal can show it.
+  public func terminal(_ text: String) -> String { ascii ? TerminalText.ascii(text) : text }
 }
 
 /// `vpnstat status` as a table: interfaces grouped by class (tunnel first), each class with its
@@ -90,7 +111,7 @@ public enum StatusTable {
       table.add(cells)
       for report in members {
         var row = [
-          TextTable.Cell("  " + report.name.terminalText),
+          TextTable.Cell("  " + options.name(report.name)),
           TextTable.Cell(report.state.rawValue, report.state == .up ? .green : report.state == .down ? .red : .yellow),
           TextTable.Cell(options.estimate(report.counters.traffic.rxBytes)),
           TextTable.Cell(options.estimate(report.counters.traffic.txBytes)),

@@ -55,8 +55,8 @@ public struct TextTable {
   public mutating func add(_ cells: [Cell]) { rows.append(.cells(cells)) }
   public mutating func addLine(_ cell: Cell) { rows.append(.line(cell)) }
 
-  /// The table as lines. With `maxWidth`, every line is cut to fit it.
-  public func render(color: Bool, maxWidth: Int? = nil) -> [String] {
+  /// The table as lines. With `maxWidth`, every line is cut to fit it, a cut marked `ellipsis`.
+  public func render(color: Bool, maxWidth: Int? = nil, ellipsis: String = "…") -> [String] {
     var widths = columns.map { TerminalText.width($0.header) }
     for case .cells(let cells) in rows {
       for (i, cell) in cells.enumerated() where i < widths.count {
@@ -68,7 +68,7 @@ public struct TextTable {
       for (i, column) in columns.enumerated() {
         let cell = i < cells.count ? cells[i] : Cell("")
         var text = cell.text
-        if let maxWidth { text = TerminalText.truncate(text, to: maxWidth) }
+        if let maxWidth { text = TerminalText.truncate(text, to: maxWidth, ellipsis: ellipsis) }
         // The last column is not padded on the left-aligned side: no trailing spaces.
         let padded =
           (i == columns.count - 1 && !column.alignRight)
@@ -81,7 +81,7 @@ public struct TextTable {
       var plain = text
       while plain.hasSuffix(" ") { plain.removeLast() }
       if let maxWidth, TerminalText.width(plain) > maxWidth {
-        return TerminalText.truncate(plain, to: maxWidth)
+        return TerminalText.truncate(plain, to: maxWidth, ellipsis: ellipsis)
       }
       guard color else { return plain }
       // Re-render with styles now that the plain width is known to fit.
@@ -108,7 +108,7 @@ public struct TextTable {
       case .cells(let cells): out.append(line(cells))
       case .line(let cell):
         var text = cell.text
-        if let maxWidth { text = TerminalText.truncate(text, to: maxWidth) }
+        if let maxWidth { text = TerminalText.truncate(text, to: maxWidth, ellipsis: ellipsis) }
         out.append(cell.style.apply(text, color: color))
       }
     }

@@ -1,36 +1,45 @@
 import VPNStatModel
 
-/// Human figures: IEC byte units, rates, durations.
+/// The prefixes figures are shown with: IEC (KiB, MiB: powers of 1024) or SI (kB, MB: powers of
+/// 1000).
+public enum UnitSystem: String, Sendable, CaseIterable {
+  case iec, si
+}
+
+/// Human figures: sizes and rates in bytes or bits with IEC or SI prefixes, durations.
 public enum Units {
   /// `512 B`, `1.5 KiB`, `12.3 MiB`, `1.02 GiB`: three significant figures, IEC units.
-  public static func bytes(_ value: UInt64) -> String {
-    if value < 1024 { return "\(value) B" }
-    let units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-    var scaled = Double(value) / 1024
-    var unit = 0
-    while scaled >= 1024, unit < units.count - 1 {
-      scaled /= 1024
-      unit += 1
-    }
-    return fixed(scaled) + " " + units[unit]
+  public static func bytes(_ value: UInt64) -> String { size(value) }
+
+  /// A size: `1.02 GiB` (IEC bytes, the default), `1.10 GB` (SI), `8.80 Gbit` (SI bits) or
+  /// `8.21 Gibit` (IEC bits); three significant figures, whole numbers below the first prefix.
+  public static func size(_ value: UInt64, units: UnitSystem = .iec, bits: Bool = false) -> String {
+    scaled(Double(value), units: units, bits: bits)
   }
 
-  /// A rate in bytes per second as `1.5 MiB/s`, or in bits as `12.6 Mbit/s` (SI, as links are).
-  public static func rate(_ bytesPerSecond: Double, bits: Bool) -> String {
-    let value = max(0, bytesPerSecond)
-    if !bits {
-      if value < 1024 { return "\(Int(value.rounded())) B/s" }
-      // A rate from a counter that jumped by nearly 2^64 can exceed what UInt64 holds.
-      return bytes(UInt64(exactly: value.rounded(.down)) ?? .max) + "/s"
-    }
-    var scaled = value * 8
-    let units = ["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"]
+  /// A rate in bytes per second (`1.5 MiB/s`) or bits (`12.6 Mbit/s`). Without a choice of
+  /// units, bytes are IEC and bits SI, as link speeds are.
+  public static func rate(_ bytesPerSecond: Double, units: UnitSystem? = nil, bits: Bool) -> String {
+    scaled(bytesPerSecond, units: units ?? (bits ? .si : .iec), bits: bits) + "/s"
+  }
+
+  static func scaled(_ bytes: Double, units: UnitSystem, bits: Bool) -> String {
+    let base: Double = units == .iec ? 1024 : 1000
+    let names =
+      switch (bits, units) {
+      case (false, .iec): ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+      case (false, .si): ["B", "kB", "MB", "GB", "TB", "PB", "EB"]
+      case (true, .iec): ["bit", "Kibit", "Mibit", "Gibit", "Tibit", "Pibit", "Eibit"]
+      case (true, .si): ["bit", "kbit", "Mbit", "Gbit", "Tbit", "Pbit", "Ebit"]
+      }
+    var value = max(0, bits ? bytes * 8 : bytes)
+    if value < base { return whole(value) + " " + names[0] }
     var unit = 0
-    while scaled >= 1000, unit < units.count - 1 {
-      scaled /= 1000
+    while value >= base, unit < names.count - 1 {
+      value /= base
       unit += 1
     }
-    return (unit == 0 ? "\(Int(scaled.rounded()))" : fixed(scaled)) + " " + units[unit]
+    return fixed(value) + " " + names[unit]
   }
 
   /// A number with thousands separators: `1 234 567` (thin spaces would confuse some terminals).

@@ -4,7 +4,7 @@ import VPNStatModel
 public struct WatchViewState: Hashable, Sendable {
   /// The class shown (nil: all).
   public var classFilter: InterfaceClass?
-  /// Rates in bits per second instead of bytes.
+  /// Figures in bits instead of bytes (`--bits`, toggled by `b`).
   public var bits = false
   public var showHelp = false
   public var interval: Duration = .seconds(1)
@@ -47,6 +47,7 @@ public enum WatchScreen {
   ) -> [String] {
     let width = max(size.columns, 1)
     let height = max(size.rows, 1)
+    let ellipsis = options.ascii ? TerminalText.asciiEllipsis : "…"
     let color = options.color
     var options = options
     // The screen shows units (never raw bytes) and lets the `b` key choose bits; colour is
@@ -55,6 +56,8 @@ public enum WatchScreen {
     options.rawBytes = false
     options.bits = state.bits
     var lines: [(String, TextStyle)] = []
+    let shown = snapshot.interfaces.filter { state.classFilter == nil || $0.interfaceClass == state.classFilter }
+    let hasLedger = shown.contains { $0.ledger != nil }
 
     let filterName = state.classFilter?.rawValue ?? "all"
     let title =
@@ -85,18 +88,25 @@ public enum WatchScreen {
       lines.append(("", .plain))
       for help in [
         "q, Ctrl-C  quit", "c          cycle the class shown (all, then each class present)",
-        "b          rates in bits or bytes per second", "?          this help",
-        "RX/S TX/S are rates over the last interval; TOTAL columns are the ledger's totals,",
-        "bridged across resets (interface recreated, reboot) and 32-bit wraps.",
-        "wg: under a WireGuard tunnel, its latest handshake and its peers' encrypted transfer.",
-      ] {
+        "b          figures in bits or bytes", "?          this help",
+        "RX/S TX/S are rates over the last interval;",
+      ]
+        + (hasLedger
+          ? [
+            "TOTAL RX, TOTAL TX are the ledger's totals, bridged across resets (interface",
+            "recreated, reboot) and 32-bit wraps; RESETS counts the resets.",
+          ]
+          : [
+            "RX, TX are the kernel's counters of the current instance: they restart when the",
+            "interface is recreated (a database keeps totals across that: vpnstat record).",
+          ])
+        + ["wg: under a WireGuard tunnel, its latest handshake and its peers' encrypted transfer."]
+      {
         lines.append(("  " + help, .yellow))
       }
     }
     lines.append(("", .plain))
 
-    let shown = snapshot.interfaces.filter { state.classFilter == nil || $0.interfaceClass == state.classFilter }
-    let hasLedger = shown.contains { $0.ledger != nil }
     var columns: [Column] = [
       Column(header: "STATE", alignRight: false, priority: 3, cell: { $0.state.rawValue }, groupCell: { _ in "" }),
       Column(
@@ -158,7 +168,7 @@ public enum WatchScreen {
     func label(_ row: Row) -> String {
       switch row {
       case .group(let interfaceClass, let count, _): "\(interfaceClass.rawValue) (\(count))"
-      case .member(let report): "  " + report.name.terminalText
+      case .member(let report): "  " + options.name(report.name)
       case .wireguard: ""
       }
     }
@@ -191,12 +201,12 @@ public enum WatchScreen {
     let sparkWidth = max(0, min(60, width - fixedWidth() - 2))
 
     func line(_ first: String, _ rest: [String], spark: String) -> String {
-      var out = TerminalText.pad(TerminalText.truncate(first, to: nameWidth), to: nameWidth)
+      var out = TerminalText.pad(TerminalText.truncate(first, to: nameWidth, ellipsis: ellipsis), to: nameWidth)
       for (i, text) in rest.enumerated() {
         out += "  " + TerminalText.pad(text, to: keptWidths[i], alignRight: columns[kept[i]].alignRight)
       }
       if sparkWidth > 0, !spark.isEmpty { out += "  " + spark }
-      return TerminalText.truncate(out.trimmingTrailingSpaces, to: width)
+      return TerminalText.truncate(out.trimmingTrailingSpaces, to: width, ellipsis: ellipsis)
     }
 
     lines.append((line("INTERFACE", kept.map { columns[$0].header }, spark: sparkWidth > 0 ? "RECENT" : ""), .bold))
@@ -233,7 +243,8 @@ public enum WatchScreen {
       if lines.count > height { lines = Array(lines.prefix(height)) }
     }
     return lines.map { line, style in
-      let fitted = TerminalText.truncate(TerminalText.sanitize(line), to: width)
+      // Every symbol has an ASCII form of its width, so the layout holds in ASCII too.
+      let fitted = TerminalText.truncate(options.terminal(TerminalText.sanitize(line)), to: width, ellipsis: ellipsis)
       return style.apply(fitted, color: color)
     }
   }
@@ -265,7 +276,7 @@ public enum WatchScreen {
       if let wireguard = report.wireguard { line += WireGuardText.plainFields(wireguard) }
       lines.append(line)
     }
-    return lines
+    return lines.map(options.terminal)
   }
 }
 

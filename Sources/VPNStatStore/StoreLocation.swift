@@ -1,26 +1,24 @@
 import VPNStatModel
 import VPNStatSystem
 
-/// Where the database lives: `--db`, else `VPNSTAT_DB`, else `/var/lib/vpnstat/vpnstat.db` for
-/// root and `$XDG_STATE_HOME/vpnstat/vpnstat.db` (default `~/.local/state/…`) for anyone else.
+/// Where the database lives: `--db` (or the configuration's `db`), else `VPNSTAT_DB`, else the
+/// system's database, the same for every user: what root's recorder and enforcer keep is what
+/// everyone's `status`, `watch`, `session` and gate read. A database of one's own is one to ask
+/// for, never a silent default that shows another, empty world.
 public struct StoreLocation: Hashable, Sendable {
   public var path: String
 
   public init(path: String) { self.path = path }
 
-  public static func resolve(
-    option: String?, environment: (String) -> String?, isRoot: Bool = ProcessIdentity.isRoot
-  ) -> StoreLocation {
+  /// The system's database, which the shipped units keep (`StateDirectory=vpnstat`).
+  public static let system = StoreLocation(path: "/var/lib/vpnstat/vpnstat.db")
+
+  public static func resolve(option: String?, environment: (String) -> String?) -> StoreLocation {
     if let option, !option.isEmpty { return StoreLocation(path: option) }
     if let variable = environment("VPNSTAT_DB"), !variable.isEmpty {
       return StoreLocation(path: variable)
     }
-    if isRoot { return StoreLocation(path: "/var/lib/vpnstat/vpnstat.db") }
-    if let state = environment("XDG_STATE_HOME"), state.hasPrefix("/") {
-      return StoreLocation(path: state + "/vpnstat/vpnstat.db")
-    }
-    let home = environment("HOME") ?? "/"
-    return StoreLocation(path: home + "/.local/state/vpnstat/vpnstat.db")
+    return system
   }
 
   public var directory: String {

@@ -65,6 +65,11 @@ final class ChildProcess: @unchecked Sendable {
     // gives one with --db or VPNSTAT_DB.
     env["VPNSTAT_DB"] = "/nonexistent/vpnstat-tests/none.db"
     env["NO_COLOR"] = nil
+    // A UTF-8 locale, whatever the machine's: what vpnstat prints depends on it (ASCII
+    // otherwise), and a test that is about the locale sets it.
+    env["LANG"] = "C.UTF-8"
+    env["LC_ALL"] = nil
+    env["LC_CTYPE"] = nil
     for (key, value) in environment ?? [:] { env[key] = value }
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]

@@ -11,6 +11,7 @@ enum Tool {
     "/usr/bin/promtool": "prometheus", "/usr/bin/curl": "curl", "/usr/bin/systemd-analyze": "systemd",
     "/lib/systemd/system/wg-quick@.service": "wireguard-tools",
     "/lib/systemd/system/openvpn-client@.service": "openvpn",
+    "/usr/bin/script": "bsdutils", "/usr/bin/zsh": "zsh", "/usr/bin/fish": "fish", "/usr/bin/bash": "bash",
   ]
 
   /// The error for a missing program.

@@ -22,8 +22,11 @@ func runInProcess(
   }
   let context = CommandContext(
     standardInput: FileDescriptor(rawValue: -1), standardOutput: out, standardError: err,
-    environmentVariables: ["VPNSTAT_CONFIG": "/nonexistent/vpnstat-tests/config", "VPNSTAT_DB": "/nonexistent/none.db"]
-      .merging(environment) { $1 },
+    environmentVariables: [
+      "VPNSTAT_CONFIG": "/nonexistent/vpnstat-tests/config", "VPNSTAT_DB": "/nonexistent/none.db",
+      "LANG": "C.UTF-8",
+    ]
+    .merging(environment) { $1 },
     isRoot: false, clock: clock, calendar: calendar)
   let status = VPNStat.main(arguments: arguments.map { Array($0.utf8) }, context: context)
   return CommandResult(

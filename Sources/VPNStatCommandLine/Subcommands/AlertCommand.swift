@@ -24,7 +24,7 @@ enum AlertCommand: Subcommand {
       CommonOptions.only.spec, CommonOptions.json.spec, quiet.spec, CommonOptions.bytes.spec, CommonOptions.db.spec,
       CommonOptions.source.spec, CommonOptions.classOverride.spec, CommonOptions.maxRate.spec,
       CommonOptions.sysfsRoot.spec,
-    ])
+    ] + CommonOptions.figures)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     guard let limitBytes = parsed[limit] else {

@@ -31,7 +31,7 @@ enum EnforceCommand: Subcommand {
     "action", valueName: "action",
     help:
       "How to disconnect: auto (default: through the tunnel's manager), link-down, delete, networkmanager, systemd, wg-quick or openvpn.",
-    expected: ActionChoice.names.joined(separator: ", "), parse: ActionChoice.init)
+    expected: ValueSet.alternatives(ActionChoice.names), values: .oneOf(ActionChoice.names), parse: ActionChoice.init)
   static let execTimeout = Option.duration(
     "exec-timeout", configurable: true, help: "How long --exec may run before it is killed (default 10s).")
   static let interval = Option.duration(
@@ -57,7 +57,7 @@ enum EnforceCommand: Subcommand {
       CommonOptions.pauseLength.spec, CommonOptions.source.spec, CommonOptions.classOverride.spec,
       CommonOptions.maxRate.spec, CommonOptions.wgQuickDirectory.spec, CommonOptions.systemdUnit.spec, exec.spec,
     ],
-    positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).")])
+    positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).", values: .interface)])
 
   /// How long each database statement of a running enforcer may wait for another process's
   /// lock: moments, so the database never holds up a disconnect.

@@ -4,9 +4,9 @@ import VPNStatRender
 
 /// `vpnstat export`: the ledger as OpenMetrics text, for a scrape or a one-off.
 enum ExportCommand: Subcommand {
-  static let format = Option<OpenMetrics.Format>(
-    "format", valueName: "format", help: "openmetrics (default) or prometheus (the text format node_exporter reads).",
-    expected: "openmetrics or prometheus", parse: OpenMetrics.Format.init(rawValue:))
+  static let format = Option<OpenMetrics.Format>.oneOf(
+    "format", valueName: "format",
+    help: "The text format (default openmetrics; prometheus is what node_exporter's textfile collector reads).")
 
   static let spec = CommandSpec(
     name: "export",
@@ -30,10 +30,13 @@ enum ExportCommand: Subcommand {
     }
     for warning in warnings { context.warn(warning) }
     let session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
+    // Bytes: metrics are for programs, in UTF-8 whatever the locale.
     try context.write(
-      OpenMetrics.render(
-        ledger: ledger ?? Ledger(), session: session, health: try store?.health(), at: sample.taken.wall,
-        format: parsed[format] ?? .openmetrics))
+      Array(
+        OpenMetrics.render(
+          ledger: ledger ?? Ledger(), session: session, health: try store?.health(), at: sample.taken.wall,
+          format: parsed[format] ?? .openmetrics
+        ).utf8))
     return .success
   }
 }

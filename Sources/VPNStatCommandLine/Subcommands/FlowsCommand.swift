@@ -20,10 +20,10 @@ enum FlowsCommand: Subcommand {
     expected: "a filter expression", parse: { $0 })
   static let read = Option<String>(
     "read", short: "r", valueName: "file", help: "Read packets from a pcap or pcapng file instead of capturing.",
-    expected: "a file", parse: { $0.isEmpty ? nil : $0 })
+    expected: "a file", values: .file, parse: { $0.isEmpty ? nil : $0 })
   static let write = Option<String>(
     "write", short: "w", valueName: "file", help: "Also save the captured packets to FILE (pcap).",
-    expected: "a file", parse: { $0.isEmpty ? nil : $0 })
+    expected: "a file", values: .file, parse: { $0.isEmpty ? nil : $0 })
   static let local = Option<IPAddress>(
     "local", valueName: "address", repeatable: true,
     help: "Treat ADDRESS as this host's (decides rx/tx; for --read the only local addresses).",
@@ -52,9 +52,9 @@ enum FlowsCommand: Subcommand {
       CommonOptions.json.spec, interval.spec, count.spec, top.spec, filter.spec, read.spec, write.spec, local.spec,
       snaplen.spec, noProcesses.spec, lookupInterval.spec, idleTimeout.spec, CommonOptions.bytes.spec,
       CommonOptions.noColor.spec,
-    ],
+    ] + CommonOptions.figures,
     positionals: [
-      PositionalSpec("interface", help: "The interface to capture on (any = all).", optional: true)
+      PositionalSpec("interface", help: "The interface to capture on (any = all).", optional: true, values: .interface)
     ])
 
   @Sendable static func snapshotLength(_ text: String) -> Int32? {
@@ -77,7 +77,7 @@ enum FlowsCommand: Subcommand {
     let shown = parsed[top]
     let json = parsed.has(CommonOptions.json)
     let view = FlowView.Options(display: CommonOptions.display(parsed, context), top: shown)
-    let terminal = !json && context.standardOutput.isTerminal
+    let terminal = !json && context.canDrawScreen
 
     switch (parsed.positionals.first, parsed[read]) {
     case (nil, nil):

@@ -40,9 +40,8 @@ enum HistoryCommand: Subcommand {
   ]
   static let defaultView = views[2]
 
-  static let by = Option<TrafficHistory.Grouping>(
-    "by", valueName: "grouping", help: "Rows per class or per interface (default: class; interface with -i).",
-    expected: "class or interface", parse: TrafficHistory.Grouping.init(rawValue:))
+  static let by = Option<TrafficHistory.Grouping>.oneOf(
+    "by", valueName: "grouping", help: "Rows per class or per interface (default: class; interface with -i).")
   static let top = Option.count(
     "top", in: 1...TrafficGranularity.day.retainedBuckets,
     help: "The N busiest days (most bytes, both directions), busiest first (1 to 775: the days kept).")
@@ -59,7 +58,7 @@ enum HistoryCommand: Subcommand {
     "svg", valueName: "file",
     help:
       "Write bar charts as SVG to FILE (- for standard output): hours, days and months (or the view given), the session and the data cap marked.",
-    expected: "a file name or -", parse: { $0.isEmpty ? nil : $0 })
+    expected: "a file name or -", values: .file, parse: { $0.isEmpty ? nil : $0 })
 
   static let spec = CommandSpec(
     name: "history", abstract: "Show recorded usage per 5 minutes, hour, day or month; the busiest days; charts.",
@@ -67,7 +66,7 @@ enum HistoryCommand: Subcommand {
       top.spec, since.spec, until.spec, CommonOptions.monthStartDay.spec, by.spec, CommonOptions.interface.spec,
       CommonOptions.only.spec, CommonOptions.json.spec, graph.spec, svg.spec, CommonOptions.bytes.spec,
       CommonOptions.noColor.spec, CommonOptions.db.spec,
-    ])
+    ] + CommonOptions.figures)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let given = views.filter { parsed.has($0.option) }

@@ -31,7 +31,9 @@ enum PlanCommand: Subcommand {
       """,
     options: [dataCap.spec, CommonOptions.per.spec, CommonOptions.monthStartDay.spec, CommonOptions.db.spec],
     positionals: [
-      PositionalSpec("plan", help: "free or premium; omitted: show the plan (or only set the cap).", optional: true)
+      PositionalSpec(
+        "plan", help: "free or premium; omitted: show the plan (or only set the cap).", optional: true,
+        values: .oneOf(Plan.allCases.map(\.rawValue)))
     ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {

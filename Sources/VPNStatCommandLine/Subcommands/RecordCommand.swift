@@ -12,7 +12,7 @@ enum RecordCommand: Subcommand {
     "textfile", valueName: "dir",
     help:
       "Also write DIR/vpnstat.prom for node_exporter's textfile collector (Prometheus text format), atomically, every interval.",
-    expected: "a directory", parse: { $0.isEmpty ? nil : $0 })
+    expected: "a directory", values: .directory, parse: { $0.isEmpty ? nil : $0 })
 
   static let listen = Option<ListenAddress>(
     "listen", valueName: "address:port",

@@ -18,7 +18,7 @@ enum SessionCommand: Subcommand {
         options: [
           CommonOptions.json.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec,
           CommonOptions.wgQuickDirectory.spec, CommonOptions.systemdUnit.spec,
-        ] + common),
+        ] + common + CommonOptions.figures),
       CommandSpec(
         name: "check",
         abstract:

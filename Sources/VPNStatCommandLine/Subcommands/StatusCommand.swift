@@ -16,7 +16,7 @@ enum StatusCommand: Subcommand {
       CommonOptions.db.spec, CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec,
       CommonOptions.maxRate.spec, CommonOptions.sysfsRoot.spec, CommonOptions.wgQuickDirectory.spec,
       CommonOptions.systemdUnit.spec,
-    ])
+    ] + CommonOptions.figures)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let selection = CommonOptions.selection(parsed)

@@ -12,22 +12,23 @@ enum WatchCommand: Subcommand {
     name: "watch", abstract: "Live rates, totals and the session countdown (full screen on a terminal).",
     discussion: """
       On a terminal: a full-screen view refreshed every interval; keys q quit, c cycle the class,
-      b bytes/bits, ? help. Piped: one plain line per interface per interval. With --json: one
-      JSON object per line (the status schema with rates), flushed as each is made.
+      b bytes/bits, ? help. Piped, or with TERM=dumb: one plain line per interface per interval.
+      With --json: one JSON object per line (the status schema with rates), flushed as each is
+      made.
       """,
     options: [
       interval.spec, count.spec, CommonOptions.json.spec, CommonOptions.source.spec, CommonOptions.interface.spec,
       CommonOptions.only.spec, CommonOptions.classOverride.spec, CommonOptions.noColor.spec, CommonOptions.db.spec,
       CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec, CommonOptions.maxRate.spec,
       CommonOptions.sysfsRoot.spec,
-    ])
+    ] + CommonOptions.figures)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let every = parsed[interval] ?? .seconds(1)
     let mode: LiveView.Mode =
       parsed.has(CommonOptions.json)
       ? .json
-      : (context.standardOutput.isTerminal && context.standardError.isTerminal && context.standardInput.isTerminal
+      : (context.canDrawScreen && context.standardError.isTerminal && context.standardInput.isTerminal
         ? .terminal : .plain)
     let store = try context.openStore(CommonOptions.storeLocation(parsed, context), intent: .read)
     var view = LiveView(
