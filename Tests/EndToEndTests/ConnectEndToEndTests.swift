@@ -11,13 +11,14 @@ import Testing
 /// pause), NetworkManager with its own D-Bus, and a bare tun with the database held locked.
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
 struct ConnectEndToEndTests {
-  /// A free-plan window whose session ended a minute ago, with a 45-minute pause: the gate
-  /// refuses.
+  /// A free-plan window whose session ended 50 s ago, with a 45-minute pause: the gate refuses,
+  /// with 44 min and some seconds left however many seconds the run takes (the start is cut to
+  /// whole seconds, so a window exactly a minute old read "43 min 59 s" now and then).
   static func pause(_ db: String) throws {
     let store = try #require(try Store.open(StoreLocation(path: db), intent: .write))
     try store.updateSession { record in
       record.window = SessionWindow.open(
-        at: Timestamp(seconds: Int64(Date().timeIntervalSince1970)) - .seconds(960),
+        at: Timestamp(seconds: Int64(Date().timeIntervalSince1970)) - .seconds(950),
         lengths: SessionLengths(session: .seconds(900), pause: .seconds(2700)))
     }
   }
