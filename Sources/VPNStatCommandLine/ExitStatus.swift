@@ -46,6 +46,18 @@ public struct GeneralFailure: Error, Sendable, CustomStringConvertible {
 }
 
 extension ExitStatus {
+  /// How a `connect` or `disconnect` ends, by its outcome: the other place, beside errors, that
+  /// statuses are given.
+  public static func of(_ outcome: TunnelControlReport.Outcome) -> ExitStatus {
+    switch outcome {
+    case .connected, .disconnected, .notConnected: .success
+    case .timedOut, .refused, .gaveUp, .stillUp: .unavailable
+    case .notPermitted: .noPermission
+    case .notAllowed: .tryLater
+    case .undecided: .undecided
+    }
+  }
+
   /// How an error ends the process, and what it says: the one place the library's domain
   /// errors become exit statuses. Nil message: nothing to say (a closed output pipe).
   public static func of(_ error: any Error) -> (status: ExitStatus, message: String?) {
@@ -87,6 +99,11 @@ extension ExitStatus {
       // The port is taken or the address not this machine's: 69; a port below 1024: 77.
       return (error.error.meansNotPermitted ? .noPermission : .unavailable, error.description)
     case let error as EnforcerRequirements.Missing: return (.noPermission, error.description)
+    case let error as TunnelNameError:
+      switch error {
+      case .ambiguous: return (.usage, error.description)
+      case .notFound: return (.unavailable, error.description)
+      }
     case let error as AtomicFile.Failure:
       return (error.error.meansNotPermitted ? .noPermission : .ioError, error.description)
     case let error as Errno where error.rawValue == Errno.brokenPipe.rawValue:

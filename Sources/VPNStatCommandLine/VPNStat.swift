@@ -7,6 +7,7 @@ public enum VPNStat {
   /// The subcommands, in the order help lists them.
   static let subcommands: [any Subcommand.Type] = [
     StatusCommand.self, WatchCommand.self, SessionCommand.self, PlanCommand.self, EnforceCommand.self,
+    ConnectCommand.self, DisconnectCommand.self,
     RecordCommand.self, HistoryCommand.self, AlertCommand.self, ExportCommand.self, FlowsCommand.self,
     CompletionsCommand.self,
   ]

@@ -433,11 +433,11 @@ public struct Enforcer {
       }
       // A manager may take a second to let go (NetworkManager's OpenVPN tells its peer first).
       let timeout: Duration = control?.manager != nil ? .seconds(5) : .seconds(2)
-      var down = control != nil && failure == nil && waitUntilDown(index, timeout: timeout)
+      var down = control != nil && failure == nil && confirmation.deviceDown(index, timeout: timeout)
       if let control, down {
         actionFailed = false
         if control.manager != nil { details.append("stopped through \(control.label)") }
-        if !waitForManager(control, device.name, index, timeout: timeout) {
+        if !confirmation.managerStopped(control, device.name, index: index, timeout: timeout) {
           let text = "\(control.label): \(device.name.terminalText) is down, but its manager does not say it stopped"
           log.event(text)
           details.append(text)
@@ -452,7 +452,7 @@ public struct Enforcer {
           actionFailed = true
         }
         _ = KernelLinkControl(links: links).stop(device.name, reason: reason)
-        down = waitUntilDown(index, timeout: .seconds(2))
+        down = confirmation.deviceDown(index, timeout: .seconds(2))
         if !down {
           if details.isEmpty { details.append("link-down") }
           details[details.count - 1] += ", which failed too"
@@ -474,21 +474,6 @@ public struct Enforcer {
     let detail = details.isEmpty ? nil : details.joined(separator: "; ")
     pendingStops.append(StopRecord(at: now, interface: tunnel, reason: reason, detail: detail))
     flush()
-  }
-
-  /// Whether the manager says the tunnel stopped within `timeout` (asked every 100 ms); true
-  /// when it has no say beyond the kernel's.
-  private func waitForManager(
-    _ control: any ManagerControl, _ name: InterfaceName, _ index: Int32, timeout: Duration
-  ) -> Bool {
-    let end = clock.now().monotonic + timeout.nanoseconds
-    while true {
-      let gone = (try? links.link(index: index)) == nil
-      guard let stopped = control.isStopped(name, deviceGone: gone) else { return true }
-      if stopped { return true }
-      if clock.now().monotonic >= end { return false }
-      clock.sleep(for: .milliseconds(100))
-    }
   }
 
   /// Holds the manager off for the pause, once per connection, and says so where a successor
@@ -535,17 +520,8 @@ public struct Enforcer {
     holds.map { "\($0.kind.rawValue) \(TerminalText.sanitize($0.id))'s \($0.setting)" }.joined(separator: ", ")
   }
 
-  /// Whether the kernel says the device went down (or away) within `timeout`, asking every
-  /// 5 ms; the waiting goes through the clock, so a test's manual clock makes it instant.
-  private func waitUntilDown(_ index: Int32, timeout: Duration) -> Bool {
-    let end = clock.now().monotonic + timeout.nanoseconds
-    while true {
-      guard let link = try? links.link(index: index) else { return true }
-      if !Self.isUp(link) { return true }
-      if clock.now().monotonic >= end { return false }
-      clock.sleep(for: .milliseconds(5))
-    }
-  }
+  /// The kernel's word, then the manager's: the one way a stop is confirmed.
+  private var confirmation: StopConfirmation { StopConfirmation(links: links, clock: clock) }
 
   /// Arms the alarm for `target` (trusted time); nil disarms. A wall clock set back makes
   /// trusted time run ahead of it, so the alarm is set that much earlier.

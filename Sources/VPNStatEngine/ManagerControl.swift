@@ -5,10 +5,12 @@ import VPNStatSystem
 
 /// Controls one tunnel through whatever manages it: NetworkManager, a systemd unit, wg-quick,
 /// OpenVPN, or the kernel's link itself. One conformance per kind of manager; the enforcer's
-/// disconnect is `stop` through one of them (and `connect` will be `start`).
+/// disconnect and `vpnstat disconnect` are `stop` through one of them, `vpnstat connect` is
+/// `start`.
 ///
-/// `stop` only asks. Nothing it says proves the tunnel stopped: the enforcer asks the kernel
-/// (the device down or gone) and then `isStopped`, the manager's own state.
+/// `stop` and `start` only ask. Nothing they say proves the tunnel stopped or runs: a stop is
+/// confirmed by the kernel (the device down or gone) and then `isStopped`, the manager's own
+/// state; a start by its `proofs` (`ConnectionProbe`).
 public protocol ManagerControl {
   /// A few words for logs and stop records: "wg-quick /etc/wireguard/wg0.conf".
   var label: String { get }
@@ -22,12 +24,30 @@ public protocol ManagerControl {
   /// Keeps the manager from bringing the tunnel back by itself during the pause; returns what to
   /// give back when the pause ends, or nil when nothing had to be held.
   func holdForPause() -> ManagerHold?
+  /// Asks the manager to start the tunnel, waiting at most `timeout` for its answer: accepted
+  /// is all a success says.
+  func start(timeout: Duration) -> StartOutcome
+  /// The interface the tunnel runs on, when the manager can say before or after a start
+  /// (wg-quick's from its file name, NetworkManager's from the active connection).
+  func device() -> InterfaceName?
+  /// What proves a tunnel this control started is real, in order: all must hold.
+  var proofs: [ConnectionProof] { get }
 }
 
 extension ManagerControl {
   public var manager: TunnelManager? { nil }
   public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? { nil }
   public func holdForPause() -> ManagerHold? { nil }
+  public func start(timeout: Duration) -> StartOutcome { .refused("\(label) cannot start a tunnel") }
+  public func device() -> InterfaceName? { nil }
+  public var proofs: [ConnectionProof] { [] }
+}
+
+/// What a manager said to a start. `connect` believes it only as far as "accepted": the tunnel
+/// is real when its proofs hold.
+public enum StartOutcome: Hashable, Sendable {
+  case accepted
+  case refused(String)
 }
 
 /// What an action said of itself. The enforcer believes the kernel and the manager, not this.
@@ -82,15 +102,33 @@ public struct ChildProgramRunner: ProgramRunner {
 // MARK: - The kernel's link
 
 /// No manager: the kernel's link is the tunnel. `link-down` clears its up flag, `delete`
-/// removes it (a tun goes even while a process holds it).
+/// removes it (a tun goes even while a process holds it); `connect` sets the up flag of
+/// `tunnel` and waits for it to be running (a process attached to the tun).
 public struct KernelLinkControl: ManagerControl {
   let links: any LinkController
   public let deleting: Bool
-  public init(links: any LinkController, deleting: Bool = false) {
+  /// The link `connect` raises (the enforcer's controls take the tunnel from `stop`).
+  public let tunnel: InterfaceName?
+  public init(links: any LinkController, deleting: Bool = false, tunnel: InterfaceName? = nil) {
     self.links = links
     self.deleting = deleting
+    self.tunnel = tunnel
   }
   public var label: String { deleting ? "delete" : "link-down" }
+
+  public func start(timeout: Duration) -> StartOutcome {
+    guard let tunnel else { return .refused("no interface to raise") }
+    do {
+      guard let link = try links.link(named: tunnel) else { return .refused("\(tunnel.terminalText) does not exist") }
+      try links.setUp(index: link.index)
+      return .accepted
+    } catch {
+      return .refused("ip link set \(tunnel.terminalText) up: \(error)")
+    }
+  }
+
+  public func device() -> InterfaceName? { tunnel }
+  public var proofs: [ConnectionProof] { tunnel.map { [.linkRunning($0)] } ?? [] }
 
   public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     do {
@@ -147,13 +185,21 @@ public struct MissingManagerControl: ManagerControl {
 /// NetworkManager expects (a bare link-down leaves it "activated"), its autoconnect held off for
 /// the pause with `--temporary` (in memory only: a restart of NetworkManager brings back the
 /// user's saved value), confirmed when the UUID is no longer among the active connections.
+///
+/// Started with `nmcli --wait 0 connection up`: nmcli returns once NetworkManager took the
+/// request (an unknown connection or an activation that fails at once is refused there), and
+/// `connect` then waits for the activation to reach `activated`.
 public struct NetworkManagerControl: ManagerControl {
   public let uuid: String
   public let runner: any ProgramRunner
   public let manager: TunnelManager?
-  public init(uuid: String, manager: TunnelManager? = nil, runner: any ProgramRunner) {
+  /// NetworkManager's type of the connection (`tun`, `wireguard`, `vpn`), when known: what else
+  /// proves it real beyond NetworkManager's word.
+  public let connectionType: String?
+  public init(uuid: String, manager: TunnelManager? = nil, connectionType: String? = nil, runner: any ProgramRunner) {
     self.uuid = uuid
     self.manager = manager
+    self.connectionType = connectionType
     self.runner = runner
   }
   public var label: String {
@@ -170,9 +216,44 @@ public struct NetworkManagerControl: ManagerControl {
     ["nmcli", "connection", "modify", "--temporary", "uuid", uuid, "connection.autoconnect", value]
   }
 
+  static func activate(_ uuid: String) -> [String] { ["nmcli", "--wait", "0", "connection", "up", "uuid", uuid] }
+  /// The active connection of the UUID: `GENERAL.STATE:activated`, `GENERAL.IP-IFACE:nmtun0`,
+  /// `GENERAL.DBUS-PATH:/org/freedesktop/NetworkManager/ActiveConnection/4`; nothing while it is
+  /// not active.
+  static func activeState(_ uuid: String) -> [String] {
+    ["nmcli", "-t", "-f", "GENERAL.STATE,GENERAL.IP-IFACE,GENERAL.DBUS-PATH", "connection", "show", "uuid", uuid]
+  }
+
   public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     let run = runner.run(Self.deactivate(uuid), timeout: .seconds(15))
     return run.succeeded ? .done : .failed("nmcli connection down \(run.failure)")
+  }
+
+  public func start(timeout: Duration) -> StartOutcome {
+    let run = runner.run(Self.activate(uuid), timeout: timeout)
+    return run.succeeded ? .accepted : .refused("nmcli connection up \(run.failure)")
+  }
+
+  /// NetworkManager's view of the connection's activation now: nil while it is not active.
+  public func activation() -> NetworkManagerActivation? {
+    let run = runner.run(Self.activeState(uuid), timeout: .seconds(5))
+    guard run.succeeded else { return nil }
+    var fields: [String: String] = [:]
+    for line in run.output.split(whereSeparator: \.isNewline) {
+      guard let colon = line.firstIndex(of: ":") else { continue }
+      fields[String(line[..<colon])] = String(line[line.index(after: colon)...])
+    }
+    guard let state = fields["GENERAL.STATE"], !state.isEmpty else { return nil }
+    let device = fields["GENERAL.IP-IFACE"].flatMap { $0.isEmpty ? nil : InterfaceName($0) }
+    return NetworkManagerActivation(state: state, device: device, path: fields["GENERAL.DBUS-PATH"] ?? "")
+  }
+
+  public func device() -> InterfaceName? { activation()?.device }
+
+  /// NetworkManager's word; for a WireGuard connection also a handshake, since NetworkManager
+  /// says `activated` once the device is configured, before any peer answered.
+  public var proofs: [ConnectionProof] {
+    [.networkManagerActivated(uuid: uuid)] + (connectionType == "wireguard" ? [.wireGuardHandshake(nil)] : [])
   }
 
   public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? {
@@ -234,6 +315,15 @@ public struct NetworkManagerControl: ManagerControl {
   }
 }
 
+/// One activation of a NetworkManager connection: its state (`activating`, `activated`,
+/// `deactivating`), the interface it configures, and its D-Bus path — new for every activation,
+/// so a connection re-activated by `connect` is told from the one before.
+public struct NetworkManagerActivation: Hashable, Sendable {
+  public var state: String
+  public var device: InterfaceName?
+  public var path: String
+}
+
 // MARK: - systemd
 
 /// A systemd service (`wg-quick@wg0.service`, `openvpn-client@work.service`): stopped with
@@ -259,8 +349,29 @@ public struct SystemdUnitControl: ManagerControl {
   }
 
   public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? {
-    let state = runner.run(Self.stateCommand([unit]), timeout: .seconds(5)).output.trimmingASCIIWhitespace()
-    return ["inactive", "failed", "unknown"].contains(state)
+    ["inactive", "failed", "unknown"].contains(state())
+  }
+
+  /// What `systemctl is-active` says of the unit: `active`, `activating`, `inactive`, `failed`…
+  public func state() -> String {
+    runner.run(Self.stateCommand([unit]), timeout: .seconds(5)).output.trimmingASCIIWhitespace()
+  }
+
+  static func startCommand(_ unit: String) -> [String] { ["systemctl", "start", unit] }
+
+  /// `systemctl start` returns once the unit started (a oneshot such as `wg-quick@` once its
+  /// ExecStart finished, OpenVPN's `Type=notify` units once it says so) or failed — a gate in
+  /// ExecStartPre fails it here, with systemd's words.
+  public func start(timeout: Duration) -> StartOutcome {
+    let run = runner.run(Self.startCommand(unit), timeout: timeout)
+    return run.succeeded ? .accepted : .refused("systemctl start \(run.failure)")
+  }
+
+  public func device() -> InterfaceName? { ManagerEvidence.wgQuickDevice(of: unit) }
+
+  /// systemd's word; for `wg-quick@NAME`, a handshake on NAME too.
+  public var proofs: [ConnectionProof] {
+    [.unitActive(unit)] + (device().map { [.wireGuardHandshake($0)] } ?? [])
   }
 }
 
@@ -290,6 +401,25 @@ public struct WgQuickControl: ManagerControl {
   }
 
   public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? { deviceGone }
+
+  static func upCommand(_ configuration: String) -> [String] { ["wg-quick", "up", configuration] }
+
+  /// `wg-quick up` returns once the device is configured and up (its PreUp gate refuses here,
+  /// with its words): a peer may not have answered yet.
+  public func start(timeout: Duration) -> StartOutcome {
+    let run = runner.run(Self.upCommand(configuration), timeout: timeout)
+    return run.succeeded ? .accepted : .refused("wg-quick up \(run.failure)")
+  }
+
+  /// The interface wg-quick names after the file: `/etc/wireguard/wg0.conf` → wg0.
+  public func device() -> InterfaceName? {
+    var name = Substring(configuration)
+    if let slash = name.lastIndex(of: "/") { name = name[name.index(after: slash)...] }
+    if name.hasSuffix(".conf") { name = name.dropLast(".conf".count) }
+    return name.isEmpty ? nil : InterfaceName(String(name))
+  }
+
+  public var proofs: [ConnectionProof] { [.wireGuardHandshake(device())] }
 }
 
 // MARK: - OpenVPN
@@ -305,6 +435,15 @@ public struct OpenVPNControl: ManagerControl {
     self.manager = manager
   }
   public var label: String { "openvpn (pid \(process.pid))" }
+
+  /// OpenVPN has no manager of its own to start it: a process vpnstat started would be vpnstat's
+  /// to supervise (its log, its restarts, its password prompts). It is started by systemd or
+  /// NetworkManager, and connected through them.
+  public func start(timeout: Duration) -> StartOutcome {
+    .refused(
+      "vpnstat does not start OpenVPN itself: start it through its systemd unit (openvpn-client@NAME) or NetworkManager, and connect that"
+    )
+  }
 
   public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     var why = "no management socket"
@@ -362,6 +501,45 @@ public struct OpenVPNControl: ManagerControl {
       }
     }
     return .failure(problem)
+  }
+
+  /// OpenVPN's state from `state` on the first socket that answers: the second field of its
+  /// line `TIME,STATE,DETAIL,LOCAL_IP,REMOTE_IP,…` (`CONNECTING`, `ASSIGN_IP`, `CONNECTED`,
+  /// `RECONNECTING`, `EXITING`), the answer ending in `END`. Bounded like `signal`.
+  static func state(paths: [String]) -> ManagementState {
+    var problem = "unreachable"
+    for path in paths {
+      do {
+        let answer = try LocalSocketExchange.exchange(
+          path: SystemPath(path), request: Array("state\n".utf8), limit: 1 << 16, idle: .seconds(1),
+          total: .seconds(2), isComplete: { Self.stateName($0) != nil })
+        if let name = Self.stateName(answer) { return .state(name) }
+        problem = "no state in its answer"
+      } catch {
+        problem = "\(error)"
+      }
+    }
+    return .unreachable(problem)
+  }
+
+  /// What OpenVPN's management interface said of its state.
+  enum ManagementState: Equatable {
+    case state(String)
+    case unreachable(String)
+  }
+
+  /// The state name in an answer to `state`, once its `END` line has come; nil before. Lines end
+  /// in CRLF; `>` lines are the greeting and notifications.
+  static func stateName(_ answer: [UInt8]) -> String? {
+    let lines = answer.split(separator: 0x0A).map { line in
+      String(decoding: line.last == 0x0D ? line.dropLast() : line, as: UTF8.self)
+    }
+    guard lines.contains("END") else { return nil }
+    for line in lines where !line.hasPrefix(">") && line != "END" {
+      let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+      if fields.count > 1 { return TerminalText.sanitize(String(fields[1])) }
+    }
+    return ""
   }
 
   /// Whether the management interface's answer says the command was taken (`SUCCESS:`), refused

@@ -9,11 +9,12 @@ public protocol EventLog {
 }
 
 /// Asking the kernel about one link and taking it down (or away): the enforcer's hold on the
-/// tunnel.
+/// tunnel; raising it: `connect` for a tunnel no manager runs.
 public protocol LinkController {
   func link(named name: InterfaceName) throws -> LinkRecord?
   func link(index: Int32) throws -> LinkRecord?
   func setDown(index: Int32) throws
+  func setUp(index: Int32) throws
   func delete(index: Int32) throws
 }
 

@@ -6,9 +6,10 @@ import VPNStatSystem
   import Glibc
 #endif
 
-/// Asking the kernel about one link and setting it down or deleting it, over netlink: how the
+/// Asking the kernel about one link and setting it down, up or deleting it, over netlink: how the
 /// enforcer takes a tunnel down (`--action link-down`, `--action delete`, and the fallback of
-/// every other action) and how it confirms that any action really did.
+/// every other action) and how it confirms that any action really did; how `connect` raises a
+/// tunnel no manager runs.
 public final class LinkControl {
   let socket: NetlinkSocket
 
@@ -56,6 +57,12 @@ public final class LinkControl {
   public func setDown(index: Int32) throws {
     try socket.request(
       type: RouteLinkMessages.newLink, payload: RouteLinkMessages.setUpRequest(index: index, up: false))
+  }
+
+  /// Sets IFF_UP on the link with `index` (`vpnstat connect` on a tunnel no manager runs).
+  public func setUp(index: Int32) throws {
+    try socket.request(
+      type: RouteLinkMessages.newLink, payload: RouteLinkMessages.setUpRequest(index: index, up: true))
   }
 
   /// Deletes the link with `index` (`RTM_DELLINK`; a tun goes even while a process holds it).

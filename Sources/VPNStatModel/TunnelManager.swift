@@ -29,6 +29,9 @@ public struct TunnelManager: Hashable, Sendable {
     case unit
     /// The link kind (`wireguard`), with a wg-quick configuration.
     case kind
+    /// A wg-quick configuration file the name given to `connect`/`disconnect` names (no device
+    /// needs to exist yet).
+    case configuration
     /// Nothing that names a manager.
     case nothing
   }
@@ -241,6 +244,30 @@ public struct ManagerEvidence: Hashable, Sendable {
   public static func wellKnownUnits(for interface: InterfaceName) -> [String] {
     let name = systemdEscaped(interface)
     return ["wg-quick@\(name).service", "openvpn-client@\(name).service", "openvpn@\(name).service"]
+  }
+
+  /// The tunnel a well-known unit brings up: `wg-quick@wg0.service` → wg0 (the instance name,
+  /// `\xHH` unescaped); nil for any other unit (`openvpn-client@work` names a configuration, not
+  /// a device).
+  public static func wgQuickDevice(of unit: String) -> InterfaceName? {
+    let prefix = "wg-quick@"
+    let suffix = ".service"
+    guard unit.hasPrefix(prefix), unit.hasSuffix(suffix), unit.count > prefix.count + suffix.count else { return nil }
+    let instance = Array(unit.utf8.dropFirst(prefix.utf8.count).dropLast(suffix.utf8.count))
+    var bytes: [UInt8] = []
+    var index = 0
+    while index < instance.count {
+      if instance[index] == 0x5C, index + 3 < instance.count, instance[index + 1] == 0x78,
+        let high = hexValue(instance[index + 2]), let low = hexValue(instance[index + 3])
+      {
+        bytes.append(high << 4 | low)
+        index += 4
+      } else {
+        bytes.append(instance[index])
+        index += 1
+      }
+    }
+    return InterfaceName(bytes: bytes)
   }
 
   /// An interface name as a systemd instance name (`systemd-escape`): letters, digits, `:`, `_`

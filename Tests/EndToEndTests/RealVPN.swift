@@ -315,8 +315,11 @@ final class WireGuardSide: @unchecked Sendable {
   /// Writes the wg-quick configuration: this side's keys and addresses, a ListenPort, `hooks`
   /// (whole lines such as `PreUp = /path/vpnstat session check --db DB`) in [Interface], and the
   /// peer. `allowedIPs` nil: the peer's two addresses only; ["0.0.0.0/0", "::/0"] makes a full
-  /// tunnel (fwmark rule + table 51820; needs nft).
-  func writeConfig(peer: WireGuardSide, endpoint: String, hooks: [String] = [], allowedIPs: [String]? = nil) throws {
+  /// tunnel (fwmark rule + table 51820; needs nft). `peerLines`: more lines for [Peer]
+  /// (`PersistentKeepalive = 25`: a handshake at once, without traffic).
+  func writeConfig(
+    peer: WireGuardSide, endpoint: String, hooks: [String] = [], allowedIPs: [String]? = nil, peerLines: [String] = []
+  ) throws {
     let peerAddresses = [peer.address, peer.address6].map {
       String($0.split(separator: "/")[0]) + ($0.contains(":") ? "/128" : "/32")
     }
@@ -326,7 +329,7 @@ final class WireGuardSide: @unchecked Sendable {
       ] + hooks + [
         "", "[Peer]", "PublicKey = \(peer.publicKey)", "Endpoint = \(endpoint):51820",
         "AllowedIPs = \((allowedIPs ?? peerAddresses).joined(separator: ", "))",
-      ]
+      ] + peerLines
     try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: configPath))
     chmod(configPath, 0o600)
   }
@@ -449,9 +452,11 @@ final class WireGuardPair: @unchecked Sendable {
   let right: WireGuardSide
 
   /// `leftHooks`: lines for the left side's [Interface] (PreUp = …). `fullTunnelLeft`: the left
-  /// side sends everything (AllowedIPs 0.0.0.0/0, ::/0) through the tunnel.
+  /// side sends everything (AllowedIPs 0.0.0.0/0, ::/0) through the tunnel. `leftPeerLines`:
+  /// lines for the left side's [Peer] (PersistentKeepalive).
   init(
-    _ label: String, subnet: Int, interface: String = "wg0", leftHooks: [String] = [], fullTunnelLeft: Bool = false
+    _ label: String, subnet: Int, interface: String = "wg0", leftHooks: [String] = [], fullTunnelLeft: Bool = false,
+    leftPeerLines: [String] = []
   ) throws {
     try RealVPNTool.require("wg", "wg-quick", "wireguard-go", "unshare", "mount")
     if fullTunnelLeft { try RealVPNTool.require("nft") }
@@ -465,7 +470,7 @@ final class WireGuardPair: @unchecked Sendable {
       address6: "fd00:\(subnet)::2/64")
     try left.writeConfig(
       peer: right, endpoint: link.rightAddress, hooks: leftHooks,
-      allowedIPs: fullTunnelLeft ? ["0.0.0.0/0", "::/0"] : nil)
+      allowedIPs: fullTunnelLeft ? ["0.0.0.0/0", "::/0"] : nil, peerLines: leftPeerLines)
     try right.writeConfig(peer: left, endpoint: link.leftAddress)
   }
 

@@ -293,7 +293,9 @@ struct DocumentationTests {
     return keys(of: try JSONSerialization.jsonObject(with: result.stdout))
   }
 
-  @Test("every key of status, session and history JSON from real runs is documented in the man page and the README")
+  @Test(
+    "every key of status, session, history, alert and connect JSON from real runs is documented in the man page and the README"
+  )
   func everyJSONKeyIsDocumented() throws {
     // A fixture sysfs tree, so the run does not depend on this machine's interfaces: a tunnel,
     // a Wi-Fi device, loopback, and one with garbage counters (a problem entry).
@@ -331,6 +333,21 @@ struct DocumentationTests {
       .union(try Self.jsonKeys(["history", "--json", "--months", "--month-start-day", "15", "--db", db]))
       .union(try Self.jsonKeys(["history", "--json", "--top", "3", "--db", db]))
     let alert = try Self.jsonKeys(["alert", "--json", "--limit", "1GB", "-i", "wg0"] + fixture)
+    // connect's object, as the gate refuses it in a pause (nothing can be started here): every
+    // key is there whatever the outcome.
+    let paused = directory.file("paused.db")
+    do {
+      let store = try #require(try Store.open(StoreLocation(path: paused), intent: .write))
+      try store.updateSession { record in
+        record.window = SessionWindow.open(
+          at: SystemTimeSource().now().wall - .seconds(660),
+          lengths: SessionLengths(session: .seconds(600), pause: .seconds(600)))
+      }
+    }
+    let refused = try run(
+      Built.vpnstat, ["connect", "vpnstat-documentation", "--json", "--db", paused], environment: Self.environment)
+    try #require(refused.status == 75, "connect in the pause: \(refused.status) \(refused.errors)")
+    let connect = Self.keys(of: try JSONSerialization.jsonObject(with: refused.stdout))
     // The runs must have filled what this test is meant to see.
     for key in ["usage", "last_stop", "reason", "detail", "message", "total_rx_bytes", "now"] {
       try #require(status.contains(key), "status --json lacks '\(key)': \(status.sorted())")
@@ -340,6 +357,7 @@ struct DocumentationTests {
       try #require(session.union(history).contains(key), "session or history --json lacks '\(key)'")
     }
     try #require(alert.contains("selected_interfaces") && alert.contains("limit_bytes"), "\(alert.sorted())")
+    try #require(connect.contains("waited_for") && connect.contains("recorded"), "\(connect.sorted())")
 
     let page = try Self.text(Self.manPage)
     let readme = try Self.text(Self.readme)
@@ -351,7 +369,7 @@ struct DocumentationTests {
       $0.split(separator: "|", omittingEmptySubsequences: false).dropFirst().first.map(String.init) ?? ""
     }
     func keyCharacter(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
-    for key in status.union(session).union(history).union(alert).sorted() {
+    for key in status.union(session).union(history).union(alert).union(connect).sorted() {
       let inManPage = Self.contains(manJSON, "Cm ", key, nameCharacters: keyCharacter)
       let inReadme = firstCells.contains { $0.contains("`\(key)`") }
       #expect(inManPage, "man/vpnstat.1 JSON OUTPUT does not document '\(key)' (as Cm \(key))")

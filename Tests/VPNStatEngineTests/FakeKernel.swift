@@ -14,6 +14,8 @@ final class FakeKernel: @unchecked Sendable {
     var name: InterfaceName
     var up: Bool
     var traffic: TrafficCounts
+    /// The netlink kind (`tun`; `wireguard` for a kernel WireGuard device).
+    var kind = "tun"
   }
 
   private let lock = NSLock()
@@ -34,7 +36,7 @@ final class FakeKernel: @unchecked Sendable {
       guard let link = links[index] else { return nil }
       return LinkRecord(
         index: index, name: link.name,
-        attributes: LinkAttributes(arpType: 65534, flags: link.up ? 0x41 : 0, kind: "tun"),
+        attributes: LinkAttributes(arpType: 65534, flags: link.up ? 0x41 : 0, kind: link.kind),
         counters: InterfaceCounters(link.traffic))
     }
   }
@@ -45,10 +47,10 @@ final class FakeKernel: @unchecked Sendable {
 
   /// A new device (a new ifindex, counters from zero).
   @discardableResult
-  func add(_ name: String, up: Bool = false) -> LinkNotifications.Change {
+  func add(_ name: String, up: Bool = false, kind: String = "tun") -> LinkNotifications.Change {
     let index = locked { () -> Int32 in
       nextIndex += 1
-      links[nextIndex] = Link(name: InterfaceName(name), up: up, traffic: .zero)
+      links[nextIndex] = Link(name: InterfaceName(name), up: up, traffic: .zero, kind: kind)
       return nextIndex
     }
     return LinkNotifications.Change(record: record(index)!, deleted: false)
@@ -104,7 +106,7 @@ final class FakeKernel: @unchecked Sendable {
       links.sorted { $0.key < $1.key }.map { index, link in
         InterfaceSample(
           name: link.name, index: index, counters: InterfaceCounters(link.traffic), width: .bits64,
-          link: LinkAttributes(arpType: 65534, flags: link.up ? 0x41 : 0, kind: "tun"))
+          link: LinkAttributes(arpType: 65534, flags: link.up ? 0x41 : 0, kind: link.kind))
       }
     }
     return CounterSample(interfaces: samples, source: .netlink, taken: taken)
@@ -119,6 +121,7 @@ struct FakeLinks: LinkController {
   }
   func link(index: Int32) throws -> LinkRecord? { kernel.record(index) }
   func setDown(index: Int32) throws { try kernel.setDown(index) }
+  func setUp(index: Int32) throws { _ = kernel.set(index, up: true) }
   func delete(index: Int32) throws { _ = kernel.delete(index) }
 }
 

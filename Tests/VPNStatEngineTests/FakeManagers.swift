@@ -14,6 +14,11 @@ final class FakeNetworkManager: ProgramRunner, @unchecked Sendable {
     var device: String
     var autoconnect: Bool
     var active: Bool
+    var type = "tun"
+    /// The D-Bus path of its activation: a new one each `up`.
+    var path = ""
+    /// How many more state queries answer `activating` before `activated`.
+    var activating = 0
   }
   let kernel: FakeKernel
   private let lock = NSLock()
@@ -23,21 +28,34 @@ final class FakeNetworkManager: ProgramRunner, @unchecked Sendable {
   var refusesDown = false
   /// `connection down` takes the device away but NM goes on listing the connection as active.
   var staysActive = false
+  /// `connection up` fails (exit 4) as an activation that fails at once does.
+  var refusesUp = false
+  /// After `connection up`, state queries answer `activating` this many times first.
+  var activatingQueries = 0
+  /// `connection up` is accepted, then NetworkManager drops the activation (no longer active).
+  var dropsActivation = false
+  private var activations = 0
 
   init(_ kernel: FakeKernel) { self.kernel = kernel }
 
-  func add(uuid: String, name: String, device: String, autoconnect: Bool) {
+  func add(uuid: String, name: String, device: String, autoconnect: Bool, type: String = "tun") {
     lock.withLock {
-      connections[uuid] = Connection(name: name, device: device, autoconnect: autoconnect, active: false)
+      connections[uuid] = Connection(
+        name: name, device: device, autoconnect: autoconnect, active: false, type: type)
     }
   }
 
-  /// `nmcli connection up`: the device appears, up; returns the kernel's notification.
+  /// `nmcli connection up`: a new activation (a new D-Bus path), the device appears, up;
+  /// returns the kernel's notification.
   func up(_ uuid: String) -> LinkNotifications.Change {
     let device = lock.withLock { () -> String in
+      activations += 1
       connections[uuid]!.active = true
+      connections[uuid]!.path = "/org/freedesktop/NetworkManager/ActiveConnection/\(activations)"
+      connections[uuid]!.activating = activatingQueries
       return connections[uuid]!.device
     }
+    if let index = kernel.index(of: device) { _ = kernel.delete(index) }
     return kernel.add(device, up: true)
   }
 
@@ -71,6 +89,27 @@ final class FakeNetworkManager: ProgramRunner, @unchecked Sendable {
       guard lock.withLock({ connections[fifth] }) != nil else { return fail("no such connection") }
       lock.withLock { connections[fifth]!.autoconnect = last == "yes" }
       return ok()
+    case ["--wait", "0", "connection", "up", "uuid", last]:
+      guard lock.withLock({ connections[last] }) != nil else { return fail("unknown connection '\(last)'.") }
+      if refusesUp { return ProgramRun(outcome: .exited(4), errors: "Error: Connection activation failed: no\n") }
+      _ = up(last)
+      if dropsActivation { lock.withLock { connections[last]!.active = false } }
+      return ok()
+    case ["-t", "-f", "GENERAL.STATE,GENERAL.IP-IFACE,GENERAL.DBUS-PATH", "connection", "show", "uuid", last]:
+      let answer = lock.withLock { () -> String? in
+        guard let connection = connections[last] else { return nil }
+        guard connection.active else { return "" }
+        let state = connection.activating > 0 ? "activating" : "activated"
+        connections[last]!.activating = max(0, connection.activating - 1)
+        return "GENERAL.STATE:\(state)\nGENERAL.IP-IFACE:\(connection.device)\nGENERAL.DBUS-PATH:\(connection.path)\n"
+      }
+      guard let answer else { return fail("\(last) - no such connection profile.") }
+      return ok(answer)
+    case ["-t", "-f", "NAME,UUID,TYPE", "connection", "show"]:
+      let lines = lock.withLock {
+        connections.map { "\($0.value.name.replacingOccurrences(of: ":", with: "\\:")):\($0.key):\($0.value.type)\n" }
+      }
+      return ok(lines.sorted().joined())
     case ["-t", "-f", "DEVICE,STATE,CONNECTION,CON-UUID", "device"]:
       let lines = lock.withLock {
         connections.filter(\.value.active).map { "\($0.value.device):connected:\($0.value.name):\($0.key)\n" }
@@ -83,19 +122,30 @@ final class FakeNetworkManager: ProgramRunner, @unchecked Sendable {
 }
 
 /// wg-quick on the fake kernel: `wg-quick down CONF` deletes the device named like the file
-/// (or fails, as it does when the device is not a WireGuard interface it can reach).
+/// (or fails, as it does when the device is not a WireGuard interface it can reach); `up CONF`
+/// makes it, up (or fails, as its PreUp gate or an existing device make it).
 final class FakeWgQuick: ProgramRunner, @unchecked Sendable {
   let kernel: FakeKernel
   var fails = false
+  /// `up` fails with this on stderr (exit 1), creating nothing.
+  var upRefusal: String?
   private(set) var commands: [[String]] = []
   init(_ kernel: FakeKernel) { self.kernel = kernel }
 
   func run(_ arguments: [String], timeout: Duration) -> ProgramRun {
     commands.append(arguments)
-    guard arguments.count == 3, arguments[0] == "wg-quick", arguments[1] == "down" else {
+    guard arguments.count == 3, arguments[0] == "wg-quick", ["up", "down"].contains(arguments[1]) else {
       return ProgramRun(outcome: .failedToStart(.noSuchFile))
     }
     let name = String(arguments[2].split(separator: "/").last!.dropLast(".conf".count))
+    if arguments[1] == "up" {
+      if let upRefusal { return ProgramRun(outcome: .exited(1), errors: "[#] \(upRefusal)\n\(upRefusal)\n") }
+      if kernel.index(of: name) != nil {
+        return ProgramRun(outcome: .exited(1), errors: "wg-quick: `\(name)' already exists\n")
+      }
+      kernel.add(name, up: true, kind: "wireguard")
+      return ProgramRun(outcome: .exited(0), errors: "[#] ip link set mtu 1420 up dev \(name)\n")
+    }
     if fails {
       return ProgramRun(outcome: .exited(1), errors: "wg-quick: `\(name)' is not a WireGuard interface\n")
     }

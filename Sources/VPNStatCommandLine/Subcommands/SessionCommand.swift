@@ -43,9 +43,7 @@ enum SessionCommand: Subcommand {
       do {
         return try check(parsed, context, location: location, timeout: limit)
       } catch StoreError.busy {
-        context.warn(
-          "cannot read the session window in \(location.path) within \(Units.duration(limit)): it is locked by another process. Undecided: treat this as a refusal and try again."
-        )
+        context.warn(undecided(location, limit))
         return .undecided
       }
     default: return try status(parsed, context, location: location)
@@ -81,28 +79,7 @@ enum SessionCommand: Subcommand {
     throws -> ExitStatus
   {
     let reading = context.clock.now()
-    let store = try context.openStore(location, intent: .read, waitingAtMost: timeout)
-    var report: SessionReport
-    if let store {
-      var sampler = CommonOptions.sampler(parsed, context)
-      var view = LedgerView(store: store)
-      let sampled: (sample: CounterSample, ledger: Ledger)?
-      do {
-        sampled = try view.sample(&sampler)
-      } catch let error as StoreError {
-        throw error
-      } catch {
-        // No counters to read: the saved buckets alone.
-        sampled = nil
-      }
-      report = try SessionView.report(
-        store, reading: reading, sample: sampled?.sample, catalog: &sampler.catalog, ledger: sampled?.ledger,
-        nextLengths: CommonOptions.lengths(parsed))
-    } else {
-      report = SessionReport.make(
-        SessionRecord(), now: reading.wall, tunnelUp: false, nextLengths: CommonOptions.lengths(parsed),
-        tunnelTotals: nil, lastStop: nil)
-    }
+    let report = try gate(parsed, context, location: location, timeout: timeout, reading: reading)
     if parsed.has(CommonOptions.json) {
       try context.write(SessionJSON.render(report, generatedAt: reading.wall) + [0x0A])
     } else if !parsed.has(quiet) {
@@ -113,6 +90,40 @@ enum SessionCommand: Subcommand {
       }
     }
     return report.canConnect ? .success : .tryLater
+  }
+
+  /// The gate's decision (`session check`, and `connect` before it starts anything): the stored
+  /// window at the trusted now, read within `timeout` — throws `StoreError.busy` when it cannot
+  /// be, which is undecided. Without a database nothing limits connecting.
+  static func gate(
+    _ parsed: ParsedCommand, _ context: CommandContext, location: StoreLocation, timeout: Duration,
+    reading: ClockReading
+  ) throws -> SessionReport {
+    let store = try context.openStore(location, intent: .read, waitingAtMost: timeout)
+    guard let store else {
+      return SessionReport.make(
+        SessionRecord(), now: reading.wall, tunnelUp: false, nextLengths: CommonOptions.lengths(parsed),
+        tunnelTotals: nil, lastStop: nil)
+    }
+    var sampler = CommonOptions.sampler(parsed, context)
+    var view = LedgerView(store: store)
+    let sampled: (sample: CounterSample, ledger: Ledger)?
+    do {
+      sampled = try view.sample(&sampler)
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      // No counters to read: the saved buckets alone.
+      sampled = nil
+    }
+    return try SessionView.report(
+      store, reading: reading, sample: sampled?.sample, catalog: &sampler.catalog, ledger: sampled?.ledger,
+      nextLengths: CommonOptions.lengths(parsed))
+  }
+
+  /// What the gate says when it cannot tell.
+  static func undecided(_ location: StoreLocation, _ limit: Duration) -> String {
+    "cannot read the session window in \(location.path) within \(Units.duration(limit)): it is locked by another process. Undecided: treat this as a refusal and try again."
   }
 
   /// `session reset`: clears the window; records a stop when there was one.

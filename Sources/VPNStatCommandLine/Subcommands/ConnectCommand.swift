@@ -1,0 +1,112 @@
+import VPNStatEngine
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
+
+/// `vpnstat connect NAME`: the gate, then a start through the tunnel's manager, accepted, then
+/// confirmed real — the seeds' VPN control API on Linux.
+enum ConnectCommand: Subcommand {
+  static let manager = Option<TunnelManager.Kind>(
+    "manager", valueName: "kind",
+    help: "Which manager NAME is: networkmanager, systemd, wg-quick, openvpn or none (an interface no manager runs).",
+    expected: TunnelManager.Kind.allCases.map(\.rawValue).joined(separator: ", "),
+    parse: TunnelManager.Kind.init(rawValue:))
+  static let timeoutRange: ClosedRange<Duration> = .milliseconds(100) ... .seconds(600)
+  static let timeout = Option<Duration>(
+    "timeout", valueName: "duration",
+    help: "How long the start may take to be real (default 30s, at most 10m); then exit 69.",
+    expected: "a duration from 100ms to 10m, such as 3s or 1m",
+    parse: { parseDuration($0).flatMap { timeoutRange.contains($0) ? $0 : nil } })
+  /// What both commands take besides their timeout: how NAME is found, the output, the database.
+  static let common = [
+    manager.spec, CommonOptions.json.spec, CommonOptions.db.spec, CommonOptions.wgQuickDirectory.spec,
+    CommonOptions.systemdUnit.spec,
+  ]
+
+  static let spec = CommandSpec(
+    name: "connect",
+    abstract: "Start a tunnel through its manager, once the gate allows it, and wait until it is real.",
+    discussion: """
+      Runs the gate first (as `session check`: in the pause or with the data cap reached it
+      exits 75, undecided 66, and starts nothing). NAME is a NetworkManager connection (name or
+      UUID), a systemd unit, a wg-quick configuration (a name in --wg-quick-dir or
+      /etc/wireguard, or a path) or an interface; a name that is more than one exits 64 naming
+      them (choose with --manager). The manager's start only means accepted: vpnstat then waits
+      for proof — NetworkManager's `activated`, systemd's `active`, a WireGuard handshake newer
+      than the start, a link up and running — and exits 0 saying how long it took, or 69 after
+      --timeout saying what never happened.
+      """,
+    options: [timeout.spec] + common,
+    positionals: [PositionalSpec("name", help: "The connection, unit, wg-quick configuration or interface.")])
+
+  static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
+    let name = try TunnelControl.name(parsed)
+    let limit = parsed[timeout] ?? .seconds(30)
+    let location = CommonOptions.storeLocation(parsed, context)
+    // The gate, before anything is looked up or started.
+    let gateLimit = Duration.seconds(2)
+    let reading = context.clock.now()
+    do {
+      let session = try SessionCommand.gate(parsed, context, location: location, timeout: gateLimit, reading: reading)
+      if let refusal = SessionText.refusal(session, calendar: context.calendar) {
+        return try TunnelControl.finish(
+          TunnelControlReport(command: .connect, name: name, timeout: limit, outcome: .notAllowed, detail: refusal),
+          parsed, context)
+      }
+    } catch StoreError.busy {
+      return try TunnelControl.finish(
+        TunnelControlReport(
+          command: .connect, name: name, timeout: limit, outcome: .undecided,
+          detail: SessionCommand.undecided(location, gateLimit)), parsed, context)
+    }
+    let (resolver, links) = try TunnelControl.resolver(parsed)
+    let target = try resolver.resolve(name, kind: parsed[manager])
+    var attempt = ConnectAttempt(
+      name: name, manager: target.manager, control: target.control,
+      probe: ConnectionProbe(runner: resolver.detector.runner, links: links, wireGuard: CommonOptions.wireGuard()),
+      clock: context.clock, timeout: limit)
+    attempt.handle(.start)
+    if attempt.state == .accepted, !parsed.has(CommonOptions.json) {
+      try context.write(TunnelControlText.accepted(attempt.report) + "\n")
+    }
+    ConnectLoop.run(&attempt)
+    return try TunnelControl.finish(attempt.report, parsed, context)
+  }
+}
+
+/// What `connect` and `disconnect` share: reading NAME, finding it, and ending.
+enum TunnelControl {
+  static func name(_ parsed: ParsedCommand) throws -> String {
+    let name = parsed.positionals[0]
+    guard !name.isEmpty else { throw UsageError("NAME is empty", commandPath: parsed.commandPath) }
+    return name
+  }
+
+  static func resolver(_ parsed: ParsedCommand) throws -> (TunnelResolver, LinkControl) {
+    let links: LinkControl
+    do {
+      links = try LinkControl()
+    } catch {
+      throw GeneralFailure(.unavailable, "cannot open a netlink socket to ask about interfaces: \(error)")
+    }
+    return (TunnelResolver(detector: CommonOptions.managerDetector(parsed), links: links), links)
+  }
+
+  /// Prints the report (JSON, or its sentence: on stdout when it went as asked, on stderr
+  /// otherwise) and gives its status.
+  static func finish(_ report: TunnelControlReport, _ parsed: ParsedCommand, _ context: CommandContext) throws
+    -> ExitStatus
+  {
+    let status = ExitStatus.of(report.outcome)
+    if parsed.has(CommonOptions.json) {
+      try context.write(TunnelControlJSON.render(report, generatedAt: context.clock.now().wall) + [0x0A])
+    } else if status == .success {
+      try context.write(TunnelControlText.message(report) + "\n")
+    } else {
+      context.warn(TunnelControlText.message(report))
+    }
+    return status
+  }
+}

@@ -1,0 +1,55 @@
+import VPNStatEngine
+import VPNStatModel
+import VPNStatStore
+
+/// `vpnstat disconnect NAME`: a stop through the tunnel's manager, confirmed like the
+/// enforcer's, recorded as `user` after it.
+enum DisconnectCommand: Subcommand {
+  static let timeout = Option<Duration>(
+    "timeout", valueName: "duration",
+    help: "How long the kernel and the manager may take to confirm the stop (default 10s, at most 10m); then exit 69.",
+    expected: "a duration from 100ms to 10m, such as 3s or 1m",
+    parse: { parseDuration($0).flatMap { ConnectCommand.timeoutRange.contains($0) ? $0 : nil } })
+
+  static let spec = CommandSpec(
+    name: "disconnect", abstract: "Stop a tunnel through its manager, confirm it, and record the stop.",
+    discussion: """
+      NAME is found as for connect. The manager is asked to stop (nmcli connection down,
+      systemctl stop, wg-quick down, OpenVPN's management socket, link-down for a tunnel no
+      manager runs); the stop counts when the kernel says the device is down or gone and the
+      manager says it stopped. Never falls back to link-down. The stop is recorded with reason
+      `user` after it: a database that is locked or not writable is said, and does not undo it.
+      """,
+    options: [timeout.spec] + ConnectCommand.common,
+    positionals: [PositionalSpec("name", help: "The connection, unit, wg-quick configuration or interface.")])
+
+  static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
+    let name = try TunnelControl.name(parsed)
+    let (resolver, links) = try TunnelControl.resolver(parsed)
+    let target = try resolver.resolve(name, kind: parsed[ConnectCommand.manager])
+    var report = TunnelDisconnect(
+      target, name: name, links: links, clock: context.clock, timeout: parsed[timeout] ?? .seconds(10)
+    ).run()
+    report.recorded = false
+    if report.outcome == .disconnected {
+      // Disconnected first; the database only hears of it after.
+      let location = CommonOptions.storeLocation(parsed, context)
+      do {
+        guard let store = try context.openStore(location, intent: .write) else {
+          throw StoreError.unavailable(path: location.path, detail: "not created")
+        }
+        let now = try store.trustedNow(context.clock.now())
+        try store.recordStop(
+          StopRecord(
+            at: now, interface: report.device, reason: .user,
+            detail: "vpnstat disconnect: " + (report.detail ?? "stopped")))
+        report.recorded = true
+      } catch {
+        context.warn(
+          "the stop was not recorded (\(ExitStatus.of(error).message ?? "\(error)")); the tunnel is disconnected all the same"
+        )
+      }
+    }
+    return try TunnelControl.finish(report, parsed, context)
+  }
+}

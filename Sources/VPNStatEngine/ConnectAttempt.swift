@@ -1,0 +1,305 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatSystem
+
+/// `vpnstat connect`: one start of a tunnel through its manager, as a state machine — asked,
+/// then accepted or refused, then real (every proof held), timed out, or given up by the
+/// manager. The seeds' control API on Linux: a successful start only means *accepted*; the
+/// connection is confirmed from its own state.
+///
+/// `handle(.start)` asks the manager once; `handle(.check)` asks the proofs, in order (a proof
+/// that held stays held). `ConnectLoop` feeds the checks through the clock, so tests drive it
+/// with a manual clock, fake managers and a fake WireGuard source.
+public struct ConnectAttempt {
+  public enum State: Hashable, Sendable {
+    case ready
+    case accepted
+    case connected
+    case timedOut
+    case refused(String)
+    case gaveUp(String)
+  }
+
+  public enum Event: Sendable {
+    /// Ask the manager to start the tunnel.
+    case start
+    /// Look whether it is real yet (and whether the time is up).
+    case check
+  }
+
+  public let name: String
+  public let manager: TunnelManager
+  let control: any ManagerControl
+  var probe: ConnectionProbe
+  let clock: any TimeSource
+  /// From the start: for the manager's answer and the proofs together.
+  public let timeout: Duration
+
+  public private(set) var state: State = .ready
+  public private(set) var startedAt: Timestamp?
+  public private(set) var acceptedAt: Timestamp?
+  public private(set) var confirmedAt: Timestamp?
+  /// What the last check saw of the proof it waited on ("no handshake yet").
+  public private(set) var waiting: String?
+  /// What proved it real.
+  public private(set) var proven: String?
+  /// How many of the control's proofs have held.
+  private var held = 0
+  /// The start and the end on the monotonic clock: the timeout and the time taken do not move
+  /// with the wall clock.
+  private var startedMonotonic: Int64 = 0
+  private var endedMonotonic: Int64?
+
+  public init(
+    name: String, manager: TunnelManager, control: any ManagerControl, probe: ConnectionProbe, clock: any TimeSource,
+    timeout: Duration
+  ) {
+    self.name = name
+    self.manager = manager
+    self.control = control
+    self.probe = probe
+    self.clock = clock
+    self.timeout = timeout
+  }
+
+  public var isFinished: Bool {
+    switch state {
+    case .ready, .accepted: false
+    default: true
+    }
+  }
+
+  /// What must hold before the tunnel counts as real.
+  public var proofs: [ConnectionProof] { control.proofs }
+
+  /// The interface, as the manager names it (or reported it once started).
+  public var device: InterfaceName? { probe.reportedDevice ?? control.device() }
+
+  public mutating func handle(_ event: Event) {
+    switch (event, state) {
+    case (.start, .ready): start()
+    case (.check, .accepted): check()
+    default: break
+    }
+  }
+
+  private mutating func start() {
+    // What "newer than the start" means is noted before the start (NetworkManager's activation).
+    probe.prepare(control.proofs)
+    let reading = clock.now()
+    startedAt = reading.wall
+    startedMonotonic = reading.monotonic
+    switch control.start(timeout: timeout) {
+    case .accepted:
+      acceptedAt = clock.now().wall
+      state = .accepted
+    case .refused(let why):
+      endedMonotonic = clock.now().monotonic
+      state = .refused(why)
+    }
+  }
+
+  private mutating func check() {
+    let proofs = control.proofs
+    while held < proofs.count {
+      switch probe.check(proofs[held], since: startedAt!) {
+      case .holds(let at, let words):
+        held += 1
+        proven = words
+        if held == proofs.count { confirmedAt = at ?? clock.now().wall }
+      case .waiting(let words):
+        waiting = words
+        let now = clock.now().monotonic
+        if now - startedMonotonic >= timeout.nanoseconds {
+          endedMonotonic = now
+          state = .timedOut
+        }
+        return
+      case .failed(let why):
+        endedMonotonic = clock.now().monotonic
+        state = .gaveUp(why)
+        return
+      }
+    }
+    endedMonotonic = clock.now().monotonic
+    state = .connected
+  }
+
+  /// How long until the timeout, from now.
+  public var remaining: Duration {
+    .nanoseconds(max(0, timeout.nanoseconds - (clock.now().monotonic - startedMonotonic)))
+  }
+
+  /// What happened, for the text and the JSON.
+  public var report: TunnelControlReport {
+    // Proofs that named no device name the one the manager reported.
+    let proofs = control.proofs.map { $0.on(probe.reportedDevice) }
+    var report = TunnelControlReport(
+      command: .connect, name: name, manager: manager, device: device, startedAt: startedAt,
+      acceptedAt: acceptedAt, confirmedAt: state == .connected ? confirmedAt : nil, waitedFor: proofs,
+      timeout: timeout, outcome: .timedOut)
+    if let endedMonotonic { report.elapsed = .nanoseconds(endedMonotonic - startedMonotonic) }
+    switch state {
+    case .ready, .accepted:
+      report.outcome = .timedOut
+      report.detail = waiting
+    case .connected:
+      report.outcome = .connected
+      report.detail = proven
+      // WireGuard's proof has its own instant, the handshake: the time it took is up to it.
+      if let confirmedAt, let startedAt { report.elapsed = confirmedAt - startedAt }
+    case .timedOut:
+      report.outcome = .timedOut
+      report.detail = waiting
+      report.missing = held < proofs.count ? proofs[held] : nil
+    case .refused(let why):
+      report.outcome = ManagerRefusal.isPermission(why) ? .notPermitted : .refused
+      report.detail = why
+    case .gaveUp(let why):
+      report.outcome = .gaveUp
+      report.detail = why
+    }
+    return report
+  }
+}
+
+/// Feeds a `ConnectAttempt` its checks: one at once, then one every `interval` until it is
+/// finished, waiting through its clock (a manual clock in tests makes the waits instant).
+public enum ConnectLoop {
+  public static let defaultInterval = Duration.milliseconds(100)
+
+  public static func run(_ attempt: inout ConnectAttempt, interval: Duration = defaultInterval) {
+    attempt.handle(.check)
+    while !attempt.isFinished {
+      // The last wait ends at the timeout, so the final check comes when the time is up.
+      let remaining = attempt.remaining
+      attempt.clock.sleep(for: remaining > .zero ? min(interval, remaining) : interval)
+      attempt.handle(.check)
+    }
+  }
+}
+
+/// Whether a manager's refusal says this user may not control it (NetworkManager's polkit,
+/// wg-quick's and systemctl's need for root): then `connect`/`disconnect` say so with the
+/// status for a missing permission.
+public enum ManagerRefusal {
+  static let permissionWords = [
+    "not authorized", "not authorised", "must be run as root", "access denied", "permission denied",
+    "interactive authentication required", "operation not permitted",
+  ]
+
+  public static func isPermission(_ message: String) -> Bool {
+    let lower = message.lowercased()
+    return permissionWords.contains { lower.contains($0) }
+  }
+}
+
+/// Asks the kernel and the managers whether a tunnel a manager was asked to start is real yet,
+/// one proof at a time: NetworkManager's activation, systemd's unit state, WireGuard's latest
+/// handshake (the kernel's netlink family or wireguard-go's control socket), OpenVPN's
+/// management state, the link's flags.
+public struct ConnectionProbe {
+  let runner: any ProgramRunner
+  let links: any LinkController
+  var wireGuard: any WireGuardSource
+  let procRoot: SystemPath
+  /// NetworkManager's activation of each connection before the start (its D-Bus path): the
+  /// one that must reach `activated` is a newer one.
+  var activationsBefore: [String: String] = [:]
+  /// The device the manager reported once started (NetworkManager's IP-IFACE), for proofs
+  /// that name none.
+  public private(set) var reportedDevice: InterfaceName?
+
+  /// What one check found.
+  public enum Verdict: Hashable, Sendable {
+    /// The proof holds; `at`: its own instant, when it has one (a handshake's).
+    case holds(at: Timestamp?, String)
+    /// Not yet: what was seen.
+    case waiting(String)
+    /// It will not: the manager gave up, or the proof cannot be read at all.
+    case failed(String)
+  }
+
+  public init(
+    runner: any ProgramRunner, links: any LinkController, wireGuard: any WireGuardSource,
+    procRoot: SystemPath = "/proc"
+  ) {
+    self.runner = runner
+    self.links = links
+    self.wireGuard = wireGuard
+    self.procRoot = procRoot
+  }
+
+  /// Notes, just before the start, what the proofs must be newer than.
+  mutating func prepare(_ proofs: [ConnectionProof]) {
+    for case .networkManagerActivated(let uuid) in proofs {
+      activationsBefore[uuid] = NetworkManagerControl(uuid: uuid, runner: runner).activation()?.path
+    }
+  }
+
+  public mutating func check(_ proof: ConnectionProof, since start: Timestamp) -> Verdict {
+    switch proof {
+    case .networkManagerActivated(let uuid):
+      // `connection up` returned with the activation made: from then on it is listed until it
+      // reaches `activated`, or goes when NetworkManager gives up.
+      guard let activation = NetworkManagerControl(uuid: uuid, runner: runner).activation() else {
+        return .failed("NetworkManager no longer lists the connection as active: the activation failed")
+      }
+      if let device = activation.device { reportedDevice = device }
+      if let before = activationsBefore[uuid], before == activation.path {
+        return .waiting("NetworkManager still shows the activation from before the start")
+      }
+      guard activation.state == "activated" else {
+        return .waiting("NetworkManager says \(TerminalText.sanitize(activation.state))")
+      }
+      return .holds(at: nil, "NetworkManager reports it activated")
+    case .unitActive(let unit):
+      let state = SystemdUnitControl(unit: unit, runner: runner).state()
+      let name = TerminalText.sanitize(unit)
+      switch state {
+      case "active": return .holds(at: nil, "systemd reports \(name) active")
+      case "failed", "inactive": return .failed("systemd reports \(name) \(state)")
+      default: return .waiting("systemd says \(name) is \(TerminalText.sanitize(state))")
+      }
+    case .wireGuardHandshake(let named):
+      guard let device = named ?? reportedDevice else { return .waiting("the manager has not named the device yet") }
+      guard let link = try? links.link(named: device) else {
+        return .waiting("\(device.terminalText) does not exist yet")
+      }
+      guard let candidate = WireGuardCandidate(name: device, index: link.index, kind: link.attributes.kind) else {
+        return .failed("\(device.terminalText) is not a WireGuard device (kind \(link.attributes.kind ?? "unknown"))")
+      }
+      switch wireGuard.latestHandshake(of: candidate) {
+      case .success(let handshake?) where handshake > start:
+        return .holds(at: handshake, "a WireGuard handshake on \(device.terminalText)")
+      case .success(.some):
+        return .waiting("the latest handshake on \(device.terminalText) is older than the start")
+      case .success(nil):
+        return .waiting("no handshake on \(device.terminalText) yet")
+      case .failure(.notPermitted(let why)):
+        return .failed("cannot read WireGuard's state of \(device.terminalText): \(why)")
+      case .failure(let why):
+        return .waiting("WireGuard's state of \(device.terminalText): \(why)")
+      }
+    case .openVPNConnected(let named):
+      guard let device = named ?? reportedDevice else { return .waiting("the manager has not named the device yet") }
+      guard
+        let holder = TunHolders.of([device], procRoot: procRoot)[device]?.first(where: { $0.command == "openvpn" })
+      else { return .waiting("no OpenVPN process holds \(device.terminalText) yet") }
+      guard let socket = holder.managementSocket else {
+        return .failed("\(holder.described) holding \(device.terminalText) has no management socket to ask")
+      }
+      switch OpenVPNControl.state(paths: OpenVPNControl.reachable(socket, of: holder.pid)) {
+      case .state("CONNECTED"): return .holds(at: nil, "OpenVPN on \(device.terminalText) reports CONNECTED")
+      case .state(let state): return .waiting("OpenVPN says \(state.isEmpty ? "nothing" : state)")
+      case .unreachable(let why): return .waiting("OpenVPN's management socket: \(why)")
+      }
+    case .linkRunning(let device):
+      guard let link = try? links.link(named: device) else { return .failed("\(device.terminalText) is gone") }
+      let flags = link.attributes.flags ?? 0
+      // IFF_UP and IFF_RUNNING: a tun is running once a process holds it.
+      if flags & 0x1 != 0 && flags & 0x40 != 0 { return .holds(at: nil, "\(device.terminalText) is up and running") }
+      return .waiting(flags & 0x1 != 0 ? "\(device.terminalText) is up, not running" : "\(device.terminalText) is down")
+    }
+  }
+}

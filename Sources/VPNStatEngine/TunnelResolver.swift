@@ -1,0 +1,169 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatSystem
+
+/// A name given to `connect` or `disconnect`, resolved: the manager that answers to it and the
+/// control to drive it with.
+public struct TunnelTarget {
+  public var manager: TunnelManager
+  public var control: any ManagerControl
+  /// The interface, when known now (an interface named NAME, wg-quick's file name, an active
+  /// NetworkManager connection's device).
+  public var device: InterfaceName?
+}
+
+/// Why a name given to `connect`/`disconnect` does not name one tunnel.
+public enum TunnelNameError: Error, Sendable, CustomStringConvertible {
+  /// Several managers answer to it.
+  case ambiguous(name: String, candidates: [TunnelManager])
+  /// None does (of the kind asked for); `searched` says where it was looked for.
+  case notFound(name: String, kind: TunnelManager.Kind?, searched: [String])
+
+  public var description: String {
+    switch self {
+    case .ambiguous(let name, let candidates):
+      let listed = candidates.map(TunnelManagerText.describe).joined(separator: "; ")
+      let kinds = candidates.map { "--manager \($0.kind.rawValue)" }.joined(separator: " or ")
+      return "'\(TerminalText.sanitize(name))' names more than one tunnel: \(listed). Choose one with \(kinds)"
+    case .notFound(let name, let kind, let searched):
+      let what = kind.map { "no \($0.rawValue) tunnel" } ?? "no tunnel"
+      return "\(what) named '\(TerminalText.sanitize(name))': \(searched.joined(separator: "; "))"
+    }
+  }
+}
+
+/// Finds what a name given to `vpnstat connect NAME` or `disconnect NAME` stands for, every
+/// way it can, then keeps exactly one (`TunnelChoice`):
+///
+/// - a NetworkManager connection whose name or UUID it is (where NetworkManager runs);
+/// - a systemd unit: NAME itself when it ends in `.service` and systemd knows it, the unit
+///   `--systemd-unit NAME=UNIT` names, or `wg-quick@NAME`, `openvpn-client@NAME`, `openvpn@NAME`
+///   when enabled (where systemd runs);
+/// - a wg-quick configuration: NAME as a path to a `.conf` file, else `DIR/NAME.conf` in the
+///   first wg-quick directory that has one;
+/// - an interface named NAME, with its manager as the enforcer finds it (none: the kernel's
+///   link).
+///
+/// The same manager found twice (a wg-quick configuration and the interface it made) counts
+/// once.
+public struct TunnelResolver {
+  public var detector: ManagerDetector
+  public var links: any LinkController
+
+  public init(detector: ManagerDetector, links: any LinkController) {
+    self.detector = detector
+    self.links = links
+  }
+
+  var runner: any ProgramRunner { detector.runner }
+
+  /// NetworkManager's connections: `NAME:UUID:TYPE`, one a line (`nmcli -t` escapes colons).
+  static let connections = ["nmcli", "-t", "-f", "NAME,UUID,TYPE", "connection", "show"]
+
+  /// Resolves `name` (of `kind` when given) to one tunnel, or throws why it cannot.
+  public func resolve(_ name: String, kind: TunnelManager.Kind?) throws(TunnelNameError) -> TunnelTarget {
+    var searched: [String] = []
+    let found = candidates(for: name, searched: &searched)
+    switch TunnelChoice.choose(from: found.map(\.manager), kind: kind) {
+    case .found(let manager):
+      // The candidate that knows the device wins (the interface named NAME over its
+      // configuration file).
+      let same = found.filter { $0.manager.kind == manager.kind && $0.manager.id == manager.id }
+      return same.first { $0.device != nil } ?? same[0]
+    case .ambiguous(let managers): throw .ambiguous(name: name, candidates: managers)
+    case .notFound: throw .notFound(name: name, kind: kind, searched: searched)
+    }
+  }
+
+  /// Every manager that answers to `name`, with what was searched.
+  func candidates(for name: String, searched: inout [String]) -> [TunnelTarget] {
+    var found: [TunnelTarget] = []
+    let shown = TerminalText.sanitize(name)
+    // NetworkManager: a connection by name or UUID.
+    if FileSystem.exists(detector.networkManagerDirectory) {
+      searched.append("no NetworkManager connection with that name or UUID")
+      let run = runner.run(Self.connections, timeout: .seconds(5))
+      if run.succeeded {
+        for line in run.output.split(whereSeparator: \.isNewline) {
+          let fields = NetworkManagerControl.splitTerse(String(line))
+          guard fields.count == 3, fields[0] == name || fields[1].lowercased() == name.lowercased() else { continue }
+          let manager = TunnelManager(
+            kind: .networkManager, id: fields[1], foundBy: .networkManager,
+            evidence: "NetworkManager connection '\(fields[0])' (\(fields[2]))", connectionName: fields[0])
+          let control = NetworkManagerControl(
+            uuid: fields[1], manager: manager, connectionType: fields[2], runner: runner)
+          found.append(TunnelTarget(manager: manager, control: control, device: nil))
+        }
+      } else {
+        searched[searched.count - 1] = "NetworkManager did not list its connections (nmcli \(run.failure))"
+      }
+    } else {
+      searched.append("NetworkManager does not run")
+    }
+    // systemd: a unit by its name, the configured one, or an enabled well-known one.
+    let interface = InterfaceName(parsingEscaped: name)
+    let plausible = interface.kernelProblem == nil
+    if FileSystem.exists(detector.systemdDirectory) {
+      searched.append(
+        "no systemd unit of that name, configured for it, or enabled as wg-quick@, openvpn-client@ or openvpn@")
+      var units: [(unit: String, why: String)] = []
+      if name.hasSuffix(".service"), unitLoaded(name) { units.append((name, "a unit systemd knows")) }
+      if plausible, let configured = detector.units[interface] {
+        units.append((configured, "named in the configuration for \(shown)"))
+      }
+      if plausible {
+        for unit in ManagerEvidence.wellKnownUnits(for: interface) where unitEnabled(unit) {
+          units.append((unit, "enabled"))
+        }
+      }
+      for (unit, why) in units {
+        let manager = TunnelManager(
+          kind: .systemd, id: unit, foundBy: .unit, evidence: "systemd unit \(TerminalText.sanitize(unit)) (\(why))")
+        let control = SystemdUnitControl(unit: unit, manager: manager, runner: runner)
+        found.append(TunnelTarget(manager: manager, control: control, device: control.device()))
+      }
+    } else {
+      searched.append("systemd does not run")
+    }
+    // wg-quick: a configuration file by path or by name.
+    var configuration: String?
+    if name.contains("/") {
+      if name.hasSuffix(".conf"), FileSystem.exists(name) { configuration = name }
+      searched.append("no wg-quick configuration at \(shown)")
+    } else if plausible {
+      let paths = detector.wgQuickDirectories.map { "\($0)/\(interface.escaped).conf" }
+      configuration = paths.first(where: FileSystem.exists)
+      searched.append("no wg-quick configuration " + paths.map(TerminalText.sanitize).joined(separator: " or "))
+    }
+    if let configuration {
+      let manager = TunnelManager(
+        kind: .wgQuick, id: configuration, foundBy: .configuration,
+        evidence: "wg-quick configuration \(TerminalText.sanitize(configuration))")
+      let control = WgQuickControl(configuration: configuration, manager: manager, runner: runner)
+      found.append(TunnelTarget(manager: manager, control: control, device: control.device()))
+    }
+    // An interface of that name, and who manages it now.
+    if plausible, let link = try? links.link(named: interface) {
+      let manager = detector.manager(of: interface, kind: link.attributes.kind)
+      var control = ManagerAction.control(for: manager, runner: runner, links: links)
+      if manager.kind == .none { control = KernelLinkControl(links: links, tunnel: interface) }
+      found.append(TunnelTarget(manager: manager, control: control, device: interface))
+    } else {
+      searched.append("no interface \(shown)")
+    }
+    return found
+  }
+
+  /// Whether systemd has loaded (knows) the unit.
+  func unitLoaded(_ unit: String) -> Bool {
+    let run = runner.run(["systemctl", "show", "--property=LoadState", "--value", unit], timeout: .seconds(5))
+    return run.succeeded && run.output.trimmingASCIIWhitespace() == "loaded"
+  }
+
+  /// Whether the unit is enabled: the user chose systemd to run that tunnel.
+  func unitEnabled(_ unit: String) -> Bool {
+    let run = runner.run(["systemctl", "is-enabled", unit], timeout: .seconds(5))
+    return run.succeeded && run.output.trimmingASCIIWhitespace() == "enabled"
+  }
+}

@@ -1,0 +1,170 @@
+/// The name given to `vpnstat connect NAME` or `disconnect NAME`, resolved: every manager that
+/// answers to it, and the rule that picks one. A name may be a NetworkManager connection, a
+/// systemd unit, a wg-quick configuration or an interface at once; vpnstat never guesses
+/// between them.
+public enum TunnelChoice: Hashable, Sendable {
+  /// Exactly one manager answers to the name (after `--manager`, when given).
+  case found(TunnelManager)
+  /// Several do: the user must choose with `--manager`.
+  case ambiguous([TunnelManager])
+  /// None does (of the kind asked for).
+  case notFound
+
+  /// The rule: candidates that are the same manager of the same thing (kind and id: the name of
+  /// a NetworkManager connection and the device it runs on) count once; `kind`, when given,
+  /// keeps only that kind; then one is found, several are ambiguous, none is not found.
+  public static func choose(from candidates: [TunnelManager], kind: TunnelManager.Kind?) -> TunnelChoice {
+    var distinct: [TunnelManager] = []
+    for candidate in candidates where kind == nil || candidate.kind == kind {
+      if !distinct.contains(where: { $0.kind == candidate.kind && $0.id == candidate.id }) {
+        distinct.append(candidate)
+      }
+    }
+    switch distinct.count {
+    case 0: return .notFound
+    case 1: return .found(distinct[0])
+    default: return .ambiguous(distinct)
+    }
+  }
+}
+
+/// What proves that a tunnel a manager was asked to start is *real*, not merely accepted: a
+/// successful start only says the manager took the request (the seeds' `startVPNTunnel`), so
+/// `connect` waits for the tunnel's own state to say it.
+public enum ConnectionProof: Hashable, Sendable, CustomStringConvertible {
+  /// NetworkManager says the connection is `activated` in an activation newer than the start
+  /// (a new active-connection path: a connection that was already up and is re-activated passes
+  /// through `activating` again).
+  case networkManagerActivated(uuid: String)
+  /// systemd says the unit is `active`.
+  case unitActive(String)
+  /// A WireGuard handshake on the device newer than the start: a peer answered. nil: the device
+  /// the manager reports once started.
+  case wireGuardHandshake(InterfaceName?)
+  /// OpenVPN's management interface says `CONNECTED` (the state it reaches once the peer is
+  /// seen) for the process holding the device (nil: the device the manager reports).
+  case openVPNConnected(InterfaceName?)
+  /// The link is up and running (IFF_UP and IFF_RUNNING: a tun with a process attached).
+  case linkRunning(InterfaceName)
+
+  public var description: String {
+    switch self {
+    case .networkManagerActivated: "NetworkManager to report the connection activated"
+    case .unitActive(let unit): "systemd to report \(TerminalText.sanitize(unit)) active"
+    case .wireGuardHandshake(let device): "a WireGuard handshake on \(Self.words(device))"
+    case .openVPNConnected(let device): "OpenVPN's management state CONNECTED on \(Self.words(device))"
+    case .linkRunning(let device): "\(device.terminalText) to be up and running"
+    }
+  }
+
+  /// What was missing when the time ran out, as the message says it: "no WireGuard handshake".
+  public var missing: String {
+    switch self {
+    case .networkManagerActivated: "NetworkManager never reported the connection activated"
+    case .unitActive(let unit): "systemd never reported \(TerminalText.sanitize(unit)) active"
+    case .wireGuardHandshake(let device): "no WireGuard handshake on \(Self.words(device))"
+    case .openVPNConnected(let device): "OpenVPN on \(Self.words(device)) never reached CONNECTED"
+    case .linkRunning(let device): "\(device.terminalText) never came up and running"
+    }
+  }
+
+  /// The proof with the device filled in where it named none, once the manager reported one.
+  public func on(_ device: InterfaceName?) -> ConnectionProof {
+    switch self {
+    case .wireGuardHandshake(nil): .wireGuardHandshake(device)
+    case .openVPNConnected(nil): .openVPNConnected(device)
+    default: self
+    }
+  }
+
+  /// Why it may not have held, where there is a usual reason.
+  public var hint: String? {
+    guard case .wireGuardHandshake = self else { return nil }
+    return "a handshake needs a peer that answers, and traffic or PersistentKeepalive"
+  }
+
+  static func words(_ device: InterfaceName?) -> String { device?.terminalText ?? "the connection's device" }
+}
+
+/// What one `connect` or `disconnect` did, for its text and its JSON: the manager, the instants,
+/// what was waited for and how it ended.
+public struct TunnelControlReport: Hashable, Sendable {
+  public enum Command: String, Hashable, Sendable {
+    case connect
+    case disconnect
+  }
+
+  /// How it ended; each has its documented exit status.
+  public enum Outcome: String, Hashable, Sendable, CaseIterable {
+    /// connect: the tunnel is real.
+    case connected
+    /// connect: accepted, but not real before the timeout.
+    case timedOut = "timed-out"
+    /// The manager refused the start (or the stop), or could not be run.
+    case refused
+    /// The manager refused because this user may not control it.
+    case notPermitted = "not-permitted"
+    /// connect: accepted, then the manager gave up (NetworkManager dropped the activation).
+    case gaveUp = "gave-up"
+    /// connect: the gate refused (the pause, a data cap reached); nothing was started.
+    case notAllowed = "not-allowed"
+    /// connect: the gate could not read the session; nothing was started.
+    case undecided
+    /// disconnect: stopped, confirmed by the kernel and the manager.
+    case disconnected
+    /// disconnect: it was not connected; nothing was done.
+    case notConnected = "not-connected"
+    /// disconnect: asked to stop, but the kernel or the manager says it did not.
+    case stillUp = "still-up"
+  }
+
+  public var command: Command
+  /// The name as given.
+  public var name: String
+  /// The manager it was resolved to (nil when the gate refused before looking).
+  public var manager: TunnelManager?
+  /// The interface, when known.
+  public var device: InterfaceName?
+  /// When the start (or the stop) was asked.
+  public var startedAt: Timestamp?
+  /// When the manager accepted it.
+  public var acceptedAt: Timestamp?
+  /// When the proofs held (connect: the handshake's own instant for WireGuard) or the stop was
+  /// confirmed (disconnect).
+  public var confirmedAt: Timestamp?
+  /// From the start to the confirmation, or to when the waiting stopped.
+  public var elapsed: Duration?
+  /// What was waited for.
+  public var waitedFor: [ConnectionProof]
+  /// connect, timed out: the proof that never held.
+  public var missing: ConnectionProof?
+  public var timeout: Duration?
+  public var outcome: Outcome
+  /// In words, for the outcome: what proved it real, what the last check saw, what the manager
+  /// or the gate said, what was stopped.
+  public var detail: String?
+  /// disconnect: whether the stop was recorded in the database; nil for connect.
+  public var recorded: Bool?
+
+  public init(
+    command: Command, name: String, manager: TunnelManager? = nil, device: InterfaceName? = nil,
+    startedAt: Timestamp? = nil, acceptedAt: Timestamp? = nil, confirmedAt: Timestamp? = nil,
+    elapsed: Duration? = nil, waitedFor: [ConnectionProof] = [], missing: ConnectionProof? = nil,
+    timeout: Duration? = nil, outcome: Outcome, detail: String? = nil, recorded: Bool? = nil
+  ) {
+    self.command = command
+    self.name = name
+    self.manager = manager
+    self.device = device
+    self.startedAt = startedAt
+    self.acceptedAt = acceptedAt
+    self.confirmedAt = confirmedAt
+    self.elapsed = elapsed
+    self.waitedFor = waitedFor
+    self.missing = missing
+    self.timeout = timeout
+    self.outcome = outcome
+    self.detail = detail
+    self.recorded = recorded
+  }
+}
