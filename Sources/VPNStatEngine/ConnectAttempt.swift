@@ -284,7 +284,8 @@ public struct ConnectionProbe {
     case .openVPNConnected(let named):
       guard let device = named ?? reportedDevice else { return .waiting("the manager has not named the device yet") }
       guard
-        let holder = TunHolders.of([device], procRoot: procRoot)[device]?.first(where: { $0.command == "openvpn" })
+        let holder = TunProcesses.read(procRoot: procRoot).holders(of: [device], procRoot: procRoot)[device]?
+          .first(where: { $0.command == "openvpn" })
       else { return .waiting("no OpenVPN process holds \(device.terminalText) yet") }
       guard let socket = holder.managementSocket else {
         return .failed("\(holder.described) holding \(device.terminalText) has no management socket to ask")
