@@ -74,8 +74,15 @@ public struct CommandContext: Sendable {
     try standardOutput.writeAll(bytes)
   }
 
-  func write(_ bytes: UnsafeRawBufferPointer) throws {
-    try standardOutput.writeAll(bytes)
+  /// Writes what `produce` hands out, piece by piece as it is made; the first write that fails
+  /// stops the rest, and is thrown once `produce` returns.
+  func write(pieces produce: ((UnsafeRawBufferPointer) -> Void) -> Void) throws {
+    var failure: (any Error)?
+    produce { piece in
+      guard failure == nil else { return }
+      do { try standardOutput.writeAll(piece) } catch { failure = error }
+    }
+    if let failure { throw failure }
   }
 
   /// A line on stderr, prefixed `vpnstat: `. Messages quote what they were given — paths,

@@ -11,9 +11,19 @@ extension StatusSnapshot {
     sample: CounterSample, catalog: inout InterfaceCatalog, selection: InterfaceSelection,
     previous: CounterSample? = nil, ledger: Ledger? = nil
   ) -> StatusSnapshot {
-    var previousByName: [InterfaceName: InterfaceSample] = [:]
-    if let previous {
-      for entry in previous.interfaces { previousByName[entry.name] = entry }
+    // The previous sample's entry for the same name: two samples of one reader list the links
+    // in the same order, so it is usually at the same position; a table is made only if not.
+    var previousByName: [InterfaceName: InterfaceSample]?
+    func previousEntry(_ at: Int, _ name: InterfaceName) -> InterfaceSample? {
+      guard let previous else { return nil }
+      if at < previous.interfaces.count, previous.interfaces[at].name == name { return previous.interfaces[at] }
+      if previousByName == nil {
+        var table: [InterfaceName: InterfaceSample] = [:]
+        table.reserveCapacity(previous.interfaces.count)
+        for entry in previous.interfaces { table[entry.name] = entry }
+        previousByName = table
+      }
+      return previousByName?[name]
     }
     // The chosen interfaces in report order first (class, then name), then each report built
     // once in its place: a report is large, and sorting or copying a thousand of them costs more
@@ -37,7 +47,7 @@ extension StatusSnapshot {
         name: entry.name, index: entry.index, interfaceClass: interfaceClass, classBy: evidence,
         state: LinkState(entry.link), counters: entry.counters,
         width: entry.width, ledger: ledger?.entries[entry.name]?.totals)
-      if let previous, let before = previousByName[entry.name] {
+      if let previous, let before = previousEntry(at, entry.name) {
         let seconds = Double(sample.taken.boottime - previous.taken.boottime) / 1e9
         if seconds > 0 {
           let delta =

@@ -8,7 +8,24 @@ public struct JSONWriter {
   /// needed: a container that closes was an element of its parent, which then needs one.
   private var needsComma = false
 
+  /// Where the bytes go as they are written, if anywhere before the end (`passOnIfFull`).
+  public var sink: ((UnsafeRawBufferPointer) -> Void)?
+
+  /// How much is handed to the sink at a time.
+  public static let piece = 64 * 1024
+
   public init(capacity: Int = 1024) { output = OutputBytes(capacity: capacity) }
+
+  /// Hands what is written to the sink once there is a piece of it, and reuses the buffer.
+  @inline(__always)
+  public mutating func passOnIfFull() {
+    if let sink, output.count >= Self.piece { output.drain(sink) }
+  }
+
+  /// Hands whatever is written to the sink.
+  public mutating func passOn() {
+    if let sink { output.drain(sink) }
+  }
 
   /// What has been written.
   public var bytes: [UInt8] { output.array }

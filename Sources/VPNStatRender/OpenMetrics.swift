@@ -19,9 +19,31 @@ public enum OpenMetrics {
     ledger: Ledger, session: SessionReport?, health: StoreHealth? = nil, at time: Timestamp,
     format: Format = .openmetrics
   ) -> [UInt8] {
+    exposition(ledger: ledger, session: session, health: health, at: time, format: format).bytes.array
+  }
+
+  /// The same exposition handed to `output` in pieces of about `MetricsText.piece` bytes as it
+  /// is written, from one buffer used again for each: what a one-off `export` prints. A thousand
+  /// interfaces make over a megabyte, which built whole would be that much fresh memory.
+  public static func write(
+    ledger: Ledger, session: SessionReport?, health: StoreHealth? = nil, at time: Timestamp,
+    format: Format = .openmetrics, to output: (UnsafeRawBufferPointer) -> Void
+  ) {
+    withoutActuallyEscaping(output) { output in
+      var out = exposition(ledger: ledger, session: session, health: health, at: time, format: format, sink: output)
+      out.bytes.drain(output)
+    }
+  }
+
+  static func exposition(
+    ledger: Ledger, session: SessionReport?, health: StoreHealth?, at time: Timestamp, format: Format,
+    sink: ((UnsafeRawBufferPointer) -> Void)? = nil
+  ) -> MetricsText {
     // Names sorted, entries looked up: sorting the entries themselves moves far more memory.
     let entries = ledger.entries.keys.sorted().map { ledger.entries[$0]! }
-    var out = MetricsText(format: format, capacity: 4096 + entries.count * (format == .openmetrics ? 1700 : 900))
+    let whole = 4096 + entries.count * (format == .openmetrics ? 1700 : 900)
+    var out = MetricsText(format: format, capacity: sink == nil ? whole : min(whole, MetricsText.piece * 2))
+    out.sink = sink
     writeLedger(entries, into: &out)
     if let session { writeSession(session, into: &out) }
     if let health {
@@ -36,7 +58,7 @@ public enum OpenMetrics {
       "vpnstat_scrape_timestamp_seconds", .gauge, unit: "seconds", help: "When vpnstat produced these figures.")
     out.sample("vpnstat_scrape_timestamp_seconds", .gauge, labels: [], seconds: time)
     if format == .openmetrics { out.bytes.append("# EOF\n") }
-    return out.bytes.array
+    return out
   }
 
   /// The per-interface counters, then the per-class ones.
@@ -109,6 +131,7 @@ public enum OpenMetrics {
             }
             labelStart = labelEnds[i]
             createdStart = createdEnds[i]
+            out.passOnIfFull()
           }
         }
       }
@@ -214,10 +237,21 @@ struct MetricsText {
 
   let format: OpenMetrics.Format
   var bytes: OutputBytes
+  /// Where the bytes go as they are written, if anywhere before the end.
+  var sink: ((UnsafeRawBufferPointer) -> Void)?
+
+  /// How much is handed to the sink at a time.
+  static let piece = 64 * 1024
 
   init(format: OpenMetrics.Format, capacity: Int) {
     self.format = format
     bytes = OutputBytes(capacity: capacity)
+  }
+
+  /// Hands what is written to the sink once there is a piece of it, and reuses the buffer.
+  @inline(__always)
+  mutating func passOnIfFull() {
+    if let sink, bytes.count >= Self.piece { bytes.drain(sink) }
   }
 
   /// The name a family's samples carry: counters end in `_total`.

@@ -26,6 +26,15 @@ struct OutputBytes {
   /// The bytes written so far.
   var array: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
 
+  /// Hands the bytes written so far to `sink` and starts again at the beginning of the same
+  /// buffer: output written in pieces touches one piece's memory.
+  mutating func drain(_ sink: (UnsafeRawBufferPointer) -> Void) {
+    guard count > 0 else { return }
+    withBytes { sink(UnsafeRawBufferPointer($0)) }
+    if !isKnownUniquelyReferenced(&owner) { reallocate(capacity) }
+    count = 0
+  }
+
   /// Lends the bytes written so far, without copying them.
   func withBytes<T>(_ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
     try withExtendedLifetime(owner) { try body(UnsafeBufferPointer(start: base, count: count)) }

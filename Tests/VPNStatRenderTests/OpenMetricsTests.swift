@@ -126,6 +126,34 @@ struct OpenMetricsTests {
     }
   }
 
+  @Test("written in pieces as export writes it: the same bytes as rendered whole, in pieces of about 64 KiB")
+  func pieces() {
+    var generator = Generator(state: 77)
+    var entries: [InterfaceName: LedgerEntry] = [:]
+    while entries.count < 1000 {
+      let name = Array("ifb\(generator.below(100_000))".utf8)
+      entries[InterfaceName(bytes: name)] = entry(name, &generator)
+    }
+    let ledger = Ledger(entries: entries)
+    for format in OpenMetrics.Format.allCases {
+      for session in [nil] + sessions().suffix(2) {
+        let whole = OpenMetrics.render(
+          ledger: ledger, session: session, health: StoreHealth(), at: Timestamp(seconds: 1), format: format)
+        var pieces: [[UInt8]] = []
+        OpenMetrics.write(
+          ledger: ledger, session: session, health: StoreHealth(), at: Timestamp(seconds: 1), format: format
+        ) { pieces.append(Array($0)) }
+        #expect(pieces.joined().elementsEqual(whole), "\(format)")
+        #expect(pieces.count > 4 && pieces.allSatisfy { !$0.isEmpty && $0.count < MetricsText.piece + 4096 })
+      }
+    }
+    var small: [[UInt8]] = []
+    OpenMetrics.write(ledger: Ledger(), session: nil, at: Timestamp(seconds: 1)) { small.append(Array($0)) }
+    #expect(
+      small.count == 1
+        && small.joined().elementsEqual(OpenMetrics.render(ledger: Ledger(), session: nil, at: Timestamp(seconds: 1))))
+  }
+
   @Test("a label is the name's own bytes only when they need no escape; otherwise the injective escaped form")
   func labelFastPath() {
     for bytes in Self.hostile {

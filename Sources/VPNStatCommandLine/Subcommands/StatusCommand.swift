@@ -47,7 +47,7 @@ enum StatusCommand: Subcommand {
       context.warn("no interface named '\(name.terminalText)'")
     }
     if parsed.has(CommonOptions.json) {
-      try StatusJSON.writeLine(snapshot) { try context.write($0) }
+      try context.write(pieces: { StatusJSON.writeLine(snapshot, to: $0) })
     } else {
       try context.write(StatusTable.render(snapshot, options: CommonOptions.display(parsed, context)))
     }
