@@ -70,13 +70,19 @@ let package = Package(
       name: "vpnstat", dependencies: ["VPNStatCommandLine"],
       linkerSettings: [.unsafeFlags(["-static-executable"], .when(configuration: .release))]),
 
-    // The benchmark's floor: the same RTM_GETSTATS dump written in plain C.
+    // The benchmark's floors in plain C (the netlink dumps, the kept sysfs files) and its traffic
+    // mover; `netlink-floor` is the whole-process floor for `status` (the same two dumps).
     .target(name: "CNetlinkFloor", path: "Benchmarks/CNetlinkFloor"),
+    .executableTarget(
+      name: "netlink-floor", dependencies: ["CNetlinkFloor"], path: "Benchmarks/netlink-floor",
+      // Static, like vpnstat: SwiftPM links the Swift runtime into every executable, and a floor
+      // must not pay the dynamic loader for a runtime it never calls.
+      linkerSettings: [.unsafeFlags(["-static-executable"], .when(configuration: .release))]),
     .executableTarget(
       name: "vpnstat-bench",
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
-        "VPNStatCapture", "VPNStatCommandLine", "VPNStatSimulation", "CNetlinkFloor", "vpnstat",
+        "VPNStatCapture", "VPNStatCommandLine", "VPNStatSimulation", "CNetlinkFloor", "vpnstat", "netlink-floor",
       ],
       path: "Benchmarks/vpnstat-bench"),
     // Traffic history made through the store's own API with an injected clock: the benchmark's

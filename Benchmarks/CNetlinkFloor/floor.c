@@ -93,3 +93,71 @@ long netlink_floor_sample(int fd, uint64_t *total_bytes) {
     }
   }
 }
+
+// The link-table dump vpnstat's netlink reader makes on its first sample (RTM_GETLINK with
+// IFLA_EXT_MASK RTEXT_FILTER_SKIP_STATS, which leaves out IPv6's statistics but not the link's
+// IFLA_STATS64), counting the links, reading each one's name and summing its rx+tx bytes, as the
+// reader must: that one dump is a new reader's whole first sample.
+long netlink_floor_links(int fd, uint64_t *total_bytes) {
+  struct {
+    struct nlmsghdr header;
+    struct ifinfomsg link;
+    struct rtattr mask_header;
+    uint32_t mask;
+  } request;
+  memset(&request, 0, sizeof request);
+  request.header.nlmsg_len = sizeof request;
+  request.header.nlmsg_type = RTM_GETLINK;
+  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  request.header.nlmsg_seq = ++floor_sequence;
+  request.link.ifi_family = AF_UNSPEC;
+  request.mask_header.rta_len = RTA_LENGTH(sizeof(uint32_t));
+  request.mask_header.rta_type = IFLA_EXT_MASK;
+  request.mask = RTEXT_FILTER_SKIP_STATS;
+  struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+  while (sendto(fd, &request, request.header.nlmsg_len, 0, (struct sockaddr *)&kernel,
+                sizeof kernel) < 0) {
+    if (errno != EINTR) return -errno;
+  }
+  long links = 0;
+  size_t names = 0;
+  uint64_t total = 0;
+  for (;;) {
+    ssize_t length = recv(fd, floor_buffer, sizeof floor_buffer, 0);
+    if (length < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (length == 0) return -EPROTO;
+    int remaining = (int)length;
+    for (struct nlmsghdr *message = (struct nlmsghdr *)floor_buffer; NLMSG_OK(message, remaining);
+         message = NLMSG_NEXT(message, remaining)) {
+      if (message->nlmsg_seq != request.header.nlmsg_seq) continue;
+      if (message->nlmsg_type == NLMSG_DONE) {
+        *total_bytes = total;
+        return names > 0 ? links : 0;
+      }
+      if (message->nlmsg_type == NLMSG_ERROR) {
+        const struct nlmsgerr *error = NLMSG_DATA(message);
+        *total_bytes = total;
+        return error->error != 0 ? error->error : links;
+      }
+      if (message->nlmsg_type != RTM_NEWLINK) continue;
+      struct rtattr *attribute = IFLA_RTA(NLMSG_DATA(message));
+      int attributes_length = (int)IFLA_PAYLOAD(message);
+      for (; RTA_OK(attribute, attributes_length);
+           attribute = RTA_NEXT(attribute, attributes_length)) {
+        if (attribute->rta_type == IFLA_IFNAME) names += strnlen(RTA_DATA(attribute), RTA_PAYLOAD(attribute));
+        if (attribute->rta_type == IFLA_STATS64 &&
+            RTA_PAYLOAD(attribute) >= offsetof(struct rtnl_link_stats64, rx_errors)) {
+          uint64_t bytes[2];
+          memcpy(bytes, (unsigned char *)RTA_DATA(attribute) +
+                            offsetof(struct rtnl_link_stats64, rx_bytes),
+                 sizeof bytes);
+          total += bytes[0] + bytes[1];
+        }
+      }
+      links += 1;
+    }
+  }
+}

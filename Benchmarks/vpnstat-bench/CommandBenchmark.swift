@@ -6,13 +6,40 @@
 /// to /dev/null (the same sink for every command). Commands run interleaved, in a rotating
 /// order, so the machine's noise and any order effect hit vpnstat and its peer alike.
 enum CommandBenchmark {
-  /// A command and how often it runs: every round, or every `every`-th one.
+  /// A command and how often it runs: every round, or every `every`-th one; and how to count
+  /// the interfaces in its output (each must list them all, or its time describes other work).
   struct TimedCommand {
     let command: PreparedCommand
     var every = 1
-    init(_ command: PreparedCommand, every: Int = 1) {
+    var counting: Counting = .statusJSON
+    init(_ command: PreparedCommand, every: Int = 1, counting: Counting = .statusJSON) {
       self.command = command
       self.every = every
+      self.counting = counting
+    }
+  }
+
+  /// How a command's output says how many interfaces it listed.
+  enum Counting {
+    /// `ip -j`: one `"ifname":` per interface.
+    case ip
+    /// vpnstat's status JSON: one `"name_encoding":` per interface.
+    case statusJSON
+    /// OpenMetrics: one receive-bytes sample per interface.
+    case metrics
+    /// The C floor: "N interfaces, …".
+    case floor
+    /// Output not checked (start-up commands).
+    case none
+
+    func interfaces(in output: [UInt8]) -> Int {
+      switch self {
+      case .ip: CommandBenchmark.occurrences(of: Array("\"ifname\":".utf8), in: output)
+      case .statusJSON: CommandBenchmark.occurrences(of: Array("\"name_encoding\":".utf8), in: output)
+      case .metrics: CommandBenchmark.occurrences(of: Array("vpnstat_interface_receive_bytes_total{".utf8), in: output)
+      case .floor: Int(String(decoding: output.prefix { $0 != 0x20 }, as: UTF8.self)) ?? -1
+      case .none: 0
+      }
     }
   }
 
@@ -26,11 +53,31 @@ enum CommandBenchmark {
   static func status(
     ifbCount: Int, quick: Bool, ip: String, vpnstat: String, alternative: String?
   ) throws -> [Measurement] {
+    // A database of this namespace's interfaces, as a recorder leaves it (no writer running):
+    // the cost of opening it for reading is part of `status --db`.
+    let directory = try StoreBenchmark.temporaryDirectory()
+    defer { StoreBenchmark.removeTree(directory) }
+    let db = directory + "/status.db"
+    let recorded = try runCapturing(
+      PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", db]))
+    guard recorded.exit.succeeded else { throw BenchError("record --count 1 failed: \(recorded.exit)") }
+    let floor =
+      ownExecutablePath().split(separator: "/", omittingEmptySubsequences: false).dropLast()
+      .joined(separator: "/") + "/netlink-floor"
     var commands = [
-      TimedCommand(PreparedCommand(label: Labels.ip, path: ip, arguments: ["-s", "-j", "link"])),
+      TimedCommand(PreparedCommand(label: Labels.ip, path: ip, arguments: ["-s", "-j", "link"]), counting: .ip),
+      TimedCommand(PreparedCommand(label: Labels.status, path: vpnstat, arguments: ["status", "--json"])),
+      TimedCommand(PreparedCommand(label: Labels.export, path: vpnstat, arguments: ["export"]), counting: .metrics),
       TimedCommand(
-        PreparedCommand(label: Labels.status, path: vpnstat, arguments: ["status", "--json"])),
+        PreparedCommand(label: Labels.statusWithDatabase, path: vpnstat, arguments: ["status", "--json", "--db", db])),
+      TimedCommand(
+        PreparedCommand(label: Labels.exportWithDatabase, path: vpnstat, arguments: ["export", "--db", db]),
+        counting: .metrics),
     ]
+    if access(floor, X_OK) == 0 {
+      commands.append(
+        TimedCommand(PreparedCommand(label: Labels.commandFloor, path: floor, arguments: []), counting: .floor))
+    }
     if let alternative {
       commands.append(
         TimedCommand(
@@ -49,19 +96,17 @@ enum CommandBenchmark {
     // Each command once with its output kept: it must succeed and list every interface, or its
     // timing would describe some other work.
     var interfaces = 0
-    for command in commands.map(\.command) {
-      let run = try runCapturing(command)
-      guard run.exit.succeeded else { throw BenchError("\(command.label) failed: \(run.exit)") }
-      // ip lists `"ifname":`, vpnstat `"name_encoding":`, once per interface.
-      let key = command.path == ip ? "\"ifname\":" : "\"name_encoding\":"
-      let count = occurrences(of: Array(key.utf8), in: run.output)
-      if command.path == ip { interfaces = count }
+    for timed in commands {
+      let run = try runCapturing(timed.command)
+      guard run.exit.succeeded else { throw BenchError("\(timed.command.label) failed: \(run.exit)") }
+      let count = timed.counting.interfaces(in: run.output)
+      if timed.counting == .ip { interfaces = count }
       guard count == interfaces else {
-        throw BenchError("\(command.label) listed \(count) interfaces, ip listed \(interfaces)")
+        throw BenchError("\(timed.command.label) listed \(count) interfaces, ip listed \(interfaces)")
       }
     }
     let budget = RoundBudget(
-      budgetNanoseconds: quick ? 2_000_000_000 : 12_000_000_000,
+      budgetNanoseconds: quick ? 3_000_000_000 : 16_000_000_000,
       minimumRounds: quick ? 10 : 30, maximumRounds: quick ? 150 : 600)
     return try time(
       commands, section: .command, ifbCount: ifbCount, interfaces: interfaces, budget: budget)
@@ -73,16 +118,16 @@ enum CommandBenchmark {
     -> [Measurement]
   {
     var commands = [
-      TimedCommand(PreparedCommand(label: Labels.trueCommand, path: "/bin/true", arguments: [])),
-      TimedCommand(PreparedCommand(label: Labels.ipVersion, path: ip, arguments: ["-V"])),
+      TimedCommand(PreparedCommand(label: Labels.trueCommand, path: "/bin/true", arguments: []), counting: .none),
+      TimedCommand(PreparedCommand(label: Labels.ipVersion, path: ip, arguments: ["-V"]), counting: .none),
       TimedCommand(
-        PreparedCommand(label: "vpnstat --version", path: vpnstat, arguments: ["--version"])),
+        PreparedCommand(label: "vpnstat --version", path: vpnstat, arguments: ["--version"]), counting: .none),
     ]
     if let alternative {
       commands.append(
         TimedCommand(
           PreparedCommand(
-            label: "alt vpnstat --version", path: alternative, arguments: ["--version"])))
+            label: "alt vpnstat --version", path: alternative, arguments: ["--version"]), counting: .none))
     }
     for command in commands.map(\.command) {
       let run = try runCapturing(command)
@@ -150,7 +195,7 @@ enum CommandBenchmark {
     return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
   }
 
-  private static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> Int {
+  static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> Int {
     guard !needle.isEmpty, haystack.count >= needle.count else { return 0 }
     var count = 0
     var i = 0

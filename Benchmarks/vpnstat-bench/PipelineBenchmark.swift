@@ -11,7 +11,7 @@ import VPNStatSystem
 /// ip (start-up, the other part, is measured by the start-up section).
 enum PipelineBenchmark {
   static let stages = [
-    "read: new netlink reader, link + stats dumps",
+    "read: new netlink reader, one link dump",
     "snapshot: classify, sort",
     "render: JSON",
     "whole (in-process, no start-up)",

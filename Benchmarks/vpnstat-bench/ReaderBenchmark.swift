@@ -34,6 +34,8 @@ enum ReaderBenchmark {
     var netlink = try NetlinkCounterSource()
     var sysfs = SysfsCounterSource()
     var getifaddrs = GetifaddrsCounterSource()
+    guard sysfs_floor_open("/sys/class/net") >= 0 else { throw BenchError("C sysfs floor: cannot open /sys/class/net") }
+    defer { sysfs_floor_close() }
     let readers = [
       ReaderUnderTest(label: Labels.floor) {
         var total: UInt64 = 0
@@ -47,12 +49,28 @@ enum ReaderBenchmark {
         try netlink.sample(at: clock).interfaces.count
       },
       // What a one-shot `vpnstat status` pays: a new reader has no link table yet, so its first
-      // sample adds the RTM_GETLINK dump (names, kinds, flags) to the RTM_GETSTATS one.
+      // sample is the RTM_GETLINK dump (names, kinds, flags, and each link's counters).
       ReaderUnderTest(label: Labels.netlinkColdReader) {
         var fresh = try NetlinkCounterSource()
         return try fresh.sample(at: clock).interfaces.count
       },
-      ReaderUnderTest(label: "sysfs") { try sysfs.sample(at: clock).interfaces.count },
+      // The C program making the same dump as that first sample.
+      ReaderUnderTest(label: Labels.linkFloor) {
+        var total: UInt64 = 0
+        let count = netlink_floor_links(floorSocket, &total)
+        guard count >= 0 else { throw BenchError("C floor: \(String(cString: strerror(Int32(-count))))") }
+        return count
+      },
+      ReaderUnderTest(label: Labels.sysfsReader) { try sysfs.sample(at: clock).interfaces.count },
+      // What a one-shot `status --source sysfs` pays: every file opened, read and kept.
+      ReaderUnderTest(label: Labels.sysfsColdReader) {
+        var fresh = SysfsCounterSource()
+        return try fresh.sample(at: clock).interfaces.count
+      },
+      ReaderUnderTest(label: Labels.sysfsFloor) {
+        var total: UInt64 = 0
+        return sysfs_floor_sample(&total)
+      },
       ReaderUnderTest(label: "getifaddrs") { try getifaddrs.sample(at: clock).interfaces.count },
     ]
 

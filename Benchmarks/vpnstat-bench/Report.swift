@@ -108,9 +108,17 @@ extension String {
 enum Labels {
   static let floor = "C floor (RTM_GETSTATS)"
   static let netlinkReader = "netlink"
-  static let netlinkColdReader = "netlink, new reader (+ RTM_GETLINK)"
+  static let netlinkColdReader = "netlink, new reader (RTM_GETLINK)"
+  static let linkFloor = "C floor (RTM_GETLINK, IFLA_STATS64)"
+  static let sysfsReader = "sysfs (files kept open)"
+  static let sysfsColdReader = "sysfs, new reader (opens every file)"
+  static let sysfsFloor = "C floor (sysfs, same files kept open + pread)"
   static let ip = "ip -s -j link"
   static let status = "vpnstat status --json"
+  static let export = "vpnstat export"
+  static let statusWithDatabase = "vpnstat status --json --db"
+  static let exportWithDatabase = "vpnstat export --db"
+  static let commandFloor = "C floor: the same dump (netlink-floor)"
   static let trueCommand = "/bin/true"
   static let ipVersion = "ip -V"
 }
@@ -206,45 +214,61 @@ enum Summary {
     return text
   }
 
-  /// Issue 2's targets, each judged at the largest N (≥ 1000) or the smallest N (≤ 10) measured.
+  /// The targets (issues 2 and 14), each judged at the largest N (≥ 1000) or the smallest N
+  /// (≤ 10) measured.
   static func targets(_ results: [Measurement]) -> String {
     var lines: [String] = []
-    func median(_ section: Measurement.Section, _ label: String, _ n: Int) -> Double? {
-      results.first { $0.section == section && $0.label == label && $0.ifbCount == n }?.timing
-        .median
+    func measured(_ section: Measurement.Section, _ label: String, _ n: Int) -> Measurement? {
+      results.first { $0.section == section && $0.label == label && $0.ifbCount == n }
     }
+    func median(_ section: Measurement.Section, _ label: String, _ n: Int) -> Double? {
+      measured(section, label, n)?.timing.median
+    }
+    func verdict(_ met: Bool) -> String { met ? "met" : "MISSED" }
     let readerSizes = sizes(results.filter { $0.section == .reader })
-    if let n = readerSizes.last, n >= 1000,
-      let reader = median(.reader, Labels.netlinkReader, n),
-      let floor = median(.reader, Labels.floor, n)
-    {
-      let ratio = reader / floor
-      lines.append(
-        "netlink reader within 2× of the C floor, N=\(n): \(formatRatio(ratio)) — \(ratio <= 2 ? "met" : "MISSED")"
-      )
+    if let n = readerSizes.last, n >= 1000 {
+      if let reader = median(.reader, Labels.netlinkReader, n), let floor = median(.reader, Labels.floor, n) {
+        let ratio = reader / floor
+        lines.append("netlink reader within 2× of the C floor, N=\(n): \(formatRatio(ratio)) — \(verdict(ratio <= 2))")
+      }
+      if let sysfs = median(.reader, Labels.sysfsReader, n) {
+        let floor = median(.reader, Labels.sysfsFloor, n).map { ", \(formatRatio(sysfs / $0)) the C floor" } ?? ""
+        lines.append(
+          "sysfs reader ≤ 5 ms, N=\(n): \(formatDuration(sysfs))\(floor) — \(verdict(sysfs <= 5_000_000))")
+      }
     }
     let commandSizes = sizes(results.filter { $0.section == .command })
-    func statusVersusIP(_ n: Int) -> (Double, Double)? {
-      guard
-        let status = results.first(where: {
-          $0.section == .command && $0.label == Labels.status && $0.ifbCount == n
-        }),
-        let ip = median(.command, Labels.ip, n)
-      else { return nil }
-      return (status.timing.median / ip, status.pairedRatio)
+    func versusIP(_ label: String, _ n: Int) -> (Double, Double)? {
+      guard let m = measured(.command, label, n), let ip = median(.command, Labels.ip, n) else { return nil }
+      return (m.timing.median / ip, m.pairedRatio)
     }
-    if let n = commandSizes.last, n >= 1000, let (ratio, paired) = statusVersusIP(n) {
-      lines.append(
-        "status --json faster than ip -s -j link, N=\(n): \(formatRatio(ratio)) (paired \(formatRatio(paired))) — \(ratio < 1 ? "met" : "MISSED")"
-      )
-    }
-    if let n = commandSizes.first, n <= 10, let (ratio, paired) = statusVersusIP(n) {
-      lines.append(
-        "status --json within 1.5× of ip -s -j link, N=\(n): \(formatRatio(ratio)) (paired \(formatRatio(paired))) — \(ratio <= 1.5 ? "met" : "MISSED")"
-      )
+    for n in commandSizes where n >= 1000 || n <= 10 {
+      let limit = n >= 1000 ? 0.7 : 1.0
+      if let (ratio, paired) = versusIP(Labels.status, n) {
+        lines.append(
+          "status --json ≤ \(fixed(limit, 1))× ip -s -j link, N=\(n): \(formatRatio(ratio)) (paired \(formatRatio(paired))) — \(verdict(ratio <= limit))"
+        )
+      }
+      if let (floor, _) = versusIP(Labels.commandFloor, n) {
+        lines.append("  (the C floor making the same dump, N=\(n): \(formatRatio(floor)) ip)")
+      }
+      if let status = median(.command, Labels.status, n), let export = median(.command, Labels.export, n) {
+        let ratio = export / status
+        lines.append(
+          "export ≤ 1.1× status --json, N=\(n): \(formatRatio(ratio))"
+            + (median(.command, Labels.exportWithDatabase, n).flatMap { withDB in
+              median(.command, Labels.statusWithDatabase, n).map { " (with a database \(formatRatio(withDB / $0)))" }
+            } ?? "") + " — \(verdict(ratio <= 1.1))")
+      }
+      if let status = median(.command, Labels.status, n), let withDB = median(.command, Labels.statusWithDatabase, n) {
+        let added = withDB - status
+        lines.append(
+          "status --json with a database ≤ +1 ms, N=\(n): +\(formatDuration(max(added, 0)))\(added < 0 ? " (faster)" : "") — \(verdict(added <= 1_000_000))"
+        )
+      }
     }
     guard !lines.isEmpty else { return "" }
-    return "\nTargets (issue 2), judged on medians from this run:\n"
+    return "\nTargets (issues 2 and 14), judged on medians from this run:\n"
       + lines.map { "  " + $0 + "\n" }.joined()
   }
 

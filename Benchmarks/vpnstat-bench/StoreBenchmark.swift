@@ -172,44 +172,54 @@ enum WatchBenchmark {
     let record = try PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", db])
       .spawn()
     _ = try waitForExit(record)
-    let socket = "vpnstat-bench-\(getpid())"
-    guard let tmux = findExecutable("tmux") else { return ["watch: tmux not found; skipped"] }
+    guard let terminal = try TerminalSession(command: "exec \(vpnstat) watch --db \(db)") else {
+      return ["watch: tmux not found; skipped"]
+    }
+    defer { terminal.end() }
+    sleep(5)
+    let seconds: UInt32 = quick ? 20 : 60
+    guard let before = ProcessUsage.of(terminal.pid) else { throw BenchError("watch is gone") }
+    sleep(seconds)
+    guard let after = ProcessUsage.of(terminal.pid) else { throw BenchError("watch is gone") }
+    let used = after.since(before, seconds: Double(seconds))
+    let rss = "\(after.residentKiB) kB"
+    return [
+      "watch: \(ifbCount + 1) interfaces (idle), 1 s interval, on a 120×40 terminal with a database: \(fixed(used.cpuPercent, 2)) % of one core over \(seconds) s (target < 1 %), resident \(rss) (target < 30 MiB)"
+    ]
+  }
+}
+
+/// A command running on a 120×40 terminal of its own (a tmux server on a private socket), as a
+/// person runs `watch`; `pid` is the command's. `end()` stops the server and the command.
+struct TerminalSession {
+  let tmux: String
+  let socket: String
+  let pid: pid_t
+
+  /// Nil when tmux is not installed.
+  init?(command: String) throws {
+    guard let tmux = findExecutable("tmux") else { return nil }
+    self.tmux = tmux
+    socket = "vpnstat-bench-\(getpid())-\(monotonicNanoseconds())"
     let start = try PreparedCommand(
       label: "", path: tmux,
-      arguments: [
-        "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40",
-        "exec \(vpnstat) watch --db \(db)",
-      ]
+      arguments: ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", command]
     ).spawn()
     _ = try waitForExit(start)
-    defer {
-      if let pid = try? PreparedCommand(label: "", path: tmux, arguments: ["-L", socket, "kill-server"]).spawn() {
-        _ = try? waitForExit(pid)
-      }
-    }
     let paneQuery = try runCapturing(
       PreparedCommand(label: "", path: tmux, arguments: ["-L", socket, "display-message", "-p", "#{pane_pid}"]))
     guard let pid = Int32(String(decoding: paneQuery.output, as: UTF8.self).filter { $0.isNumber }) else {
+      if let pid = try? PreparedCommand(label: "", path: tmux, arguments: ["-L", socket, "kill-server"]).spawn() {
+        _ = try? waitForExit(pid)
+      }
       throw BenchError("no pane pid")
     }
-    sleep(5)
-    func cpuTicks() -> Int64 {
-      guard let text = SmallFile.trimmedText(SystemPath("/proc/\(pid)/stat")) else { return 0 }
-      let fields = text.split(separator: ")").last?.split(separator: " ") ?? []
-      // After the command name: state is field 3; utime and stime are fields 14 and 15.
-      return fields.count > 13 ? (Int64(fields[11]) ?? 0) + (Int64(fields[12]) ?? 0) : 0
+    self.pid = pid
+  }
+
+  func end() {
+    if let pid = try? PreparedCommand(label: "", path: tmux, arguments: ["-L", socket, "kill-server"]).spawn() {
+      _ = try? waitForExit(pid)
     }
-    let seconds: UInt32 = quick ? 20 : 60
-    let before = cpuTicks()
-    sleep(seconds)
-    let used = Double(cpuTicks() - before) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    let status = SmallFile.trimmedText(SystemPath("/proc/\(pid)/status")) ?? ""
-    let rss =
-      status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map {
-        String($0.dropFirst(6)).trimmingCharacters(in: " \t")
-      } ?? "?"
-    return [
-      "watch: \(ifbCount + 1) interfaces, 1 s interval, on a 120×40 terminal with a database: \(fixed(used / Double(seconds) * 100, 2)) % of one core over \(seconds) s (target < 1 %), resident \(rss) (target < 30 MiB)"
-    ]
   }
 }

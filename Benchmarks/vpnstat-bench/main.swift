@@ -25,6 +25,7 @@ struct BenchOptions {
     case ledger
     case enforce
     case watch
+    case record
     case flows
     case reports
     case metrics
@@ -39,10 +40,13 @@ struct BenchOptions {
   var ip: String?
   /// Set in an inner run: which part, for how many ifb devices.
   var inner: (part: Part, ifbCount: Int)?
+  /// Set in the record part's traffic process: how many ifb devices to send through.
+  var mover: Int?
 
   static let usage = """
     usage: vpnstat-bench [--quick] [--sizes 10,100,1000]
-                         [--only readers|status|startup|ledger|enforce|watch|flows|reports|metrics|wireguard[,…]]
+                         [--only readers|status|startup|ledger|enforce|watch|record|flows|reports|metrics|
+                                 wireguard[,…]]
                          [--vpnstat PATH] [--alt-vpnstat PATH]
 
       --quick            fewer repetitions (under 30 s in all) for a first look
@@ -55,6 +59,10 @@ struct BenchOptions {
                                   after a simulated year for 20 interfaces
                          enforce: session deadline → tunnel down, over repeated windows
                          watch:   CPU and memory of watch with the largest size's interfaces
+                         record:  bytes written per minute and CPU of record --interval 1s with
+                                  every counter moving, beside vnstatd saving every minute and
+                                  watch --db, at the smallest and the largest size (4 min each;
+                                  65 s with --quick)
                          flows:   packets per second of the offline flow parser
                          reports: history's reports, charts and alert on a simulated year,
                                   beside history --json
@@ -63,7 +71,7 @@ struct BenchOptions {
                          wireguard: one wireguard-go tunnel read by vpnstat (in-process
                                   and status --json) beside wg show NAME dump
       --vpnstat PATH     the vpnstat binary to time (default: the one next to this executable)
-      --alt-vpnstat PATH a second vpnstat build timed beside it, e.g. a --static-swift-stdlib one
+      --alt-vpnstat PATH a second vpnstat build timed beside it, e.g. an older release
 
     Needs root (it makes network namespaces). Run it as swift run -c release vpnstat-bench,
     which builds the vpnstat binary it times too.
@@ -105,6 +113,8 @@ struct BenchOptions {
       case "--inner-status": options.inner = (.status, try count(try value(argument)))
       case "--inner-enforce": options.inner = (.enforce, try count(try value(argument)))
       case "--inner-watch": options.inner = (.watch, try count(try value(argument)))
+      case "--inner-record": options.inner = (.record, try count(try value(argument)))
+      case "--inner-mover": options.mover = try count(try value(argument))
       case "--inner-metrics": options.inner = (.metrics, try count(try value(argument)))
       case "--inner-wireguard": options.inner = (.wireguard, try count(try value(argument)))
       case "-h", "--help":
@@ -155,6 +165,14 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
       case .metrics: notes = try MetricsBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
       default: notes = try WireGuardBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
       }
+      for note in notes { print("note: " + note) }
+      return 0
+    case .record:
+      guard let ip = options.ip, let vpnstat = options.vpnstat else {
+        throw BenchError("inner run without --ip/--vpnstat")
+      }
+      let notes = try RecordBenchmark.runInner(
+        vpnstat: vpnstat, alternative: options.alternative, ip: ip, ifbCount: ifbCount, quick: options.quick)
       for note in notes { print("note: " + note) }
       return 0
     case .startup, .ledger, .flows, .reports:
@@ -231,11 +249,14 @@ func runOuter(_ options: BenchOptions) -> Int32 {
       progress("reports: a simulated year, history and alert")
       notes += try ReportBenchmark.run(vpnstat: vpnstat, quick: options.quick)
     }
-    for (part, size) in [
+    var longRunning = [
       (BenchOptions.Part.enforce, 0), (.watch, options.sizes.max() ?? 1000), (.metrics, options.sizes.max() ?? 1000),
       (.wireguard, 0),
     ]
-    where options.parts.contains(part) {
+    for size in Set([options.sizes.min() ?? 4, options.sizes.max() ?? 1000]).sorted() {
+      longRunning.append((.record, size))
+    }
+    for (part, size) in longRunning where options.parts.contains(part) {
       progress("\(part.rawValue): namespace with \(size) ifb devices")
       let namespace = try keeper.create(ifbCount: size)
       let run = try runCapturing(
@@ -332,6 +353,7 @@ do {
   warn("\(error)")
   exit(64)
 }
+if let count = options.mover { exit(RecordBenchmark.move(ifbCount: count)) }
 if let inner = options.inner {
   exit(runInner(options, part: inner.part, ifbCount: inner.ifbCount))
 }

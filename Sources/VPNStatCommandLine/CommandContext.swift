@@ -74,6 +74,17 @@ public struct CommandContext: Sendable {
     try standardOutput.writeAll(bytes)
   }
 
+  /// Writes what `produce` hands out, piece by piece as it is made; the first write that fails
+  /// stops the rest, and is thrown once `produce` returns.
+  func write(pieces produce: ((UnsafeRawBufferPointer) -> Void) -> Void) throws {
+    var failure: (any Error)?
+    produce { piece in
+      guard failure == nil else { return }
+      do { try standardOutput.writeAll(piece) } catch { failure = error }
+    }
+    if let failure { throw failure }
+  }
+
   /// A line on stderr, prefixed `vpnstat: `. Messages quote what they were given — paths,
   /// values, names — so every line is made safe for a terminal here, the one way out: a path
   /// holding ESC must not repaint the screen of whoever reads the error.

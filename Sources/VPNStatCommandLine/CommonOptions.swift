@@ -51,6 +51,11 @@ enum CommonOptions {
   static let pauseLength = Option.duration(
     "pause-length", configurable: true, help: "Length of the pause after it (default 45m; 1m in debug builds).")
 
+  static let saveInterval = Option.duration(
+    "save-interval", configurable: true,
+    help:
+      "How often the ledger is saved to the database (default 1m); a deleted interface's last counters, a new interface, a session window's change and stopping are saved at once."
+  )
   static let monthStartDay = Option<Int>(
     "month-start-day", valueName: "day", configurable: true,
     help: "The day months start on, 1 to 28 (default 1), like vnStat's MonthRotate: for billing months.",
@@ -149,16 +154,17 @@ enum CommonOptions {
   }
 
   /// Who manages tunnels, found as the command's options say.
-  static func managerDetector(_ parsed: ParsedCommand) -> ManagerDetector {
+  static func managerDetector(_ parsed: ParsedCommand, survey: TunProcessSurvey? = nil) -> ManagerDetector {
     var directories = [ManagerDetector.defaultWgQuickDirectory]
     if let directory = parsed[wgQuickDirectory] { directories.insert(directory, at: 0) }
     var units: [InterfaceName: String] = [:]
     for override in parsed.all(systemdUnit) { units[override.name] = override.unit }
-    return ManagerDetector(wgQuickDirectories: directories, units: units)
+    return ManagerDetector(wgQuickDirectories: directories, units: units, survey: survey)
   }
   /// The reader of WireGuard's own figures (the kernel's netlink family, wireguard-go's control
   /// socket), with its bounds: what `status` and `watch` show under a WireGuard tunnel.
-  static func wireGuard() -> any WireGuardSource { WireGuardReader() }
+  /// `survey`: the walk of /proc a one-off command shares with its manager detector.
+  static func wireGuard(survey: TunProcessSurvey? = nil) -> any WireGuardSource { WireGuardReader(survey: survey) }
 
   /// The lengths a new window gets: options, then the configuration file, then the built-in ones.
   static func lengths(_ parsed: ParsedCommand) -> SessionLengths {

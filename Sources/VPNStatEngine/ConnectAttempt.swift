@@ -196,13 +196,11 @@ public enum ManagerRefusal {
 
 /// Asks the kernel and the managers whether a tunnel a manager was asked to start is real yet,
 /// one proof at a time: NetworkManager's activation, systemd's unit state, WireGuard's latest
-/// handshake (the kernel's netlink family or wireguard-go's control socket), OpenVPN's
-/// management state, the link's flags.
+/// handshake (the kernel's netlink family or wireguard-go's control socket), the link's flags.
 public struct ConnectionProbe {
   let runner: any ProgramRunner
   let links: any LinkController
   var wireGuard: any WireGuardSource
-  let procRoot: SystemPath
   /// NetworkManager's activation of each connection before the start (its D-Bus path): the
   /// one that must reach `activated` is a newer one.
   var activationsBefore: [String: String] = [:]
@@ -220,14 +218,10 @@ public struct ConnectionProbe {
     case failed(String)
   }
 
-  public init(
-    runner: any ProgramRunner, links: any LinkController, wireGuard: any WireGuardSource,
-    procRoot: SystemPath = "/proc"
-  ) {
+  public init(runner: any ProgramRunner, links: any LinkController, wireGuard: any WireGuardSource) {
     self.runner = runner
     self.links = links
     self.wireGuard = wireGuard
-    self.procRoot = procRoot
   }
 
   /// Notes, just before the start, what the proofs must be newer than.
@@ -280,19 +274,6 @@ public struct ConnectionProbe {
         return .failed("cannot read WireGuard's state of \(device.terminalText): \(why)")
       case .failure(let why):
         return .waiting("WireGuard's state of \(device.terminalText): \(why)")
-      }
-    case .openVPNConnected(let named):
-      guard let device = named ?? reportedDevice else { return .waiting("the manager has not named the device yet") }
-      guard
-        let holder = TunHolders.of([device], procRoot: procRoot)[device]?.first(where: { $0.command == "openvpn" })
-      else { return .waiting("no OpenVPN process holds \(device.terminalText) yet") }
-      guard let socket = holder.managementSocket else {
-        return .failed("\(holder.described) holding \(device.terminalText) has no management socket to ask")
-      }
-      switch OpenVPNControl.state(paths: OpenVPNControl.reachable(socket, of: holder.pid)) {
-      case .state("CONNECTED"): return .holds(at: nil, "OpenVPN on \(device.terminalText) reports CONNECTED")
-      case .state(let state): return .waiting("OpenVPN says \(state.isEmpty ? "nothing" : state)")
-      case .unreachable(let why): return .waiting("OpenVPN's management socket: \(why)")
       }
     case .linkRunning(let device):
       guard let link = try? links.link(named: device) else { return .failed("\(device.terminalText) is gone") }

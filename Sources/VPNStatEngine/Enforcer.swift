@@ -8,7 +8,9 @@ import VPNStatSystem
 /// hold — the Linux form of the iOS tunnel extension that owns the timer. It applies the
 /// on-tunnel-up rule whenever the tunnel appears or comes up (whoever raised it), disconnects at
 /// the wall-clock deadline, takes the tunnel down at once during the pause, and records why every
-/// session ended. It also advances the ledger for the tunnel, so the window's usage is live.
+/// session ended. It also keeps the ledger of the tunnel (`LedgerKeeper`), so the window's usage
+/// is live: saved every save interval and at once for a deleted instance, a window it opens and
+/// its stop — while no recorder runs; while one does, the recorder writes and this reads.
 ///
 /// Disconnect first, record after: the decision is made from what the enforcer holds in memory
 /// (the session record and the trusted clock, refreshed from the database whenever it can be
@@ -73,6 +75,12 @@ public struct Enforcer {
   var pendingWindow: PendingWindow?
   /// The tunnel-class totals after the last ledger advance: the usage base of a new window.
   var tunnelTotals = TrafficCounts.zero
+  /// The tunnel's ledger, while there is a database.
+  var keeper: LedgerKeeper?
+  let saveInterval: Duration
+  let ledgerLock: any LedgerWriterLock
+  /// Who was last said to write the ledger instead of this enforcer (nil: this one does).
+  var ledgerWriterSaid: String?
   /// The last database problem logged, so an outage is one line, not one per tick.
   var databaseProblem: String?
   /// Set when the last disconnect's action left the link up: during the pause the next up goes
@@ -107,10 +115,14 @@ public struct Enforcer {
     tunnel: InterfaceName, store: Store?, openStore: @escaping () throws -> Store? = { nil }, sampler: TrafficSampler,
     lengths: SessionLengths, action: (any DisconnectAction)?, links: any LinkController, alarm: any DeadlineAlarm,
     log: any EventLog, calendar: any LocalCalendar, runner: any ProgramRunner = ChildProgramRunner(),
-    presence: EnforcerPresenceFile? = nil
+    presence: EnforcerPresenceFile? = nil, saveInterval: Duration = Recorder.defaultSaveInterval,
+    ledgerLock: any LedgerWriterLock = UncontendedLedgerLock()
   ) {
     self.tunnel = tunnel
     self.store = store
+    self.saveInterval = saveInterval
+    self.ledgerLock = ledgerLock
+    self.keeper = store.map { LedgerKeeper(store: $0, saveInterval: saveInterval, role: .enforcer, lock: ledgerLock) }
     self.openStore = openStore
     self.sampler = sampler
     self.lengths = lengths
@@ -202,7 +214,7 @@ public struct Enforcer {
     let observation = sampler.observation(change)
     sampler.apply(change)
     // The decision first; the ledger (a database write) after it.
-    defer { if let observation { advanceLedger(notified: [observation]) } }
+    defer { if let observation { advanceLedger(notified: [observation], deleted: change.deleted) } }
     let wasUp = followed?.up ?? false
     if change.deleted {
       devices[index] = nil
@@ -260,6 +272,8 @@ public struct Enforcer {
       )
       try arm(window.sessionEndsAt)
       flush()
+      // Saved with the window, so the stored totals and its usage base agree for every reader.
+      advanceLedger(saveNow: true)
     case .resumed(let window):
       log.event(
         "\(tunnel.terminalText) up inside the window: \(Units.duration(seconds: (window.sessionEndsAt - now).nanoseconds / 1_000_000_000)) left"
@@ -325,15 +339,17 @@ public struct Enforcer {
     try disconnect(reason: .dataCap, at: now)
   }
 
-  /// Whether the record's data cap is reached at `now`, from the daily buckets; when the
-  /// database does not answer, from the usage last read, while its period lasts.
+  /// Whether the record's data cap is reached at `now`, from the daily buckets and what the
+  /// ledger this enforcer keeps booked since its last checkpoint; when the database does not
+  /// answer, from the usage last read, while its period lasts.
   private mutating func dataCapReached(at now: Timestamp) -> Bool {
     guard let cap = record?.dataCap else {
       dataCap = nil
       return false
     }
     do {
-      if let store { dataCap = try PeriodUsage.status(of: cap, store, at: now) }
+      // From the ledger it keeps: its buckets are saved only every save interval.
+      if let keeper { dataCap = try PeriodUsage.status(of: cap, keeper, at: now) }
     } catch {
       problem(error)
     }
@@ -375,7 +391,7 @@ public struct Enforcer {
     // Nobody enforces the pause once this enforcer is gone: give the manager back its settings.
     try releaseHolds(all: true)
     presenceFile?.remove()
-    advanceLedger()
+    advanceLedger(saveNow: true)
     refresh()
     let now = trustedNow()
     if devices.values.contains(where: \.up), let record, record.plan == .free, let window = record.window,
@@ -587,16 +603,31 @@ public struct Enforcer {
     if let rearm, devices.values.contains(where: \.up) { try? arm(rearm) }
   }
 
-  /// Advances the ledger for the tunnel, the sample read inside the write transaction.
-  private mutating func advanceLedger(notified: [LedgerObservation] = []) {
-    guard let store else { return }
+  /// Advances the tunnel's ledger with notifications (`deleted`: a deleted instance's final
+  /// counters, saved at once) or, without them, a sample; saves when due or asked (`saveNow`).
+  private mutating func advanceLedger(
+    notified: [LedgerObservation] = [], deleted: Bool = false, saveNow: Bool = false
+  ) {
+    guard var keeper else { return }
+    defer {
+      tunnelTotals = keeper.ledger.totals(of: .tunnel)
+      self.keeper = keeper
+    }
     do {
-      let result = try store.advanceLedger(now: clock.now().wall) { () -> (Void, [LedgerObservation]) in
-        if !notified.isEmpty { return ((), notified) }
-        let sample = try sampler.sample()
-        return ((), sampler.observations(sample))
+      _ = keeper.book(notified, deleted: deleted)
+      if saveNow { keeper.requestSave() }
+      if notified.isEmpty || keeper.isDue(at: clock.now()) {
+        let step = try keeper.step(&sampler)
+        if let problem = step.problem { throw problem }
       }
-      tunnelTotals = result.ledger.totals(of: .tunnel)
+      if keeper.writer != ledgerWriterSaid {
+        if let writer = keeper.writer {
+          log.event("\(TerminalText.sanitize(writer)) keeps the ledger: reading it meanwhile")
+        } else if ledgerWriterSaid != nil {
+          log.event("no recorder keeps the ledger any more: saving \(tunnel.terminalText)'s again")
+        }
+        ledgerWriterSaid = keeper.writer
+      }
     } catch {
       problem(error)
     }
@@ -605,7 +636,10 @@ public struct Enforcer {
   private mutating func reopen() {
     do {
       store = try openStore()
-      if store != nil { recovered() }
+      if let store {
+        keeper = LedgerKeeper(store: store, saveInterval: saveInterval, role: .enforcer, lock: ledgerLock)
+        recovered()
+      }
     } catch {
       problem(error)
     }

@@ -26,7 +26,7 @@ public struct EnforcerPresenceFile {
   }
 
   public func write(_ presence: EnforcerPresence) throws {
-    try AtomicFile.write(presence.text, named: name, in: directory)
+    try AtomicFile.write(Array(presence.text.utf8), named: name, in: directory)
   }
 
   public func remove() { try? FileSystem.remove(path) }

@@ -121,7 +121,7 @@ public struct LiveView {
       plain.bits = state.bits
       return Array(WatchScreen.plainLines(current, options: plain).map { $0 + "\n" }.joined().utf8)
     case .json:
-      return StatusJSON.render(current) + [0x0A]
+      return StatusJSON.line(current)
     }
   }
 }

@@ -503,45 +503,6 @@ public struct OpenVPNControl: ManagerControl {
     return .failure(problem)
   }
 
-  /// OpenVPN's state from `state` on the first socket that answers: the second field of its
-  /// line `TIME,STATE,DETAIL,LOCAL_IP,REMOTE_IP,…` (`CONNECTING`, `ASSIGN_IP`, `CONNECTED`,
-  /// `RECONNECTING`, `EXITING`), the answer ending in `END`. Bounded like `signal`.
-  static func state(paths: [String]) -> ManagementState {
-    var problem = "unreachable"
-    for path in paths {
-      do {
-        let answer = try LocalSocketExchange.exchange(
-          path: SystemPath(path), request: Array("state\n".utf8), limit: 1 << 16, idle: .seconds(1),
-          total: .seconds(2), isComplete: { Self.stateName($0) != nil })
-        if let name = Self.stateName(answer) { return .state(name) }
-        problem = "no state in its answer"
-      } catch {
-        problem = "\(error)"
-      }
-    }
-    return .unreachable(problem)
-  }
-
-  /// What OpenVPN's management interface said of its state.
-  enum ManagementState: Equatable {
-    case state(String)
-    case unreachable(String)
-  }
-
-  /// The state name in an answer to `state`, once its `END` line has come; nil before. Lines end
-  /// in CRLF; `>` lines are the greeting and notifications.
-  static func stateName(_ answer: [UInt8]) -> String? {
-    let lines = answer.split(separator: 0x0A).map { line in
-      String(decoding: line.last == 0x0D ? line.dropLast() : line, as: UTF8.self)
-    }
-    guard lines.contains("END") else { return nil }
-    for line in lines where !line.hasPrefix(">") && line != "END" {
-      let fields = line.split(separator: ",", omittingEmptySubsequences: false)
-      if fields.count > 1 { return TerminalText.sanitize(String(fields[1])) }
-    }
-    return ""
-  }
-
   /// Whether the management interface's answer says the command was taken (`SUCCESS:`), refused
   /// (`ERROR:`), or nil while neither line has come.
   static func verdict(_ answer: [UInt8]) -> Bool? {

@@ -33,13 +33,18 @@ public struct ManagerDetector: ManagerDetecting {
   public var networkManagerDirectory: String
   /// Present when systemd is the init system.
   public var systemdDirectory: String
+  /// The walk of /proc shared with the rest of a one-off command (`status`: WireGuard's reader
+  /// reads it too); nil: a walk of its own at every question (the enforcer asks at each
+  /// disconnect, and must see the tunnel as it is then).
+  public var survey: TunProcessSurvey?
 
   public static let defaultWgQuickDirectory = "/etc/wireguard"
 
   public init(
     runner: any ProgramRunner = ChildProgramRunner(), wgQuickDirectories: [String] = [defaultWgQuickDirectory],
     units: [InterfaceName: String] = [:], procRoot: SystemPath = "/proc",
-    networkManagerDirectory: String = "/run/NetworkManager", systemdDirectory: String = "/run/systemd/system"
+    networkManagerDirectory: String = "/run/NetworkManager", systemdDirectory: String = "/run/systemd/system",
+    survey: TunProcessSurvey? = nil
   ) {
     self.runner = runner
     self.wgQuickDirectories = wgQuickDirectories
@@ -47,6 +52,7 @@ public struct ManagerDetector: ManagerDetecting {
     self.procRoot = procRoot
     self.networkManagerDirectory = networkManagerDirectory
     self.systemdDirectory = systemdDirectory
+    self.survey = survey
   }
 
   public func managers(of links: [(name: InterfaceName, kind: String?)]) -> [InterfaceName: TunnelManager] {
@@ -54,7 +60,9 @@ public struct ManagerDetector: ManagerDetecting {
     // A tun's manager is the process holding it; a kernel WireGuard device has none (and a
     // reader without the link kind looks at every name).
     let tuns = Set(links.filter { $0.kind == nil || $0.kind == "tun" }.map(\.name))
-    let holders = TunHolders.of(tuns, procRoot: procRoot)
+    let holders =
+      tuns.isEmpty
+      ? [:] : (survey?.processes ?? TunProcesses.read(procRoot: procRoot)).holders(of: tuns, procRoot: procRoot)
     var devices: [InterfaceName: NetworkManagerDevice] = [:]
     if FileSystem.exists(networkManagerDirectory) {
       let run = runner.run(NetworkManagerControl.devices, timeout: .seconds(5))

@@ -45,11 +45,9 @@ public final class MetricsExposition: Sendable {
     let (snapshot, version, cached) = state.withLock { ($0.snapshot, $0.version, $0.rendered[format]) }
     if let cached, cached.version == version { return cached.bytes }
     guard let snapshot else { return nil }
-    let bytes = Array(
-      OpenMetrics.render(
-        ledger: snapshot.ledger, session: snapshot.session, health: snapshot.health, at: snapshot.takenAt,
-        format: format
-      ).utf8)
+    let bytes = OpenMetrics.render(
+      ledger: snapshot.ledger, session: snapshot.session, health: snapshot.health, at: snapshot.takenAt,
+      format: format)
     state.withLock { $0.rendered[format] = (version, bytes) }
     return bytes
   }

@@ -23,6 +23,20 @@ public enum PeriodUsage {
     return used
   }
 
+  /// The same for a process that keeps the ledger (`LedgerKeeper`). While it writes, the saved
+  /// daily buckets plus what it booked per day since its last checkpoint: its buckets are saved
+  /// only every save interval, and a cap crossed between checkpoints must count at the sample
+  /// that crosses it, in the period the traffic fell in. While it reads, as any reader.
+  public static func measure(
+    _ keeper: LedgerKeeper, since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil
+  ) throws -> TrafficCounts {
+    guard let memory = keeper.memory else {
+      return try measure(keeper.store, since: start, of: interfaceClass, name: name, ledger: keeper.ledger)
+    }
+    return try keeper.store.usage(since: start, of: interfaceClass, name: name)
+      + memory.unsavedDailyTraffic(since: start, of: interfaceClass, name: name)
+  }
+
   /// Where the data cap stands at `now`: the tunnel class's traffic in the cap's current period.
   public static func status(
     of cap: DataCap, _ store: Store, at now: Timestamp, ledger: Ledger? = nil
@@ -30,5 +44,12 @@ public enum PeriodUsage {
     let start = cap.period.start(of: now, in: store.calendar)
     let used = try measure(store, since: start, of: .tunnel, ledger: ledger)
     return cap.status(used: used, at: now, in: store.calendar)
+  }
+
+  /// Where the data cap stands at `now` for a process that keeps the ledger.
+  public static func status(of cap: DataCap, _ keeper: LedgerKeeper, at now: Timestamp) throws -> DataCapStatus {
+    let start = cap.period.start(of: now, in: keeper.store.calendar)
+    let used = try measure(keeper, since: start, of: .tunnel)
+    return cap.status(used: used, at: now, in: keeper.store.calendar)
   }
 }

@@ -5,14 +5,17 @@ import VPNStatStore
 import VPNStatSystem
 
 /// `vpnstat record`: samples every interval, books link notifications as they come (so a tunnel
-/// torn down between polls loses nothing), advances the ledger in one transaction per sample
-/// (the sample read inside it), and optionally writes OpenMetrics for node_exporter.
+/// torn down between polls loses nothing), keeps the ledger in memory and saves it as a
+/// checkpoint (`LedgerKeeper`) every save interval — at once for a deleted instance's final
+/// counters, a name seen for the first time, a change of the session window, and on stopping —
+/// and optionally writes OpenMetrics for node_exporter after every sample.
 ///
 /// `sample()` and `book(_:overflowed:)` are its steps; `RecorderLoop` runs them against the
 /// kernel's timers and notifications, tests call them directly.
 public struct Recorder {
   public var sampler: TrafficSampler
-  public let store: Store
+  public var keeper: LedgerKeeper
+  public var store: Store { keeper.store }
   public var textfileDirectory: String?
   /// Where the figures of every sample are published for `record --listen` to serve.
   public var exposition: MetricsExposition?
@@ -20,61 +23,87 @@ public struct Recorder {
   public var nextLengths: SessionLengths
   public let log: any EventLog
   /// Writes the textfile (atomically, in production).
-  let writeTextfile: (String, String) throws -> Void
-  /// Link notifications read while the database could not be written: booked with the next
-  /// advance that can be (a deleted link's final counters exist nowhere else).
-  public private(set) var pending: [LedgerObservation] = []
+  let writeTextfile: ([UInt8], String) throws -> Void
   /// The database problem last logged, so a long outage is one line, not one per tick.
   public private(set) var lastProblem: String?
+  /// The recorder's current view: its last sample and the ledger as of it (in memory, ahead of
+  /// the last checkpoint). What the textfile shows, and what anything serving metrics from the
+  /// running recorder reads.
+  public private(set) var current: (sample: CounterSample, ledger: Ledger)?
+  /// The session window as last seen, and SQLite's count of other connections' commits then: a
+  /// window opened or ended by an enforcer is saved with the ledger at once.
+  private var sessionSeen: (version: Int64, record: SessionRecord)?
 
   public init(
     sampler: TrafficSampler, store: Store, textfileDirectory: String?, nextLengths: SessionLengths = .builtIn,
+    saveInterval: Duration = Recorder.defaultSaveInterval, lock: any LedgerWriterLock = UncontendedLedgerLock(),
     log: any EventLog,
-    writeTextfile: @escaping (String, String) throws -> Void = {
+    writeTextfile: @escaping ([UInt8], String) throws -> Void = {
       try AtomicFile.write($0, named: "vpnstat.prom", in: $1)
     }
   ) {
     self.sampler = sampler
-    self.store = store
+    self.keeper = LedgerKeeper(store: store, saveInterval: saveInterval, role: .recorder, lock: lock)
     self.textfileDirectory = textfileDirectory
     self.nextLengths = nextLengths
     self.log = log
     self.writeTextfile = writeTextfile
   }
 
-  /// Books link notifications: the final counters of deleted links, kept current link tables.
-  /// `overflowed`: the kernel dropped some, which is counted, said, and followed by a sample.
+  /// How often the ledger is saved when nothing asks for a save sooner.
+  public static let defaultSaveInterval: Duration = .seconds(60)
+
+  /// Books link notifications: the final counters of deleted links (saved at once), kept current
+  /// link tables. `overflowed`: the kernel dropped some, which is counted, said, and followed by
+  /// a sample.
   public mutating func book(_ changes: [LinkNotifications.Change], overflowed: Bool) throws {
+    var observations: [LedgerObservation] = []
+    var deleted = false
     for change in changes {
-      if let observation = sampler.observation(change) { pending.append(observation) }
+      if let observation = sampler.observation(change) {
+        observations.append(observation)
+        deleted = deleted || change.deleted
+      }
       sampler.apply(change)
     }
+    for event in keeper.book(observations, deleted: deleted) { log.event(LedgerEventText.line(event)) }
     if overflowed {
       log.event(
         "link notifications overflowed (the recorder fell behind): links deleted meanwhile are not booked; resynchronising"
       )
       try? store.noteNotificationOverflow(at: sampler.clock.now().wall)
+      keeper.requestSave()
       try sample()
-    } else if !pending.isEmpty {
-      _ = try save { _ in ((), []) }
+    } else if deleted {
+      try sample()
     }
   }
 
-  /// One sample, read inside the ledger's write transaction (see `Store.advanceLedger`), and the
-  /// textfile after it.
+  /// One sample: advances the ledger in memory, or saves a checkpoint with the sample read inside
+  /// its transaction when one is due (see `LedgerKeeper`); then the textfile.
   public mutating func sample() throws {
-    guard
-      let (ledger, sample) = try save({ sampler -> (CounterSample, [LedgerObservation]) in
-        let sample = try sampler.sample()
-        return (sample, sampler.observations(sample))
-      })
-    else { return }
+    noteSessionChange()
+    let step = try keeper.step(&sampler)
+    if let problem = step.problem {
+      if lastProblem != problem.description {
+        log.event("\(problem.description) Retrying every interval; nothing is lost while the interfaces exist.")
+        lastProblem = problem.description
+      }
+    } else if step.saved, lastProblem != nil {
+      log.event("\(store.location.path) is writable again: saved")
+      lastProblem = nil
+    }
+    for event in step.events { log.event(LedgerEventText.line(event)) }
+    guard let sample = step.sample else { return }
+    current = (sample, keeper.ledger)
     for problem in sample.problems {
       log.event("\(problem.name.terminalText): \(TerminalText.sanitize(problem.message))")
     }
     guard textfileDirectory != nil || exposition != nil else { return }
+    // The in-memory ledger, ahead of the last checkpoint: what every sample publishes.
+    let ledger = keeper.ledger
     let session = try SessionView.report(
-      store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
+      store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger, keeper: keeper,
       nextLengths: nextLengths)
     let health = try store.health()
     if let textfileDirectory {
@@ -88,53 +117,25 @@ public struct Recorder {
     exposition?.publish(MetricsSnapshot(ledger: ledger, session: session, health: health, takenAt: sample.taken.wall))
   }
 
-  /// Before stopping: if anything is unsaved, one last, patient try; it throws when that fails
-  /// too, so the process says so in its exit status.
+  /// Before stopping: the last checkpoint, patiently; it throws when that fails, so the process
+  /// says so in its exit status.
   public mutating func finish(patience milliseconds: Int32) throws {
-    if lastProblem != nil {
-      store.setBusyTimeout(milliseconds: milliseconds)
-      lastProblem = nil
-      let pending = self.pending
-      _ = try store.advanceLedger(now: sampler.clock.now().wall) { () -> (Void, [LedgerObservation]) in
-        let sample = try sampler.sample()
-        return ((), pending + sampler.observations(sample))
-      }
-      self.pending = []
-    }
+    store.setBusyTimeout(milliseconds: milliseconds)
+    keeper.requestSave()
+    try keeper.saveNow(&sampler)
     store.checkpoint()
   }
 
-  /// Advances the ledger with the pending notifications and what `observe` reads. A busy or full
-  /// database is logged once and retried at the next tick: the kernel's counters keep the
-  /// traffic meanwhile, and the pending notifications stay in memory. Returns nil then.
-  private mutating func save<Reading>(
-    _ observe: (inout TrafficSampler) throws -> (Reading, [LedgerObservation])
-  ) throws -> (Ledger, Reading)? {
-    let pending = self.pending
-    do {
-      let result = try store.advanceLedger(now: sampler.clock.now().wall) { () -> (Reading, [LedgerObservation]) in
-        let (reading, observations) = try observe(&sampler)
-        return (reading, pending + observations)
-      }
-      self.pending.removeFirst(pending.count)
-      if lastProblem != nil {
-        log.event("\(store.location.path) is writable again: saved")
-        lastProblem = nil
-      }
-      for event in result.advance.events { log.event(LedgerEventText.line(event)) }
-      return (result.ledger, result.reading)
-    } catch let error as StoreError {
-      switch error {
-      case .busy, .full:
-        if lastProblem != error.description {
-          log.event("\(error.description) Retrying every interval; nothing is lost while the interfaces exist.")
-          lastProblem = error.description
-        }
-        return nil
-      default:
-        throw error
-      }
+  /// A window opened, ended or reset by another process is saved with the ledger at once, so the
+  /// stored totals and the window's usage base agree for every reader.
+  private mutating func noteSessionChange() {
+    guard let version = try? store.dataVersion(), version != sessionSeen?.version,
+      let record = try? store.sessionRecord()
+    else { return }
+    if let seen = sessionSeen?.record, seen.window != record.window || seen.plan != record.plan {
+      keeper.requestSave()
     }
+    sessionSeen = (version, record)
   }
 }
 
@@ -167,9 +168,8 @@ public enum RecorderLoop {
       if let notifications { watched.append(notifications.descriptor) }
       let ready = try waitForReadable(watched, timeout: nil)
       if ready.contains(signals.descriptor), !signals.received().isEmpty {
-        // Book what happened since the last poll, then stop.
+        // Book what happened since the last poll, then stop (the last save samples once more).
         try book()
-        try recorder.sample()
         break
       }
       if let notifications, ready.contains(notifications.descriptor) { try book() }

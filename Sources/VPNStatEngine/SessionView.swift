@@ -11,14 +11,22 @@ public enum SessionView {
   /// just advanced) gives the current tunnel-class totals; the enforcers running on the database
   /// say whether anything holds the tunnel; with `detector`, the tunnel's manager is looked up
   /// (when the tunnel exists in `sample`).
+  /// `keeper`: the ledger of a process that keeps it (the recorder), for the totals and a data
+  /// cap's usage in place of `ledger`.
   public static func report(
     _ store: Store, reading: ClockReading, sample: CounterSample?, catalog: inout InterfaceCatalog,
-    ledger: Ledger?, nextLengths: SessionLengths, detector: (any ManagerDetecting)? = nil
+    ledger: Ledger?, keeper: LedgerKeeper? = nil, nextLengths: SessionLengths, detector: (any ManagerDetecting)? = nil
   ) throws -> SessionReport {
     let record = try store.sessionRecord()
-    let now = try store.trustedNow(reading)
+    // Reports never store the trusted clock (the recorder would write it with every sample):
+    // writers store it with their checkpoints and decisions.
+    let now = try store.trustedNow(reading, writing: false)
+    let ledger = keeper?.ledger ?? ledger
     let totals = try ledger?.totals(of: .tunnel) ?? store.tunnelTotals()
-    let cap = try record.dataCap.map { try PeriodUsage.status(of: $0, store, at: now, ledger: ledger) }
+    let cap = try record.dataCap.map { cap in
+      try keeper.map { try PeriodUsage.status(of: cap, $0, at: now) }
+        ?? PeriodUsage.status(of: cap, store, at: now, ledger: ledger)
+    }
     let enforcers = EnforcerPresenceFile.running(on: store.location)
     var report = SessionReport.make(
       record, now: now, tunnelUp: tunnelUp(record, sample: sample, catalog: &catalog),

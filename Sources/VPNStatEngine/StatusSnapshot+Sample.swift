@@ -11,20 +11,43 @@ extension StatusSnapshot {
     sample: CounterSample, catalog: inout InterfaceCatalog, selection: InterfaceSelection,
     previous: CounterSample? = nil, ledger: Ledger? = nil
   ) -> StatusSnapshot {
-    var previousByName: [InterfaceName: InterfaceSample] = [:]
-    if let previous {
-      for entry in previous.interfaces { previousByName[entry.name] = entry }
+    // The previous sample's entry for the same name: two samples of one reader list the links
+    // in the same order, so it is usually at the same position; a table is made only if not.
+    var previousByName: [InterfaceName: InterfaceSample]?
+    func previousEntry(_ at: Int, _ name: InterfaceName) -> InterfaceSample? {
+      guard let previous else { return nil }
+      if at < previous.interfaces.count, previous.interfaces[at].name == name { return previous.interfaces[at] }
+      if previousByName == nil {
+        var table: [InterfaceName: InterfaceSample] = [:]
+        table.reserveCapacity(previous.interfaces.count)
+        for entry in previous.interfaces { table[entry.name] = entry }
+        previousByName = table
+      }
+      return previousByName?[name]
     }
-    var reports: [InterfaceReport] = []
-    reports.reserveCapacity(sample.interfaces.count)
-    for entry in sample.interfaces where selection.includes(name: entry.name) {
+    // The chosen interfaces in report order first (class, then name), then each report built
+    // once in its place: a report is large, and sorting or copying a thousand of them costs more
+    // than the rest of the snapshot.
+    var chosen: [(at: Int, interfaceClass: InterfaceClass, evidence: ClassEvidence)] = []
+    chosen.reserveCapacity(sample.interfaces.count)
+    for (at, entry) in sample.interfaces.enumerated() where selection.includes(name: entry.name) {
       let described = catalog.entry(for: entry)
       guard selection.includes(entry.name, described.interfaceClass) else { continue }
+      chosen.append((at, described.interfaceClass, described.evidence))
+    }
+    chosen.sort { a, b in
+      a.interfaceClass != b.interfaceClass
+        ? a.interfaceClass < b.interfaceClass : sample.interfaces[a.at].name < sample.interfaces[b.at].name
+    }
+    var reports: [InterfaceReport] = []
+    reports.reserveCapacity(chosen.count)
+    for (at, interfaceClass, evidence) in chosen {
+      let entry = sample.interfaces[at]
       var report = InterfaceReport(
-        name: entry.name, index: entry.index, interfaceClass: described.interfaceClass,
-        classBy: described.evidence, state: LinkState(entry.link), counters: entry.counters,
+        name: entry.name, index: entry.index, interfaceClass: interfaceClass, classBy: evidence,
+        state: LinkState(entry.link), counters: entry.counters,
         width: entry.width, ledger: ledger?.entries[entry.name]?.totals)
-      if let previous, let before = previousByName[entry.name] {
+      if let previous, let before = previousEntry(at, entry.name) {
         let seconds = Double(sample.taken.boottime - previous.taken.boottime) / 1e9
         if seconds > 0 {
           let delta =
@@ -38,7 +61,6 @@ extension StatusSnapshot {
       }
       reports.append(report)
     }
-    reports.sort { ($0.interfaceClass, $0.name) < ($1.interfaceClass, $1.name) }
     return StatusSnapshot(
       generatedAt: sample.taken.wall, source: sample.source, fallbackReason: sample.fallbackReason,
       interfaces: reports,
@@ -48,11 +70,14 @@ extension StatusSnapshot {
   /// Looks up who manages each tunnel-class interface (one walk of /proc, at most one `nmcli`),
   /// and the session's tunnel with them.
   public mutating func addManagers(_ detector: any ManagerDetecting, sample: CounterSample) {
-    var kinds: [InterfaceName: String?] = [:]
-    for entry in sample.interfaces { kinds[entry.name] = entry.link.kind }
-    let tunnels = interfaces.filter { $0.interfaceClass == .tunnel }.map { ($0.name, kinds[$0.name] ?? nil) }
-    let found = detector.managers(of: tunnels)
-    for index in interfaces.indices { interfaces[index].manager = found[interfaces[index].name] }
+    let tunnels = Set(interfaces.lazy.filter { $0.interfaceClass == .tunnel }.map(\.name))
+    // The link kinds of those alone: a thousand other interfaces make no table.
+    var links: [(name: InterfaceName, kind: String?)] = []
+    for entry in sample.interfaces where tunnels.contains(entry.name) { links.append((entry.name, entry.link.kind)) }
+    let found = detector.managers(of: links)
+    for index in interfaces.indices where tunnels.contains(interfaces[index].name) {
+      interfaces[index].manager = found[interfaces[index].name]
+    }
     if let tunnel = session?.tunnel { session?.manager = found[tunnel] }
   }
 }

@@ -9,16 +9,18 @@ extension StatusSnapshot {
   public mutating func addWireGuard(
     sample: CounterSample, catalog: inout InterfaceCatalog, source: inout any WireGuardSource
   ) {
-    var sampled: [InterfaceName: InterfaceSample] = [:]
-    for entry in sample.interfaces { sampled[entry.name] = entry }
+    // The reports by ifindex (small entries: a thousand interfaces make no big table).
+    var position: [Int32: Int] = [:]
+    position.reserveCapacity(interfaces.count)
+    for (at, report) in interfaces.enumerated() { position[report.index] = at }
     var positions: [Int] = []
     var candidates: [WireGuardCandidate] = []
-    for (position, report) in interfaces.enumerated() {
-      guard let entry = sampled[report.name], entry.index == report.index,
+    for entry in sample.interfaces {
+      guard let at = position[entry.index], interfaces[at].name == entry.name,
         let candidate = WireGuardCandidate(
-          name: report.name, index: report.index, facts: catalog.entry(for: entry).facts)
+          name: entry.name, index: entry.index, facts: catalog.entry(for: entry).facts)
       else { continue }
-      positions.append(position)
+      positions.append(at)
       candidates.append(candidate)
     }
     guard !candidates.isEmpty else { return }

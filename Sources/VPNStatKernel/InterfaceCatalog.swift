@@ -33,6 +33,12 @@ public struct InterfaceCatalog {
     let key = Key(index: sample.index, name: sample.name)
     if let entry = known[key] { return entry }
     var facts: InterfaceFacts
+    // Room for every interface of a sample at once, rather than growing one by one.
+    if known.isEmpty {
+      known.reserveCapacity(64)
+    } else if known.count == known.capacity {
+      known.reserveCapacity(known.count * 4)
+    }
     if Classifier.kindDecides(sample.link.kind) {
       facts = InterfaceFacts(kind: sample.link.kind, arpType: sample.link.arpType, isVirtual: true)
     } else {

@@ -11,8 +11,8 @@ public struct LinkRecord: Hashable, Sendable {
   public var index: Int32
   public var name: InterfaceName
   public var attributes: LinkAttributes
-  /// `IFLA_STATS64`, present in dumps without RTEXT_FILTER_SKIP_STATS and in notifications
-  /// (a `RTM_DELLINK` carries the dying link's final counters).
+  /// `IFLA_STATS64`: in every link dump (RTEXT_FILTER_SKIP_STATS leaves out only IPv6's
+  /// statistics) and notification (a `RTM_DELLINK` carries the dying link's final counters).
   public var counters: InterfaceCounters?
   /// Set on the `RTM_DELLINK` of a link moved to another network namespace
   /// (`IFLA_NEW_NETNSID`): it lives on, out of this namespace's reach.
@@ -40,12 +40,15 @@ public enum RouteLinkMessages {
   static let interfaceInfoLength = MemoryLayout<ifinfomsg>.size
   static let statsHeaderLength = MemoryLayout<if_stats_msg>.size
 
-  /// An `RTM_GETLINK` dump request; `withStats: false` asks the kernel to leave the counters
-  /// out (RTEXT_FILTER_SKIP_STATS), which makes the dump much smaller.
+  /// An `RTM_GETLINK` dump request; `withStats: false` asks the kernel to leave IPv6's
+  /// statistics out (RTEXT_FILTER_SKIP_STATS: `IFLA_INET6_STATS` and `IFLA_INET6_ICMP6STATS`,
+  /// summed over every CPU for each link; the link's own `IFLA_STATS64` stays, on this kernel
+  /// as on every one since the filter exists). No RTEXT_FILTER_VF: the SR-IOV virtual functions
+  /// of a NIC are nothing vpnstat reads.
   static func linkDumpRequest(withStats: Bool) -> [UInt8] {
     var payload = [UInt8](repeating: 0, count: interfaceInfoLength)
     payload[0] = UInt8(AF_UNSPEC)
-    var mask = UInt32(RTEXT_FILTER_VF) | 0
+    var mask: UInt32 = 0
     if !withStats { mask |= UInt32(RTEXT_FILTER_SKIP_STATS) }
     payload += RouteAttributes.encode(
       type: UInt16(IFLA_EXT_MASK), value: withUnsafeBytes(of: mask) { Array($0) })
@@ -134,50 +137,84 @@ public enum RouteLinkMessages {
 
 /// The default reader: one `RTM_GETSTATS` dump (64-bit counters, by ifindex) per sample, with names
 /// and link attributes from an `RTM_GETLINK` dump that is repeated only when an unknown ifindex
-/// shows up, or kept current by `apply(_:)` from link notifications.
+/// shows up, or kept current by `apply(_:)` from link notifications. The first sample is that
+/// link dump itself (`IFLA_STATS64` is in every link message): a one-off command (`status`,
+/// `export`) asks the kernel for one dump, as `ip -s link` does, and never builds the table.
 public struct NetlinkCounterSource: CounterSource {
   public var kind: CounterSourceKind { .netlink }
   let socket: NetlinkSocket
-  /// What is known about each link, by ifindex.
-  public private(set) var links: [Int32: LinkRecord] = [:]
+  /// What is known about each link, by ifindex (made from the first sample's interfaces when a
+  /// second sample or a notification needs it).
+  public var links: [Int32: LinkRecord] {
+    mutating get {
+      tableFromFirstSample()
+      return table
+    }
+  }
+  private var table: [Int32: LinkRecord] = [:]
+  /// The first sample's interfaces, until the table is made from them.
+  private var firstInterfaces: [InterfaceSample]?
+  /// How many dumps the kernel was asked for: what tests check ("a one-off sample is one dump").
+  public private(set) var dumps = 0
 
   public init() throws {
     socket = try NetlinkSocket()
   }
 
+  /// How many links the first sample makes room for before it grows.
+  static let expectedLinks = 4096
+
   /// Replaces the link table with a fresh `RTM_GETLINK` dump.
   public mutating func refreshLinks() throws {
+    firstInterfaces = nil
     var fresh: [Int32: LinkRecord] = [:]
-    fresh.reserveCapacity(links.count)
+    fresh.reserveCapacity(table.count)
+    try dumpLinks { fresh[$0.index] = $0 }
+    table = fresh
+  }
+
+  /// One `RTM_GETLINK` dump, each link handed to `body` as it is read.
+  private mutating func dumpLinks(_ body: (LinkRecord) -> Void) throws {
+    dumps += 1
     try socket.dump(
       type: RouteLinkMessages.getLink, payload: RouteLinkMessages.linkDumpRequest(withStats: false)
     ) { message in
-      guard message.type == RouteLinkMessages.newLink,
-        let record = RouteLinkMessages.parseLink(message.payload)
+      guard message.type == RouteLinkMessages.newLink, let record = RouteLinkMessages.parseLink(message.payload)
       else { return }
-      fresh[record.index] = record
+      body(record)
     }
-    links = fresh
+  }
+
+  private mutating func tableFromFirstSample() {
+    guard let first = firstInterfaces else { return }
+    firstInterfaces = nil
+    var made: [Int32: LinkRecord] = [:]
+    made.reserveCapacity(first.count)
+    for entry in first { made[entry.index] = LinkRecord(index: entry.index, name: entry.name, attributes: entry.link) }
+    table = made
   }
 
   /// Updates the link table from a link notification (`RTM_NEWLINK` or `RTM_DELLINK`).
   public mutating func apply(_ record: LinkRecord, deleted: Bool) {
+    tableFromFirstSample()
     if deleted {
-      links[record.index] = nil
+      table[record.index] = nil
     } else {
       var kept = record
       kept.counters = nil
-      links[record.index] = kept
+      table[record.index] = kept
     }
   }
 
   public mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
     do {
-      if links.isEmpty { try refreshLinks() }
+      tableFromFirstSample()
+      if table.isEmpty, let first = try firstSample(clock) { return first }
       var counters: [(Int32, InterfaceCounters)] = []
-      counters.reserveCapacity(links.count)
+      counters.reserveCapacity(table.count)
       // Stamped before the dump: a sample's time never lies after its counters.
       let taken = clock.now()
+      dumps += 1
       try socket.dump(
         type: RouteLinkMessages.getStats, payload: RouteLinkMessages.statsDumpRequest()
       ) { message in
@@ -186,12 +223,12 @@ public struct NetlinkCounterSource: CounterSource {
         else { return }
         counters.append(entry)
       }
-      if counters.contains(where: { links[$0.0] == nil }) { try refreshLinks() }
+      if counters.contains(where: { table[$0.0] == nil }) { try refreshLinks() }
       var interfaces: [InterfaceSample] = []
       interfaces.reserveCapacity(counters.count)
       for (index, value) in counters {
         // An ifindex that is still unknown vanished between the two dumps: leave it out.
-        guard let link = links[index] else { continue }
+        guard let link = table[index] else { continue }
         interfaces.append(
           InterfaceSample(
             name: link.name, index: index, counters: value, width: .bits64, link: link.attributes))
@@ -203,5 +240,32 @@ public struct NetlinkCounterSource: CounterSource {
     } catch {
       throw .unavailable(.netlink, "\(error)")
     }
+  }
+
+  /// The first sample: one link dump, its counters taken from `IFLA_STATS64`, kept as the
+  /// link table's source. Nil when a link came without them (an old kernel: the table is made
+  /// from the dump at once, and the stats dump reads the counters).
+  private mutating func firstSample(_ clock: any TimeSource) throws -> CounterSample? {
+    // Stamped before the dump: a sample's time never lies after its counters.
+    let taken = clock.now()
+    // Room for more links than a machine has, reserved not touched: the pages a smaller dump
+    // never fills are never faulted in, and a thousand links are never copied to grow.
+    var interfaces: [InterfaceSample] = []
+    interfaces.reserveCapacity(Self.expectedLinks)
+    var complete = true
+    try dumpLinks { record in
+      if record.counters == nil { complete = false }
+      interfaces.append(
+        InterfaceSample(
+          name: record.name, index: record.index, counters: record.counters ?? InterfaceCounters(.zero),
+          width: .bits64, link: record.attributes))
+    }
+    guard !interfaces.isEmpty else { return nil }
+    firstInterfaces = interfaces
+    guard complete else {
+      tableFromFirstSample()
+      return nil
+    }
+    return CounterSample(interfaces: interfaces, source: .netlink, taken: taken)
   }
 }

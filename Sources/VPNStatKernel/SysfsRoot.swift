@@ -14,6 +14,11 @@ public struct SysfsRoot: Hashable, Sendable {
     try SmallFile.directoryEntries(path).map { InterfaceName(bytes: $0) }
   }
 
+  /// Every interface name with the identity of its entry (see `SmallFile.DirectoryEntry`).
+  public func interfaceEntries() throws -> [(name: InterfaceName, identity: UInt64)] {
+    try SmallFile.directoryListing(path).map { (InterfaceName(bytes: $0.name), $0.identity) }
+  }
+
   /// `<root>/<name>/<attribute>`.
   public func attribute(_ name: InterfaceName, _ attribute: String) -> SystemPath {
     path.appending(name).appending(attribute)
@@ -51,10 +56,10 @@ public struct SysfsValueError: Error, CustomStringConvertible {
 
 /// Parses decimal (or `0x` hexadecimal) digits without allocation; nil for anything else or
 /// for a value that overflows 64 bits.
-func parseUnsigned(_ bytes: ArraySlice<UInt8>) -> UInt64? {
+func parseUnsigned<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt64? {
   guard !bytes.isEmpty else { return nil }
   var value: UInt64 = 0
-  if bytes.count > 2, bytes.first == 0x30, bytes[bytes.startIndex + 1] | 0x20 == 0x78 {
+  if bytes.count > 2, bytes.first == 0x30, bytes[bytes.index(after: bytes.startIndex)] | 0x20 == 0x78 {
     for byte in bytes.dropFirst(2) {
       let digit: UInt64
       switch byte {

@@ -38,50 +38,15 @@ public struct UserspaceWireGuard: Hashable, Sendable {
   }
 
   /// Every userspace WireGuard in this network namespace (or, for processes /proc does not let
-  /// us inspect, possibly in it). Reads `comm` of every process and more only of the few whose
-  /// name matches: no socket, no descriptor of anyone else's is opened.
-  public static func find(procRoot: SystemPath = "/proc") -> [UserspaceWireGuard] {
-    guard let entries = try? SmallFile.directoryEntries(procRoot) else { return [] }
-    let ownNamespace = try? SmallFile.symbolicLink(procRoot.appending("self").appending("ns").appending("net"))
+  /// us inspect, possibly in it), from the walk `processes` made: the holders of tuns named like
+  /// wireguard-go, and the hidden ones by their arguments. No socket, no descriptor of anyone
+  /// else's is opened.
+  public static func find(in processes: TunProcesses) -> [UserspaceWireGuard] {
     var found: [UserspaceWireGuard] = []
-    for entry in entries {
-      guard !entry.isEmpty, entry.count <= 10, entry.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-        let pid = Int32(String(decoding: entry, as: UTF8.self))
-      else { continue }
-      let directory = procRoot.appending(String(pid))
-      guard let command = try? SmallFile.read(directory.appending("comm"), limit: 64),
-        commands.contains(Array(command.trimmingASCIIWhitespace()))
-      else { continue }
-      found += inspect(pid: pid, directory: directory, ownNamespace: ownNamespace)
+    for holder in processes.holders where commands.contains(holder.command) {
+      for tun in holder.tuns { found.append(UserspaceWireGuard(pid: holder.pid, device: tun, inspected: true)) }
     }
-    return found
-  }
-
-  /// One matching process: its tuns when /proc shows them, else the device its arguments name.
-  static func inspect(pid: Int32, directory: SystemPath, ownNamespace: [UInt8]?) -> [UserspaceWireGuard] {
-    let namespace: [UInt8]
-    do {
-      namespace = try SmallFile.symbolicLink(directory.appending("ns").appending("net"))
-    } catch let error as Errno where error.meansNotPermitted {
-      guard let named = argumentDevice(directory) else { return [] }
-      return [UserspaceWireGuard(pid: pid, device: named, inspected: false)]
-    } catch {
-      return []
-    }
-    if let ownNamespace, namespace != ownNamespace { return [] }
-    let fdDirectory = directory.appending("fd")
-    guard let descriptors = try? SmallFile.directoryEntries(fdDirectory) else { return [] }
-    var devices: [UserspaceWireGuard] = []
-    for descriptor in descriptors {
-      let name = String(decoding: descriptor, as: UTF8.self)
-      guard let target = try? SmallFile.symbolicLink(fdDirectory.appending(name)),
-        target.suffix(tunPath.count).elementsEqual(tunPath),
-        let info = try? SmallFile.read(directory.appending("fdinfo").appending(name), limit: 4096),
-        let attached = tunName(fdinfo: info)
-      else { continue }
-      devices.append(UserspaceWireGuard(pid: pid, device: attached, inspected: true))
-    }
-    return devices
+    return found + processes.hidden
   }
 
   /// How a tun descriptor's link reads. A holder in another mount namespace (`ip netns exec`

@@ -23,6 +23,9 @@ public struct WireGuardReader: WireGuardSource {
   public var answerLimit: Int
   /// False: never ask the kernel's netlink family (tests of the control socket path).
   public var useNetlink: Bool
+  /// The walk of /proc shared with the rest of a one-off command (`status`: the manager
+  /// detector reads it too); nil: a walk of its own whenever a new tun must be looked up.
+  public var survey: TunProcessSurvey?
 
   private var netlink: NetlinkSocket?
   private var holders: [TunKey: UserspaceWireGuard?] = [:]
@@ -43,7 +46,7 @@ public struct WireGuardReader: WireGuardSource {
     procRoot: SystemPath = "/proc", runDirectory: SystemPath = "/run/wireguard",
     idleTimeout: Duration = WireGuardReader.defaultIdleTimeout,
     totalTimeout: Duration = WireGuardReader.defaultTotalTimeout, answerLimit: Int = WireGuardUAPI.answerLimit,
-    useNetlink: Bool = true
+    useNetlink: Bool = true, survey: TunProcessSurvey? = nil
   ) {
     self.procRoot = procRoot
     self.runDirectory = runDirectory
@@ -51,6 +54,7 @@ public struct WireGuardReader: WireGuardSource {
     self.totalTimeout = totalTimeout
     self.answerLimit = answerLimit
     self.useNetlink = useNetlink
+    self.survey = survey
   }
 
   public mutating func read(_ candidates: [WireGuardCandidate]) -> [WireGuardStatus?] {
@@ -90,7 +94,7 @@ public struct WireGuardReader: WireGuardSource {
   /// Walks /proc once and notes, for each tun asked about, its userspace WireGuard or none.
   private mutating func scanProcesses(for tuns: [TunKey]) {
     processScans += 1
-    let found = UserspaceWireGuard.find(procRoot: procRoot)
+    let found = UserspaceWireGuard.find(in: survey?.processes ?? TunProcesses.read(procRoot: procRoot))
     for key in tuns where holders[key] == nil {
       // One that /proc shows in full wins over one only named in another user's arguments.
       let matching = found.filter { $0.device == key.name }

@@ -92,18 +92,20 @@ public enum OperState: UInt8, Hashable, Sendable {
   case dormant = 5
   case up = 6
 
-  public init?(sysfs text: String) {
-    switch text {
-    case "unknown": self = .unknown
-    case "notpresent": self = .notPresent
-    case "down": self = .down
-    case "lowerlayerdown": self = .lowerLayerDown
-    case "testing": self = .testing
-    case "dormant": self = .dormant
-    case "up": self = .up
-    default: return nil
+  public init?(sysfs text: UnsafeRawBufferPointer) {
+    // Compared as bytes: a sysfs reader reads this for every interface at every sample.
+    for (state, spelled) in Self.sysfsSpellings where spelled.count == text.count && text.elementsEqual(spelled) {
+      self = state
+      return
     }
+    return nil
   }
+
+  private static let sysfsSpellings: [(OperState, [UInt8])] = [
+    (.up, Array("up".utf8)), (.down, Array("down".utf8)), (.unknown, Array("unknown".utf8)),
+    (.dormant, Array("dormant".utf8)), (.lowerLayerDown, Array("lowerlayerdown".utf8)),
+    (.notPresent, Array("notpresent".utf8)), (.testing, Array("testing".utf8)),
+  ]
 }
 
 /// A problem met while reading one interface, kept with the sample instead of a made-up zero.

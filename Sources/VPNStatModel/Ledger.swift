@@ -154,6 +154,9 @@ public struct Ledger: Sendable {
     self.entries = entries
   }
 
+  /// Puts `entry` in place of what the ledger held for its name (as another writer stored it).
+  public mutating func replace(_ entry: LedgerEntry) { entries[entry.name] = entry }
+
   /// The summed totals of every name of `interfaceClass` (the tunnel class: a window's usage).
   public func totals(of interfaceClass: InterfaceClass) -> TrafficCounts {
     var sum = TrafficCounts.zero

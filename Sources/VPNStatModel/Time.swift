@@ -31,25 +31,52 @@ public struct Timestamp: Hashable, Comparable, Sendable {
   /// RFC 3339 in UTC, whole seconds: `2026-11-29T12:40:42Z`.
   public var rfc3339: String { rfc3339(fractionDigits: 0) }
 
-  /// RFC 3339 in UTC with `fractionDigits` (0…9) digits of the second.
+  /// RFC 3339 in UTC with `fractionDigits` (0…9) digits of the second. Written into the
+  /// String's own storage digit by digit: a report of a thousand interfaces writes a thousand.
   public func rfc3339(fractionDigits: Int) -> String {
     let secs = seconds
-    let nanos = nanoseconds - secs * 1_000_000_000
+    // The remainder, not nanoseconds − secs × 10⁹, which overflows near Int64.min (a damaged row).
+    let nanos = (nanoseconds % 1_000_000_000 + 1_000_000_000) % 1_000_000_000
     let days = secs.floorDivided(by: 86_400)
     let secondOfDay = secs - days * 86_400
     let (year, month, day) = civilDate(fromDays: days)
-    var text = ""
-    text.reserveCapacity(30)
-    text += padded(year, 4) + "-" + padded(month, 2) + "-" + padded(day, 2)
-    text += "T" + padded(secondOfDay / 3600, 2) + ":" + padded(secondOfDay / 60 % 60, 2) + ":"
-    text += padded(secondOfDay % 60, 2)
-    if fractionDigits > 0 {
-      let digits = min(fractionDigits, 9)
-      var fraction = nanos
-      for _ in digits..<9 { fraction /= 10 }
-      text += "." + padded(fraction, digits)
+    let digits = min(max(fractionDigits, 0), 9)
+    // Every Timestamp (nanoseconds in an Int64) falls in the years 1677 to 2262.
+    precondition((0...9999).contains(year))
+    return String(unsafeUninitializedCapacity: 30) { text in
+      var at = 0
+      func put(_ value: Int64, _ width: Int) {
+        var rest = value
+        for i in stride(from: width - 1, through: 0, by: -1) {
+          text[at + i] = 0x30 + UInt8(rest % 10)
+          rest /= 10
+        }
+        at += width
+      }
+      func put(_ byte: UInt8) {
+        text[at] = byte
+        at += 1
+      }
+      put(year, 4)
+      put(0x2D)
+      put(month, 2)
+      put(0x2D)
+      put(day, 2)
+      put(0x54)
+      put(secondOfDay / 3600, 2)
+      put(0x3A)
+      put(secondOfDay / 60 % 60, 2)
+      put(0x3A)
+      put(secondOfDay % 60, 2)
+      if digits > 0 {
+        var fraction = nanos
+        for _ in digits..<9 { fraction /= 10 }
+        put(0x2E)
+        put(fraction, digits)
+      }
+      put(0x5A)
+      return at
     }
-    return text + "Z"
   }
 
   /// Parses the RFC 3339 forms vpnstat writes and the common variants (offsets, fractions).

@@ -41,9 +41,6 @@ public enum ConnectionProof: Hashable, Sendable, CustomStringConvertible {
   /// A WireGuard handshake on the device newer than the start: a peer answered. nil: the device
   /// the manager reports once started.
   case wireGuardHandshake(InterfaceName?)
-  /// OpenVPN's management interface says `CONNECTED` (the state it reaches once the peer is
-  /// seen) for the process holding the device (nil: the device the manager reports).
-  case openVPNConnected(InterfaceName?)
   /// The link is up and running (IFF_UP and IFF_RUNNING: a tun with a process attached).
   case linkRunning(InterfaceName)
 
@@ -52,7 +49,6 @@ public enum ConnectionProof: Hashable, Sendable, CustomStringConvertible {
     case .networkManagerActivated: "NetworkManager to report the connection activated"
     case .unitActive(let unit): "systemd to report \(TerminalText.sanitize(unit)) active"
     case .wireGuardHandshake(let device): "a WireGuard handshake on \(Self.words(device))"
-    case .openVPNConnected(let device): "OpenVPN's management state CONNECTED on \(Self.words(device))"
     case .linkRunning(let device): "\(device.terminalText) to be up and running"
     }
   }
@@ -63,7 +59,6 @@ public enum ConnectionProof: Hashable, Sendable, CustomStringConvertible {
     case .networkManagerActivated: "NetworkManager never reported the connection activated"
     case .unitActive(let unit): "systemd never reported \(TerminalText.sanitize(unit)) active"
     case .wireGuardHandshake(let device): "no WireGuard handshake on \(Self.words(device))"
-    case .openVPNConnected(let device): "OpenVPN on \(Self.words(device)) never reached CONNECTED"
     case .linkRunning(let device): "\(device.terminalText) never came up and running"
     }
   }
@@ -72,7 +67,6 @@ public enum ConnectionProof: Hashable, Sendable, CustomStringConvertible {
   public func on(_ device: InterfaceName?) -> ConnectionProof {
     switch self {
     case .wireGuardHandshake(nil): .wireGuardHandshake(device)
-    case .openVPNConnected(nil): .openVPNConnected(device)
     default: self
     }
   }

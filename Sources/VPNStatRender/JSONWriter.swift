@@ -3,44 +3,79 @@ import VPNStatModel
 /// A streaming writer of compact JSON. Hand-written rather than Codable: the contract needs
 /// explicit `null`s, a fixed key order and exact integers, and this is also several times faster.
 public struct JSONWriter {
-  public private(set) var bytes: [UInt8] = []
-  /// Per open container: has it had an element yet (so the next one needs a comma)?
-  private var needsComma: [Bool] = [false]
+  private var output: OutputBytes
+  /// Whether the next element of the open container needs a comma before it. No stack is
+  /// needed: a container that closes was an element of its parent, which then needs one.
+  private var needsComma = false
 
-  public init(capacity: Int = 1024) { bytes.reserveCapacity(capacity) }
+  /// Where the bytes go as they are written, if anywhere before the end (`passOnIfFull`).
+  public var sink: ((UnsafeRawBufferPointer) -> Void)?
 
+  /// How much is handed to the sink at a time.
+  public static let piece = 64 * 1024
+
+  public init(capacity: Int = 1024) { output = OutputBytes(capacity: capacity) }
+
+  /// Hands what is written to the sink once there is a piece of it, and reuses the buffer.
+  @inline(__always)
+  public mutating func passOnIfFull() {
+    if let sink, output.count >= Self.piece { output.drain(sink) }
+  }
+
+  /// Hands whatever is written to the sink.
+  public mutating func passOn() {
+    if let sink { output.drain(sink) }
+  }
+
+  /// What has been written.
+  public var bytes: [UInt8] { output.array }
+
+  /// Lends what has been written, without copying it.
+  public func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+    try output.withBytes { try body(UnsafeRawBufferPointer($0)) }
+  }
+
+  /// Ends a document: a newline, for the one-document-per-line outputs.
+  public mutating func newline() {
+    output.append(0x0A)
+    needsComma = false
+  }
+
+  @inline(__always)
   private mutating func separate() {
-    if needsComma[needsComma.count - 1] { bytes.append(0x2C) }
-    needsComma[needsComma.count - 1] = true
+    if needsComma { output.append(0x2C) }
+    needsComma = true
   }
 
   public mutating func beginObject() {
     separate()
-    bytes.append(0x7B)
-    needsComma.append(false)
+    output.append(0x7B)
+    needsComma = false
   }
   public mutating func endObject() {
-    needsComma.removeLast()
-    bytes.append(0x7D)
+    output.append(0x7D)
+    needsComma = true
   }
   public mutating func beginArray() {
     separate()
-    bytes.append(0x5B)
-    needsComma.append(false)
+    output.append(0x5B)
+    needsComma = false
   }
   public mutating func endArray() {
-    needsComma.removeLast()
-    bytes.append(0x5D)
+    output.append(0x5D)
+    needsComma = true
   }
 
   /// Writes a key; the next value call writes its value.
   public mutating func key(_ key: StaticString) {
-    separate()
-    bytes.append(0x22)
-    key.withUTF8Buffer { bytes.append(contentsOf: $0) }
-    bytes.append(0x22)
-    bytes.append(0x3A)
-    needsComma[needsComma.count - 1] = false
+    if needsComma {
+      output.append(0x2C, 0x22)
+    } else {
+      output.append(0x22)
+    }
+    output.append(key)
+    output.append(0x22, 0x3A)
+    needsComma = false
   }
   /// A key that is not a literal (class names, dynamic keys); escaped like any string.
   /// Disfavoured so that literal keys take the StaticString overload above: without it a
@@ -49,8 +84,8 @@ public struct JSONWriter {
   public mutating func key(_ key: String) {
     separate()
     appendQuoted(key)
-    bytes.append(0x3A)
-    needsComma[needsComma.count - 1] = false
+    output.append(0x3A)
+    needsComma = false
   }
 
   public mutating func string(_ value: String) {
@@ -67,7 +102,7 @@ public struct JSONWriter {
   /// BiDi and invisible format characters, DEL. JSON output meets terminals (`status --json`
   /// run by hand), and a parser reads the escape back as the same scalar, so nothing is lost.
   private mutating func appendQuoted(_ value: String) {
-    bytes.append(0x22)
+    output.append(0x22)
     var value = value
     value.withUTF8 { utf8 in
       var runStart = 0
@@ -87,23 +122,18 @@ public struct JSONWriter {
             continue
           }
         }
-        if runStart < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i])) }
+        if runStart < i { output.append(UnsafeBufferPointer(rebasing: utf8[runStart..<i])) }
         switch byte {
         case 0x22:
-          bytes.append(0x5C)
-          bytes.append(0x22)
+          output.append(0x5C, 0x22)
         case 0x5C:
-          bytes.append(0x5C)
-          bytes.append(0x5C)
+          output.append(0x5C, 0x5C)
         case 0x0A:
-          bytes.append(0x5C)
-          bytes.append(0x6E)
+          output.append(0x5C, 0x6E)
         case 0x0D:
-          bytes.append(0x5C)
-          bytes.append(0x72)
+          output.append(0x5C, 0x72)
         case 0x09:
-          bytes.append(0x5C)
-          bytes.append(0x74)
+          output.append(0x5C, 0x74)
         case 0x80...:
           let value = Self.scalar(in: utf8, at: i).0.value
           if value > 0xFFFF {
@@ -119,9 +149,9 @@ public struct JSONWriter {
         i += length
         runStart = i
       }
-      if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
+      if runStart < utf8.count { output.append(UnsafeBufferPointer(rebasing: utf8[runStart...])) }
     }
-    bytes.append(0x22)
+    output.append(0x22)
   }
 
   /// The scalar whose UTF-8 starts at `index` (valid: it comes from a String), and its length.
@@ -136,13 +166,13 @@ public struct JSONWriter {
   /// `\uXXXX` for one UTF-16 code unit.
   private mutating func appendUnicodeEscape(_ unit: UInt32) {
     append("\\u")
-    bytes.append(contentsOf: hexByte(UInt8(truncatingIfNeeded: unit >> 8)).utf8)
-    bytes.append(contentsOf: hexByte(UInt8(truncatingIfNeeded: unit)).utf8)
+    output.append(hexByte(UInt8(truncatingIfNeeded: unit >> 8)))
+    output.append(hexByte(UInt8(truncatingIfNeeded: unit)))
   }
 
   /// Appends a literal's bytes without making an Array of them first.
   private mutating func append(_ literal: StaticString) {
-    literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    output.append(literal)
   }
   public mutating func string(_ value: String?) {
     if let value { string(value) } else { null() }
@@ -158,7 +188,7 @@ public struct JSONWriter {
   public mutating func number(_ value: Int64) {
     separate()
     if value < 0 {
-      bytes.append(0x2D)
+      output.append(0x2D)
       appendDigits(value.magnitude)
     } else {
       appendDigits(UInt64(value))
@@ -173,7 +203,7 @@ public struct JSONWriter {
       // exponent form: 1.8446744073709552e+22.
       guard let whole = Int64(exactly: value.rounded()) else {
         separate()
-        bytes.append(contentsOf: Array("\(value)".utf8))
+        output.append("\(value)")
         return
       }
       number(whole)
@@ -181,14 +211,31 @@ public struct JSONWriter {
     }
     separate()
     let scaled = (value * 1000).rounded() / 1000
-    bytes.append(contentsOf: Array("\(scaled)".utf8))
+    output.append("\(scaled)")
   }
   /// An interface name under `key`, and how to read it under `encodingKey`; both null for none.
+  /// A name of printable ASCII without a quote or a backslash (most of them) is written as its
+  /// bytes, without making a String of it.
   public mutating func name(_ name: InterfaceName?, key nameKey: StaticString, encodingKey: StaticString) {
     key(nameKey)
-    string(name?.jsonText)
+    guard let name else {
+      null()
+      key(encodingKey)
+      null()
+      return
+    }
+    if name.bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) {
+      separate()
+      output.append(0x22)
+      output.append(name.bytes)
+      output.append(0x22)
+      key(encodingKey)
+      string("utf8")
+      return
+    }
+    string(name.jsonText)
     key(encodingKey)
-    string(name?.jsonEncoding)
+    string(name.jsonEncoding)
   }
 
   /// An array of strings (notes, warnings).
@@ -234,26 +281,5 @@ public struct JSONWriter {
     append("null")
   }
 
-  private mutating func appendDigits(_ value: UInt64) {
-    if value < 10 {
-      bytes.append(0x30 + UInt8(value))
-      return
-    }
-    var digits:
-      (
-        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
-      ) =
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-    var count = 0
-    var rest = value
-    withUnsafeMutableBytes(of: &digits) { buffer in
-      while rest > 0 {
-        buffer[19 - count] = 0x30 + UInt8(rest % 10)
-        rest /= 10
-        count += 1
-      }
-      bytes.append(contentsOf: buffer[(20 - count)...])
-    }
-  }
+  private mutating func appendDigits(_ value: UInt64) { output.appendDecimal(value) }
 }

@@ -11,171 +11,202 @@ public enum OpenMetrics {
     case prometheus
   }
 
-  /// One metric family and its samples.
-  struct Family {
-    enum Kind: String {
-      case counter, gauge, stateset
-    }
-    var name: String
-    var kind: Kind
-    var unit: String?
-    var help: String
-    /// Label set (rendered, without braces), value, and for counters the creation time.
-    var samples: [(labels: String, value: String, created: String?)] = []
-  }
-
-  /// The exposition of `ledger` (and `session` and the database's `health`, when known) at `time`.
+  /// The exposition of `ledger` (and `session` and the database's `health`, when known) at
+  /// `time`, as bytes. One pass over the ledger into one buffer sized up front: each interface's
+  /// label and creation time are made once (not once per metric), and a name is escaped only when
+  /// it holds something that needs it — most names are plain ASCII and are copied as they are.
   public static func render(
     ledger: Ledger, session: SessionReport?, health: StoreHealth? = nil, at time: Timestamp,
     format: Format = .openmetrics
-  ) -> String {
-    var families = ledgerFamilies(ledger)
-    if let session { families += sessionFamilies(session) }
-    if let health {
-      families.append(
-        Family(
-          name: "vpnstat_notification_overflows", kind: .counter,
-          help:
-            "Times the kernel dropped link notifications because a recorder fell behind: traffic of links deleted meanwhile is missing.",
-          samples: [("", String(health.notificationOverflows), nil)]))
-    }
-    families.append(
-      Family(
-        name: "vpnstat_scrape_timestamp_seconds", kind: .gauge, unit: "seconds",
-        help: "When vpnstat produced these figures.", samples: [("", seconds(time), nil)]))
-    return render(families, format: format)
+  ) -> [UInt8] {
+    exposition(ledger: ledger, session: session, health: health, at: time, format: format).bytes.array
   }
 
-  static func ledgerFamilies(_ ledger: Ledger) -> [Family] {
-    let entries = ledger.entries.values.sorted { $0.name < $1.name }
-    let perInterface: [(String, String?, String, KeyPath<LedgerTotals, UInt64>)] = [
+  /// The same exposition handed to `output` in pieces of about `MetricsText.piece` bytes as it
+  /// is written, from one buffer used again for each: what a one-off `export` prints. A thousand
+  /// interfaces make over a megabyte, which built whole would be that much fresh memory.
+  public static func write(
+    ledger: Ledger, session: SessionReport?, health: StoreHealth? = nil, at time: Timestamp,
+    format: Format = .openmetrics, to output: (UnsafeRawBufferPointer) -> Void
+  ) {
+    withoutActuallyEscaping(output) { output in
+      var out = exposition(ledger: ledger, session: session, health: health, at: time, format: format, sink: output)
+      out.bytes.drain(output)
+    }
+  }
+
+  static func exposition(
+    ledger: Ledger, session: SessionReport?, health: StoreHealth?, at time: Timestamp, format: Format,
+    sink: ((UnsafeRawBufferPointer) -> Void)? = nil
+  ) -> MetricsText {
+    // Names sorted, entries looked up: sorting the entries themselves moves far more memory.
+    let entries = ledger.entries.keys.sorted().map { ledger.entries[$0]! }
+    let whole = 4096 + entries.count * (format == .openmetrics ? 1700 : 900)
+    var out = MetricsText(format: format, capacity: sink == nil ? whole : min(whole, MetricsText.piece * 2))
+    out.sink = sink
+    writeLedger(entries, into: &out)
+    if let session { writeSession(session, into: &out) }
+    if let health {
+      out.family(
+        "vpnstat_notification_overflows", .counter,
+        help:
+          "Times the kernel dropped link notifications because a recorder fell behind: traffic of links deleted meanwhile is missing."
+      )
+      out.sample("vpnstat_notification_overflows", .counter, labels: [], value: health.notificationOverflows)
+    }
+    out.family(
+      "vpnstat_scrape_timestamp_seconds", .gauge, unit: "seconds", help: "When vpnstat produced these figures.")
+    out.sample("vpnstat_scrape_timestamp_seconds", .gauge, labels: [], seconds: time)
+    if format == .openmetrics { out.bytes.append("# EOF\n") }
+    return out
+  }
+
+  /// The per-interface counters, then the per-class ones.
+  static func writeLedger(_ entries: [LedgerEntry], into out: inout MetricsText) {
+    // `interface="…",class="…"` and the creation time of each entry, made once for all seven
+    // metrics, into one buffer each (offsets mark the entries), and the totals as plain values:
+    // the loops below then touch no reference-counted storage.
+    var labels = OutputBytes(capacity: entries.count * 48)
+    var created = OutputBytes(capacity: entries.count * 16)
+    var labelEnds: [Int] = []
+    var createdEnds: [Int] = []
+    let totals = entries.map(\.totals)
+    labelEnds.reserveCapacity(entries.count)
+    createdEnds.reserveCapacity(entries.count)
+    var name: [UInt8] = []
+    for entry in entries {
+      labels.append("interface=\"")
+      name.removeAll(keepingCapacity: true)
+      appendLabel(entry.name, to: &name)
+      labels.append(name)
+      labels.append("\",class=\"")
+      labels.append(entry.interfaceClass.rawValue)
+      labels.append(0x22)
+      labelEnds.append(labels.count)
+      MetricsText.appendSeconds(entry.totals.firstSeenAt, to: &created)
+      createdEnds.append(created.count)
+    }
+    let perInterface: [(name: String, unit: String?, help: String)] = [
       (
         "vpnstat_interface_receive_bytes", "bytes",
-        "Bytes received, bridged across counter resets and wraps (estimate).", \.traffic.rxBytes
+        "Bytes received, bridged across counter resets and wraps (estimate)."
       ),
       (
         "vpnstat_interface_transmit_bytes", "bytes",
-        "Bytes transmitted, bridged across counter resets and wraps (estimate).", \.traffic.txBytes
+        "Bytes transmitted, bridged across counter resets and wraps (estimate)."
       ),
-      ("vpnstat_interface_receive_packets", nil, "Packets received (estimate).", \.traffic.rxPackets),
-      ("vpnstat_interface_transmit_packets", nil, "Packets transmitted (estimate).", \.traffic.txPackets),
-      ("vpnstat_interface_resets", nil, "Counter resets bridged (interface recreated or rebooted).", \.resets),
-      ("vpnstat_interface_wraps", nil, "32-bit counter wraps bridged.", \.wraps),
-      ("vpnstat_interface_discarded", nil, "Samples discarded as faster than plausible.", \.discarded),
+      ("vpnstat_interface_receive_packets", nil, "Packets received (estimate)."),
+      ("vpnstat_interface_transmit_packets", nil, "Packets transmitted (estimate)."),
+      ("vpnstat_interface_resets", nil, "Counter resets bridged (interface recreated or rebooted)."),
+      ("vpnstat_interface_wraps", nil, "32-bit counter wraps bridged."),
+      ("vpnstat_interface_discarded", nil, "Samples discarded as faster than plausible."),
     ]
-    var families = perInterface.map { name, unit, help, value in
-      Family(
-        name: name, kind: .counter, unit: unit, help: help,
-        samples: entries.map { entry in
-          (
-            "interface=\"\(label(entry.name))\",class=\"\(entry.interfaceClass.rawValue)\"",
-            String(entry.totals[keyPath: value]), seconds(entry.totals.firstSeenAt)
-          )
-        })
+    labels.withBytes { labelBytes in
+      created.withBytes { createdBytes in
+        for (metric, family) in perInterface.enumerated() {
+          out.family(family.name, .counter, unit: family.unit, help: family.help)
+          let sampleName = out.sampleName(family.name, .counter)
+          let createdName = Array((family.name + "_created").utf8)
+          var labelStart = 0
+          var createdStart = 0
+          for i in totals.indices {
+            let label = UnsafeBufferPointer(rebasing: labelBytes[labelStart..<labelEnds[i]])
+            let value: UInt64
+            switch metric {
+            case 0: value = totals[i].traffic.rxBytes
+            case 1: value = totals[i].traffic.txBytes
+            case 2: value = totals[i].traffic.rxPackets
+            case 3: value = totals[i].traffic.txPackets
+            case 4: value = totals[i].resets
+            case 5: value = totals[i].wraps
+            default: value = totals[i].discarded
+            }
+            out.begin(sampleName, labels: label)
+            out.bytes.appendDecimal(value)
+            out.bytes.append(0x0A)
+            if out.format == .openmetrics {
+              out.begin(createdName, labels: label)
+              out.bytes.append(UnsafeBufferPointer(rebasing: createdBytes[createdStart..<createdEnds[i]]))
+              out.bytes.append(0x0A)
+            }
+            labelStart = labelEnds[i]
+            createdStart = createdEnds[i]
+            out.passOnIfFull()
+          }
+        }
+      }
     }
     var classes: [InterfaceClass: LedgerTotals] = [:]
     for entry in entries {
       classes[entry.interfaceClass] = classes[entry.interfaceClass].map { $0 + entry.totals } ?? entry.totals
     }
-    for (name, help, value) in [
-      (
-        "vpnstat_class_receive_bytes", "Bytes received by all interfaces of a class (estimate).",
-        \LedgerTotals.traffic.rxBytes
-      ),
-      (
-        "vpnstat_class_transmit_bytes", "Bytes transmitted by all interfaces of a class (estimate).",
-        \LedgerTotals.traffic.txBytes
-      ),
+    for (name, help, receive) in [
+      ("vpnstat_class_receive_bytes", "Bytes received by all interfaces of a class (estimate).", true),
+      ("vpnstat_class_transmit_bytes", "Bytes transmitted by all interfaces of a class (estimate).", false),
     ] {
-      families.append(
-        Family(
-          name: name, kind: .counter, unit: "bytes", help: help,
-          samples: InterfaceClass.allCases.compactMap { interfaceClass in
-            classes[interfaceClass].map {
-              ("class=\"\(interfaceClass.rawValue)\"", String($0[keyPath: value]), seconds($0.firstSeenAt))
-            }
-          }))
-    }
-    return families
-  }
-
-  static func sessionFamilies(_ report: SessionReport) -> [Family] {
-    var families = [
-      Family(
-        name: "vpnstat_session_state", kind: .stateset, help: "The free plan's session state.",
-        samples: SessionState.allCases.map {
-          ("vpnstat_session_state=\"\($0.rawValue)\"", report.state == $0 ? "1" : "0", nil)
-        }),
-      Family(
-        name: "vpnstat_session_can_connect", kind: .gauge, help: "1 when connecting is allowed now.",
-        samples: [("", report.canConnect ? "1" : "0", nil)]),
-      Family(
-        name: "vpnstat_session_remaining_seconds", kind: .gauge, unit: "seconds",
-        help: "Session time left (0 when not active).",
-        samples: [("", String(report.remaining.map(SessionText.seconds) ?? 0), nil)]),
-      Family(
-        name: "vpnstat_session_pause_remaining_seconds", kind: .gauge, unit: "seconds",
-        help: "Time until reconnecting is allowed (0 when it is).",
-        samples: [("", String(report.pauseRemaining.map(SessionText.seconds) ?? 0), nil)]),
-    ]
-    if let usage = report.usage {
-      families.append(
-        Family(
-          name: "vpnstat_session_usage_bytes", kind: .gauge, unit: "bytes",
-          help: "Tunnel-class traffic in the current window (estimate).",
-          samples: [
-            ("direction=\"receive\"", String(usage.rxBytes), nil),
-            ("direction=\"transmit\"", String(usage.txBytes), nil),
-          ]))
-    }
-    if let cap = report.dataCap {
-      families += [
-        Family(
-          name: "vpnstat_data_cap_limit_bytes", kind: .gauge, unit: "bytes",
-          help: "The data cap: tunnel-class bytes allowed per period, both directions.",
-          samples: [("period=\"\(cap.cap.period.length.rawValue)\"", String(cap.cap.limitBytes), nil)]),
-        Family(
-          name: "vpnstat_data_cap_used_bytes", kind: .gauge, unit: "bytes",
-          help: "Tunnel-class bytes in the cap's current period, both directions (estimate).",
-          samples: [("period=\"\(cap.cap.period.length.rawValue)\"", String(cap.usedBytes), nil)]),
-        Family(
-          name: "vpnstat_data_cap_reached", kind: .gauge,
-          help: "1 when the data cap is reached: connecting is refused.",
-          samples: [("", cap.reached ? "1" : "0", nil)]),
-      ]
-    }
-    return families
-  }
-
-  static func render(_ families: [Family], format: Format) -> String {
-    var out = ""
-    out.reserveCapacity(families.reduce(0) { $0 + 200 + $1.samples.count * 120 })
-    for family in families {
-      switch format {
-      case .openmetrics:
-        out += "# TYPE \(family.name) \(family.kind.rawValue)\n"
-        if let unit = family.unit { out += "# UNIT \(family.name) \(unit)\n" }
-        out += "# HELP \(family.name) \(family.help)\n"
-        for sample in family.samples {
-          let labels = sample.labels.isEmpty ? "" : "{\(sample.labels)}"
-          out += "\(family.name)\(family.kind == .counter ? "_total" : "")\(labels) \(sample.value)\n"
-          if family.kind == .counter, let created = sample.created {
-            out += "\(family.name)_created\(labels) \(created)\n"
-          }
-        }
-      case .prometheus:
-        // The 0.0.4 format names the family by its sample; a stateset is a gauge per state.
-        let name = family.kind == .counter ? family.name + "_total" : family.name
-        out += "# HELP \(name) \(family.help)\n"
-        out += "# TYPE \(name) \(family.kind == .counter ? "counter" : "gauge")\n"
-        for sample in family.samples {
-          let labels = sample.labels.isEmpty ? "" : "{\(sample.labels)}"
-          out += "\(name)\(labels) \(sample.value)\n"
-        }
+      out.family(name, .counter, unit: "bytes", help: help)
+      for interfaceClass in InterfaceClass.allCases {
+        guard let totals = classes[interfaceClass] else { continue }
+        out.sample(
+          name, .counter, labels: Array("class=\"\(interfaceClass.rawValue)\"".utf8),
+          value: receive ? totals.traffic.rxBytes : totals.traffic.txBytes, created: totals.firstSeenAt)
       }
     }
-    if format == .openmetrics { out += "# EOF\n" }
-    return out
+  }
+
+  static func writeSession(_ report: SessionReport, into out: inout MetricsText) {
+    out.family("vpnstat_session_state", .stateset, help: "The free plan's session state.")
+    for state in SessionState.allCases {
+      out.sample(
+        "vpnstat_session_state", .stateset, labels: Array("vpnstat_session_state=\"\(state.rawValue)\"".utf8),
+        value: report.state == state ? 1 : 0)
+    }
+    out.family("vpnstat_session_can_connect", .gauge, help: "1 when connecting is allowed now.")
+    out.sample("vpnstat_session_can_connect", .gauge, labels: [], value: report.canConnect ? 1 : 0)
+    out.family(
+      "vpnstat_session_remaining_seconds", .gauge, unit: "seconds", help: "Session time left (0 when not active).")
+    out.sample(
+      "vpnstat_session_remaining_seconds", .gauge, labels: [],
+      value: UInt64(report.remaining.map(SessionText.seconds) ?? 0))
+    out.family(
+      "vpnstat_session_pause_remaining_seconds", .gauge, unit: "seconds",
+      help: "Time until reconnecting is allowed (0 when it is).")
+    out.sample(
+      "vpnstat_session_pause_remaining_seconds", .gauge, labels: [],
+      value: UInt64(report.pauseRemaining.map(SessionText.seconds) ?? 0))
+    if let usage = report.usage {
+      out.family(
+        "vpnstat_session_usage_bytes", .gauge, unit: "bytes",
+        help: "Tunnel-class traffic in the current window (estimate).")
+      out.sample(
+        "vpnstat_session_usage_bytes", .gauge, labels: Array("direction=\"receive\"".utf8), value: usage.rxBytes)
+      out.sample(
+        "vpnstat_session_usage_bytes", .gauge, labels: Array("direction=\"transmit\"".utf8), value: usage.txBytes)
+    }
+    if let cap = report.dataCap {
+      let period = Array("period=\"\(cap.cap.period.length.rawValue)\"".utf8)
+      out.family(
+        "vpnstat_data_cap_limit_bytes", .gauge, unit: "bytes",
+        help: "The data cap: tunnel-class bytes allowed per period, both directions.")
+      out.sample("vpnstat_data_cap_limit_bytes", .gauge, labels: period, value: cap.cap.limitBytes)
+      out.family(
+        "vpnstat_data_cap_used_bytes", .gauge, unit: "bytes",
+        help: "Tunnel-class bytes in the cap's current period, both directions (estimate).")
+      out.sample("vpnstat_data_cap_used_bytes", .gauge, labels: period, value: cap.usedBytes)
+      out.family("vpnstat_data_cap_reached", .gauge, help: "1 when the data cap is reached: connecting is refused.")
+      out.sample("vpnstat_data_cap_reached", .gauge, labels: [], value: cap.reached ? 1 : 0)
+    }
+  }
+
+  /// Appends a label value for `name` (see `label(_:)`): the name's own bytes when they are
+  /// printable ASCII without a backslash or a quote (which both forms keep as they are), else
+  /// the escaped form.
+  static func appendLabel(_ name: InterfaceName, to out: inout [UInt8]) {
+    if name.bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x5C && $0 != 0x22 }) {
+      out.append(contentsOf: name.bytes)
+    } else {
+      out.append(contentsOf: label(name).utf8)
+    }
   }
 
   /// A label value: the name as vpnstat shows it everywhere (`terminalText`: clean UTF-8 as
@@ -195,10 +226,99 @@ public enum OpenMetrics {
     }
     return out
   }
+}
 
-  static func seconds(_ time: Timestamp) -> String {
+/// The exposition as it is written: families (their `# TYPE`, `# UNIT`, `# HELP` lines in the
+/// format's order) and samples, appended to one byte buffer.
+struct MetricsText {
+  enum Kind: String {
+    case counter, gauge, stateset
+  }
+
+  let format: OpenMetrics.Format
+  var bytes: OutputBytes
+  /// Where the bytes go as they are written, if anywhere before the end.
+  var sink: ((UnsafeRawBufferPointer) -> Void)?
+
+  /// How much is handed to the sink at a time.
+  static let piece = 64 * 1024
+
+  init(format: OpenMetrics.Format, capacity: Int) {
+    self.format = format
+    bytes = OutputBytes(capacity: capacity)
+  }
+
+  /// Hands what is written to the sink once there is a piece of it, and reuses the buffer.
+  @inline(__always)
+  mutating func passOnIfFull() {
+    if let sink, bytes.count >= Self.piece { bytes.drain(sink) }
+  }
+
+  /// The name a family's samples carry: counters end in `_total`.
+  func sampleName(_ family: String, _ kind: Kind) -> [UInt8] {
+    Array((kind == .counter ? family + "_total" : family).utf8)
+  }
+
+  /// The lines that open a family. The Prometheus 0.0.4 format names the family by its sample,
+  /// has no units, and knows no stateset (a gauge per state).
+  mutating func family(_ name: String, _ kind: Kind, unit: String? = nil, help: String) {
+    switch format {
+    case .openmetrics:
+      bytes.append("# TYPE \(name) \(kind.rawValue)\n")
+      if let unit { bytes.append("# UNIT \(name) \(unit)\n") }
+      bytes.append("# HELP \(name) \(help)\n")
+    case .prometheus:
+      let sample = kind == .counter ? name + "_total" : name
+      bytes.append("# HELP \(sample) \(help)\n")
+      bytes.append("# TYPE \(sample) \(kind == .counter ? "counter" : "gauge")\n")
+    }
+  }
+
+  /// One sample of a family with a count for its value (and, for an OpenMetrics counter with a
+  /// creation time, its `_created` sample).
+  mutating func sample(_ family: String, _ kind: Kind, labels: [UInt8], value: UInt64, created: Timestamp? = nil) {
+    begin(sampleName(family, kind), labels: labels)
+    bytes.appendDecimal(value)
+    bytes.append(0x0A)
+    if format == .openmetrics, kind == .counter, let created {
+      begin(Array((family + "_created").utf8), labels: labels)
+      Self.appendSeconds(created, to: &bytes)
+      bytes.append(0x0A)
+    }
+  }
+
+  /// One sample with a time for its value.
+  mutating func sample(_ family: String, _ kind: Kind, labels: [UInt8], seconds: Timestamp) {
+    begin(sampleName(family, kind), labels: labels)
+    Self.appendSeconds(seconds, to: &bytes)
+    bytes.append(0x0A)
+  }
+
+  /// `name{labels} ` (no braces without labels): what precedes a sample's value.
+  mutating func begin(_ name: [UInt8], labels: [UInt8]) {
+    labels.withUnsafeBufferPointer { begin(name, labels: $0) }
+  }
+
+  mutating func begin(_ name: [UInt8], labels: UnsafeBufferPointer<UInt8>) {
+    bytes.append(name)
+    if !labels.isEmpty {
+      bytes.append(0x7B)
+      bytes.append(labels)
+      bytes.append(0x7D)
+    }
+    bytes.append(0x20)
+  }
+
+  /// Unix seconds with milliseconds: `1800000000.123`.
+  static func appendSeconds(_ time: Timestamp, to bytes: inout OutputBytes) {
     let whole = time.seconds
-    let millis = (time.nanoseconds - whole * 1_000_000_000) / 1_000_000
-    return "\(whole).\(millis < 10 ? "00" : millis < 100 ? "0" : "")\(millis)"
+    // The remainder, not nanoseconds − whole × 10⁹, which overflows near Int64.min.
+    let millis = (time.nanoseconds % 1_000_000_000 + 1_000_000_000) % 1_000_000_000 / 1_000_000
+    if whole < 0 { bytes.append(0x2D) }
+    bytes.appendDecimal(whole.magnitude)
+    bytes.append(0x2E)
+    if millis < 100 { bytes.append(0x30) }
+    if millis < 10 { bytes.append(0x30) }
+    bytes.appendDecimal(UInt64(millis))
   }
 }

@@ -11,22 +11,32 @@ public struct RateHistory: Sendable {
   /// Appends each interface's combined rate (rx + tx, bytes per second); forgets names absent
   /// from `snapshot` for longer than the history is long.
   public mutating func record(_ snapshot: StatusSnapshot) {
-    var seen = Set<InterfaceName>()
-    for report in snapshot.interfaces {
-      guard let rate = report.rate else { continue }
-      seen.insert(report.name)
-      var line = rates[report.name] ?? []
-      line.append(rate.rxBytesPerSecond + rate.txBytesPerSecond)
-      if line.count > capacity { line.removeFirst(line.count - capacity) }
-      rates[report.name] = line
+    // Each line is appended to where it lies in the table (a line taken out and put back would
+    // be copied, for every interface at every refresh), and the reports are read in place.
+    var recorded = 0
+    for index in snapshot.interfaces.indices {
+      guard let rate = snapshot.interfaces[index].rate else { continue }
+      Self.push(
+        rate.rxBytesPerSecond + rate.txBytesPerSecond, to: &rates[snapshot.interfaces[index].name, default: []],
+        capacity: capacity)
+      recorded += 1
     }
-    for name in rates.keys where !seen.contains(name) {
+    // Only when some line was not just appended to does it take a set of the names seen.
+    guard rates.count > recorded else { return }
+    var seen = Set<InterfaceName>(minimumCapacity: recorded)
+    for report in snapshot.interfaces where report.rate != nil { seen.insert(report.name) }
+    for name in Array(rates.keys) where !seen.contains(name) {
       // A vanished interface's line decays with zeros, then goes; one that returns resumes it.
-      var line = rates[name]!
-      line.append(0)
-      if line.count > capacity { line.removeFirst(line.count - capacity) }
-      rates[name] = line.allSatisfy { $0 == 0 } ? nil : line
+      Self.push(0, to: &rates[name, default: []], capacity: capacity)
+      if rates[name]?.allSatisfy({ $0 == 0 }) == true { rates[name] = nil }
     }
+  }
+
+  /// Static: an instance method would hold a copy of `self`, and with it a second reference to
+  /// the table, while the line is changed in place, and so copy the whole table every time.
+  private static func push(_ value: Double, to line: inout [Double], capacity: Int) {
+    line.append(value)
+    if line.count > capacity { line.removeFirst(line.count - capacity) }
   }
 
   public func line(for name: InterfaceName) -> [Double] { rates[name] ?? [] }

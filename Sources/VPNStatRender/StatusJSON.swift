@@ -6,9 +6,31 @@ public enum StatusJSON {
   public static let schemaVersion = 1
 
   public static func render(_ snapshot: StatusSnapshot) -> [UInt8] {
-    var json = JSONWriter(capacity: 512 + snapshot.interfaces.count * 420)
+    var json = JSONWriter(capacity: 4096 + snapshot.interfaces.count * 600)
     write(snapshot, into: &json)
     return json.bytes
+  }
+
+  /// The document and a newline, as `watch --json` prints it: written once and copied once out
+  /// of the writer (a thousand interfaces make half a megabyte, which a newline appended
+  /// afterwards would copy again).
+  public static func line(_ snapshot: StatusSnapshot) -> [UInt8] {
+    var json = JSONWriter(capacity: 4096 + snapshot.interfaces.count * 600)
+    write(snapshot, into: &json)
+    json.newline()
+    return json.bytes
+  }
+
+  /// The document and a newline handed to `output` in pieces as they are written, from one
+  /// buffer used again for each: what a one-off `status --json` prints.
+  public static func writeLine(_ snapshot: StatusSnapshot, to output: (UnsafeRawBufferPointer) -> Void) {
+    withoutActuallyEscaping(output) { output in
+      var json = JSONWriter(capacity: min(4096 + snapshot.interfaces.count * 600, JSONWriter.piece * 2))
+      json.sink = output
+      write(snapshot, into: &json)
+      json.newline()
+      json.passOn()
+    }
   }
 
   public static func write(_ snapshot: StatusSnapshot, into json: inout JSONWriter) {
@@ -20,7 +42,10 @@ public enum StatusJSON {
     json.string(snapshot.fallbackReason)
     json.key("interfaces")
     json.beginArray()
-    for report in snapshot.interfaces { write(report, at: snapshot.generatedAt, into: &json) }
+    for index in snapshot.interfaces.indices {
+      write(snapshot.interfaces[index], at: snapshot.generatedAt, into: &json)
+      json.passOnIfFull()
+    }
     json.endArray()
     json.key("classes")
     json.beginObject()

@@ -56,8 +56,11 @@ public enum WatchScreen {
     options.rawBytes = false
     options.bits = state.bits
     var lines: [(String, TextStyle)] = []
-    let shown = snapshot.interfaces.filter { state.classFilter == nil || $0.interfaceClass == state.classFilter }
-    let hasLedger = shown.contains { $0.ledger != nil }
+    // Positions in the snapshot, not copies of its (large) reports: a thousand of them are
+    // counted and grouped at every refresh, and only a screenful is ever read in full.
+    let reports = snapshot.interfaces
+    let shown = reports.indices.filter { state.classFilter == nil || reports[$0].interfaceClass == state.classFilter }
+    let hasLedger = shown.contains { reports[$0].ledger != nil }
 
     let filterName = state.classFilter?.rawValue ?? "all"
     let title =
@@ -143,19 +146,20 @@ public enum WatchScreen {
     // screenful is ever formatted.
     enum Row {
       case group(InterfaceClass, Int, ClassSummary)
-      case member(InterfaceReport)
+      /// The report at this position in the snapshot.
+      case member(Int)
       /// The line under a WireGuard tunnel: its own handshake and encrypted transfer.
       case wireguard(WireGuardStatus)
     }
     let summaries = snapshot.classes
     var rows: [Row] = []
     for interfaceClass in InterfaceClass.allCases {
-      let members = shown.filter { $0.interfaceClass == interfaceClass }
+      let members = shown.filter { reports[$0].interfaceClass == interfaceClass }
       guard !members.isEmpty, let summary = summaries[interfaceClass] else { continue }
       rows.append(.group(interfaceClass, members.count, summary))
       for member in members {
         rows.append(.member(member))
-        if let wireguard = member.wireguard { rows.append(.wireguard(wireguard)) }
+        if let wireguard = reports[member].wireguard { rows.append(.wireguard(wireguard)) }
       }
     }
     // Room for rows: below the header line, above the estimate note.
@@ -168,14 +172,14 @@ public enum WatchScreen {
     func label(_ row: Row) -> String {
       switch row {
       case .group(let interfaceClass, let count, _): "\(interfaceClass.rawValue) (\(count))"
-      case .member(let report): "  " + options.name(report.name)
+      case .member(let at): "  " + options.name(reports[at].name)
       case .wireguard: ""
       }
     }
     func text(_ column: Column, _ row: Row) -> String {
       switch row {
       case .group(_, _, let summary): column.groupCell(summary)
-      case .member(let report): column.cell(report)
+      case .member(let at): column.cell(reports[at])
       case .wireguard: ""
       }
     }
@@ -214,11 +218,11 @@ public enum WatchScreen {
       switch row {
       case .group:
         lines.append((line(label(row), cellTexts[i], spark: ""), .bold))
-      case .member(let report):
+      case .member(let at):
         lines.append(
           (
-            line(label(row), cellTexts[i], spark: history.sparkline(for: report.name, width: sparkWidth)),
-            report.state == .up ? .plain : .dim
+            line(label(row), cellTexts[i], spark: history.sparkline(for: reports[at].name, width: sparkWidth)),
+            reports[at].state == .up ? .plain : .dim
           ))
       case .wireguard(let status):
         lines.append(

@@ -184,6 +184,14 @@ struct SQLiteRow {
     guard let pointer = sqlite3_column_text(statement, column) else { return nil }
     return String(cString: pointer)
   }
+  /// The text, or `previous` itself when it holds the same bytes (a thousand rows that share a
+  /// boot id then share one String instead of making a thousand).
+  func text(_ column: Int32, reusing previous: String?) -> String? {
+    guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+    let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column)))
+    if var previous, previous.withUTF8({ $0.elementsEqual(bytes) }) { return previous }
+    return String(decoding: bytes, as: UTF8.self)
+  }
   func blob(_ column: Int32) -> [UInt8] {
     let count = Int(sqlite3_column_bytes(statement, column))
     guard count > 0, let pointer = sqlite3_column_blob(statement, column) else { return [] }

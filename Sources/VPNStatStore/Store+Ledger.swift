@@ -10,6 +10,8 @@ extension Store {
 
   private func readLedger() throws -> Ledger {
     var entries: [InterfaceName: LedgerEntry] = [:]
+    entries.reserveCapacity(Int(try connection.scalar("SELECT count(*) FROM interfaces") ?? 0))
+    var bootID: String?
     try connection.query(
       """
       SELECT name, class, first_seen_at, if_index, boot_id, width, rx_bytes, tx_bytes, rx_packets,
@@ -19,13 +21,15 @@ extension Store {
     ) { row in
       let name = InterfaceName(bytes: row.blob(0))
       let baseline = LedgerBaseline(
-        instance: InterfaceInstance(index: Int32(truncatingIfNeeded: row.integer(3)), bootID: row.text(4) ?? ""),
+        instance: InterfaceInstance(
+          index: Int32(truncatingIfNeeded: row.integer(3)), bootID: row.text(4, reusing: bootID) ?? ""),
         counters: row.traffic(6),
         width: CounterWidth(rawValue: Int(row.integer(5))) ?? .bits64,
         wall: Timestamp(nanoseconds: row.integer(10)), boottime: row.integer(11))
       let totals = LedgerTotals(
         row.traffic(12), resets: row.unsigned(16), wraps: row.unsigned(17), discarded: row.unsigned(18),
         firstSeenAt: Timestamp(nanoseconds: row.integer(2)))
+      bootID = baseline.instance.bootID
       entries[name] = LedgerEntry(
         name: name, interfaceClass: InterfaceClass(rawValue: row.text(1) ?? "") ?? .other,
         baseline: baseline, totals: totals)
@@ -41,28 +45,42 @@ extension Store {
   public func advanceLedger<Reading>(
     now: Timestamp, observing observe: () throws -> (Reading, [LedgerObservation])
   ) throws -> (ledger: Ledger, advance: LedgerAdvance, reading: Reading) {
+    try saveLedger(now: now) { stored in
+      var ledger = stored
+      let (reading, observations) = try observe()
+      let advance = ledger.advance(observations)
+      return ((ledger, advance, reading), LedgerCheckpoint(advance, calendar: calendar))
+    }
+  }
+
+  /// Saves a writer's checkpoint in one write transaction: `prepare` is given the ledger as
+  /// stored, read under the write lock, reads the kernel after it (the rule above), and returns
+  /// what to write. Prunes old buckets at most once an hour. Returns what `prepare` returned.
+  public func saveLedger<Result>(
+    now: Timestamp, preparing prepare: (Ledger) throws -> (Result, LedgerCheckpoint)
+  ) throws -> Result {
     guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "opened for reading") }
     let pruneDue = lastPrune.map { now - $0 > .seconds(3600) || now < $0 } ?? true
-    let (ledger, advance, reading, version) = try guarded {
+    let (result, stored, version) = try guarded {
       try connection.transaction {
         let version = try connection.scalar("PRAGMA data_version") ?? 0
-        var ledger: Ledger
+        var stored: Ledger
         if let cached = cachedLedger, cached.dataVersion == version {
-          ledger = cached.ledger
+          stored = cached.ledger
         } else {
-          ledger = try readLedger()
+          stored = try readLedger()
         }
-        let (reading, observations) = try observe()
-        let advance = ledger.advance(observations)
-        try write(advance)
+        let (result, checkpoint) = try prepare(stored)
+        try write(checkpoint)
+        for entry in checkpoint.entries { stored.replace(entry) }
         if pruneDue { try prune(now: now) }
-        return (ledger, advance, reading, version)
+        return (result, stored, version)
       }
     }
-    // Only after the commit: a rolled-back advance must not be remembered.
-    cachedLedger = (ledger, version)
+    // Only after the commit: a rolled-back checkpoint must not be remembered.
+    cachedLedger = (stored, version)
     if pruneDue { lastPrune = now }
-    return (ledger, advance, reading)
+    return result
   }
 
   /// Advances the ledger with observations already made (link notifications: each carries the
@@ -80,8 +98,8 @@ extension Store {
     try guarded { try connection.scalar("PRAGMA data_version") ?? 0 }
   }
 
-  private func write(_ advance: LedgerAdvance) throws {
-    for entry in advance.changed {
+  private func write(_ checkpoint: LedgerCheckpoint) throws {
+    for entry in checkpoint.entries {
       let b = entry.baseline
       let t = entry.totals
       try connection.query(
@@ -97,22 +115,20 @@ extension Store {
         ] + SQLiteValue.traffic(b.counters) + [.integer(b.wall.nanoseconds), .integer(b.boottime)]
           + SQLiteValue.traffic(t.traffic) + [.unsigned(t.resets), .unsigned(t.wraps), .unsigned(t.discarded)])
     }
-    for booked in advance.booked {
-      for granularity in TrafficGranularity.allCases {
-        try connection.query(
-          """
-          INSERT INTO buckets (name, granularity, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-          ON CONFLICT (granularity, start, name) DO UPDATE SET
-            class = excluded.class,
-            rx_bytes = rx_bytes + excluded.rx_bytes, tx_bytes = tx_bytes + excluded.tx_bytes,
-            rx_packets = rx_packets + excluded.rx_packets, tx_packets = tx_packets + excluded.tx_packets
-          """,
-          [
-            .blob(booked.name.bytes), .integer(Int64(granularity.rawValue)),
-            .integer(granularity.start(of: booked.wall, in: calendar)), .text(booked.interfaceClass.rawValue),
-          ] + SQLiteValue.traffic(booked.delta.traffic))
-      }
+    for (granularity, bucket) in checkpoint.buckets {
+      try connection.query(
+        """
+        INSERT INTO buckets (name, granularity, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (granularity, start, name) DO UPDATE SET
+          class = excluded.class,
+          rx_bytes = rx_bytes + excluded.rx_bytes, tx_bytes = tx_bytes + excluded.tx_bytes,
+          rx_packets = rx_packets + excluded.rx_packets, tx_packets = tx_packets + excluded.tx_packets
+        """,
+        [
+          .blob(bucket.name.bytes), .integer(Int64(granularity.rawValue)), .integer(bucket.start),
+          .text(bucket.interfaceClass.rawValue),
+        ] + SQLiteValue.traffic(bucket.traffic))
     }
   }
 

@@ -61,7 +61,8 @@ public final class Store {
     let readOnly = intent == .read
     do {
       let store = try Store(
-        location: location, connection: connect(location, query: readOnly ? "?mode=ro" : ""), readOnly: readOnly,
+        location: location, connection: connect(location, query: readOnly ? "?mode=ro&readonly_shm=1" : ""),
+        readOnly: readOnly,
         busyTimeoutMilliseconds: busyTimeoutMilliseconds, calendar: calendar)
       if let deadline { store.connection.setBusyDeadline(deadline) }
       return try store.validateAndMigrate() ? store : nil
@@ -118,16 +119,23 @@ public final class Store {
   private func validateAndMigrate() throws -> Bool {
     var applicationID: Int64 = 0
     var version: Int64 = 0
+    var tables: Int64 = 0
     do {
-      applicationID = try connection.scalar("PRAGMA application_id") ?? 0
-      version = try connection.scalar("PRAGMA user_version") ?? 0
+      // One read transaction, so all three come from one snapshot: read one by one, a process
+      // creating the database between them made a new file look like another program's.
+      try connection.transaction(immediate: false) {
+        applicationID = try connection.scalar("PRAGMA application_id") ?? 0
+        version = try connection.scalar("PRAGMA user_version") ?? 0
+        if applicationID == 0 && version == 0 {
+          tables = try connection.scalar("SELECT count(*) FROM sqlite_master") ?? 0
+        }
+      }
     } catch let error as SQLiteError where isReadOnly && (error.isCannotOpen || error.isReadOnly) {
       throw error  // open() retries as immutable
     } catch let error as SQLiteError {
       throw Self.map(error, location)
     }
     if applicationID == 0 && version == 0 {
-      let tables = try guarded { try connection.scalar("SELECT count(*) FROM sqlite_master") ?? 0 }
       if tables > 0 { throw StoreError.foreign(path: location.path) }
     } else if applicationID != Self.applicationID {
       throw StoreError.foreign(path: location.path)

@@ -25,6 +25,15 @@ public enum StoreError: Error, CustomStringConvertible {
   /// The directory is writable by other users, who could plant links or take vpnstat's locks.
   case untrustedDirectory(path: String, detail: String)
 
+  /// A problem that passes by itself (a lock held, space freed): a long-running writer keeps
+  /// what it could not write and tries again.
+  public var isTransient: Bool {
+    switch self {
+    case .busy, .full: true
+    default: false
+    }
+  }
+
   public var description: String {
     switch self {
     case .notADatabase(let path):

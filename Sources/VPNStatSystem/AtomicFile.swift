@@ -18,7 +18,7 @@ public enum AtomicFile {
     public var description: String { "cannot write \(path): \(error)" }
   }
 
-  public static func write(_ text: String, named name: String, in directory: String) throws {
+  public static func write(_ bytes: [UInt8], named name: String, in directory: String) throws {
     let target = directory + "/" + name
     let temporary = directory + "/." + name + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
     do {
@@ -32,7 +32,7 @@ public enum AtomicFile {
       }
       defer { fd.close() }
       do {
-        try fd.writeAll(text)
+        try fd.writeAll(bytes)
         // The mode must not depend on the umask: the collector runs as another user.
         fchmod(fd.rawValue, 0o644)
         if !named {

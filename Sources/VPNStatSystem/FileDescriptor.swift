@@ -137,16 +137,36 @@ public enum SmallFile {
   /// The names in the directory at `path` (not `.` and `..`), as bytes: an interface name in
   /// `/sys/class/net` need not be UTF-8.
   public static func directoryEntries(_ path: SystemPath) throws -> [[UInt8]] {
+    try directoryListing(path).map(\.name)
+  }
+
+  /// One name in a directory and the identity of the entry (its inode number, `d_ino`): sysfs
+  /// never gives a new entry the number of a removed one, so a name whose number changed names
+  /// something new (a device deleted and created again under the same name).
+  public struct DirectoryEntry: Hashable, Sendable {
+    public var name: [UInt8]
+    public var identity: UInt64
+  }
+
+  /// The entries of the directory at `path` (not `.` and `..`), with their identities.
+  public static func directoryListing(_ path: SystemPath) throws -> [DirectoryEntry] {
     guard let directory = path.withCString({ opendir($0) }) else { throw Errno.current }
     defer { closedir(directory) }
-    var names: [[UInt8]] = []
+    var entries: [DirectoryEntry] = []
     while let entry = readdir(directory) {
       let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw[..<(raw.firstIndex(of: 0) ?? raw.count)])
       }
       if name == [0x2E] || name == [0x2E, 0x2E] { continue }
-      names.append(name)
+      entries.append(DirectoryEntry(name: name, identity: UInt64(entry.pointee.d_ino)))
     }
-    return names
+    return entries
+  }
+
+  /// Reads a file kept open from its start again (`pread` at 0), into `buffer`; the byte count.
+  /// sysfs answers a deleted device's kept attribute with an error (ENODEV), never with another
+  /// device's value.
+  public static func reread(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    try fd.read(into: buffer, at: 0)
   }
 
   /// The target of the symbolic link at `path`, as bytes, at most `limit` of them (procfs
@@ -168,9 +188,10 @@ public enum SmallFile {
   }
 }
 
-extension Array where Element == UInt8 {
+extension BidirectionalCollection where Element == UInt8 {
   /// The bytes without ASCII whitespace at either end (sysfs and procfs values end in a newline).
-  public func trimmingASCIIWhitespace() -> ArraySlice<UInt8> {
+  @inlinable
+  public func trimmingASCIIWhitespace() -> SubSequence {
     var slice = self[...]
     while let first = slice.first, first == 0x20 || first == 0x0A || first == 0x09 || first == 0x0D {
       slice = slice.dropFirst()

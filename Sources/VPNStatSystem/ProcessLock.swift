@@ -14,6 +14,8 @@ import VPNStatModel
 public final class ProcessLock {
   public let path: String
   private let descriptor: FileDescriptor
+  /// A shared lock: any number of holders at once, none while an exclusive one is held.
+  public let isShared: Bool
 
   /// Why the lock was not taken.
   public enum Failure: Error, CustomStringConvertible {
@@ -31,22 +33,27 @@ public final class ProcessLock {
   }
 
   /// Takes the lock at `path` for `role` (e.g. "vpnstat record"), or throws `Failure.held`
-  /// naming the holder.
-  public init(path: String, role: String) throws {
+  /// naming the holder. A `shared` lock is taken beside other shared ones and refused only
+  /// while an exclusive one is held; its holders leave the file's text (the exclusive holder's
+  /// name) alone.
+  public init(path: String, role: String, shared: Bool = false) throws {
     self.path = path
+    self.isShared = shared
     let fd = try Self.openOwned(path)
-    if flock(fd.rawValue, LOCK_EX | LOCK_NB) != 0 {
+    if flock(fd.rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {
       let holder = Self.holder(fd) ?? "another process"
       fd.close()
       throw Failure.held(path: path, holder: holder)
     }
-    ftruncate(fd.rawValue, 0)
-    try? fd.writeAll("\(role) (pid \(getpid()))\n")
+    if !shared {
+      ftruncate(fd.rawValue, 0)
+      try? fd.writeAll("\(role) (pid \(getpid()))\n")
+    }
     descriptor = fd
   }
 
   deinit {
-    ftruncate(descriptor.rawValue, 0)
+    if !isShared { ftruncate(descriptor.rawValue, 0) }
     descriptor.close()
   }
 

@@ -12,8 +12,10 @@ import Testing
 /// over. A fake kernel, a manual clock (2027-01-15 08:00 UTC), a database in a temporary file.
 struct DataCapEnforcerTests {
   /// A cap of 5,000,000 bytes a day on the stored session; wg0 up, the enforcer started.
-  func capped(_ label: String, plan: Plan = .free) throws -> (EnforcerBench, Int32) {
-    let bench = try EnforcerBench(label)
+  func capped(
+    _ label: String, plan: Plan = .free, saveInterval: Duration = Recorder.defaultSaveInterval
+  ) throws -> (EnforcerBench, Int32) {
+    let bench = try EnforcerBench(label, saveInterval: saveInterval)
     _ = try bench.store.updateSession {
       $0 = $0.switching(to: plan)
       $0.dataCap = DataCap(limitBytes: 5_000_000, period: UsagePeriod(.day))
@@ -81,6 +83,39 @@ struct DataCapEnforcerTests {
     let midnight = Timestamp(rfc3339: "2027-01-16T00:00:00Z")!
     bench.clock.advance(midnight - bench.clock.now().wall)
     try carry(bench, index, rx: 200_000, tx: 0)
+    #expect(bench.kernel.isUp(index))
+    #expect(bench.enforcer.dataCap?.usedBytes == 200_000)
+  }
+
+  @Test(
+    "between checkpoints: the sample that crosses the cap takes the tunnel down, though the buckets are not saved yet"
+  )
+  func crossedBetweenCheckpoints() throws {
+    let (bench, index) = try capped("capunsaved", saveInterval: .seconds(3600))
+    try carry(bench, index, rx: 4_000_000, tx: 999_999)
+    try carry(bench, index, rx: 0, tx: 0)
+    // Nothing of it is in the database yet: the next checkpoint is an hour away.
+    let midnight = Timestamp(rfc3339: "2027-01-15T00:00:00Z")!.seconds
+    #expect(try bench.store.usage(since: midnight, of: .tunnel) == .zero)
+    #expect(bench.kernel.isUp(index))
+    #expect(bench.enforcer.dataCap?.usedBytes == 4_999_999)
+    try carry(bench, index, rx: 1, tx: 0)
+    #expect(!bench.kernel.isUp(index))
+    #expect(try bench.stops() == [.dataCap])
+  }
+
+  @Test("between checkpoints across midnight: traffic booked before it is not the new day's usage")
+  func unsavedTrafficKeepsItsDay() throws {
+    let (bench, index) = try capped("capmidnight", saveInterval: .seconds(3600))
+    let beforeMidnight = Timestamp(rfc3339: "2027-01-15T23:59:58Z")!
+    bench.clock.advance(beforeMidnight - bench.clock.now().wall)
+    try bench.handle(.tick)
+    try carry(bench, index, rx: 4_900_000, tx: 0)
+    try carry(bench, index, rx: 0, tx: 0)
+    try carry(bench, index, rx: 200_000, tx: 0)
+    // 00:00:01, less than an hour since the last checkpoint: yesterday's 4.9 MB are unsaved.
+    #expect(bench.clock.now().wall == Timestamp(rfc3339: "2027-01-16T00:00:01Z")!)
+    #expect(try bench.store.usage(since: Timestamp(rfc3339: "2027-01-16T00:00:00Z")!.seconds, of: .tunnel) == .zero)
     #expect(bench.kernel.isUp(index))
     #expect(bench.enforcer.dataCap?.usedBytes == 200_000)
   }

@@ -289,15 +289,21 @@ struct EnforcerTests {
     #expect(bench.log.contains("everything kept was written"))
   }
 
-  @Test("usage: the window's base is the tunnel's ledger total when it opened; the ledger follows the traffic")
+  @Test(
+    "usage: the window's base is the tunnel's ledger total when it opened; the ledger follows the traffic in memory and is saved every save interval"
+  )
   func usageBase() throws {
     let bench = try EnforcerBench("usage")
     let (index, _) = try started(bench)
     bench.kernel.carry(index, rx: 5000, tx: 7000)
     bench.clock.advance(.seconds(5))
     try bench.handle(.tick)
+    #expect(bench.enforcer.tunnelTotals.rxBytes == 5000 && bench.enforcer.tunnelTotals.txBytes == 7000)
+    #expect(try bench.store.tunnelTotals() == .zero)
+    #expect(try bench.stored().usageBase == .zero)
+    bench.clock.advance(Recorder.defaultSaveInterval)
+    try bench.handle(.tick)
     let totals = try bench.store.tunnelTotals()
     #expect(totals.rxBytes == 5000 && totals.txBytes == 7000)
-    #expect(try bench.stored().usageBase == .zero)
   }
 }

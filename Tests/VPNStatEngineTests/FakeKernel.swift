@@ -73,12 +73,19 @@ final class FakeKernel: @unchecked Sendable {
   }
 
   /// Deleted (or, with `movedTo`, moved to another network namespace): the last notification.
+  /// Kept in `deletions` too, for a device deleted by the code under test (a manager's stop).
   func delete(_ index: Int32, movedTo namespace: Int32? = nil) -> LinkNotifications.Change {
     var last = record(index)!
     last.movedToNamespace = namespace
-    locked { links[index] = nil }
-    return LinkNotifications.Change(record: last, deleted: true)
+    let change = LinkNotifications.Change(record: last, deleted: true)
+    locked {
+      links[index] = nil
+      deletions.append(change)
+    }
+    return change
   }
+  /// Every deletion's notification, in order.
+  private(set) var deletions: [LinkNotifications.Change] = []
 
   func isUp(_ index: Int32) -> Bool { locked { links[index]?.up ?? false } }
 
@@ -193,12 +200,14 @@ final class EnforcerBench: @unchecked Sendable {
 
   /// `manager`: the action is `ManagerAction` (auto, or the kind given) with this detector and
   /// this runner playing the manager's programs. `presence`: the enforcer says it runs, in a file
-  /// beside the database.
+  /// beside the database. `ledgerLock`: how it shares the ledger with other writers;
+  /// `saveInterval`: how often it saves it.
   init(
     _ label: String, action: ScriptedAction.Behaviour? = nil, store present: Bool = true,
     kernel: FakeKernel = FakeKernel(), directory: TemporaryDirectory? = nil,
     manager: (kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner)? = nil,
-    presence: Bool = false
+    presence: Bool = false, ledgerLock: any LedgerWriterLock = UncontendedLedgerLock(),
+    saveInterval: Duration = Recorder.defaultSaveInterval
   ) throws {
     self.kernel = kernel
     self.directory = try directory ?? TemporaryDirectory(label)
@@ -216,7 +225,8 @@ final class EnforcerBench: @unchecked Sendable {
       tunnel: InterfaceName("wg0"), store: present ? store : nil, sampler: sampler, lengths: lengths,
       action: disconnect, links: links, alarm: alarm, log: log, calendar: FixedOffsetCalendar.utc,
       runner: manager?.runner ?? ChildProgramRunner(),
-      presence: presence ? EnforcerPresenceFile(location: location, tunnel: InterfaceName("wg0")) : nil)
+      presence: presence ? EnforcerPresenceFile(location: location, tunnel: InterfaceName("wg0")) : nil,
+      saveInterval: saveInterval, ledgerLock: ledgerLock)
   }
 
   var action: ScriptedAction? { enforcer.action as? ScriptedAction }
@@ -231,5 +241,45 @@ final class EnforcerBench: @unchecked Sendable {
   func alarmFires(at instant: Timestamp) throws {
     clock.advance(instant - clock.now().wall)
     try handle(.alarm)
+  }
+}
+
+/// The ledger lock of one database as several processes see it: a recorder's exclusive claim,
+/// enforcers' shared saves. Each process gets its own `FakeLedgerLock` on one `LedgerLockState`.
+final class LedgerLockState: @unchecked Sendable {
+  private let lock = NSLock()
+  var exclusive: String?
+  var sharedSaves = 0
+  /// The recorder holding it goes away (its process ends).
+  func release() { locked { exclusive = nil } }
+  func locked<T>(_ body: () throws -> T) rethrows -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return try body()
+  }
+}
+
+struct FakeLedgerLock: LedgerWriterLock {
+  let state: LedgerLockState
+  let role: String
+  private var claimed = false
+  init(_ state: LedgerLockState, role: String) {
+    self.state = state
+    self.role = role
+  }
+  mutating func claim() throws -> Bool {
+    if claimed, state.locked({ state.exclusive == role }) { return true }
+    claimed = state.locked { () -> Bool in
+      guard state.exclusive == nil, state.sharedSaves == 0 else { return false }
+      state.exclusive = role
+      return true
+    }
+    return claimed
+  }
+  func sharing<T>(_ save: () throws -> T) throws -> (result: T?, holder: String?) {
+    if let holder = state.locked({ state.exclusive }) { return (nil, holder) }
+    state.locked { state.sharedSaves += 1 }
+    defer { state.locked { state.sharedSaves -= 1 } }
+    return (try save(), nil)
   }
 }

@@ -16,9 +16,10 @@ struct ManagerEnforcerTests {
 
   /// An enforcer with --action auto over a fake NetworkManager whose connection `vpnt` (autoconnect
   /// on) drives device wg0; the real detector finds it through `nmcli … device`.
-  func networkManagerBench(_ label: String, presence: Bool = false, kind: TunnelManager.Kind? = nil) throws -> (
-    EnforcerBench, FakeNetworkManager
-  ) {
+  func networkManagerBench(
+    _ label: String, presence: Bool = false, kind: TunnelManager.Kind? = nil,
+    saveInterval: Duration = Recorder.defaultSaveInterval
+  ) throws -> (EnforcerBench, FakeNetworkManager) {
     let kernel = FakeKernel()
     let nm = FakeNetworkManager(kernel)
     // The bench's directory stands for /run/NetworkManager (NetworkManager runs) and for
@@ -28,7 +29,8 @@ struct ManagerEnforcerTests {
       runner: nm, wgQuickDirectories: [directory.path], procRoot: SystemPath(directory.file("no-proc")),
       networkManagerDirectory: directory.path, systemdDirectory: directory.file("no-systemd"))
     let bench = try EnforcerBench(
-      label, kernel: kernel, directory: directory, manager: (kind, detector, nm), presence: presence)
+      label, kernel: kernel, directory: directory, manager: (kind, detector, nm), presence: presence,
+      saveInterval: saveInterval)
     nm.add(uuid: Self.uuid, name: "vpnt", device: "wg0", autoconnect: true)
     return (bench, nm)
   }
@@ -68,6 +70,40 @@ struct ManagerEnforcerTests {
     #expect(bench.enforcer.holds.isEmpty)
     #expect(bench.alarm.armed == nil)
     #expect(bench.log.contains("gave back networkmanager"))
+  }
+
+  @Test(
+    "through NetworkManager with an hour between checkpoints: the device its deactivation deletes is saved at once, and so is the window opened after the pause"
+  )
+  func networkManagerCheckpoints() throws {
+    let (bench, nm) = try networkManagerBench("nmsave", saveInterval: .seconds(3600))
+    try bench.handle(.link(nm.up(Self.uuid)))
+    try bench.handle(.started)
+    let window = try #require(try bench.stored().window)
+    let first = try #require(bench.kernel.index(of: "wg0"))
+    bench.kernel.carry(first, rx: 5000, tx: 7000)
+    bench.clock.advance(.seconds(5))
+    try bench.handle(.tick)
+    #expect(try bench.store.tunnelTotals() == .zero, "saved before the interval")
+    // The deadline: nmcli deletes the device; its last notification carries the final counters.
+    try bench.alarmFires(at: window.sessionEndsAt)
+    let deleted = try #require(bench.kernel.deletions.last)
+    try bench.handle(.link(deleted))
+    #expect(try bench.store.tunnelTotals().rxBytes == 5000)
+    #expect(try bench.stops() == [.freeLimit])
+    // After the pause the user connects again, with traffic the enforcer has not sampled yet
+    // when the notification arrives: the window opens on the totals before it, and is saved at
+    // once with the ledger, that traffic included (an hour before the interval would).
+    try bench.alarmFires(at: window.pauseEndsAt)
+    let change = nm.up(Self.uuid)
+    let second = try #require(bench.kernel.index(of: "wg0"))
+    bench.kernel.carry(second, rx: 300, tx: 400)
+    try bench.handle(.link(change))
+    let reopened = try bench.stored()
+    #expect(reopened.window != window && reopened.window != nil)
+    #expect(reopened.usageBase.rxBytes == 5000 && reopened.usageBase.txBytes == 7000, "\(reopened.usageBase)")
+    let stored = try bench.store.tunnelTotals()
+    #expect(stored.rxBytes == 5300 && stored.txBytes == 7400, "\(stored)")
   }
 
   @Test("NetworkManager refuses to deactivate: link-down takes over at once, and the stop says why")
@@ -240,6 +276,51 @@ struct ManagerEnforcerTests {
     #expect(bench.log.contains("wg0 does not exist (yet): waiting for it to appear"))
     try bench.handle(.link(bench.kernel.add("wg0", up: true)))
     #expect(try bench.stored().window != nil)
+  }
+}
+
+/// What `status` asks /proc: one walk for WireGuard's reader and the manager detector together.
+struct TunProcessSurveyTests {
+  @Test(
+    "one walk of /proc answers both: wireguard-go's tun for WireGuard's reader, every tun's holder for the managers"
+  )
+  func oneWalk() throws {
+    let proc = try ProcFixture()
+    try proc.process(
+      10, command: "wireguard-go", arguments: ["wireguard-go", "wg0"], tuns: [3: "wg0"], otherFiles: [4: "socket:[9]"])
+    try proc.process(12, command: "openvpn", arguments: ["openvpn", "--dev", "tun7"], tuns: [3: "tun7"])
+    try proc.process(13, command: "openvpn", arguments: ["openvpn"], namespace: "net:[4026532458]", tuns: [3: "tun8"])
+    try proc.process(14, command: "bash", arguments: ["bash"], otherFiles: [0: "/dev/pts/0"])
+    let config = try TemporaryDirectory("survey")
+    FileManager.default.createFile(atPath: config.file("wg0.conf"), contents: Data())
+    let survey = TunProcessSurvey(procRoot: SystemPath(proc.root))
+    // /run/wireguard exists: the reader looks for wireguard-go (its socket is not there).
+    var reader = WireGuardReader(
+      procRoot: SystemPath(proc.root), runDirectory: SystemPath(proc.directory.path), useNetlink: false,
+      survey: survey)
+    let statuses = reader.read([
+      WireGuardCandidate(name: InterfaceName("wg0"), index: 5, implementation: .tun),
+      WireGuardCandidate(name: InterfaceName("tun7"), index: 6, implementation: .tun),
+    ])
+    #expect(statuses[0]?.evidence == .wireguardGo)
+    #expect(statuses[1] == nil)
+    let detector = ManagerDetector(
+      runner: FakeNetworkManager(FakeKernel()), wgQuickDirectories: [config.path], procRoot: SystemPath(proc.root),
+      networkManagerDirectory: config.file("no-nm"), systemdDirectory: config.file("no-systemd"), survey: survey)
+    let found = detector.managers(of: [
+      (InterfaceName("wg0"), "tun"), (InterfaceName("tun7"), "tun"), (InterfaceName("tun8"), "tun"),
+    ])
+    #expect(found[InterfaceName("wg0")]?.kind == .wgQuick && found[InterfaceName("wg0")]?.process?.pid == 10)
+    #expect(found[InterfaceName("tun7")]?.kind == .openVPN && found[InterfaceName("tun7")]?.process?.pid == 12)
+    #expect(found[InterfaceName("tun8")]?.kind == TunnelManager.Kind.none, "a holder in another namespace")
+    #expect(survey.walks == 1)
+    // Without a survey (the enforcer), each question walks again and sees /proc as it is now.
+    var alone = detector
+    alone.survey = nil
+    try proc.process(15, command: "openvpn", arguments: ["openvpn"], tuns: [3: "tun9"])
+    #expect(alone.manager(of: InterfaceName("tun9"), kind: "tun").process?.pid == 15)
+    #expect(detector.manager(of: InterfaceName("tun9"), kind: "tun").kind == TunnelManager.Kind.none)
+    #expect(survey.walks == 1)
   }
 }
 

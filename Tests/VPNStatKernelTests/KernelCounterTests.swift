@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 
+@testable import VPNStatKernel
 @testable import VPNStatModel
+@testable import VPNStatSystem
 @testable import VPNStatTestSupport
 
 /// The readers and classification against the real kernel, in namespaces the tests make.
@@ -31,6 +33,33 @@ struct KernelCounterTests {
     }
     tun.stop()
     tap.stop()
+  }
+
+  @Test(
+    "a fresh netlink reader's first sample is its link dump alone; the next ones read the stats dump through a table made from it"
+  )
+  func firstSampleIsTheLinkDump() throws {
+    var source = try NetlinkCounterSource()
+    let clock = SystemTimeSource()
+    let first = try source.sample(at: clock)
+    #expect(source.dumps == 1)
+    #expect(first.interfaces.contains { $0.name == InterfaceName("lo") })
+    #expect(Set(first.interfaces.map(\.index)).count == first.interfaces.count)
+    let second = try source.sample(at: clock)
+    // The stats dump, and a link dump only if a link appeared meanwhile (other tests make some).
+    #expect(source.dumps == 2 || source.dumps == 3)
+    let before = Dictionary(first.interfaces.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
+    var compared = 0
+    for entry in second.interfaces {
+      guard let earlier = before[entry.index], earlier.name == entry.name else { continue }
+      #expect(entry.link.kind == earlier.link.kind && entry.link.arpType == earlier.link.arpType, "\(entry.name)")
+      #expect(entry.counters.traffic.rxBytes >= earlier.counters.traffic.rxBytes, "\(entry.name)")
+      #expect(entry.counters.traffic.txPackets >= earlier.counters.traffic.txPackets, "\(entry.name)")
+      compared += 1
+    }
+    #expect(compared > 0)
+    let loopback = try #require(first.interfaces.first { $0.name == InterfaceName("lo") })
+    #expect(source.links[loopback.index]?.name == InterfaceName("lo"))
   }
 
   @Test("bytes over veth between two namespaces match the kernel's counters, for every reader")

@@ -107,6 +107,35 @@ struct FiguresAndTerminalsTests {
     #expect(busy.sparkline(for: InterfaceName("tun0"), width: 3) == "▁█▅")
   }
 
+  @Test("a line per name, bounded: a vanished interface decays with zeros and goes, one that returns starts again")
+  func historyLines() {
+    func snapshot(_ rates: [String: Double?]) -> StatusSnapshot {
+      StatusSnapshot(
+        generatedAt: Timestamp(seconds: 0), source: .netlink,
+        interfaces: rates.sorted { $0.key < $1.key }.enumerated().map { i, entry in
+          InterfaceReport(
+            name: InterfaceName(entry.key), index: Int32(i + 2), interfaceClass: .tunnel, classBy: .kind,
+            state: .up, counters: InterfaceCounters(.zero), width: .bits64,
+            rate: entry.value.map { TrafficRate(rxBytesPerSecond: $0, txBytesPerSecond: 1) })
+        })
+    }
+    let tun0 = InterfaceName("tun0")
+    let wg0 = InterfaceName("wg0")
+    var history = RateHistory(capacity: 3)
+    for rate: Double in [10, 20, 30, 40] { history.record(snapshot(["tun0": rate, "wg0": 5])) }
+    #expect(history.line(for: tun0) == [21, 31, 41])
+    // tun0 gone (and a report without a rate counts as gone): zeros until only zeros are left.
+    history.record(snapshot(["wg0": 5, "tun0": nil]))
+    #expect(history.line(for: tun0) == [31, 41, 0])
+    history.record(snapshot(["wg0": 5]))
+    #expect(history.line(for: tun0) == [41, 0, 0])
+    history.record(snapshot(["wg0": 5]))
+    #expect(history.rates[tun0] == nil)
+    #expect(history.line(for: wg0) == [6, 6, 6])
+    history.record(snapshot(["tun0": 99, "wg0": 5]))
+    #expect(history.line(for: tun0) == [100])
+  }
+
   @Test("the help overlay explains the TOTAL columns only when they are shown")
   func helpOverlay() {
     func screen(ledger: Bool) -> String {

@@ -18,7 +18,9 @@ struct MetricsFormatTests {
     let session = SessionReport.make(
       SessionRecord(plan: .premium, dataCap: cap), now: now, tunnelUp: true, nextLengths: .release,
       tunnelTotals: .zero, lastStop: nil, dataCap: status)
-    return OpenMetrics.render(ledger: Ledger(), session: session, health: StoreHealth(), at: now, format: format)
+    return String(
+      decoding: OpenMetrics.render(ledger: Ledger(), session: session, health: StoreHealth(), at: now, format: format),
+      as: UTF8.self)
   }
 
   @Test("the data cap's gauges parse in OpenMetrics and in the text format, with their values")

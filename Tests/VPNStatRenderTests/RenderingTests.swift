@@ -25,6 +25,20 @@ struct RenderingTests {
     return StatusSnapshot(generatedAt: Timestamp(seconds: 1_800_000_000), source: .netlink, interfaces: reports)
   }
 
+  @Test("status --json written in pieces is the document and a newline, the same bytes as rendered whole")
+  func jsonInPieces() {
+    for count in [0, 1, 7, 1500] {
+      let names = (0..<count).map { Self.hostile[$0 % Self.hostile.count] + Array("\($0)".utf8) }
+      let whole = StatusJSON.render(snapshot(names: names)) + [0x0A]
+      #expect(StatusJSON.line(snapshot(names: names)) == whole)
+      var pieces: [[UInt8]] = []
+      StatusJSON.writeLine(snapshot(names: names)) { pieces.append(Array($0)) }
+      #expect(pieces.joined().elementsEqual(whole), "\(count)")
+      #expect(pieces.allSatisfy { !$0.isEmpty && $0.count < JSONWriter.piece + 4096 }, "\(count)")
+      #expect(count < 1500 || pieces.count > 4)
+    }
+  }
+
   @Test("every name survives JSON exactly, by its documented encoding")
   func jsonRoundTrip() throws {
     let bytes = StatusJSON.render(snapshot(names: Self.hostile))

@@ -6,4 +6,19 @@
 long netlink_floor_sample(int fd, uint64_t *total_bytes);
 /// Opens the NETLINK_ROUTE socket the floor uses. Returns the fd or -errno.
 int netlink_floor_open(void);
+/// The RTM_GETLINK dump a new netlink reader's first sample is (IPv6's statistics skipped),
+/// reading each name and summing each link's IFLA_STATS64 rx+tx bytes. Returns the link count
+/// or -errno.
+long netlink_floor_links(int fd, uint64_t *total_bytes);
+/// Opens the sysfs reader's files (four counters, operstate, carrier) of every interface under
+/// `root` and keeps them. Returns the interface count or -errno.
+long sysfs_floor_open(const char *root);
+/// Reads every kept file again with pread, summing rx+tx bytes. Returns the interface count.
+long sysfs_floor_sample(uint64_t *total_bytes);
+/// Closes what sysfs_floor_open opened.
+void sysfs_floor_close(void);
+/// A packet socket for sending frames out of interfaces. Returns the fd or -errno.
+int traffic_mover_open(void);
+/// Sends one 60-byte broadcast frame out of the interface `ifindex`. Returns 0 or -errno.
+int traffic_mover_send(int fd, int ifindex);
 #endif

@@ -55,7 +55,8 @@ enum EnforceCommand: Subcommand {
     options: [
       action.spec, execTimeout.spec, interval.spec, CommonOptions.db.spec, CommonOptions.sessionLength.spec,
       CommonOptions.pauseLength.spec, CommonOptions.source.spec, CommonOptions.classOverride.spec,
-      CommonOptions.maxRate.spec, CommonOptions.wgQuickDirectory.spec, CommonOptions.systemdUnit.spec, exec.spec,
+      CommonOptions.maxRate.spec, CommonOptions.saveInterval.spec, CommonOptions.wgQuickDirectory.spec,
+      CommonOptions.systemdUnit.spec, exec.spec,
     ],
     positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).", values: .interface)])
 
@@ -118,7 +119,9 @@ enum EnforceCommand: Subcommand {
       sampler: CommonOptions.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
       lengths: CommonOptions.lengths(parsed), action: disconnect, links: links, alarm: alarm,
       log: StandardErrorLog(context: context), calendar: context.calendar, runner: detector.runner,
-      presence: EnforcerPresenceFile(location: location, tunnel: tunnel))
+      presence: EnforcerPresenceFile(location: location, tunnel: tunnel),
+      saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
+      ledgerLock: LedgerLockFile(location, role: "vpnstat enforce \(tunnel.escaped)"))
     try EnforcerLoop.run(&enforcer, alarm: alarm, checkInterval: parsed[interval] ?? .seconds(5))
     withExtendedLifetime(lock) {}
     return .success

@@ -31,12 +31,12 @@ enum ExportCommand: Subcommand {
     for warning in warnings { context.warn(warning) }
     let session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
     // Bytes: metrics are for programs, in UTF-8 whatever the locale.
-    try context.write(
-      Array(
-        OpenMetrics.render(
-          ledger: ledger ?? Ledger(), session: session, health: try store?.health(), at: sample.taken.wall,
-          format: parsed[format] ?? .openmetrics
-        ).utf8))
+    let health = try store?.health()
+    try context.write(pieces: {
+      OpenMetrics.write(
+        ledger: ledger ?? Ledger(), session: session, health: health, at: sample.taken.wall,
+        format: parsed[format] ?? .openmetrics, to: $0)
+    })
     return .success
   }
 }

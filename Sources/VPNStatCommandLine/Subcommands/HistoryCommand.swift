@@ -145,7 +145,7 @@ enum HistoryCommand: Subcommand {
           throw UsageError(
             "--svg needs a file name, not a directory: \(TerminalText.sanitize(file))", commandPath: parsed.commandPath)
         }
-        try AtomicFile.write(picture, named: name, in: directory)
+        try AtomicFile.write(Array(picture.utf8), named: name, in: directory)
       }
       return .success
     }

@@ -25,13 +25,16 @@ enum RecordCommand: Subcommand {
     name: "record", abstract: "Record traffic into the database until stopped (the collector daemon).",
     discussion: """
       Samples every interval and on every link change, advances the ledger (totals bridged across
-      counter resets and wraps) and the 5-minute, hourly, daily and monthly buckets. One recorder
-      per database. Stops cleanly on SIGTERM, SIGINT or SIGHUP; after a kill -9 the next sample
-      bridges from the last one stored, so only what a tunnel deleted meanwhile carried is lost.
+      counter resets and wraps) and the 5-minute, hourly, daily and monthly buckets in memory,
+      and saves them every save interval — at once for a deleted interface's last counters, a new
+      interface, a session window's change and on stopping. One recorder per database. Stops
+      cleanly on SIGTERM, SIGINT or SIGHUP; after a kill -9 the next start books what the kernel
+      counted since the last save, so only what a tunnel deleted meanwhile carried is lost.
       """,
     options: [
-      interval.spec, count.spec, CommonOptions.interface.spec, CommonOptions.only.spec, CommonOptions.source.spec,
-      CommonOptions.classOverride.spec, CommonOptions.db.spec, textfile.spec, listen.spec, CommonOptions.maxRate.spec,
+      interval.spec, CommonOptions.saveInterval.spec, count.spec, CommonOptions.interface.spec, CommonOptions.only.spec,
+      CommonOptions.source.spec, CommonOptions.classOverride.spec, CommonOptions.db.spec, textfile.spec, listen.spec,
+      CommonOptions.maxRate.spec,
       CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec, CommonOptions.sysfsRoot.spec,
     ])
 
@@ -68,7 +71,9 @@ enum RecordCommand: Subcommand {
     let log = StandardErrorLog(context: context)
     var recorder = Recorder(
       sampler: CommonOptions.sampler(parsed, context, recorded: CommonOptions.selection(parsed)), store: store,
-      textfileDirectory: directory, nextLengths: CommonOptions.lengths(parsed), log: log)
+      textfileDirectory: directory, nextLengths: CommonOptions.lengths(parsed),
+      saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
+      lock: LedgerLockFile(location, role: "vpnstat record"), log: log)
     // The server runs on a thread of its own from the snapshots the loop publishes: no client
     // can hold up a sample.
     var stopServing: WakeUp?

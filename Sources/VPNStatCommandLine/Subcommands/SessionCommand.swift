@@ -72,8 +72,9 @@ enum SessionCommand: Subcommand {
   }
 
   /// The connect gate: the stored window at the trusted now, read within `timeout` however the
-  /// database is held. The tunnel's state (expired or paused) comes from a sample when one can
-  /// be taken; the decision never needs it.
+  /// database is held. The tunnel's state (expired or paused) and a data cap's usage since the
+  /// writers' last checkpoint come from a sample when one can be taken (the stored ledger
+  /// advanced by it, as every reader sees it); the window's decision never needs it.
   static func check(_ parsed: ParsedCommand, _ context: CommandContext, location: StoreLocation, timeout: Duration)
     throws -> ExitStatus
   {
@@ -105,9 +106,18 @@ enum SessionCommand: Subcommand {
         tunnelTotals: nil, lastStop: nil)
     }
     var sampler = CommonOptions.sampler(parsed, context)
-    let sample = try? sampler.sample()
+    var view = LedgerView(store: store)
+    let sampled: (sample: CounterSample, ledger: Ledger)?
+    do {
+      sampled = try view.sample(&sampler)
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      // No counters to read: the saved buckets alone.
+      sampled = nil
+    }
     return try SessionView.report(
-      store, reading: reading, sample: sample, catalog: &sampler.catalog, ledger: nil,
+      store, reading: reading, sample: sampled?.sample, catalog: &sampler.catalog, ledger: sampled?.ledger,
       nextLengths: CommonOptions.lengths(parsed))
   }
 

@@ -1,4 +1,5 @@
 import VPNStatEngine
+import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
 import VPNStatSystem
@@ -33,10 +34,12 @@ enum StatusCommand: Subcommand {
     var snapshot = StatusSnapshot.make(
       sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
     snapshot.warnings += warnings
-    var wireGuard = CommonOptions.wireGuard()
+    // One walk of /proc, at most, for wireguard-go and for the tunnels' managers.
+    let survey = TunProcessSurvey()
+    var wireGuard = CommonOptions.wireGuard(survey: survey)
     snapshot.addWireGuard(sample: sample, catalog: &sampler.catalog, source: &wireGuard)
     snapshot.session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
-    snapshot.addManagers(CommonOptions.managerDetector(parsed), sample: sample)
+    snapshot.addManagers(CommonOptions.managerDetector(parsed, survey: survey), sample: sample)
     if store == nil, parsed.has(CommonOptions.db) {
       snapshot.warnings.append("no database at \(location.path) (vpnstat record creates one)")
     }
@@ -44,7 +47,7 @@ enum StatusCommand: Subcommand {
       context.warn("no interface named '\(name.terminalText)'")
     }
     if parsed.has(CommonOptions.json) {
-      try context.write(StatusJSON.render(snapshot) + [0x0A])
+      try context.write(pieces: { StatusJSON.writeLine(snapshot, to: $0) })
     } else {
       try context.write(StatusTable.render(snapshot, options: CommonOptions.display(parsed, context)))
     }

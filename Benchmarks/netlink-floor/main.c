@@ -1,0 +1,27 @@
+// The whole-process floor for `vpnstat status`: a plain C program that makes the one dump a
+// cold `status` makes (RTM_GETLINK without IPv6's statistics, the counters read from each
+// link's IFLA_STATS64) and prints how many interfaces it saw and their bytes. vpnstat-bench
+// times it beside `status --json` and `ip -s -j link`.
+
+#include <CNetlinkFloor.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(void) {
+  int fd = netlink_floor_open();
+  if (fd < 0) {
+    fprintf(stderr, "netlink-floor: socket: %s\n", strerror(-fd));
+    return 69;
+  }
+  uint64_t bytes = 0;
+  long counted = netlink_floor_links(fd, &bytes);
+  close(fd);
+  if (counted < 0) {
+    fprintf(stderr, "netlink-floor: dump failed\n");
+    return 69;
+  }
+  printf("%ld interfaces, %" PRIu64 " bytes\n", counted, bytes);
+  return 0;
+}

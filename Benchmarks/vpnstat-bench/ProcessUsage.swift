@@ -1,0 +1,53 @@
+import VPNStatSystem
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What a running process has used so far, from /proc: CPU time, the bytes it caused to be
+/// written to storage (`write_bytes`: pages it dirtied, whatever the load) and passed to write
+/// calls (`wchar`), and its resident memory. Two readings apart give its cost over the time
+/// between them: the one way every long-running command is measured here.
+struct ProcessUsage {
+  /// utime + stime, in clock ticks.
+  var cpuTicks: Int64
+  var writeBytes: Int64
+  var writeCalls: Int64
+  var residentKiB: Int64
+
+  static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+  /// The usage of `pid` now, or nil when it is gone.
+  static func of(_ pid: pid_t) -> ProcessUsage? {
+    guard let stat = SmallFile.trimmedText(SystemPath("/proc/\(pid)/stat")) else { return nil }
+    // After the command name: state is field 3; utime and stime are fields 14 and 15.
+    let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+    guard fields.count > 13 else { return nil }
+    let ticks = (Int64(fields[11]) ?? 0) + (Int64(fields[12]) ?? 0)
+    func field(_ text: String?, _ key: String) -> Int64 {
+      let line = text?.split(separator: "\n").first { $0.hasPrefix(key) }
+      return line.flatMap { Int64($0.dropFirst(key.count).filter { $0.isNumber }) } ?? 0
+    }
+    let io = SmallFile.trimmedText(SystemPath("/proc/\(pid)/io"))
+    let status = SmallFile.trimmedText(SystemPath("/proc/\(pid)/status"))
+    return ProcessUsage(
+      cpuTicks: ticks, writeBytes: field(io, "write_bytes:"), writeCalls: field(io, "wchar:"),
+      residentKiB: field(status, "VmRSS:"))
+  }
+
+  /// The cost between `start` and `self`, `seconds` apart: share of one core (percent), and
+  /// bytes written per minute (storage and write calls).
+  func since(_ start: ProcessUsage, seconds: Double) -> (
+    cpuPercent: Double, writePerMinute: Double, wcharPerMinute: Double
+  ) {
+    let cpu = Double(cpuTicks - start.cpuTicks) / Self.ticksPerSecond / seconds * 100
+    return (
+      cpu, Double(writeBytes - start.writeBytes) / seconds * 60, Double(writeCalls - start.writeCalls) / seconds * 60
+    )
+  }
+}
+
+/// A size in MiB or KiB, as the notes show it.
+func formatBytes(_ bytes: Double) -> String {
+  bytes >= 1_048_576 ? fixed(bytes / 1_048_576, 2) + " MiB" : fixed(bytes / 1024, 1) + " KiB"
+}

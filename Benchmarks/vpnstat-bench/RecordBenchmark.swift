@@ -1,0 +1,157 @@
+import CNetlinkFloor
+import VPNStatSystem
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What a recorder costs when it runs for good: bytes written per minute and CPU, with every
+/// interface's counters moving, beside vnstatd (saving every minute) and a reader (`watch
+/// --db`), all running at once in one namespace, each with a database of its own on disk.
+/// The storage figure is `write_bytes` from /proc/PID/io (pages the process dirtied, which the
+/// machine's load does not change); `wchar` is what it passed to write calls.
+enum RecordBenchmark {
+  /// One process under measurement.
+  struct Subject {
+    let label: String
+    let pid: pid_t
+    /// The targets it is judged against (issue 14), or nil for a peer.
+    let judged: Bool
+  }
+
+  static func runInner(
+    vpnstat: String, alternative: String?, ip: String, ifbCount: Int, quick: Bool
+  ) throws -> [String] {
+    var batch = ""
+    for i in 0..<ifbCount { batch += "link set ifb\(i) up\n" }
+    let up = try runCapturing(
+      PreparedCommand(label: "", path: ip, arguments: ["-batch", "-"]), input: Array(batch.utf8))
+    guard up.exit.succeeded else { throw BenchError("cannot set the ifb devices up (\(up.exit))") }
+    let devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)
+    defer { close(devnull) }
+    let mover = try PreparedCommand(
+      label: "", path: ownExecutablePath(), arguments: ["--inner-mover", String(ifbCount)]
+    ).spawn(stdout: devnull)
+    var running: [pid_t] = [mover]
+    defer {
+      for pid in running.reversed() {
+        kill(pid, SIGTERM)
+        _ = try? waitForExit(pid)
+      }
+    }
+    let directory = try diskDirectory()
+    defer { StoreBenchmark.removeTree(directory) }
+    var notes: [String] = []
+    var subjects: [Subject] = []
+    var sessions: [TerminalSession] = []
+    defer { for session in sessions { session.end() } }
+    func start(_ label: String, _ path: String, _ arguments: [String], judged: Bool) throws {
+      let pid = try PreparedCommand(label: label, path: path, arguments: arguments).spawn(
+        stdout: devnull, stderr: devnull)
+      running.append(pid)
+      subjects.append(Subject(label: label, pid: pid, judged: judged))
+    }
+    let db = directory + "/record.db"
+    try start("vpnstat record --interval 1s", vpnstat, ["record", "--interval", "1s", "--db", db], judged: true)
+    if let alternative {
+      try start(
+        "alt vpnstat record --interval 1s", alternative,
+        ["record", "--interval", "1s", "--db", directory + "/alt.db"], judged: false)
+    }
+    if let vnstatd = findExecutable("vnstatd") {
+      let config = directory + "/vnstat.conf"
+      let text = """
+        DatabaseDir "\(directory)/vnstat"
+        SaveInterval 1
+        AlwaysAddNewInterfaces 1
+        UseLogging 0
+        PidFile "\(directory)/vnstat.pid"
+        DaemonUser ""
+        DaemonGroup ""
+
+        """
+      mkdir(directory + "/vnstat", 0o755)
+      let fd = open(config, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+      guard fd >= 0 else { throw BenchError("cannot write \(config)") }
+      _ = text.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
+      close(fd)
+      try start(
+        "vnstatd (SaveInterval 1 min, UpdateInterval 20 s)", vnstatd, ["-n", "--config", config, "--alwaysadd"],
+        judged: false)
+    } else {
+      notes.append("  vnstatd is missing (install the vnstat package): not measured")
+    }
+    // The reader needs the database the recorder makes.
+    let waited = monotonicNanoseconds()
+    while access(db, F_OK) != 0 {
+      if monotonicNanoseconds() - waited > 10_000_000_000 { throw BenchError("the recorder made no database") }
+      usleep(50_000)
+    }
+    usleep(500_000)
+    if let terminal = try TerminalSession(command: "exec \(vpnstat) watch --db \(db) --interval 1s") {
+      sessions.append(terminal)
+      subjects.append(
+        Subject(label: "vpnstat watch --db --interval 1s (a 120×40 terminal)", pid: terminal.pid, judged: true))
+    } else {
+      notes.append("  watch: tmux is missing: not measured")
+    }
+    // vnstatd adds every interface to its database when it starts, for some 15 s at 1000.
+    let warmUp: UInt32 = 30
+    let seconds: UInt32 = quick ? 65 : 240
+    sleep(warmUp)
+    let before = subjects.map { ProcessUsage.of($0.pid) }
+    let started = monotonicNanoseconds()
+    var left = seconds
+    while left > 0 {
+      try Interruption.check()
+      left = sleep(left)
+    }
+    let elapsed = Double(monotonicNanoseconds() - started) / 1e9
+    let after = subjects.map { ProcessUsage.of($0.pid) }
+    notes.insert(
+      "record: \(ifbCount) ifb devices (+ lo), every counter moving (one 60-byte frame per interface per second),"
+        + " all at once, measured over \(Int(elapsed)) s after \(warmUp) s of start-up; databases on disk in /var/tmp",
+      at: 0)
+    for (i, subject) in subjects.enumerated() {
+      guard let start = before[i], let end = after[i] else {
+        notes.append("  \(subject.label): EXITED during the measurement")
+        continue
+      }
+      let cost = end.since(start, seconds: elapsed)
+      var line =
+        "  \(subject.label): \(formatBytes(cost.writePerMinute))/min written (write_bytes), "
+        + "\(formatBytes(cost.wcharPerMinute))/min in write calls (wchar), \(fixed(cost.cpuPercent, 2)) % of one core,"
+        + " resident \(end.residentKiB) kB"
+      if subject.judged && ifbCount >= 1000 {
+        let met = cost.writePerMinute <= 1_048_576 && cost.cpuPercent < 0.5
+        line += " — target ≤ 1 MiB/min and < 0.5 %: \(met ? "met" : "MISSED")"
+      }
+      notes.append(line)
+    }
+    return notes
+  }
+
+  /// The traffic: one small frame out of every ifb device each second (an ifb counts it as
+  /// received), until the process is ended. Runs as its own process inside the namespace.
+  static func move(ifbCount: Int) -> Int32 {
+    let fd = traffic_mover_open()
+    guard fd >= 0 else {
+      warn("mover: packet socket: \(String(cString: strerror(-fd)))")
+      return 1
+    }
+    let indexes = (0..<ifbCount).map { Int32(if_nametoindex("ifb\($0)")) }.filter { $0 > 0 }
+    while true {
+      let start = monotonicNanoseconds()
+      for index in indexes { _ = traffic_mover_send(fd, index) }
+      let spent = monotonicNanoseconds() - start
+      if spent < 1_000_000_000 { usleep(UInt32((1_000_000_000 - spent) / 1000)) }
+    }
+  }
+
+  /// A directory on disk (`/var/tmp`): `write_bytes` counts nothing on tmpfs.
+  static func diskDirectory() throws -> String {
+    var template = Array("/var/tmp/vpnstat-bench-XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp in /var/tmp failed") }
+    return String(cString: made)
+  }
+}

@@ -1,0 +1,274 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
+
+/// Who may write the ledger of one database: one process at a time. A recorder claims it for
+/// as long as it runs; enforcers share it only while they save their tunnel, so none of them
+/// keeps a recorder out, and a recorder keeps them to reading (it books their tunnels too).
+public protocol LedgerWriterLock {
+  /// A recorder's claim, kept until the lock goes away: true when this process holds it (now or
+  /// already), false while another holds it (an enforcer saving: moments). Throws when the lock
+  /// cannot be used at all.
+  mutating func claim() throws -> Bool
+  /// Runs `save` while holding the lock shared with other enforcers; nil, without running it,
+  /// while a recorder holds it. `holder` then names the recorder.
+  func sharing<T>(_ save: () throws -> T) throws -> (result: T?, holder: String?)
+}
+
+/// The ledger lock beside the database (`DB.ledger.lock`, private to its owner like the other
+/// locks): exclusive for a recorder, shared for an enforcer's save.
+public struct LedgerLockFile: LedgerWriterLock {
+  let path: String
+  let role: String
+  private var held: ProcessLock?
+
+  public init(_ location: StoreLocation, role: String) {
+    path = location.lockPath("ledger")
+    self.role = role
+  }
+
+  public mutating func claim() throws -> Bool {
+    if held != nil { return true }
+    do {
+      held = try ProcessLock(path: path, role: role)
+      return true
+    } catch ProcessLock.Failure.held {
+      return false
+    }
+  }
+
+  public func sharing<T>(_ save: () throws -> T) throws -> (result: T?, holder: String?) {
+    let lock: ProcessLock
+    do {
+      lock = try ProcessLock(path: path, role: role, shared: true)
+    } catch ProcessLock.Failure.held(_, let holder) {
+      return (nil, holder)
+    } catch {
+      // A lock that cannot be used (another user's file) must not stop an enforcer from
+      // keeping its tunnel's ledger: writers reconcile with what is stored (`absorb`), so two
+      // at once still never count a byte twice.
+      return (try save(), nil)
+    }
+    return try withExtendedLifetime(lock) { (try save(), nil) }
+  }
+}
+
+/// A lock no one else takes: a process alone with its database (tests, a database of one's own).
+public struct UncontendedLedgerLock: LedgerWriterLock {
+  public init() {}
+  public mutating func claim() throws -> Bool { true }
+  public func sharing<T>(_ save: () throws -> T) throws -> (result: T?, holder: String?) { (try save(), nil) }
+}
+
+/// The ledger as a process that writes it keeps it (the recorder, an enforcer for its tunnel):
+/// in memory, advanced with every sample and link notification, and saved as a checkpoint
+/// (`CheckpointedLedger`) every `saveInterval` and at once when asked (a deleted instance, a
+/// window change, a stop). Each save reads the stored ledger under the write lock and the
+/// kernel after it (`Store.saveLedger`).
+///
+/// Only the holder of the `LedgerWriterLock` writes. Without it the process reads, as every
+/// reader does (`LedgerView`: the stored ledger advanced in memory by its own samples, exact
+/// between checkpoints), and tries again at its next save: it takes over when the writer is gone.
+public struct LedgerKeeper {
+  /// How the process holds the lock.
+  public enum Role: Sendable {
+    /// Claims it for good at its first save (`record`).
+    case recorder
+    /// Shares it while saving, and only while no recorder holds it (`enforce`).
+    case enforcer
+  }
+
+  public let store: Store
+  public let saveInterval: Duration
+  public let role: Role
+  var lock: any LedgerWriterLock
+  /// The ledger in memory while this process writes it; nil while it reads.
+  public private(set) var memory: CheckpointedLedger?
+  private var view: LedgerView
+  /// SQLite's count of other connections' commits when memory last took in the stored ledger.
+  private var absorbedVersion: Int64?
+  /// CLOCK_BOOTTIME of the last save (or attempt to become the writer), nanoseconds.
+  private var lastSave: Int64?
+  /// Who writes the ledger while this process reads it, as last seen.
+  public private(set) var writer: String?
+
+  public init(store: Store, saveInterval: Duration, role: Role, lock: any LedgerWriterLock) {
+    self.store = store
+    self.saveInterval = saveInterval
+    self.role = role
+    self.lock = lock
+    self.view = LedgerView(store: store)
+  }
+
+  /// The ledger as this process sees it now.
+  public var ledger: Ledger { memory?.ledger ?? view.ledger }
+
+  /// Whether this process writes the ledger now.
+  public var isWriting: Bool { memory != nil }
+
+  /// Whether a save is due at `reading`: the interval passed since the last, or one was asked for.
+  public func isDue(at reading: ClockReading) -> Bool {
+    if memory?.saveRequested == true { return true }
+    // A recorder kept out by an enforcer's save (moments) claims the lock at its next sample.
+    if memory == nil && role == .recorder { return true }
+    guard let lastSave else { return true }
+    return reading.boottime - lastSave >= saveInterval.nanoseconds || reading.boottime < lastSave
+  }
+
+  /// Asks for a save at once (the next `step` makes it).
+  public mutating func requestSave() {
+    if memory == nil {
+      lastSave = nil
+    } else {
+      memory?.requestSave()
+    }
+  }
+
+  /// What one step did.
+  public struct Step {
+    /// The sample taken, if the step took one.
+    public var sample: CounterSample?
+    /// What the ledger bridged (resets, wraps, discarded samples): one log line each.
+    public var events: [LedgerEvent] = []
+    /// Set when this step wrote a checkpoint.
+    public var saved = false
+    /// Why a due save could not be made (a busy or full database): everything stays in memory
+    /// and the next step tries again.
+    public var problem: StoreError?
+  }
+
+  /// Takes link notifications in: the final counters of a deleted instance ask for a save.
+  public mutating func book(_ observations: [LedgerObservation], deleted: Bool) -> [LedgerEvent] {
+    guard !observations.isEmpty else { return [] }
+    if var memory {
+      let advance = memory.advance(observations, calendar: store.calendar)
+      if deleted { memory.requestSave() }
+      self.memory = memory
+      return advance.events
+    }
+    view.book(observations)
+    // A reader keeps the deleted instance's counters for the save that may make it the writer
+    // (the writer, if there is one, booked them itself).
+    if deleted {
+      unbooked += observations
+      lastSave = nil
+    }
+    return []
+  }
+  /// Notifications a reader saw that the save making it the writer applies.
+  private var unbooked: [LedgerObservation] = []
+
+  /// One step: a sample, saved when due (the sample then read inside the save's transaction),
+  /// else advancing the ledger in memory. A database that is busy or full leaves everything in
+  /// memory and throws its `StoreError`; the next step tries again.
+  public mutating func step(_ sampler: inout TrafficSampler) throws -> Step {
+    var problem: StoreError?
+    if isDue(at: sampler.clock.now()) {
+      do {
+        if let step = try save(&sampler) { return step }
+      } catch let error as StoreError where error.isTransient {
+        problem = error
+      }
+    }
+    var step = try advance(&sampler)
+    step.problem = problem
+    // A name seen for the first time: saved now, not a save interval later.
+    if problem == nil, memory?.saveRequested == true {
+      do {
+        if var saved = try save(&sampler) {
+          saved.events = step.events + saved.events
+          return saved
+        }
+      } catch let error as StoreError where error.isTransient {
+        step.problem = error
+      }
+    }
+    return step
+  }
+
+  /// Saves now, whether due or not, with a fresh sample (a stop, a test).
+  @discardableResult
+  public mutating func saveNow(_ sampler: inout TrafficSampler) throws -> Step? {
+    try save(&sampler)
+  }
+
+  /// A sample outside any transaction, advancing memory (or the reader's view).
+  private mutating func advance(_ sampler: inout TrafficSampler) throws -> Step {
+    guard var memory else {
+      let (sample, _) = try view.sample(&sampler)
+      return Step(sample: sample)
+    }
+    // Another process committed: what it stored of names this one does not write shows (a
+    // database that cannot be read now is read at a later step).
+    if let version = try? store.dataVersion(), version != absorbedVersion, let stored = try? store.loadLedger() {
+      memory.absorb(stored)
+      absorbedVersion = version
+    }
+    let sample = try sampler.sample()
+    let advance = memory.advance(sampler.observations(sample), calendar: store.calendar)
+    self.memory = memory
+    return Step(sample: sample, events: advance.events)
+  }
+
+  /// The checkpoint, if this process may write: nil when another holds the lock (the caller
+  /// then samples as a reader).
+  private mutating func save(_ sampler: inout TrafficSampler) throws -> Step? {
+    let attempt = sampler.clock.now()
+    switch role {
+    case .recorder:
+      guard try lock.claim() else {
+        lastSave = attempt.boottime
+        memory = nil
+        writer = "another process saving"
+        return nil
+      }
+      return try checkpoint(&sampler, at: attempt)
+    case .enforcer:
+      var step: Step?
+      let (done, holder) = try lock.sharing { step = try checkpoint(&sampler, at: attempt) }
+      guard done != nil else {
+        // A recorder writes the ledger (and books this tunnel): read until it is gone.
+        if memory != nil { view = LedgerView(store: store) }
+        memory = nil
+        unbooked = []
+        writer = holder
+        lastSave = attempt.boottime
+        return nil
+      }
+      return step
+    }
+  }
+
+  /// One save's transaction: the stored ledger taken in, the kernel read after it, what changed
+  /// written; memory moves on only once it is committed.
+  private mutating func checkpoint(_ sampler: inout TrafficSampler, at attempt: ClockReading) throws -> Step {
+    let pending = unbooked
+    let starting = memory
+    let calendar = store.calendar
+    let store = self.store
+    var sample: CounterSample?
+    let (updated, advance, checkpoint) = try store.saveLedger(now: attempt.wall) {
+      stored -> ((CheckpointedLedger, LedgerAdvance, LedgerCheckpoint), LedgerCheckpoint) in
+      var memory = starting ?? CheckpointedLedger(stored: stored)
+      memory.absorb(stored)
+      if !pending.isEmpty { memory.advance(pending, calendar: calendar) }
+      let taken = try sampler.sample()
+      sample = taken
+      let advance = memory.advance(sampler.observations(taken), calendar: calendar)
+      // The trusted clock goes with the checkpoint rather than with every sample.
+      _ = try store.trustedNow(taken.taken, writing: true)
+      let checkpoint = memory.checkpoint
+      return ((memory, advance, checkpoint), checkpoint)
+    }
+    var memory = updated
+    memory.saved(checkpoint)
+    self.memory = memory
+    absorbedVersion = try? store.dataVersion()
+    unbooked = []
+    writer = nil
+    lastSave = sample?.taken.boottime ?? attempt.boottime
+    return Step(sample: sample, events: advance.events, saved: true)
+  }
+}

@@ -1,0 +1,176 @@
+/// What one checkpoint writes: the ledger entries that changed since the last one, and the
+/// traffic they booked, one row per bucket (not one per sample).
+public struct LedgerCheckpoint: Sendable {
+  public var entries: [LedgerEntry] = []
+  public var buckets: [(granularity: TrafficGranularity, bucket: TrafficBucket)] = []
+
+  public init(entries: [LedgerEntry] = [], buckets: [(granularity: TrafficGranularity, bucket: TrafficBucket)] = []) {
+    self.entries = entries
+    self.buckets = buckets
+  }
+
+  /// What one advance changed and booked, as rows.
+  public init(_ advance: LedgerAdvance, calendar: any LocalCalendar) {
+    var traffic = UnsavedTraffic()
+    traffic.add(advance.booked, calendar: calendar)
+    self.init(entries: advance.changed, buckets: traffic.rows)
+  }
+
+  public var isEmpty: Bool { entries.isEmpty && buckets.isEmpty }
+}
+
+/// Traffic booked in memory and not yet written, added up per bucket: every sample of a minute
+/// lands in the same 5-minute, hour, day and month rows, so a checkpoint writes each of those
+/// rows once however many samples it covers.
+public struct UnsavedTraffic: Sendable {
+  struct Key: Hashable {
+    var granularity: TrafficGranularity
+    var start: Int64
+    var name: InterfaceName
+  }
+  private var sums: [Key: (interfaceClass: InterfaceClass, traffic: TrafficCounts)] = [:]
+  /// The bucket starts of the last time booked: every booking of one sample has the same time,
+  /// and a calendar conversion per booking would cost more than the sum.
+  private var lastStarts: (seconds: Int64, starts: [Int64])?
+
+  public init() {}
+
+  public var isEmpty: Bool { sums.isEmpty }
+
+  public mutating func add(_ booked: [BookedTraffic], calendar: any LocalCalendar) {
+    for entry in booked where !entry.delta.traffic.isZero {
+      let seconds = entry.wall.seconds
+      let starts: [Int64]
+      if let last = lastStarts, last.seconds == seconds {
+        starts = last.starts
+      } else {
+        starts = TrafficGranularity.allCases.map { $0.start(of: entry.wall, in: calendar) }
+        lastStarts = (seconds, starts)
+      }
+      for (granularity, start) in zip(TrafficGranularity.allCases, starts) {
+        let key = Key(granularity: granularity, start: start, name: entry.name)
+        if let sum = sums[key] {
+          sums[key] = (entry.interfaceClass, sum.traffic + entry.delta.traffic)
+        } else {
+          sums[key] = (entry.interfaceClass, entry.delta.traffic)
+        }
+      }
+    }
+  }
+
+  /// The traffic booked into `granularity`'s buckets starting at `start` (Unix seconds) or later,
+  /// of one class or one name (nil: any).
+  public func traffic(
+    _ granularity: TrafficGranularity, since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName?
+  ) -> TrafficCounts {
+    var sum = TrafficCounts.zero
+    for (key, value) in sums
+    where key.granularity == granularity && key.start >= start
+      && (interfaceClass == nil || value.interfaceClass == interfaceClass) && (name == nil || key.name == name)
+    {
+      sum += value.traffic
+    }
+    return sum
+  }
+
+  /// Forgets what was booked for `name` (another writer booked it).
+  public mutating func remove(_ name: InterfaceName) {
+    sums = sums.filter { $0.key.name != name }
+  }
+
+  /// One row per bucket, ordered as the table's key (granularity, start, name) so a checkpoint
+  /// touches the pages of the bucket table in order.
+  public var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] {
+    sums.sorted { a, b in
+      (a.key.granularity.rawValue, a.key.start) != (b.key.granularity.rawValue, b.key.start)
+        ? (a.key.granularity.rawValue, a.key.start) < (b.key.granularity.rawValue, b.key.start)
+        : a.key.name < b.key.name
+    }.map { key, sum in
+      (
+        key.granularity,
+        TrafficBucket(name: key.name, start: key.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+      )
+    }
+  }
+}
+
+/// The ledger of a process that writes it (the recorder; an enforcer for its tunnel), between
+/// checkpoints. The kernel's counters are the durable log and the database a checkpoint of it:
+/// while an instance exists its counters keep all its traffic, so the ledger is advanced in
+/// memory with every sample and written only every save interval — and at once for what the
+/// kernel does not keep (a deleted instance's final counters, a name's starting point) or what
+/// others read from the database (a session window's change).
+///
+/// `absorb(_:)` reconciles memory with the ledger as stored, inside the save's transaction: an
+/// entry another writer changed since this one last saved it is taken as stored, and what this
+/// one booked for it meanwhile is dropped (the other booked that span), so two writers of one
+/// name never count its bytes twice.
+public struct CheckpointedLedger: Sendable {
+  /// The ledger in memory: the stored one advanced with every observation since.
+  public private(set) var ledger: Ledger
+  /// Each entry as the database last had it (read or written by this writer).
+  private var saved: [InterfaceName: LedgerEntry]
+  private var unsaved = UnsavedTraffic()
+  /// Set when something must be saved at once.
+  public private(set) var saveRequested = false
+
+  /// Starts from the ledger as stored.
+  public init(stored: Ledger) {
+    ledger = stored
+    saved = stored.entries
+  }
+
+  /// True when memory holds something the database does not.
+  public var hasUnsaved: Bool {
+    saveRequested || !unsaved.isEmpty || ledger.entries.values.contains { saved[$0.name] != $0 }
+  }
+
+  /// Advances the ledger in memory. A name seen for the first time asks for a save at once:
+  /// its starting point exists nowhere else.
+  @discardableResult
+  public mutating func advance(_ observations: [LedgerObservation], calendar: any LocalCalendar) -> LedgerAdvance {
+    if observations.contains(where: { ledger.entries[$0.name] == nil }) { saveRequested = true }
+    let advance = ledger.advance(observations)
+    unsaved.add(advance.booked, calendar: calendar)
+    return advance
+  }
+
+  /// Asks for a save at the next opportunity (a deleted instance, a window change, a stop).
+  public mutating func requestSave() { saveRequested = true }
+
+  /// Takes in the ledger as stored: entries this writer has not changed since it saved them
+  /// are taken as stored; one another writer changed meanwhile replaces this writer's.
+  public mutating func absorb(_ stored: Ledger) {
+    for (name, entry) in stored.entries {
+      if let mine = saved[name], mine == entry, ledger.entries[name] != nil { continue }
+      if ledger.entries[name] != nil { unsaved.remove(name) }
+      ledger.replace(entry)
+      saved[name] = entry
+    }
+  }
+
+  /// What the daily buckets from `start` (a local midnight, Unix seconds) on lack until the next
+  /// checkpoint, of one class or one name (nil: any): a period's usage between checkpoints is
+  /// the saved buckets plus this.
+  public func unsavedDailyTraffic(
+    since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil
+  ) -> TrafficCounts {
+    unsaved.traffic(.day, since: start, of: interfaceClass, name: name)
+  }
+
+  /// What a checkpoint would write now.
+  public var checkpoint: LedgerCheckpoint {
+    LedgerCheckpoint(entries: changedEntries, buckets: unsaved.rows)
+  }
+
+  /// The checkpoint was committed: memory and database agree.
+  public mutating func saved(_ checkpoint: LedgerCheckpoint) {
+    for entry in checkpoint.entries { saved[entry.name] = entry }
+    unsaved = UnsavedTraffic()
+    saveRequested = false
+  }
+
+  private var changedEntries: [LedgerEntry] {
+    ledger.entries.values.filter { saved[$0.name] != $0 }.sorted { $0.name < $1.name }
+  }
+}

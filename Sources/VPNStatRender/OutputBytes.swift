@@ -1,0 +1,117 @@
+/// The bytes a renderer writes, in one buffer grown by doubling and appended to without the
+/// per-call checks of an Array: a `status --json` of 1000 interfaces is some 60,000 appends of a
+/// few bytes each, and those checks were most of its time. The pointer, count and capacity live
+/// in the value itself (a class's stored properties are checked for exclusive access on every
+/// use); the class only owns the memory. A value: a copy that is appended to gets a buffer of
+/// its own.
+struct OutputBytes {
+  /// Owns the allocation: freed with the last value that uses it.
+  private final class Owner {
+    var base: UnsafeMutablePointer<UInt8>
+    init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
+    deinit { base.deallocate() }
+  }
+
+  private var owner: Owner
+  private var base: UnsafeMutablePointer<UInt8>
+  private(set) var count = 0
+  private var capacity: Int
+
+  init(capacity: Int) {
+    self.capacity = max(capacity, 16)
+    base = .allocate(capacity: self.capacity)
+    owner = Owner(base)
+  }
+
+  /// The bytes written so far.
+  var array: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+  /// Hands the bytes written so far to `sink` and starts again at the beginning of the same
+  /// buffer: output written in pieces touches one piece's memory.
+  mutating func drain(_ sink: (UnsafeRawBufferPointer) -> Void) {
+    guard count > 0 else { return }
+    withBytes { sink(UnsafeRawBufferPointer($0)) }
+    if !isKnownUniquelyReferenced(&owner) { reallocate(capacity) }
+    count = 0
+  }
+
+  /// Lends the bytes written so far, without copying them.
+  func withBytes<T>(_ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+    try withExtendedLifetime(owner) { try body(UnsafeBufferPointer(start: base, count: count)) }
+  }
+
+  /// Room for `more` bytes at the end, in a buffer this value alone holds.
+  @inline(__always)
+  private mutating func reserve(_ more: Int) -> UnsafeMutablePointer<UInt8> {
+    if count + more > capacity || !isKnownUniquelyReferenced(&owner) { reallocate(count + more) }
+    return base + count
+  }
+
+  private mutating func reallocate(_ needed: Int) {
+    while capacity < needed { capacity *= 2 }
+    let fresh = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+    fresh.update(from: base, count: count)
+    base = fresh
+    owner = Owner(fresh)
+  }
+
+  @inline(__always)
+  mutating func append(_ byte: UInt8) {
+    reserve(1).pointee = byte
+    count += 1
+  }
+
+  @inline(__always)
+  mutating func append(_ a: UInt8, _ b: UInt8) {
+    let at = reserve(2)
+    at[0] = a
+    at[1] = b
+    count += 2
+  }
+
+  @inline(__always)
+  mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+    guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+    reserve(bytes.count).update(from: source, count: bytes.count)
+    count += bytes.count
+  }
+
+  @inline(__always)
+  mutating func append(_ literal: StaticString) {
+    if literal.hasPointerRepresentation {
+      append(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    } else {
+      literal.withUTF8Buffer { append($0) }
+    }
+  }
+
+  mutating func append(_ bytes: [UInt8]) {
+    bytes.withUnsafeBufferPointer { append($0) }
+  }
+
+  mutating func append(_ text: String) {
+    var text = text
+    text.withUTF8 { append($0) }
+  }
+
+  /// `value` in decimal: the one way every renderer writes a count (JSON, OpenMetrics).
+  mutating func appendDecimal(_ value: UInt64) {
+    if value < 10 {
+      append(0x30 + UInt8(value))
+      return
+    }
+    var digits = 1
+    var scale: UInt64 = 10
+    while digits < 20 && value >= scale {
+      digits += 1
+      if digits < 20 { scale *= 10 }
+    }
+    let at = reserve(digits)
+    var rest = value
+    for i in stride(from: digits - 1, through: 0, by: -1) {
+      at[i] = 0x30 + UInt8(rest % 10)
+      rest /= 10
+    }
+    count += digits
+  }
+}
