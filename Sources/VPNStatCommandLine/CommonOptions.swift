@@ -66,7 +66,8 @@ enum CommonOptions {
     "systemd-unit", valueName: "name=unit", repeatable: true, configurable: true,
     help:
       "The systemd unit that manages tunnel NAME, when it is none of wg-quick@NAME, openvpn-client@NAME, openvpn@NAME.",
-    expected: "NAME=UNIT, UNIT ending in .service", parse: UnitOverride.init(parsing:))
+    expected: "NAME=UNIT, UNIT a systemd service's name (letters, digits, :-_.@\\, not starting with - or .)",
+    parse: UnitOverride.init(parsing:))
   static let wgQuickDirectory = Option<String>(
     "wg-quick-dir", valueName: "dir", configurable: true,
     help:
@@ -111,8 +112,7 @@ enum CommonOptions {
     init?(parsing value: String) {
       guard let equals = value.lastIndex(of: "="), equals != value.startIndex else { return nil }
       let unit = String(value[value.index(after: equals)...])
-      guard unit.hasSuffix(".service"), unit.count > ".service".count,
-        !unit.contains(where: { $0.isWhitespace || $0 == "/" })
+      guard unit.hasSuffix(".service"), unit.count > ".service".count, ManagerName.unitProblem(unit) == nil
       else { return nil }
       name = InterfaceName(parsingEscaped: String(value[..<equals]))
       self.unit = unit
@@ -153,10 +153,19 @@ enum CommonOptions {
       clock: context.clock)
   }
 
-  /// Who manages tunnels, found as the command's options say.
-  static func managerDetector(_ parsed: ParsedCommand, survey: TunProcessSurvey? = nil) -> ManagerDetector {
+  /// Who manages tunnels, found as the command's options say. A command that acts on what it
+  /// finds (`connect`, `disconnect`, `enforce`: wg-quick runs a configuration's hooks as root)
+  /// refuses a `--wg-quick-dir` others may write, with 77.
+  static func managerDetector(_ parsed: ParsedCommand, survey: TunProcessSurvey? = nil, acting: Bool = false) throws
+    -> ManagerDetector
+  {
     var directories = [ManagerDetector.defaultWgQuickDirectory]
-    if let directory = parsed[wgQuickDirectory] { directories.insert(directory, at: 0) }
+    if let directory = parsed[wgQuickDirectory] {
+      if acting, let problem = DirectoryTrust.problem(directory) {
+        throw UntrustedFile(role: "wg-quick directory", path: directory, problem: problem)
+      }
+      directories.insert(directory, at: 0)
+    }
     var units: [InterfaceName: String] = [:]
     for override in parsed.all(systemdUnit) { units[override.name] = override.unit }
     return ManagerDetector(wgQuickDirectories: directories, units: units, survey: survey)

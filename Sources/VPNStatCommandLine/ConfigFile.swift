@@ -88,24 +88,16 @@ enum ConfigFile {
   }
 
   /// The file's bytes; nil when there is none to read. A file that someone other than root and
-  /// the user running vpnstat owns, or that anyone may write, is refused as sudo refuses such a
-  /// sudoers file: whoever could write it could set the enforcer's action, lengths and database.
+  /// the user running vpnstat owns, that others may write, or that lies in a directory others
+  /// may write (`DirectoryTrust.fileProblem`, sudo's rule for sudoers) is refused with 77:
+  /// whoever could write it could set the enforcer's action, lengths and database.
   static func read(_ path: String, commandPath: String) throws -> [UInt8]? {
     // Missing (the usual case) or unreadable: there is no configuration.
     guard let fd = try? FileDescriptor.openForReading(SystemPath(path)) else { return nil }
     defer { fd.close() }
     let shown = TerminalText.sanitize(path)
-    let user = FileOwnership.currentUser
-    if let ownership = try? fd.ownership() {
-      if ownership.owner != 0 && ownership.owner != user {
-        throw UsageError(
-          "\(shown) is owned by uid \(ownership.owner), should be 0\(user == 0 ? "" : " or \(user)"); not reading it",
-          commandPath: commandPath)
-      }
-      if ownership.isWorldWritable {
-        throw UsageError(
-          "\(shown) is world writable; not reading it (chmod o-w \(shown))", commandPath: commandPath)
-      }
+    if let problem = DirectoryTrust.fileProblem(path) {
+      throw UntrustedFile(role: "configuration file", path: path, problem: problem)
     }
     guard let bytes = try? SmallFile.read(fd, limit: sizeLimit + 1) else { return nil }
     if bytes.count > sizeLimit {

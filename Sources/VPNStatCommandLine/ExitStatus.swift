@@ -29,7 +29,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
   /// a recorder or enforcer lock held by another process.
   case tryLater = 75
   /// Not permitted: no write access to the database, no CAP_NET_ADMIN/CAP_NET_RAW (an enforcer
-  /// checks at its start), or NetworkManager's refusal to let this user control connections.
+  /// checks at its start), NetworkManager's refusal to let this user control connections, or a
+  /// file vpnstat would obey (a wg-quick configuration or its directory, the configuration file,
+  /// the gate's database) that others could write.
   case noPermission = 77
 }
 
@@ -103,7 +105,9 @@ extension ExitStatus {
       switch error {
       case .ambiguous: return (.usage, error.description)
       case .notFound: return (.unavailable, error.description)
+      case .untrusted: return (.noPermission, error.description)
       }
+    case let error as UntrustedFile: return (.noPermission, error.description)
     case let error as AtomicFile.Failure:
       return (error.error.meansNotPermitted ? .noPermission : .ioError, error.description)
     case let error as Errno where error.rawValue == Errno.brokenPipe.rawValue:

@@ -32,8 +32,9 @@ public struct CommandAction: DisconnectAction {
 /// `--action auto` (the default) and `--action networkmanager|systemd|wg-quick|openvpn`: stop
 /// the tunnel through its manager, found when the disconnect happens. `auto` uses whatever
 /// manages it (link-down for none); a named kind uses that manager when it is the one found, or
-/// what can still be told without it (the unit `wg-quick@NAME`, `wg-quick down NAME`), and fails
-/// — so the enforcer falls back to link-down and records why — when it cannot be driven.
+/// what can still be told without it (the unit `wg-quick@NAME`, `wg-quick down` with a trusted
+/// configuration for NAME), and fails — so the enforcer falls back to link-down and records why
+/// — when it cannot be driven.
 public struct ManagerAction: DisconnectAction {
   /// nil: auto.
   public let kind: TunnelManager.Kind?
@@ -63,7 +64,13 @@ public struct ManagerAction: DisconnectAction {
     let name = link.name
     switch wanted {
     case .wgQuick:
-      return WgQuickControl(configuration: name.escaped, runner: runner)
+      let file = detector.wgQuickConfiguration(for: name)
+      switch file {
+      case .trusted(let path): return WgQuickControl(configuration: path, runner: runner)
+      case .refused: return MissingManagerControl(label: "wg-quick", reason: file.refusal ?? "refused")
+      case .missing(let searched):
+        return MissingManagerControl(label: "wg-quick", reason: "no wg-quick configuration \(searched)")
+      }
     case .systemd:
       return SystemdUnitControl(unit: units[name] ?? ManagerEvidence.wellKnownUnits(for: name)[0], runner: runner)
     case .openVPN:

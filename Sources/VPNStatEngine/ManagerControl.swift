@@ -278,19 +278,74 @@ public struct NetworkManagerControl: ManagerControl {
     ).succeeded
   }
 
-  /// `nmcli -t -f DEVICE,STATE,CONNECTION,CON-UUID device`: one device a line, fields split on
-  /// colons that are not escaped (`\:`; `\\` is a backslash).
+  /// `nmcli -t -f DEVICE,STATE,CON-UUID,CONNECTION device`: one device a record, the
+  /// connection's name last (see `terseRecords`).
   static func parseDevices(_ output: String) -> [NetworkManagerDevice] {
-    output.split(whereSeparator: \.isNewline).compactMap { line in
-      let fields = splitTerse(String(line))
-      guard fields.count == 4, !fields[0].isEmpty else { return nil }
+    terseRecords(output, fields: 4).compactMap { fields in
+      guard !fields[0].isEmpty else { return nil }
+      let uuid = ManagerName.isUUID(fields[2]) ? fields[2] : nil
       return NetworkManagerDevice(
-        device: InterfaceName(fields[0]), state: fields[1], connection: fields[2].isEmpty ? nil : fields[2],
-        uuid: fields[3].isEmpty ? nil : fields[3])
+        device: InterfaceName(fields[0]), state: fields[1], connection: fields[3].isEmpty ? nil : fields[3],
+        uuid: uuid)
     }
   }
 
-  static let devices = ["nmcli", "-t", "-f", "DEVICE,STATE,CONNECTION,CON-UUID", "device"]
+  static let devices = ["nmcli", "-t", "-f", "DEVICE,STATE,CON-UUID,CONNECTION", "device"]
+  /// The active connections: `UUID:TYPE:NAME`.
+  static let activeConnectionTypes = ["nmcli", "-t", "-f", "UUID,TYPE,NAME", "connection", "show", "--active"]
+  /// The interface each active connection's IP configuration is on: `GENERAL.UUID:…` then
+  /// `GENERAL.IP-IFACE:…`, for each UUID asked.
+  static func ipInterfaces(_ uuids: [String]) -> [String] {
+    ["nmcli", "-t", "-f", "GENERAL.UUID,GENERAL.IP-IFACE", "connection", "show"] + uuids.flatMap { ["uuid", $0] }
+  }
+
+  /// NetworkManager's VPN connections (a plugin's: OpenVPN, …) by the interface their IP
+  /// configuration is on — the tun the plugin's program made, which NetworkManager itself shows
+  /// only as "connected (externally)". Two `nmcli` calls, the second only while a VPN is active.
+  static func vpnInterfaces(runner: any ProgramRunner) -> [InterfaceName: NetworkManagerConnection] {
+    let active = runner.run(activeConnectionTypes, timeout: .seconds(5))
+    guard active.succeeded else { return [:] }
+    var vpns: [String: NetworkManagerConnection] = [:]
+    for fields in terseRecords(active.output, fields: 3) where fields[1] == "vpn" && ManagerName.isUUID(fields[0]) {
+      vpns[fields[0]] = NetworkManagerConnection(
+        uuid: fields[0], name: fields[2].isEmpty ? nil : fields[2], type: fields[1])
+    }
+    guard !vpns.isEmpty else { return [:] }
+    let run = runner.run(ipInterfaces(vpns.keys.sorted()), timeout: .seconds(5))
+    guard run.succeeded else { return [:] }
+    var result: [InterfaceName: NetworkManagerConnection] = [:]
+    var current: NetworkManagerConnection?
+    for fields in terseRecords(run.output, fields: 2, continuing: false) {
+      if fields[0] == "GENERAL.UUID" {
+        current = vpns[fields[1]]
+      } else if fields[0] == "GENERAL.IP-IFACE", let connection = current, !fields[1].isEmpty {
+        result[InterfaceName(fields[1])] = connection
+        current = nil
+      }
+    }
+    return result
+  }
+
+  /// The records of `nmcli -t` output: fields split on colons that are not escaped (`\:`;
+  /// `\\` is a backslash), one record a line. nmcli does not escape a newline, so where the last
+  /// field is free text (a connection's name: `continuing`), a line without an unescaped colon
+  /// continues the name that ends the record before it — a name can neither start a record nor
+  /// end one early. Otherwise empty lines (between the connections `connection show` details)
+  /// are skipped. A record without `fields` fields is dropped.
+  static func terseRecords(_ output: String, fields count: Int, continuing: Bool = true) -> [[String]] {
+    var records: [[String]] = []
+    // The newline that ends the output ends the last record, not a name.
+    let body = output.hasSuffix("\n") ? output.dropLast() : Substring(output)
+    for line in body.split(separator: "\n", omittingEmptySubsequences: false) {
+      let fields = splitTerse(String(line))
+      if continuing, fields.count == 1, !records.isEmpty, records[records.count - 1].count == count {
+        records[records.count - 1][count - 1] += "\n" + fields[0]
+      } else if !line.isEmpty {
+        records.append(fields)
+      }
+    }
+    return records.filter { $0.count == count }
+  }
 
   /// Splits one line of `nmcli -t` output on unescaped colons.
   static func splitTerse(_ line: String) -> [String] {
@@ -340,10 +395,12 @@ public struct SystemdUnitControl: ManagerControl {
   }
   public var label: String { "systemd \(TerminalText.sanitize(unit))" }
 
-  static func stopCommand(_ unit: String) -> [String] { ["systemctl", "stop", unit] }
-  static func stateCommand(_ units: [String]) -> [String] { ["systemctl", "is-active"] + units }
+  // Every unit name goes after `--`: a name systemd accepts may still start with a dash.
+  static func stopCommand(_ unit: String) -> [String] { ["systemctl", "stop", "--", unit] }
+  static func stateCommand(_ units: [String]) -> [String] { ["systemctl", "is-active", "--"] + units }
 
   public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+    if let problem = ManagerName.unitProblem(unit) { return .failed(problem) }
     let run = runner.run(Self.stopCommand(unit), timeout: .seconds(30))
     return run.succeeded ? .done : .failed("systemctl stop \(run.failure)")
   }
@@ -357,12 +414,13 @@ public struct SystemdUnitControl: ManagerControl {
     runner.run(Self.stateCommand([unit]), timeout: .seconds(5)).output.trimmingASCIIWhitespace()
   }
 
-  static func startCommand(_ unit: String) -> [String] { ["systemctl", "start", unit] }
+  static func startCommand(_ unit: String) -> [String] { ["systemctl", "start", "--", unit] }
 
   /// `systemctl start` returns once the unit started (a oneshot such as `wg-quick@` once its
   /// ExecStart finished, OpenVPN's `Type=notify` units once it says so) or failed — a gate in
   /// ExecStartPre fails it here, with systemd's words.
   public func start(timeout: Duration) -> StartOutcome {
+    if let problem = ManagerName.unitProblem(unit) { return .refused(problem) }
     let run = runner.run(Self.startCommand(unit), timeout: timeout)
     return run.succeeded ? .accepted : .refused("systemctl start \(run.failure)")
   }
@@ -381,8 +439,11 @@ public struct SystemdUnitControl: ManagerControl {
 /// removes what `up` added — the fwmark rules, table 51820's routes, the nft table, DNS — and
 /// the device. A bare link-down would leave the rules in place and send traffic outside the
 /// tunnel. Confirmed when the device is gone: wg-quick deletes it last.
+///
+/// wg-quick runs the file's PreUp/PostDown lines as root: the file is one `ManagerDetector`
+/// trusted, and it is named by its absolute path, which wg-quick cannot take for an option.
 public struct WgQuickControl: ManagerControl {
-  /// The configuration file, or the interface name (then wg-quick reads /etc/wireguard/NAME.conf).
+  /// The configuration file's absolute path.
   public let configuration: String
   public let runner: any ProgramRunner
   public let manager: TunnelManager?
@@ -395,7 +456,13 @@ public struct WgQuickControl: ManagerControl {
 
   static func downCommand(_ configuration: String) -> [String] { ["wg-quick", "down", configuration] }
 
+  /// Why the configuration is not handed to wg-quick, or nil.
+  var problem: String? {
+    configuration.hasPrefix("/") ? nil : "wg-quick is given configurations by absolute path only"
+  }
+
   public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+    if let problem { return .failed(problem) }
     let run = runner.run(Self.downCommand(configuration), timeout: .seconds(30))
     return run.succeeded ? .done : .failed("wg-quick down \(run.failure)")
   }
@@ -407,6 +474,7 @@ public struct WgQuickControl: ManagerControl {
   /// `wg-quick up` returns once the device is configured and up (its PreUp gate refuses here,
   /// with its words): a peer may not have answered yet.
   public func start(timeout: Duration) -> StartOutcome {
+    if let problem { return .refused(problem) }
     let run = runner.run(Self.upCommand(configuration), timeout: timeout)
     return run.succeeded ? .accepted : .refused("wg-quick up \(run.failure)")
   }
@@ -424,9 +492,12 @@ public struct WgQuickControl: ManagerControl {
 
 // MARK: - OpenVPN
 
-/// An OpenVPN process holding the tun: stopped with `signal SIGTERM` on its management socket
-/// (so it exits the way it was configured to — routes restored, down scripts run, the peer
-/// told), else with SIGTERM to the process. Confirmed when that process has exited.
+/// An OpenVPN process holding the tun (running as root or in a system service, its tun proven
+/// to be the device): stopped with `signal SIGTERM` on its management socket (so it exits the
+/// way it was configured to — routes restored, down scripts run, the peer told), else with
+/// SIGTERM to the process. The socket is used only when the kernel says that very process
+/// serves it and no other user may write where it lies: a path in the arguments proves nothing
+/// by itself. Confirmed when that process has exited.
 public struct OpenVPNControl: ManagerControl {
   public let process: TunnelProcess
   public let manager: TunnelManager?
@@ -448,7 +519,7 @@ public struct OpenVPNControl: ManagerControl {
   public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     var why = "no management socket"
     if let path = process.managementSocket {
-      switch Self.signal(paths: Self.reachable(path, of: process.pid)) {
+      switch Self.signal(paths: Self.reachable(path, of: process.pid), served: process.pid) {
       case .success: return .done
       case .failure(let problem): why = "management socket \(TerminalText.sanitize(path)): \(problem)"
       }
@@ -484,18 +555,25 @@ public struct OpenVPNControl: ManagerControl {
     case failure(String)
   }
 
-  /// `signal SIGTERM` on the first socket that answers it: OpenVPN greets with `>INFO:` and
-  /// answers `SUCCESS: signal SIGTERM thrown` (lines end in CRLF). One bounded exchange: a socket
-  /// that asks for a password takes the command for one and refuses, which is a failure too.
-  static func signal(paths: [String]) -> Answer {
+  /// `signal SIGTERM` on the first socket that `served` serves and that lies where no other
+  /// user may write: OpenVPN greets with `>INFO:` and answers `SUCCESS: signal SIGTERM thrown`
+  /// (lines end in CRLF). One bounded exchange: a socket that asks for a password takes the
+  /// command for one and refuses, which is a failure too.
+  static func signal(paths: [String], served: Int32) -> Answer {
     var problem = "unreachable"
     for path in paths {
+      if let unsafe = DirectoryTrust.socketProblem(path) {
+        problem = unsafe
+        continue
+      }
       do {
         let answer = try LocalSocketExchange.exchange(
           path: SystemPath(path), request: Array("signal SIGTERM\n".utf8), limit: 1 << 16, idle: .seconds(2),
-          total: .seconds(3), isComplete: { Self.verdict($0) != nil })
+          total: .seconds(3), peer: .process(served), isComplete: { Self.verdict($0) != nil })
         if Self.verdict(answer) == true { return .success }
         problem = TerminalText.sanitize(String(decoding: answer, as: UTF8.self).trimmingASCIIWhitespace())
+      } catch .wrongPeer(let pid, _) {
+        problem = "served by \(pid.map { "pid \($0)" } ?? "another process"), not by pid \(served): nothing sent"
       } catch {
         problem = "\(error)"
       }

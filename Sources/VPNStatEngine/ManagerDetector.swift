@@ -6,9 +6,31 @@ import VPNStatSystem
 public protocol ManagerDetecting {
   /// The manager of each link (name and netlink kind), looked up afresh.
   func managers(of links: [(name: InterfaceName, kind: String?)]) -> [InterfaceName: TunnelManager]
+  /// The wg-quick configuration root may run for `name` (`--action wg-quick` when the device
+  /// does not look like WireGuard), or why there is none.
+  func wgQuickConfiguration(for name: InterfaceName) -> WgQuickConfiguration
+}
+
+/// What the wg-quick directories hold for a name: a configuration root may run, or why not.
+public enum WgQuickConfiguration: Hashable, Sendable {
+  case trusted(String)
+  /// One exists but fails `DirectoryTrust.fileProblem`: which, and why.
+  case refused(path: String, problem: String)
+
+  /// "the wg-quick configuration PATH is not used: PROBLEM", for a refused one.
+  public var refusal: String? {
+    guard case .refused(let path, let problem) = self else { return nil }
+    return "the wg-quick configuration \(TerminalText.sanitize(path)) is not used: \(TerminalText.sanitize(problem))"
+  }
+  /// None exists: where it was looked for.
+  case missing(String)
 }
 
 extension ManagerDetecting {
+  public func wgQuickConfiguration(for name: InterfaceName) -> WgQuickConfiguration {
+    .missing("no wg-quick configuration for \(name.terminalText)")
+  }
+
   public func manager(of name: InterfaceName, kind: String?) -> TunnelManager {
     managers(of: [(name, kind)])[name]
       ?? TunnelManager(
@@ -16,11 +38,13 @@ extension ManagerDetecting {
   }
 }
 
-/// Gathers the evidence for `TunnelManager.identify` from this machine: the tun's holders from
-/// /proc, NetworkManager's devices (`nmcli`, only when NetworkManager runs: /run/NetworkManager
-/// exists), systemd's units (only when systemd runs: /run/systemd/system exists), and wg-quick's
-/// configuration files. One walk of /proc and at most one `nmcli` and one `systemctl` for all
-/// the tunnels asked about.
+/// Gathers the evidence for `TunnelManager.identify` from this machine, from sources no
+/// unprivileged user can forge: NetworkManager's own state (`nmcli`, only when NetworkManager
+/// runs: /run/NetworkManager exists), systemd's units (only when systemd runs:
+/// /run/systemd/system exists), wg-quick configuration files that only root can write, and the
+/// processes of root and of system services holding the tun (from /proc, each descriptor proven
+/// to be the device). One walk of /proc and a few `nmcli` calls and one `systemctl` for all the
+/// tunnels asked about.
 public struct ManagerDetector: ManagerDetecting {
   public var runner: any ProgramRunner
   /// Where wg-quick configurations are: NAME.conf in the first that has one. wg-quick itself
@@ -29,6 +53,8 @@ public struct ManagerDetector: ManagerDetecting {
   /// Units named in the configuration for tunnels (`--systemd-unit NAME=UNIT`).
   public var units: [InterfaceName: String]
   public var procRoot: SystemPath
+  /// How a tun descriptor's device is proven (the kernel's answer; a fixture's in tests).
+  public var attachments: any TunAttachmentSource
   /// Present while NetworkManager runs.
   public var networkManagerDirectory: String
   /// Present when systemd is the init system.
@@ -43,6 +69,7 @@ public struct ManagerDetector: ManagerDetecting {
   public init(
     runner: any ProgramRunner = ChildProgramRunner(), wgQuickDirectories: [String] = [defaultWgQuickDirectory],
     units: [InterfaceName: String] = [:], procRoot: SystemPath = "/proc",
+    attachments: any TunAttachmentSource = KernelTunAttachments(),
     networkManagerDirectory: String = "/run/NetworkManager", systemdDirectory: String = "/run/systemd/system",
     survey: TunProcessSurvey? = nil
   ) {
@@ -50,6 +77,7 @@ public struct ManagerDetector: ManagerDetecting {
     self.wgQuickDirectories = wgQuickDirectories
     self.units = units
     self.procRoot = procRoot
+    self.attachments = attachments
     self.networkManagerDirectory = networkManagerDirectory
     self.systemdDirectory = systemdDirectory
     self.survey = survey
@@ -57,18 +85,23 @@ public struct ManagerDetector: ManagerDetecting {
 
   public func managers(of links: [(name: InterfaceName, kind: String?)]) -> [InterfaceName: TunnelManager] {
     guard !links.isEmpty else { return [:] }
-    // A tun's manager is the process holding it; a kernel WireGuard device has none (and a
+    // A tun's manager may be the process holding it; a kernel WireGuard device has none (and a
     // reader without the link kind looks at every name).
     let tuns = Set(links.filter { $0.kind == nil || $0.kind == "tun" }.map(\.name))
     let holders =
       tuns.isEmpty
-      ? [:] : (survey?.processes ?? TunProcesses.read(procRoot: procRoot)).holders(of: tuns, procRoot: procRoot)
+      ? [:]
+      : (survey?.processes ?? TunProcesses.read(procRoot: procRoot, attachments: attachments)).holders(
+        of: tuns, procRoot: procRoot)
     var devices: [InterfaceName: NetworkManagerDevice] = [:]
+    var tunnels: [InterfaceName: NetworkManagerConnection] = [:]
     if FileSystem.exists(networkManagerDirectory) {
       let run = runner.run(NetworkManagerControl.devices, timeout: .seconds(5))
       if run.succeeded {
         for device in NetworkManagerControl.parseDevices(run.output) { devices[device.device] = device }
       }
+      let undecided = links.filter { devices[$0.name].map { $0.isExternal || $0.uuid == nil } ?? true }
+      if !undecided.isEmpty { tunnels = NetworkManagerControl.vpnInterfaces(runner: runner) }
     }
     let systemd = FileSystem.exists(systemdDirectory)
     var active = Set<String>()
@@ -76,7 +109,7 @@ public struct ManagerDetector: ManagerDetecting {
       // Units by name only for what no process explains (kernel WireGuard leaves none).
       let candidates = links.filter { holders[$0.name] == nil }.flatMap {
         (units[$0.name].map { [$0] } ?? []) + ManagerEvidence.wellKnownUnits(for: $0.name)
-      }
+      }.filter { ManagerName.unitProblem($0) == nil }
       if !candidates.isEmpty {
         let run = runner.run(SystemdUnitControl.stateCommand(candidates), timeout: .seconds(5))
         let states = run.output.split(whereSeparator: \.isNewline)
@@ -85,15 +118,43 @@ public struct ManagerDetector: ManagerDetecting {
     }
     var result: [InterfaceName: TunnelManager] = [:]
     for link in links {
-      let config = wgQuickDirectories.lazy.map { "\($0)/\(link.name.escaped).conf" }.first(where: FileSystem.exists)
-      let evidence = ManagerEvidence(
+      let configuration = wgQuickConfiguration(for: link.name)
+      var evidence = ManagerEvidence(
         interface: link.name, linkKind: link.kind, holders: holders[link.name] ?? [],
-        networkManager: devices[link.name], systemdRunning: systemd,
+        networkManager: devices[link.name], networkManagerVPN: tunnels[link.name], systemdRunning: systemd,
         activeUnits: ManagerEvidence.wellKnownUnits(for: link.name).filter(active.contains),
-        configuredUnit: units[link.name].flatMap { active.contains($0) ? $0 : nil }, wgQuickConfig: config,
-        wgQuickConfigSearched: wgQuickDirectories.map { "\($0)/\(link.name.escaped).conf" }.joined(separator: ", "))
+        configuredUnit: units[link.name].flatMap { active.contains($0) ? $0 : nil })
+      switch configuration {
+      case .trusted(let path): evidence.wgQuickConfig = path
+      case .refused: evidence.wgQuickConfigRefused = configuration.refusal
+      case .missing(let searched): evidence.wgQuickConfigSearched = searched
+      }
       result[link.name] = TunnelManager.identify(evidence)
     }
     return result
+  }
+
+  /// NAME.conf in the first wg-quick directory that has one, as an absolute path (wg-quick never
+  /// takes it for an option), when it and its directories pass `DirectoryTrust.fileProblem`:
+  /// wg-quick runs its PreUp/PostDown lines as root.
+  public func wgQuickConfiguration(for name: InterfaceName) -> WgQuickConfiguration {
+    let paths = wgQuickDirectories.map { "\($0)/\(name.escaped).conf" }
+    guard let path = paths.first(where: FileSystem.exists) else {
+      return .missing(paths.map(TerminalText.sanitize).joined(separator: ", "))
+    }
+    return Self.trust(wgQuick: path)
+  }
+
+  /// A wg-quick configuration file by its path: trusted (made absolute) or refused, and why.
+  public static func trust(wgQuick path: String) -> WgQuickConfiguration {
+    if let problem = DirectoryTrust.fileProblem(path) { return .refused(path: path, problem: problem) }
+    if path.hasPrefix("/") { return .trusted(path) }
+    // Relative: made absolute through its directory, keeping the file's own name (wg-quick
+    // names the interface after it, even when it is a link).
+    let slash = path.lastIndex(of: "/")
+    let directory = slash.map { String(path[..<$0]) } ?? "."
+    let file = slash.map { String(path[path.index(after: $0)...]) } ?? path
+    guard let real = FileSystem.realPath(directory) else { return .missing(TerminalText.sanitize(path)) }
+    return .trusted(real == "/" ? "/" + file : real + "/" + file)
   }
 }

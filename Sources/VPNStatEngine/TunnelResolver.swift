@@ -19,6 +19,8 @@ public enum TunnelNameError: Error, Sendable, CustomStringConvertible {
   case ambiguous(name: String, candidates: [TunnelManager])
   /// None does (of the kind asked for); `searched` says where it was looked for.
   case notFound(name: String, kind: TunnelManager.Kind?, searched: [String])
+  /// A file it names (a wg-quick configuration) is one root must not run.
+  case untrusted(UntrustedFile)
 
   public var description: String {
     switch self {
@@ -29,6 +31,8 @@ public enum TunnelNameError: Error, Sendable, CustomStringConvertible {
     case .notFound(let name, let kind, let searched):
       let what = kind.map { "no \($0.rawValue) tunnel" } ?? "no tunnel"
       return "\(what) named '\(TerminalText.sanitize(name))': \(searched.joined(separator: "; "))"
+    case .untrusted(let file):
+      return file.description
     }
   }
 }
@@ -58,13 +62,14 @@ public struct TunnelResolver {
 
   var runner: any ProgramRunner { detector.runner }
 
-  /// NetworkManager's connections: `NAME:UUID:TYPE`, one a line (`nmcli -t` escapes colons).
-  static let connections = ["nmcli", "-t", "-f", "NAME,UUID,TYPE", "connection", "show"]
+  /// NetworkManager's connections: `UUID:TYPE:NAME`, the name last (`NetworkManagerControl.terseRecords`:
+  /// nmcli escapes colons in it, not newlines).
+  static let connections = ["nmcli", "-t", "-f", "UUID,TYPE,NAME", "connection", "show"]
 
   /// Resolves `name` (of `kind` when given) to one tunnel, or throws why it cannot.
   public func resolve(_ name: String, kind: TunnelManager.Kind?) throws(TunnelNameError) -> TunnelTarget {
     var searched: [String] = []
-    let found = candidates(for: name, searched: &searched)
+    let found = try candidates(for: name, searched: &searched)
     switch TunnelChoice.choose(from: found.map(\.manager), kind: kind) {
     case .found(let manager):
       // The candidate that knows the device wins (the interface named NAME over its
@@ -77,7 +82,7 @@ public struct TunnelResolver {
   }
 
   /// Every manager that answers to `name`, with what was searched.
-  func candidates(for name: String, searched: inout [String]) -> [TunnelTarget] {
+  func candidates(for name: String, searched: inout [String]) throws(TunnelNameError) -> [TunnelTarget] {
     var found: [TunnelTarget] = []
     let shown = TerminalText.sanitize(name)
     // NetworkManager: a connection by name or UUID.
@@ -85,14 +90,15 @@ public struct TunnelResolver {
       searched.append("no NetworkManager connection with that name or UUID")
       let run = runner.run(Self.connections, timeout: .seconds(5))
       if run.succeeded {
-        for line in run.output.split(whereSeparator: \.isNewline) {
-          let fields = NetworkManagerControl.splitTerse(String(line))
-          guard fields.count == 3, fields[0] == name || fields[1].lowercased() == name.lowercased() else { continue }
+        for fields in NetworkManagerControl.terseRecords(run.output, fields: 3) {
+          let (uuid, type, connection) = (fields[0], fields[1], fields[2])
+          guard ManagerName.isUUID(uuid), connection == name || uuid.lowercased() == name.lowercased() else { continue }
           let manager = TunnelManager(
-            kind: .networkManager, id: fields[1], foundBy: .networkManager,
-            evidence: "NetworkManager connection '\(fields[0])' (\(fields[2]))", connectionName: fields[0])
-          let control = NetworkManagerControl(
-            uuid: fields[1], manager: manager, connectionType: fields[2], runner: runner)
+            kind: .networkManager, id: uuid, foundBy: .networkManager,
+            evidence:
+              "NetworkManager connection '\(TerminalText.sanitize(connection))' (\(TerminalText.sanitize(type)), \(uuid))",
+            connectionName: connection)
+          let control = NetworkManagerControl(uuid: uuid, manager: manager, connectionType: type, runner: runner)
           found.append(TunnelTarget(manager: manager, control: control, device: nil))
         }
       } else {
@@ -108,8 +114,10 @@ public struct TunnelResolver {
       searched.append(
         "no systemd unit of that name, configured for it, or enabled as wg-quick@, openvpn-client@ or openvpn@")
       var units: [(unit: String, why: String)] = []
-      if name.hasSuffix(".service"), unitLoaded(name) { units.append((name, "a unit systemd knows")) }
-      if plausible, let configured = detector.units[interface] {
+      if name.hasSuffix(".service"), ManagerName.unitProblem(name) == nil, unitLoaded(name) {
+        units.append((name, "a unit systemd knows"))
+      }
+      if plausible, let configured = detector.units[interface], ManagerName.unitProblem(configured) == nil {
         units.append((configured, "named in the configuration for \(shown)"))
       }
       if plausible {
@@ -126,15 +134,23 @@ public struct TunnelResolver {
     } else {
       searched.append("systemd does not run")
     }
-    // wg-quick: a configuration file by path or by name.
+    // wg-quick: a configuration file by path or by name, which root may run (wg-quick runs its
+    // hooks as root): one others could write refuses the whole name.
     var configuration: String?
+    var file: WgQuickConfiguration?
     if name.contains("/") {
-      if name.hasSuffix(".conf"), FileSystem.exists(name) { configuration = name }
+      if name.hasSuffix(".conf"), FileSystem.exists(name) { file = ManagerDetector.trust(wgQuick: name) }
       searched.append("no wg-quick configuration at \(shown)")
     } else if plausible {
+      file = detector.wgQuickConfiguration(for: interface)
       let paths = detector.wgQuickDirectories.map { "\($0)/\(interface.escaped).conf" }
-      configuration = paths.first(where: FileSystem.exists)
       searched.append("no wg-quick configuration " + paths.map(TerminalText.sanitize).joined(separator: " or "))
+    }
+    switch file {
+    case .trusted(let path): configuration = path
+    case .refused(let path, let problem):
+      throw .untrusted(UntrustedFile(role: "wg-quick configuration", path: path, problem: problem))
+    case .missing, nil: break
     }
     if let configuration {
       let manager = TunnelManager(
@@ -157,13 +173,13 @@ public struct TunnelResolver {
 
   /// Whether systemd has loaded (knows) the unit.
   func unitLoaded(_ unit: String) -> Bool {
-    let run = runner.run(["systemctl", "show", "--property=LoadState", "--value", unit], timeout: .seconds(5))
+    let run = runner.run(["systemctl", "show", "--property=LoadState", "--value", "--", unit], timeout: .seconds(5))
     return run.succeeded && run.output.trimmingASCIIWhitespace() == "loaded"
   }
 
   /// Whether the unit is enabled: the user chose systemd to run that tunnel.
   func unitEnabled(_ unit: String) -> Bool {
-    let run = runner.run(["systemctl", "is-enabled", unit], timeout: .seconds(5))
+    let run = runner.run(["systemctl", "is-enabled", "--", unit], timeout: .seconds(5))
     return run.succeeded && run.output.trimmingASCIIWhitespace() == "enabled"
   }
 }

@@ -1,39 +1,64 @@
 import VPNStatModel
 import VPNStatSystem
 
-/// The processes holding a tun device open, from one walk of /proc: a descriptor that names
-/// `/dev/net/tun` and whose `fdinfo` says `iff:\tNAME`. fdinfo names the device but not its
-/// network namespace, so only processes in this process's network namespace count
-/// (`/proc/PID/ns/net`). This is how the manager of a tun is found (wireguard-go, OpenVPN,
-/// NetworkManager's OpenVPN plugin), and how a tun is known to be wireguard-go's
-/// (`UserspaceWireGuard`): both read the same walk, so a report asks /proc once.
+/// Tells which device a process's tun descriptor is attached to: `TunDescriptor` on this
+/// machine (the descriptor itself asked, root only), a fixture's answer in tests.
+public protocol TunAttachmentSource: Sendable {
+  /// The attachment of descriptor `fd` of `pid`, or nil when it cannot be told.
+  func attachment(pid: Int32, fd: Int32) -> TunDescriptor.Attachment?
+}
+
+/// The kernel's answer, through `TunDescriptor`.
+public struct KernelTunAttachments: TunAttachmentSource {
+  public init() {}
+  public func attachment(pid: Int32, fd: Int32) -> TunDescriptor.Attachment? {
+    try? TunDescriptor.attachment(pid: pid, fd: fd)
+  }
+}
+
+/// The processes that may manage a tunnel and the tuns they hold, from one walk of /proc. Only
+/// a process running as root or in a system service may be a manager
+/// (`TunnelProcess.mayBeManager`): the walk asks that first, from the kernel's `status` and
+/// `cgroup` files, and reads the descriptors of those alone, so what other users hold open
+/// costs nothing. A descriptor counts when it names `/dev/net/tun` and the descriptor itself
+/// says its device lives in this network namespace (`TunAttachmentSource`): fdinfo's `iff:` name
+/// and the holder's own namespace prove nothing, since any user can make a tun of any name in a
+/// namespace of their own and pass it here. This is how the manager of a tun is found
+/// (wireguard-go, OpenVPN), and how a tun is known to be wireguard-go's (`UserspaceWireGuard`):
+/// both read the same walk, so a report asks /proc once.
 public struct TunProcesses: Sendable {
-  /// A process in this network namespace with tuns open.
+  /// A process of root or of a system service holding tuns of this network namespace.
   public struct Holder: Hashable, Sendable {
     public var pid: Int32
     /// `/proc/PID/comm`, as the kernel keeps it.
     public var command: [UInt8]
     /// The tuns its descriptors are attached to, in descriptor order.
     public var tuns: [InterfaceName]
+    /// Whether all its user ids are root's.
+    public var runsAsRoot: Bool
+    /// Its control group.
+    public var controlGroup: String?
   }
 
-  /// In pid order. When this process's own namespace cannot be read, the holders of every
-  /// namespace.
+  /// In pid order.
   public private(set) var holders: [Holder] = []
-  /// Processes /proc would not show (another user's, without privileges) whose name is a
-  /// userspace WireGuard's: the device their arguments name, unconfirmed.
+  /// Processes /proc would not show (another user's, to a caller without privileges) whose
+  /// name is a userspace WireGuard's: the device their arguments name, unconfirmed, for a report
+  /// to show — never evidence.
   public private(set) var hidden: [UserspaceWireGuard] = []
-  /// Whether this process's network namespace could be read (`holders` is of it alone).
+  /// Whether this process's network namespace could be read.
   public private(set) var ownNamespaceKnown = false
 
   public init() {}
 
-  /// One walk: per process its namespace (one `readlink`), and only for those in ours their
-  /// descriptors; a name is read only for holders and for processes /proc hides.
-  public static func read(procRoot: SystemPath = "/proc") -> TunProcesses {
+  /// One walk: per process its namespace (one `readlink`); for those in ours, who runs it; for
+  /// those that may be managers, their descriptors.
+  public static func read(
+    procRoot: SystemPath = "/proc", attachments: any TunAttachmentSource = KernelTunAttachments()
+  ) -> TunProcesses {
     var found = TunProcesses()
-    let own = ProcessTable.namespace("net", of: nil, procRoot: procRoot)
-    found.ownNamespaceKnown = own != nil
+    guard let own = ProcessTable.namespace("net", of: nil, procRoot: procRoot) else { return found }
+    found.ownNamespaceKnown = true
     for pid in ProcessTable.ids(procRoot: procRoot).sorted() {
       let directory = procRoot.appending(String(pid))
       let namespace: [UInt8]
@@ -51,30 +76,33 @@ public struct TunProcesses: Sendable {
         // Exited meanwhile.
         continue
       }
-      if let own, namespace != own { continue }
+      guard namespace == own else { continue }
+      let userIDs = ProcessTable.userIDs(of: pid, procRoot: procRoot)
+      let runsAsRoot = userIDs.map { $0.allSatisfy { $0 == 0 } } ?? false
+      let controlGroup = runsAsRoot ? nil : ProcessTable.controlGroup(of: pid, procRoot: procRoot)
+      guard TunnelProcess.mayBeManager(userIDs: userIDs, controlGroup: controlGroup) else { continue }
       var tuns: [InterfaceName] = []
       // A holder in another mount namespace shows /dev/net/tun from its own root: the suffix
       // is what tells.
       for file in ProcessTable.openFiles(of: pid, procRoot: procRoot).sorted(by: { $0.fd < $1.fd })
       where file.target.suffix(UserspaceWireGuard.tunPath.count).elementsEqual(UserspaceWireGuard.tunPath) {
-        guard let info = ProcessTable.descriptorInfo(pid: pid, fd: file.fd, procRoot: procRoot),
-          let name = UserspaceWireGuard.tunName(fdinfo: info)
-        else { continue }
+        guard case .here(let name) = attachments.attachment(pid: pid, fd: file.fd) else { continue }
         tuns.append(name)
       }
       guard !tuns.isEmpty else { continue }
       let command = (try? SmallFile.read(directory.appending("comm"), limit: 64)) ?? []
-      found.holders.append(Holder(pid: pid, command: Array(command.trimmingASCIIWhitespace()), tuns: tuns))
+      found.holders.append(
+        Holder(
+          pid: pid, command: Array(command.trimmingASCIIWhitespace()), tuns: tuns, runsAsRoot: runsAsRoot,
+          controlGroup: controlGroup ?? ProcessTable.controlGroup(of: pid, procRoot: procRoot)))
     }
     return found
   }
 
-  /// The holders of each of `devices` in this network namespace, in pid order, with who they
-  /// are. Processes of other users cannot be read without privileges and are not seen.
+  /// The holders of each of `devices`, in pid order, with who they are.
   public func holders(of devices: Set<InterfaceName>, procRoot: SystemPath = "/proc") -> [InterfaceName:
     [TunnelProcess]]
   {
-    guard ownNamespaceKnown else { return [:] }
     var result: [InterfaceName: [TunnelProcess]] = [:]
     for holder in holders {
       let held = Set(holder.tuns).intersection(devices)
@@ -82,8 +110,8 @@ public struct TunProcesses: Sendable {
       let process = TunnelProcess(
         pid: holder.pid, startTime: ProcessTable.startTime(of: holder.pid, procRoot: procRoot),
         command: String(decoding: holder.command, as: UTF8.self),
-        arguments: ProcessTable.arguments(of: holder.pid, procRoot: procRoot),
-        controlGroup: ProcessTable.controlGroup(of: holder.pid, procRoot: procRoot))
+        arguments: ProcessTable.arguments(of: holder.pid, procRoot: procRoot), controlGroup: holder.controlGroup,
+        runsAsRoot: holder.runsAsRoot)
       for name in held { result[name, default: []].append(process) }
     }
     return result
@@ -96,16 +124,20 @@ public struct TunProcesses: Sendable {
 /// walk afresh each time they must look.
 public final class TunProcessSurvey {
   public let procRoot: SystemPath
+  public let attachments: any TunAttachmentSource
   private var taken: TunProcesses?
   /// How many times /proc was walked: at most once.
   public private(set) var walks = 0
 
-  public init(procRoot: SystemPath = "/proc") { self.procRoot = procRoot }
+  public init(procRoot: SystemPath = "/proc", attachments: any TunAttachmentSource = KernelTunAttachments()) {
+    self.procRoot = procRoot
+    self.attachments = attachments
+  }
 
   public var processes: TunProcesses {
     if let taken { return taken }
     walks += 1
-    let fresh = TunProcesses.read(procRoot: procRoot)
+    let fresh = TunProcesses.read(procRoot: procRoot, attachments: attachments)
     taken = fresh
     return fresh
   }

@@ -3,15 +3,15 @@ import VPNStatSystem
 
 /// A userspace WireGuard (wireguard-go) running on this machine, and the tun it holds, found
 /// through `/proc`. wireguard-go's device is a plain tun, which only its holder tells apart from
-/// any other: fdinfo's `iff:` line names the tun an open `/dev/net/tun` is attached to, and
-/// since that name is unique only within a network namespace, the holder's `ns/net` must be
-/// this process's. Its control socket is then reached through the holder's own root
-/// (`/proc/PID/root/run/wireguard/NAME.sock`), which is right even when wg-quick ran it in a
-/// mount namespace of its own. docs/real-vpns.md shows what each file holds.
+/// any other: a process of root (or of a system service) named wireguard-go whose tun
+/// descriptor the kernel says is this namespace's device (`TunProcesses`). Its control socket
+/// is then reached through the holder's own root (`/proc/PID/root/run/wireguard/NAME.sock`),
+/// which is right even when wg-quick ran it in a mount namespace of its own, and asked only when
+/// root serves it. docs/real-vpns.md shows what each file holds.
 public struct UserspaceWireGuard: Hashable, Sendable {
   public var pid: Int32
-  /// The tun it holds (fdinfo's `iff:`), or the device its arguments name when /proc would not
-  /// show its descriptors.
+  /// The tun it holds (its descriptor asked), or the device its arguments name when /proc would
+  /// not show its descriptors.
   public var device: InterfaceName
   /// False when the process belongs to another user: /proc hid its namespace, descriptors and
   /// root, so `device` comes from its arguments, unconfirmed, and its socket cannot be reached.
@@ -53,17 +53,6 @@ public struct UserspaceWireGuard: Hashable, Sendable {
   /// makes one) whose /dev is not under our root shows the path from its namespace's root, e.g.
   /// `/srv/chroot/dev/net/tun`: the suffix is what identifies it.
   static let tunPath = Array("/dev/net/tun".utf8)
-
-  /// The `iff:` line of a tun descriptor's fdinfo: the device it is attached to; nil before
-  /// TUNSETIFF (an empty name) or for another kind of file.
-  static func tunName(fdinfo: [UInt8]) -> InterfaceName? {
-    for line in fdinfo.split(separator: 0x0A) where line.starts(with: Array("iff:".utf8)) {
-      let value = line.dropFirst(4).drop { $0 == 0x09 || $0 == 0x20 }
-      let name = InterfaceName(bytes: value)
-      return name.kernelProblem == nil ? name : nil
-    }
-    return nil
-  }
 
   /// wireguard-go's device as its arguments name it (`wireguard-go [-f] NAME`): the last argument
   /// that is not an option.

@@ -26,6 +26,8 @@ public struct WireGuardReader: WireGuardSource {
   /// The walk of /proc shared with the rest of a one-off command (`status`: the manager
   /// detector reads it too); nil: a walk of its own whenever a new tun must be looked up.
   public var survey: TunProcessSurvey?
+  /// How a tun descriptor's device is proven (the kernel's answer; a fixture's in tests).
+  public var attachments: any TunAttachmentSource
 
   private var netlink: NetlinkSocket?
   private var holders: [TunKey: UserspaceWireGuard?] = [:]
@@ -46,7 +48,8 @@ public struct WireGuardReader: WireGuardSource {
     procRoot: SystemPath = "/proc", runDirectory: SystemPath = "/run/wireguard",
     idleTimeout: Duration = WireGuardReader.defaultIdleTimeout,
     totalTimeout: Duration = WireGuardReader.defaultTotalTimeout, answerLimit: Int = WireGuardUAPI.answerLimit,
-    useNetlink: Bool = true, survey: TunProcessSurvey? = nil
+    useNetlink: Bool = true, survey: TunProcessSurvey? = nil,
+    attachments: any TunAttachmentSource = KernelTunAttachments()
   ) {
     self.procRoot = procRoot
     self.runDirectory = runDirectory
@@ -55,6 +58,7 @@ public struct WireGuardReader: WireGuardSource {
     self.answerLimit = answerLimit
     self.useNetlink = useNetlink
     self.survey = survey
+    self.attachments = attachments
   }
 
   public mutating func read(_ candidates: [WireGuardCandidate]) -> [WireGuardStatus?] {
@@ -94,7 +98,8 @@ public struct WireGuardReader: WireGuardSource {
   /// Walks /proc once and notes, for each tun asked about, its userspace WireGuard or none.
   private mutating func scanProcesses(for tuns: [TunKey]) {
     processScans += 1
-    let found = UserspaceWireGuard.find(in: survey?.processes ?? TunProcesses.read(procRoot: procRoot))
+    let found = UserspaceWireGuard.find(
+      in: survey?.processes ?? TunProcesses.read(procRoot: procRoot, attachments: attachments))
     for key in tuns where holders[key] == nil {
       // One that /proc shows in full wins over one only named in another user's arguments.
       let matching = found.filter { $0.device == key.name }
@@ -121,7 +126,9 @@ public struct WireGuardReader: WireGuardSource {
     return fallback
   }
 
-  /// Asks the first of `paths` that exists with `get=1`.
+  /// Asks the first of `paths` that exists with `get=1`, when root or this user serves it:
+  /// another user's socket at that path would answer what it likes (a handshake `connect` would
+  /// take for proof).
   private mutating func readControlSocket(_ paths: [SystemPath]) -> Result<WireGuardReading, WireGuardUnavailable> {
     var result: Result<WireGuardReading, WireGuardUnavailable> = .failure(.noSource("no control socket"))
     for path in paths {
@@ -129,7 +136,7 @@ public struct WireGuardReader: WireGuardSource {
       do {
         let answer = try LocalSocketExchange.exchange(
           path: path, request: WireGuardUAPI.request, limit: answerLimit, idle: idleTimeout, total: totalTimeout,
-          isComplete: WireGuardUAPI.isComplete)
+          peer: .rootOrSelf, isComplete: WireGuardUAPI.isComplete)
         return .success(WireGuardReading(device: try WireGuardUAPI.parse(answer), source: .uapi))
       } catch let failure as LocalSocketExchange.Failure {
         if case .closedEarly(let partial) = failure {
@@ -167,6 +174,9 @@ public struct WireGuardReader: WireGuardSource {
       return .tooLarge(limit)
     case .closedEarly:
       return .malformed("the control socket closed before the end of its answer")
+    case .wrongPeer(_, let user):
+      return .notPermitted(
+        "the control socket \(path) is served by uid \(user.map { String($0) } ?? "unknown"), not by root: not asked")
     }
   }
 }

@@ -19,9 +19,11 @@ public struct TunnelManager: Hashable, Sendable {
 
   /// Which evidence decided, as JSON's `found_by` names it (like `class_by` for classes).
   public enum Evidence: String, Hashable, Sendable, CaseIterable {
-    /// NetworkManager's active connection on the device.
+    /// NetworkManager's active connection on the device, or the VPN connection whose IP
+    /// configuration is on it.
     case networkManager = "networkmanager"
-    /// The process holding the tun (OpenVPN, wireguard-go, NetworkManager's OpenVPN plugin).
+    /// The process holding the tun (OpenVPN, wireguard-go), running as root or in a system
+    /// service.
     case holder
     /// The systemd service the holder runs in.
     case controlGroup = "control-group"
@@ -63,73 +65,84 @@ public struct TunnelManager: Hashable, Sendable {
   }
 
   /// The rule, strongest evidence first: NetworkManager (its active connection on the device, or
-  /// NM's OpenVPN plugin holding the tun), then a systemd service (the holder's control group, or
-  /// a unit systemd says is active for the name — only where systemd runs), then wg-quick (a
-  /// WireGuard device with a configuration file), then an OpenVPN process holding the tun; else
-  /// none. NetworkManager must come before systemd: the processes of its VPN plugins live in
-  /// NetworkManager.service's control group.
+  /// the VPN connection whose IP configuration is on it — NM's OpenVPN plugin), then a systemd
+  /// service (the holder's control group, or a unit systemd says is active for the name — only
+  /// where systemd runs), then wg-quick (a WireGuard device with a trusted configuration file),
+  /// then an OpenVPN process holding the tun; else none. NetworkManager must come before systemd:
+  /// the processes of its VPN plugins live in NetworkManager.service's control group.
+  ///
+  /// Only evidence no unprivileged user can produce counts: NetworkManager's and systemd's own
+  /// state, root's files, and holders that run as root or in a system service (a process's name
+  /// and arguments are its owner's to choose). A holder that may not be a manager is ignored.
   public static func identify(_ evidence: ManagerEvidence) -> TunnelManager {
     let name = evidence.interface.terminalText
     if let device = evidence.networkManager, !device.isExternal, let uuid = device.uuid {
       return TunnelManager(
         kind: .networkManager, id: uuid, foundBy: .networkManager,
-        evidence: "NetworkManager: connection '\(device.connection ?? uuid)' is active on \(name)",
+        evidence:
+          "NetworkManager: connection '\(TerminalText.sanitize(device.connection ?? uuid))' is active on \(name)",
         connectionName: device.connection)
     }
-    for holder in evidence.holders {
-      if let uuid = holder.networkManagerConnection {
-        return TunnelManager(
-          kind: .networkManager, id: uuid, foundBy: .holder,
-          evidence:
-            "\(holder.described) holds \(name) for NetworkManager (management socket nm-openvpn-\(uuid))",
-          process: holder)
-      }
+    if let vpn = evidence.networkManagerVPN {
+      return TunnelManager(
+        kind: .networkManager, id: vpn.uuid, foundBy: .networkManager,
+        evidence:
+          "NetworkManager: \(TerminalText.sanitize(vpn.type)) connection '\(TerminalText.sanitize(vpn.name ?? vpn.uuid))' runs over \(name)",
+        connectionName: vpn.name)
     }
+    let holders = evidence.holders.filter(\.mayBeManager)
     if evidence.systemdRunning {
-      for holder in evidence.holders {
+      for holder in holders {
         if let unit = holder.systemdUnit, unit != "NetworkManager.service" {
           return TunnelManager(
             kind: .systemd, id: unit, foundBy: .controlGroup,
-            evidence: "\(holder.described) holding \(name) runs in \(unit)",
+            evidence: "\(holder.described) holding \(name) runs in \(TerminalText.sanitize(unit))",
             process: holder)
         }
       }
       if let unit = evidence.configuredUnit ?? evidence.activeUnits.first {
         let why = evidence.configuredUnit != nil ? "named in the configuration" : "active, by its name"
-        return TunnelManager(kind: .systemd, id: unit, foundBy: .unit, evidence: "systemd unit \(unit) (\(why))")
+        return TunnelManager(
+          kind: .systemd, id: unit, foundBy: .unit, evidence: "systemd unit \(TerminalText.sanitize(unit)) (\(why))")
       }
     }
-    let wireGuard = evidence.holders.first { $0.isWireGuardGo(for: evidence.interface) }
+    let wireGuard = holders.first(where: \.isWireGuardGo)
     let isWireGuard = evidence.linkKind == "wireguard" || wireGuard != nil
     if isWireGuard, let config = evidence.wgQuickConfig {
       let device = wireGuard.map { "\($0.described) holds \(name)" } ?? "\(name) is a WireGuard device"
       return TunnelManager(
-        kind: .wgQuick, id: config, foundBy: wireGuard == nil ? .kind : .holder, evidence: "\(device); \(config)",
-        process: wireGuard)
+        kind: .wgQuick, id: config, foundBy: wireGuard == nil ? .kind : .holder,
+        evidence: "\(device); \(TerminalText.sanitize(config))", process: wireGuard)
     }
-    if let openVPN = evidence.holders.first(where: { $0.command == "openvpn" }) {
+    if let openVPN = holders.first(where: { $0.command == "openvpn" }) {
       let socket = openVPN.managementSocket
       return TunnelManager(
         kind: .openVPN, id: socket ?? "pid \(openVPN.pid)", foundBy: .holder,
         evidence: "\(openVPN.described) holds \(name)"
-          + (socket.map { "; management socket \($0)" } ?? "; no management socket"),
+          + (socket.map { "; management socket \(TerminalText.sanitize($0))" } ?? "; no management socket"),
         process: openVPN)
     }
-    let why: String
+    var why: String
     if isWireGuard {
-      why = "\(name) is a WireGuard device without a wg-quick configuration (\(evidence.wgQuickConfigSearched))"
-    } else if let holder = evidence.holders.first {
+      why =
+        evidence.wgQuickConfigRefused
+        ?? "\(name) is a WireGuard device without a wg-quick configuration (\(TerminalText.sanitize(evidence.wgQuickConfigSearched)))"
+    } else if let holder = holders.first {
       why = "\(holder.described) holds \(name), not a manager vpnstat knows"
     } else if evidence.linkKind == "tun" {
-      why = "no process holds \(name)"
+      why = "no process of root or of a system service holds \(name)"
     } else {
-      why = "no manager found for \(name)" + (evidence.linkKind.map { " (kind \($0))" } ?? "")
+      why = "no manager found for \(name)" + (evidence.linkKind.map { " (kind \(TerminalText.sanitize($0)))" } ?? "")
     }
-    return TunnelManager(kind: .none, id: nil, foundBy: evidence.holders.isEmpty ? .nothing : .holder, evidence: why)
+    if !isWireGuard, let refused = evidence.wgQuickConfigRefused { why += "; \(refused)" }
+    return TunnelManager(kind: .none, id: nil, foundBy: holders.isEmpty ? .nothing : .holder, evidence: why)
   }
 }
 
-/// A process holding a tun open (found through `/proc/PID/fdinfo`'s `iff:` line): who it is.
+/// A process holding a tun open, as the kernel shows it: who it is, and whether it may be a
+/// manager at all. The tun is proven to be the device (its descriptor asked, not fdinfo's name);
+/// its name and arguments are believed only because it runs as root or in a system service —
+/// any other user chooses what theirs say.
 public struct TunnelProcess: Hashable, Sendable {
   public var pid: Int32
   /// When it started (clock ticks after boot): with the pid, who it is even if the pid is reused.
@@ -140,17 +153,34 @@ public struct TunnelProcess: Hashable, Sendable {
   public var arguments: [String]
   /// Its control group (`/system.slice/openvpn-client@work.service`), when it has one.
   public var controlGroup: String?
+  /// Whether every one of its user ids (real, effective, saved, file system) is root's.
+  public var runsAsRoot: Bool
 
-  public init(pid: Int32, startTime: UInt64?, command: String, arguments: [String], controlGroup: String?) {
+  public init(
+    pid: Int32, startTime: UInt64?, command: String, arguments: [String], controlGroup: String?, runsAsRoot: Bool
+  ) {
     self.pid = pid
     self.startTime = startTime
     self.command = command
     self.arguments = arguments
     self.controlGroup = controlGroup
+    self.runsAsRoot = runsAsRoot
   }
 
   /// "openvpn (pid 812)", made safe for a terminal.
   public var described: String { "\(TerminalText.sanitize(command)) (pid \(pid))" }
+
+  /// Whether root may take this process for a tunnel's manager: it runs as root, or in a system
+  /// service (a control group under /system.slice only root can move a process into). Another
+  /// user's process — or root's own in a user namespace, whose ids map to that user — never is.
+  public var mayBeManager: Bool { runsAsRoot || systemdUnit != nil }
+
+  /// The rule as the walk of /proc applies it before reading a process's descriptors: what
+  /// others hold open costs nothing.
+  public static func mayBeManager(userIDs: [UInt32]?, controlGroup: String?) -> Bool {
+    if let userIDs, !userIDs.isEmpty, userIDs.allSatisfy({ $0 == 0 }) { return true }
+    return systemService(controlGroup) != nil
+  }
 
   /// OpenVPN's `--management PATH unix` (the socket it answers on), if it was given one.
   public var managementSocket: String? {
@@ -160,26 +190,38 @@ public struct TunnelProcess: Hashable, Sendable {
     return arguments[index + 1]
   }
 
-  /// The UUID of the NetworkManager connection whose OpenVPN plugin started this process: its
-  /// management socket is `/var/run/NetworkManager/nm-openvpn-UUID`.
-  public var networkManagerConnection: String? {
-    guard let socket = managementSocket, let slash = socket.lastIndex(of: "/") else { return nil }
-    let file = socket[socket.index(after: slash)...]
-    guard file.hasPrefix("nm-openvpn-"), file.count > "nm-openvpn-".count else { return nil }
-    return String(file.dropFirst("nm-openvpn-".count))
+  /// The systemd service it runs in, when its control group is a system service's.
+  public var systemdUnit: String? { Self.systemService(controlGroup) }
+
+  /// The service a control group belongs to: `/system.slice/[….slice/]NAME.service[/…]`. A
+  /// login session's `.scope`, and anything under `/user.slice` — where a user's own systemd
+  /// may name a unit anything, `openvpn-client@work.service` too — are not system services.
+  static func systemService(_ controlGroup: String?) -> String? {
+    guard let group = controlGroup, group.hasPrefix("/system.slice/") else { return nil }
+    let parts = group.split(separator: "/").dropFirst()
+    for part in parts {
+      if part.hasSuffix(".service") { return String(part) }
+      guard part.hasSuffix(".slice") else { return nil }
+    }
+    return nil
   }
 
-  /// The systemd service it runs in: the last part of its control group when that names a
-  /// `.service` (a login session's `.scope` is not one).
-  public var systemdUnit: String? {
-    guard let group = controlGroup, let last = group.split(separator: "/").last, last.hasSuffix(".service")
-    else { return nil }
-    return String(last)
-  }
+  /// wireguard-go, holding its tun (proven by the descriptor, not by its arguments).
+  public var isWireGuardGo: Bool { command == "wireguard-go" }
+}
 
-  /// wireguard-go serving `interface` (`wireguard-go wg0`).
-  public func isWireGuardGo(for interface: InterfaceName) -> Bool {
-    command == "wireguard-go" && arguments.dropFirst().contains { InterfaceName($0) == interface }
+/// A NetworkManager connection that is active with its IP configuration on an interface other
+/// than its device — a VPN plugin's (OpenVPN's tun) — as NetworkManager says (`GENERAL.IP-IFACE`).
+public struct NetworkManagerConnection: Hashable, Sendable {
+  public var uuid: String
+  public var name: String?
+  /// NetworkManager's type (`vpn`).
+  public var type: String
+
+  public init(uuid: String, name: String?, type: String) {
+    self.uuid = uuid
+    self.name = name
+    self.type = type
   }
 }
 
@@ -209,34 +251,43 @@ public struct ManagerEvidence: Hashable, Sendable {
   public var interface: InterfaceName
   /// The netlink link kind (`tun`, `wireguard`), when known.
   public var linkKind: String?
-  /// The processes holding the tun in this network namespace.
+  /// The processes of root or of a system service holding the tun (the device itself, in this
+  /// network namespace).
   public var holders: [TunnelProcess]
   /// NetworkManager's device of that name, when NetworkManager runs and knows it.
   public var networkManager: NetworkManagerDevice?
+  /// NetworkManager's VPN connection whose IP configuration is on the interface, when one is.
+  public var networkManagerVPN: NetworkManagerConnection?
   /// Whether systemd is the init system here (`/run/systemd/system` exists).
   public var systemdRunning: Bool
   /// Units systemd says are active for the name (`wg-quick@wg0.service`, …).
   public var activeUnits: [String]
   /// A unit the configuration names for this tunnel, when systemd says it is active.
   public var configuredUnit: String?
-  /// The wg-quick configuration file for the name, when one exists.
+  /// The wg-quick configuration file for the name, when one exists that root may run (it and
+  /// its directories are root's and writable by no one else).
   public var wgQuickConfig: String?
+  /// Why a configuration file that exists was not used, when one was not.
+  public var wgQuickConfigRefused: String?
   /// Where it was looked for (for the words when there is none).
   public var wgQuickConfigSearched: String
 
   public init(
     interface: InterfaceName, linkKind: String? = nil, holders: [TunnelProcess] = [],
-    networkManager: NetworkManagerDevice? = nil, systemdRunning: Bool = false, activeUnits: [String] = [],
-    configuredUnit: String? = nil, wgQuickConfig: String? = nil, wgQuickConfigSearched: String = ""
+    networkManager: NetworkManagerDevice? = nil, networkManagerVPN: NetworkManagerConnection? = nil,
+    systemdRunning: Bool = false, activeUnits: [String] = [], configuredUnit: String? = nil,
+    wgQuickConfig: String? = nil, wgQuickConfigRefused: String? = nil, wgQuickConfigSearched: String = ""
   ) {
     self.interface = interface
     self.linkKind = linkKind
     self.holders = holders
     self.networkManager = networkManager
+    self.networkManagerVPN = networkManagerVPN
     self.systemdRunning = systemdRunning
     self.activeUnits = activeUnits
     self.configuredUnit = configuredUnit
     self.wgQuickConfig = wgQuickConfig
+    self.wgQuickConfigRefused = wgQuickConfigRefused
     self.wgQuickConfigSearched = wgQuickConfigSearched
   }
 
@@ -286,5 +337,46 @@ public struct ManagerEvidence: Hashable, Sendable {
       }
     }
     return result
+  }
+}
+
+/// The names vpnstat hands to a manager's program, checked first: a name that could be taken for
+/// an option or that holds a control character never reaches `systemctl` or `nmcli`.
+public enum ManagerName {
+  /// Nil when `unit` is a name systemd accepts for a service vpnstat may pass on (systemd's
+  /// characters — letters, digits, `:-_.@\` — at most 255 bytes, not starting with `-` or `.`),
+  /// else why not.
+  public static func unitProblem(_ unit: String) -> String? {
+    let bytes = Array(unit.utf8)
+    guard !bytes.isEmpty else { return "a unit name is empty" }
+    guard bytes.count <= 255 else { return "a unit name is at most 255 bytes" }
+    guard bytes[0] != 0x2D, bytes[0] != 0x2E else {
+      return
+        "'\(TerminalText.sanitize(unit))' starts with '\(Character(Unicode.Scalar(bytes[0])))': not a unit name vpnstat passes on"
+    }
+    let allowed = bytes.allSatisfy {
+      (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+        || [0x3A, 0x2D, 0x5F, 0x2E, 0x40, 0x5C].contains($0)
+    }
+    guard allowed else {
+      return "'\(TerminalText.sanitize(unit))' is not a systemd unit name (letters, digits and :-_.@\\ only)"
+    }
+    return nil
+  }
+
+  /// Whether `uuid` is a UUID as NetworkManager writes one (hex digits and dashes, 8-4-4-4-12).
+  public static func isUUID(_ uuid: String) -> Bool {
+    let bytes = Array(uuid.utf8)
+    guard bytes.count == 36 else { return false }
+    for (index, byte) in bytes.enumerated() {
+      if [8, 13, 18, 23].contains(index) {
+        guard byte == 0x2D else { return false }
+      } else {
+        guard (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte) else {
+          return false
+        }
+      }
+    }
+    return true
   }
 }

@@ -48,6 +48,18 @@ public struct StoreLocation: Hashable, Sendable {
     }
   }
 
+  /// Refuses a database a decision rests on — the gate's: whether a tunnel may come up — when
+  /// others could have written it: the file and its `-wal` (SQLite reads the log as part of the
+  /// database) must pass `DirectoryTrust.fileProblem`, as the enforcer's directory does. A
+  /// missing file is left to the caller.
+  public func checkDecisionTrust() throws {
+    for file in [path, path + "-wal"] where FileSystem.exists(file) {
+      if let problem = DirectoryTrust.fileProblem(file) {
+        throw UntrustedFile(role: "database", path: path, problem: problem)
+      }
+    }
+  }
+
   /// The lock file named `name` (e.g. "record", "enforce-wg0") of this database: beside the
   /// file it really is, so two paths to one database (a symlink) share their locks.
   public func lockPath(_ name: String) -> String {

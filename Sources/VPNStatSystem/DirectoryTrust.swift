@@ -33,6 +33,42 @@ public enum DirectoryTrust {
     return nil
   }
 
+  /// Nil when root may obey the file at `path` — run what it says (a wg-quick configuration's
+  /// hooks), or decide from it (the configuration file, the database the gate reads) — else why
+  /// not: the file belongs to root or to this user and no one else may write it, and its
+  /// directory passes `problem`. Links are followed: the real file and its directories are what
+  /// is checked. A file that does not exist has no problem; the caller says it is missing.
+  public static func fileProblem(_ path: String) -> String? {
+    guard let real = realpathString(path) else { return nil }
+    var info = stat()
+    guard stat(real, &info) == 0 else { return nil }
+    let shown = real == path ? path : "\(path) (\(real))"
+    if info.st_uid != 0 && info.st_uid != geteuid() {
+      return "\(shown) belongs to uid \(info.st_uid), not to root or to this user"
+    }
+    if info.st_mode & S_IWOTH != 0 || (info.st_mode & S_IWGRP != 0 && info.st_gid != 0) {
+      return "\(shown) is writable by other users (mode \(octal(info.st_mode & 0o7777)))"
+    }
+    let directory = real.lastIndex(of: "/").map { $0 == real.startIndex ? "/" : String(real[..<$0]) } ?? "."
+    return problem(directory)
+  }
+
+  /// Nil when the socket at `path` lies where no other user may put one — its directory is not
+  /// writable by others, or is sticky and the socket is root's — else why not. (Who serves it
+  /// is asked of the kernel when connecting: `LocalSocketExchange.Peer`.)
+  public static func socketProblem(_ path: String) -> String? {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return "\(path): \(Errno.current)" }
+    guard info.st_mode & S_IFMT == S_IFSOCK else { return "\(path) is not a socket" }
+    let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+    var parent = stat()
+    guard stat(directory, &parent) == 0 else { return "\(directory): \(Errno.current)" }
+    let othersWrite = parent.st_mode & S_IWOTH != 0 || (parent.st_mode & S_IWGRP != 0 && parent.st_gid != 0)
+    guard othersWrite else { return nil }
+    if parent.st_mode & S_ISVTX != 0 && info.st_uid == 0 { return nil }
+    return "\(directory) is writable by other users (mode \(octal(parent.st_mode & 0o7777)))"
+  }
+
   /// The canonical path of `directory`, or of its nearest existing ancestor when it does not
   /// exist yet (it will be created under that one).
   static func resolvedExisting(_ directory: String) -> String? {
@@ -56,5 +92,29 @@ public enum DirectoryTrust {
   private static func octal(_ mode: mode_t) -> String {
     let digits = String(mode, radix: 8)
     return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+  }
+}
+
+/// A file root would obey — run what it says or decide from it — that others could have
+/// written: refused, never read (exit 77). Whoever can write a wg-quick configuration runs its
+/// hooks as root; whoever can write the configuration file or the gate's database decides what
+/// root enforces.
+public struct UntrustedFile: Error, Sendable, CustomStringConvertible {
+  /// What the file is for ("wg-quick configuration", "configuration file", "database").
+  public var role: String
+  public var path: String
+  /// Why (`DirectoryTrust`'s words: the offending path, its owner or mode).
+  public var problem: String
+
+  public init(role: String, path: String, problem: String) {
+    self.role = role
+    self.path = path
+    self.problem = problem
+  }
+
+  public var description: String {
+    "refusing the \(role) \(TerminalText.sanitize(path)): \(TerminalText.sanitize(problem)). "
+      + "vpnstat obeys such a file only when it and every directory above it belong to root (or to you) "
+      + "and no one else can write them"
   }
 }

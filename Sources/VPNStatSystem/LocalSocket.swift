@@ -1,3 +1,4 @@
+import CLinux
 import VPNStatModel
 
 #if canImport(Glibc)
@@ -20,6 +21,20 @@ public enum LocalSocketExchange {
     /// The other end closed (or reset the connection) before the answer was complete; what came
     /// is kept (to be parsed or discarded by the caller).
     case closedEarly([UInt8])
+    /// The socket is served by another process or user than the one required (the kernel's
+    /// word on who listens: pid and user, nil when it would not say): nothing was sent. Any user
+    /// may bind a socket at a path it can write, or name one in its arguments.
+    case wrongPeer(pid: Int32?, user: UInt32?)
+  }
+
+  /// Who must serve the socket for a request to be sent: the kernel records the pid and user of
+  /// the process that called `listen` (SO_PEERCRED).
+  public enum Peer: Hashable, Sendable {
+    /// Exactly this process (OpenVPN serves its management socket itself).
+    case process(Int32)
+    /// A process of root or of this process's user (wireguard-go listens before it forks, so
+    /// its pid is gone).
+    case rootOrSelf
   }
 
   /// A peer that hung up: how a send or receive learns that the other end closed.
@@ -31,8 +46,9 @@ public enum LocalSocketExchange {
   /// everything read so far. Fails when no byte arrives for `idle` (the one wait is
   /// `waitForReadable`), when the exchange takes longer than `total`, or when the answer exceeds
   /// `limit` bytes. The descriptor is non-blocking from the start, so not even `connect` can hang.
+  /// With `peer`, the request goes out only when the kernel says that process or user serves it.
   public static func exchange(
-    path: SystemPath, request: [UInt8], limit: Int, idle: Duration, total: Duration,
+    path: SystemPath, request: [UInt8], limit: Int, idle: Duration, total: Duration, peer: Peer? = nil,
     isComplete: ([UInt8]) -> Bool
   ) throws(Failure) -> [UInt8] {
     let started = SystemClock.monotonic
@@ -49,6 +65,17 @@ public enum LocalSocketExchange {
     }
     defer { fd.close() }
     try connect(fd, to: path)
+    if let peer {
+      var pid: Int32 = 0
+      var user: UInt32 = 0
+      guard clinux_peer_credentials(fd.rawValue, &pid, &user) == 0 else { throw .wrongPeer(pid: nil, user: nil) }
+      let served: Bool
+      switch peer {
+      case .process(let wanted): served = pid == wanted
+      case .rootOrSelf: served = user == 0 || user == geteuid()
+      }
+      guard served else { throw .wrongPeer(pid: pid > 0 ? pid : nil, user: user) }
+    }
     do {
       try request.withUnsafeBytes { raw in
         var offset = 0

@@ -1,3 +1,4 @@
+import CLinux
 import VPNStatModel
 
 #if canImport(Glibc)
@@ -97,10 +98,29 @@ public enum ProcessTable {
     try? SmallFile.read(procRoot.appending(String(pid)).appending("fdinfo").appending(String(fd)))
   }
 
-  /// Asks the process to stop (SIGTERM), if it is still the one that started at `startTime`.
+  /// The process's user ids from `/proc/PID/status`'s `Uid:` line — real, effective, saved and
+  /// file-system — or nil when it cannot be read (it exited). These are the kernel's, not the
+  /// process's word: what root may believe about who runs it.
+  public static func userIDs(of pid: Int32, procRoot: SystemPath = "/proc") -> [UInt32]? {
+    guard let bytes = try? SmallFile.read(procRoot.appending(String(pid)).appending("status"), limit: 1 << 14)
+    else { return nil }
+    for line in bytes.split(separator: 0x0A) where line.starts(with: Array("Uid:".utf8)) {
+      let ids = line.dropFirst(4).split(whereSeparator: { $0 == 0x09 || $0 == 0x20 }).compactMap {
+        UInt32(String(decoding: $0, as: UTF8.self))
+      }
+      return ids.count == 4 ? ids : nil
+    }
+    return nil
+  }
+
+  /// Asks the process to stop (SIGTERM), if it is still the one that started at `startTime`:
+  /// through a pidfd opened before the start time is checked, so a pid reused in between is
+  /// never signalled.
   public static func terminate(_ pid: Int32, startTime: UInt64?) throws {
+    let pidfd = try retryingInterrupts { clinux_pidfd_open(pid) }
+    defer { close(pidfd) }
     if let startTime, Self.startTime(of: pid) != startTime { return }
-    _ = try retryingInterrupts { kill(pid, SIGTERM) }
+    _ = try retryingInterrupts { clinux_pidfd_send_signal(pidfd, SIGTERM) }
   }
 
   /// Whether this process has the capability `bit` (e.g. 12, CAP_NET_ADMIN) in its effective

@@ -1,7 +1,14 @@
 import Foundation
 
-/// A fixture `/proc`: processes with `comm`, `cmdline`, `ns/net`, `fd/N` and `fdinfo/N` as the
-/// kernel shows them, and `self/ns/net` for the reader itself.
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatSystem
+
+/// A fixture `/proc`: processes with `comm`, `cmdline`, `status` (its `Uid:` line), `cgroup`,
+/// `ns/net`, `fd/N` and `fdinfo/N` as the kernel shows them, and `self/ns/net` for the reader
+/// itself. What the kernel would say of a tun descriptor when asked (`TunDescriptor`) is
+/// `FixtureTunAttachments`' answer: the device fdinfo names, or another namespace's for the
+/// descriptors given as `foreign`.
 final class ProcFixture: @unchecked Sendable {
   let directory: TemporaryDirectory
   var root: String { directory.file("proc") }
@@ -15,14 +22,19 @@ final class ProcFixture: @unchecked Sendable {
   /// A process: `tuns` maps a descriptor number to the `iff:` name (empty: not attached yet).
   func process(
     _ pid: Int, command: String, arguments: [String], namespace: String = "net:[4026531840]",
-    tuns: [Int: String] = [:], otherFiles: [Int: String] = [:], tunLink: String = "/dev/net/tun"
+    tuns: [Int: String] = [:], otherFiles: [Int: String] = [:], tunLink: String = "/dev/net/tun", uid: UInt32 = 0,
+    controlGroup: String = "/user.slice/user-0.slice/session-1.scope", foreign: Set<Int> = []
   ) throws {
     let base = root + "/\(pid)"
     let fm = FileManager.default
-    for sub in ["ns", "fd", "fdinfo"] {
+    for sub in ["ns", "fd", "fdinfo", "foreign"] {
       try fm.createDirectory(atPath: base + "/" + sub, withIntermediateDirectories: true)
     }
     try Data((command + "\n").utf8).write(to: URL(fileURLWithPath: base + "/comm"))
+    try Data("Name:\t\(command)\nUid:\t\(uid)\t\(uid)\t\(uid)\t\(uid)\nGid:\t0\t0\t0\t0\n".utf8).write(
+      to: URL(fileURLWithPath: base + "/status"))
+    try Data("0::\(controlGroup)\n".utf8).write(to: URL(fileURLWithPath: base + "/cgroup"))
+    for fd in foreign { fm.createFile(atPath: base + "/foreign/\(fd)", contents: Data()) }
     try Data(arguments.map { $0 + "\0" }.joined().utf8).write(to: URL(fileURLWithPath: base + "/cmdline"))
     try fm.createSymbolicLink(atPath: base + "/ns/net", withDestinationPath: namespace)
     for (fd, name) in tuns {
@@ -38,4 +50,24 @@ final class ProcFixture: @unchecked Sendable {
 
   /// Where the reader will look for the control socket of `pid`'s `device`.
   func socketPath(_ pid: Int, _ device: String) -> String { root + "/\(pid)/root/run/wireguard/\(device).sock" }
+}
+
+/// What the kernel would answer about a fixture process's tun descriptor: the device its fdinfo
+/// names (none while the name is empty), in another namespace when the fixture says `foreign`.
+struct FixtureTunAttachments: TunAttachmentSource {
+  let root: String
+
+  func attachment(pid: Int32, fd: Int32) -> TunDescriptor.Attachment? {
+    guard let info = FileManager.default.contents(atPath: root + "/\(pid)/fdinfo/\(fd)") else { return nil }
+    if FileManager.default.fileExists(atPath: root + "/\(pid)/foreign/\(fd)") { return .elsewhere }
+    for line in String(decoding: info, as: UTF8.self).split(separator: "\n") where line.hasPrefix("iff:") {
+      let name = line.dropFirst(4).trimmingCharacters(in: .whitespaces)
+      return name.isEmpty ? TunDescriptor.Attachment.none : .here(InterfaceName(name))
+    }
+    return TunDescriptor.Attachment.none
+  }
+}
+
+extension ProcFixture {
+  var attachments: FixtureTunAttachments { FixtureTunAttachments(root: root) }
 }

@@ -308,15 +308,28 @@ struct BadInputTests {
     #expect(result.errors.contains(path + fragment), "\(result.errors)")
   }
 
-  @Test("a world-writable config file is refused, as sudo refuses such a sudoers")
+  @Test(
+    "a config file others may write is refused with 77, as sudo refuses such a sudoers; so is one in a directory others may write"
+  )
   func configWorldWritable() throws {
     let directory = try TemporaryDirectory("cfgww")
     let path = try Self.config("session-length = 7m\n", in: directory, mode: 0o666)
     let (result, _, _) = try Self.lengths(config: path, db: directory.file("v.db"))
-    #expect(result.status == 64)
-    #expect(result.errors.contains("\(path) is world writable"), "\(result.errors)")
+    #expect(result.status == 77)
+    #expect(result.errors.contains("\(path) is writable by other users (mode 0666)"), "\(result.errors)")
+    // Writable by a group other than root's (root's group is root's).
+    if chown(path, getuid(), 65534) == 0 {
+      chmod(path, 0o664)
+      #expect(try Self.lengths(config: path, db: directory.file("v.db")).0.status == 77, "group-writable")
+      chown(path, getuid(), getgid())
+    }
     chmod(path, 0o644)
     #expect(try Self.lengths(config: path, db: directory.file("v.db")).1 == 420)
+    chmod(directory.path, 0o777)
+    defer { chmod(directory.path, 0o700) }
+    let inOpen = try Self.lengths(config: path, db: directory.file("v.db")).0
+    #expect(inOpen.status == 77)
+    #expect(inOpen.errors.contains("\(directory.path) is writable by other users (mode 0777)"), "\(inOpen.errors)")
   }
 
   @Test(
@@ -327,8 +340,8 @@ struct BadInputTests {
     let path = try Self.config("session-length = 7m\n", in: directory)
     chown(path, 65534, 65534)
     let (result, _, _) = try Self.lengths(config: path, db: directory.file("v.db"))
-    #expect(result.status == 64)
-    #expect(result.errors.contains("\(path) is owned by uid 65534, should be 0"), "\(result.errors)")
+    #expect(result.status == 77)
+    #expect(result.errors.contains("\(path) belongs to uid 65534, not to root or to this user"), "\(result.errors)")
   }
 
   // MARK: - interface names

@@ -226,7 +226,7 @@ struct ConnectTests {
     attempt.handle(.start)
     ConnectLoop.run(&attempt)
     #expect(attempt.state == .connected)
-    #expect(systemd.commands.first == ["systemctl", "start", "wg-quick@wg0.service"])
+    #expect(systemd.commands.first == ["systemctl", "start", "--", "wg-quick@wg0.service"])
 
     systemd.state = "failed"
     var failed = self.attempt(control, runner: systemd)
@@ -242,9 +242,9 @@ final class FakeSystemd: ProgramRunner, @unchecked Sendable {
   private(set) var commands: [[String]] = []
   func run(_ arguments: [String], timeout: Duration) -> ProgramRun {
     commands.append(arguments)
-    switch Array(arguments.prefix(2)) {
-    case ["systemctl", "start"]: return ProgramRun(outcome: .exited(0))
-    case ["systemctl", "is-active"]:
+    switch Array(arguments.prefix(3)) {
+    case ["systemctl", "start", "--"]: return ProgramRun(outcome: .exited(0))
+    case ["systemctl", "is-active", "--"]:
       return ProgramRun(outcome: .exited(state == "active" ? 0 : 3), output: state + "\n")
     default: return ProgramRun(outcome: .exited(1), errors: "unexpected \(arguments)\n")
     }

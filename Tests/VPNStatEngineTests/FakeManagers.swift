@@ -59,6 +59,11 @@ final class FakeNetworkManager: ProgramRunner, @unchecked Sendable {
     return kernel.add(device, up: true)
   }
 
+  /// A value as `nmcli -t` writes it: colons and backslashes escaped, newlines not.
+  static func terse(_ value: String) -> String {
+    value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: ":", with: "\\:")
+  }
+
   func autoconnect(_ uuid: String) -> Bool { lock.withLock { connections[uuid]!.autoconnect } }
   func isActive(_ uuid: String) -> Bool { lock.withLock { connections[uuid]!.active } }
 
@@ -105,16 +110,32 @@ final class FakeNetworkManager: ProgramRunner, @unchecked Sendable {
       }
       guard let answer else { return fail("\(last) - no such connection profile.") }
       return ok(answer)
-    case ["-t", "-f", "NAME,UUID,TYPE", "connection", "show"]:
+    case ["-t", "-f", "UUID,TYPE,NAME", "connection", "show"]:
+      let lines = lock.withLock { connections.map { "\($0.key):\($0.value.type):\(Self.terse($0.value.name))\n" } }
+      return ok(lines.sorted().joined())
+    case ["-t", "-f", "UUID,TYPE,NAME", "connection", "show", "--active"]:
       let lines = lock.withLock {
-        connections.map { "\($0.value.name.replacingOccurrences(of: ":", with: "\\:")):\($0.key):\($0.value.type)\n" }
+        connections.filter(\.value.active).map { "\($0.key):\($0.value.type):\(Self.terse($0.value.name))\n" }
       }
       return ok(lines.sorted().joined())
-    case ["-t", "-f", "DEVICE,STATE,CONNECTION,CON-UUID", "device"]:
+    case ["-t", "-f", "DEVICE,STATE,CON-UUID,CONNECTION", "device"]:
+      // A VPN's device is the link under it; its tun shows as connected externally.
       let lines = lock.withLock {
-        connections.filter(\.value.active).map { "\($0.value.device):connected:\($0.value.name):\($0.key)\n" }
+        connections.filter(\.value.active).map { uuid, connection in
+          connection.type == "vpn"
+            ? "\(connection.device):connected (externally):0e0e0e0e-0000-4000-8000-00000000000e:\(connection.device)\n"
+            : "\(connection.device):connected:\(uuid):\(Self.terse(connection.name))\n"
+        }
       }
       return ok(lines.sorted().joined())
+    case _ where words.starts(with: ["-t", "-f", "GENERAL.UUID,GENERAL.IP-IFACE", "connection", "show"]):
+      let uuids = words.dropFirst(5).enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+      let answer = lock.withLock {
+        uuids.compactMap { uuid in
+          connections[uuid].map { "GENERAL.UUID:\(uuid)\nGENERAL.IP-IFACE:\($0.active ? $0.device : "")\n" }
+        }.joined(separator: "\n")
+      }
+      return ok(answer)
     default:
       return fail("unexpected command \(arguments)")
     }

@@ -293,11 +293,11 @@ struct TunProcessSurveyTests {
     try proc.process(14, command: "bash", arguments: ["bash"], otherFiles: [0: "/dev/pts/0"])
     let config = try TemporaryDirectory("survey")
     FileManager.default.createFile(atPath: config.file("wg0.conf"), contents: Data())
-    let survey = TunProcessSurvey(procRoot: SystemPath(proc.root))
+    let survey = TunProcessSurvey(procRoot: SystemPath(proc.root), attachments: proc.attachments)
     // /run/wireguard exists: the reader looks for wireguard-go (its socket is not there).
     var reader = WireGuardReader(
       procRoot: SystemPath(proc.root), runDirectory: SystemPath(proc.directory.path), useNetlink: false,
-      survey: survey)
+      survey: survey, attachments: proc.attachments)
     let statuses = reader.read([
       WireGuardCandidate(name: InterfaceName("wg0"), index: 5, implementation: .tun),
       WireGuardCandidate(name: InterfaceName("tun7"), index: 6, implementation: .tun),
@@ -306,7 +306,8 @@ struct TunProcessSurveyTests {
     #expect(statuses[1] == nil)
     let detector = ManagerDetector(
       runner: FakeNetworkManager(FakeKernel()), wgQuickDirectories: [config.path], procRoot: SystemPath(proc.root),
-      networkManagerDirectory: config.file("no-nm"), systemdDirectory: config.file("no-systemd"), survey: survey)
+      attachments: proc.attachments, networkManagerDirectory: config.file("no-nm"),
+      systemdDirectory: config.file("no-systemd"), survey: survey)
     let found = detector.managers(of: [
       (InterfaceName("wg0"), "tun"), (InterfaceName("tun7"), "tun"), (InterfaceName("tun8"), "tun"),
     ])
@@ -334,10 +335,12 @@ struct ManagerCommandTests {
       NetworkManagerControl.setAutoconnect("U", "no") == [
         "nmcli", "connection", "modify", "--temporary", "uuid", "U", "connection.autoconnect", "no",
       ])
-    #expect(SystemdUnitControl.stopCommand("wg-quick@wg0.service") == ["systemctl", "stop", "wg-quick@wg0.service"])
+    // Names go after `--`: a unit name systemd accepts may start with a dash.
+    #expect(
+      SystemdUnitControl.stopCommand("wg-quick@wg0.service") == ["systemctl", "stop", "--", "wg-quick@wg0.service"])
     #expect(
       SystemdUnitControl.stateCommand(["a.service", "b.service"]) == [
-        "systemctl", "is-active", "a.service", "b.service",
+        "systemctl", "is-active", "--", "a.service", "b.service",
       ])
     #expect(WgQuickControl.downCommand("/etc/wireguard/wg0.conf") == ["wg-quick", "down", "/etc/wireguard/wg0.conf"])
   }
@@ -385,16 +388,40 @@ struct ManagerCommandTests {
     }
   }
 
-  @Test("nmcli -t lines: colons in values are escaped, empty fields are nil")
+  static let deviceUUID = "f2e6ce48-0c5f-4b7e-9d7e-3d2b1f0a9c11"
+
+  @Test("nmcli -t lines: colons in values are escaped, empty fields are nil, a UUID is one")
   func terseDevices() {
     let devices = NetworkManagerControl.parseDevices(
-      "nmtun0:connected:vpn\\:work:f2e6\nlo:connected (externally):lo:1234\nveth0:disconnected::\n\n")
+      "nmtun0:connected:\(Self.deviceUUID):vpn\\:work\nlo:connected (externally):1234:lo\nveth0:disconnected::\n")
     #expect(devices.count == 3)
     #expect(
       devices[0]
-        == NetworkManagerDevice(device: .init("nmtun0"), state: "connected", connection: "vpn:work", uuid: "f2e6"))
+        == NetworkManagerDevice(
+          device: .init("nmtun0"), state: "connected", connection: "vpn:work", uuid: Self.deviceUUID))
     #expect(devices[1].isExternal && !devices[0].isExternal)
+    #expect(devices[1].uuid == nil, "not a UUID: never handed to nmcli")
     #expect(devices[2].connection == nil && devices[2].uuid == nil)
+  }
+
+  @Test(
+    "a name with a newline (nmcli does not escape it) stays one name: it neither starts a record nor ends one early"
+  )
+  func terseNewlines() {
+    let other = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+    // The connection `evil⏎work-vpn:1a2b:vpn`, then `work` — as nmcli prints them.
+    let output = "\(Self.deviceUUID):tun:evil\nwork-vpn\\:1a2b\\:vpn\n\(other):vpn:work\n"
+    let records = NetworkManagerControl.terseRecords(output, fields: 3)
+    #expect(records == [[Self.deviceUUID, "tun", "evil\nwork-vpn:1a2b:vpn"], [other, "vpn", "work"]])
+    // A name that ends in a newline keeps it; the output's own last newline is not a name's.
+    #expect(NetworkManagerControl.terseRecords("\(other):vpn:work\n\n", fields: 3) == [[other, "vpn", "work\n"]])
+    // `connection show` details: blank lines between connections are not values.
+    #expect(
+      NetworkManagerControl.terseRecords("GENERAL.IP-IFACE:tun8\n\nGENERAL.UUID:x\n", fields: 2, continuing: false)
+        == [["GENERAL.IP-IFACE", "tun8"], ["GENERAL.UUID", "x"]])
+    // A name first would split: the parser is only ever given listings with the name last.
+    let devices = NetworkManagerControl.parseDevices("nmtun0:connected:\(Self.deviceUUID):evil\nwork\\:x\n")
+    #expect(devices.count == 1 && devices[0].connection == "evil\nwork:x")
   }
 
   @Test(
@@ -405,8 +432,8 @@ struct ManagerCommandTests {
       private(set) var asked: [[String]] = []
       func run(_ arguments: [String], timeout: Duration) -> ProgramRun {
         asked.append(arguments)
-        guard arguments.starts(with: ["systemctl", "is-active"]) else { return ProgramRun(outcome: .exited(1)) }
-        let states = arguments.dropFirst(2).map { active.contains($0) ? "active\n" : "inactive\n" }
+        guard arguments.starts(with: ["systemctl", "is-active", "--"]) else { return ProgramRun(outcome: .exited(1)) }
+        let states = arguments.dropFirst(3).map { active.contains($0) ? "active\n" : "inactive\n" }
         return ProgramRun(outcome: .exited(0), output: states.joined())
       }
     }
@@ -419,7 +446,7 @@ struct ManagerCommandTests {
     #expect(detector.manager(of: .init("wg0"), kind: "wireguard").kind == .none)
     #expect(
       systemd.asked.last == [
-        "systemctl", "is-active", "my-vpn.service", "wg-quick@wg0.service", "openvpn-client@wg0.service",
+        "systemctl", "is-active", "--", "my-vpn.service", "wg-quick@wg0.service", "openvpn-client@wg0.service",
         "openvpn@wg0.service",
       ])
     systemd.active = ["wg-quick@wg0.service"]

@@ -27,13 +27,14 @@ final class FakeUnits: ProgramRunner, @unchecked Sendable {
   func run(_ arguments: [String], timeout: Duration) -> ProgramRun {
     let unit = arguments.last ?? ""
     switch Array(arguments.dropLast()) {
-    case ["systemctl", "show", "--property=LoadState", "--value"]:
+    // Every unit name must come after `--`: anything else is unexpected.
+    case ["systemctl", "show", "--property=LoadState", "--value", "--"]:
       return ProgramRun(outcome: .exited(0), output: loaded.contains(unit) ? "loaded\n" : "not-found\n")
-    case ["systemctl", "is-enabled"]:
+    case ["systemctl", "is-enabled", "--"]:
       return enabled.contains(unit)
         ? ProgramRun(outcome: .exited(0), output: "enabled\n")
         : ProgramRun(outcome: .exited(1), output: "disabled\n")
-    case ["systemctl", "is-active"]:
+    case ["systemctl", "is-active", "--"]:
       return ProgramRun(outcome: .exited(3), output: "inactive\n")
     default:
       return ProgramRun(outcome: .exited(1), errors: "unexpected\n")

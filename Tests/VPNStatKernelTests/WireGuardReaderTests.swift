@@ -606,16 +606,24 @@ struct WireGuardReaderTests {
       tunLink: "/tmp/fresh-ci.AbCd/dev/net/tun")
     try proc.process(
       16, command: "wireguard-go", arguments: ["wireguard-go", "wg4"], tuns: [3: "wg4"], tunLink: "/dev/net/tunnel")
-    let found = UserspaceWireGuard.find(in: TunProcesses.read(procRoot: SystemPath(proc.root)))
+    // Another user's process is no manager, whatever it holds and says.
+    try proc.process(17, command: "wireguard-go", arguments: ["wireguard-go", "wg5"], tuns: [3: "wg5"], uid: 65534)
+    // Root's, but its tun is a device of another namespace that shares the name.
+    try proc.process(
+      18, command: "wireguard-go", arguments: ["wireguard-go", "wg6"], tuns: [3: "wg6"], foreign: [3])
+    // A system service's process that is not root is still the service's.
+    try proc.process(
+      19, command: "wireguard-go", arguments: ["wireguard-go", "wg7"], tuns: [3: "wg7"], uid: 104,
+      controlGroup: "/system.slice/wg-quick@wg7.service")
+    let found = UserspaceWireGuard.find(
+      in: TunProcesses.read(procRoot: SystemPath(proc.root), attachments: proc.attachments))
     #expect(
       Set(found) == [
         UserspaceWireGuard(pid: 10, device: InterfaceName("wg0"), inspected: true),
         UserspaceWireGuard(pid: 14, device: InterfaceName("wg2"), inspected: true),
         UserspaceWireGuard(pid: 15, device: InterfaceName("wg3"), inspected: true),
+        UserspaceWireGuard(pid: 19, device: InterfaceName("wg7"), inspected: true),
       ])
-    #expect(UserspaceWireGuard.tunName(fdinfo: Array("iff:\twg0\n".utf8)) == InterfaceName("wg0"))
-    #expect(UserspaceWireGuard.tunName(fdinfo: Array("pos:\t0\niff:\t\n".utf8)) == nil)
-    #expect(UserspaceWireGuard.tunName(fdinfo: Array("iff:\ta/b\n".utf8)) == nil)
     // Its socket is reached through its own root.
     let sockets = found.first { $0.pid == 10 }!.controlSockets(procRoot: SystemPath(proc.root)).map(\.description)
     #expect(sockets == [proc.socketPath(10, "wg0"), proc.root + "/10/root/var/run/wireguard/wg0.sock"])
@@ -629,7 +637,7 @@ struct WireGuardReaderTests {
     defer { server.stop() }
     var reader = WireGuardReader(
       procRoot: SystemPath(proc.root), runDirectory: SystemPath(proc.directory.path), idleTimeout: Self.patient,
-      totalTimeout: Self.patient * 2, useNetlink: false)
+      totalTimeout: Self.patient * 2, useNetlink: false, attachments: proc.attachments)
     let statuses = reader.read([Self.tun("wg0"), Self.tun("tun7", index: 6)])
     #expect(statuses.count == 2)
     let status = try #require(statuses[0])

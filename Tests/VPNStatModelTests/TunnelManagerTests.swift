@@ -8,20 +8,29 @@ struct TunnelManagerTests {
   static let wg0 = InterfaceName("wg0")
 
   static func process(
-    _ pid: Int32, _ command: String, _ arguments: [String], group: String? = "/user.slice/session-2.scope"
+    _ pid: Int32, _ command: String, _ arguments: [String], group: String? = "/user.slice/session-2.scope",
+    root: Bool = true
   ) -> TunnelProcess {
-    TunnelProcess(pid: pid, startTime: 42, command: command, arguments: arguments, controlGroup: group)
+    TunnelProcess(
+      pid: pid, startTime: 42, command: command, arguments: arguments, controlGroup: group, runsAsRoot: root)
   }
 
   static let wireguardGo = process(812, "wireguard-go", ["wireguard-go", "wg0"])
   static let openVPN = process(
     900, "openvpn", ["/usr/sbin/openvpn", "--dev", "tun7", "--management", "/run/ovpn.sock", "unix"])
+  /// NetworkManager's OpenVPN plugin runs openvpn as the user nm-openvpn, in NetworkManager.service.
   static let nmOpenVPN = process(
     901, "openvpn",
     [
       "/usr/sbin/openvpn", "--dev", "tun8", "--management",
       "/var/run/NetworkManager/nm-openvpn-6a1b2c3d-0000-4000-8000-000000000001", "unix",
-    ], group: "/system.slice/NetworkManager.service")
+    ], group: "/system.slice/NetworkManager.service", root: false)
+  static let nmVPN = NetworkManagerConnection(uuid: "6a1b2c3d-0000-4000-8000-000000000001", name: "work", type: "vpn")
+  /// A process of the user nobody, named and argued like NetworkManager's openvpn, holding a tun
+  /// it owns: nothing about it is evidence.
+  static let impostor = process(
+    666, "openvpn",
+    ["openvpn", "--management", "/tmp/nm-openvpn-0e0e0e0e-0000-4000-8000-00000000000e", "unix"], root: false)
 
   @Test(
     "the rule, strongest evidence first",
@@ -41,11 +50,43 @@ struct TunnelManagerTests {
             device: wg0, state: "connected (externally)", connection: "wg0", uuid: "U2"),
           wgQuickConfig: "/etc/wireguard/wg0.conf"), .wgQuick, "/etc/wireguard/wg0.conf"
       ),
-      // NM's OpenVPN plugin: the connection's UUID is in its management socket's name, and it
-      // beats the NetworkManager.service control group it runs in.
+      // NM's OpenVPN plugin: NetworkManager says its VPN connection's IP configuration is on
+      // the tun, and that beats the NetworkManager.service control group its openvpn runs in.
+      (
+        ManagerEvidence(
+          interface: .init("tun8"), linkKind: "tun", holders: [nmOpenVPN], networkManagerVPN: nmVPN,
+          systemdRunning: true), .networkManager, "6a1b2c3d-0000-4000-8000-000000000001"
+      ),
+      // Without NetworkManager's word, NM's openvpn is an OpenVPN process of a system service.
       (
         ManagerEvidence(interface: .init("tun8"), linkKind: "tun", holders: [nmOpenVPN], systemdRunning: true),
-        .networkManager, "6a1b2c3d-0000-4000-8000-000000000001"
+        .openVPN, "/var/run/NetworkManager/nm-openvpn-6a1b2c3d-0000-4000-8000-000000000001"
+      ),
+      // Another user's process is no evidence, whatever its name and arguments say.
+      (
+        ManagerEvidence(interface: .init("tunU"), linkKind: "tun", holders: [impostor], systemdRunning: true), .none,
+        nil
+      ),
+      // …nor is a unit a user's own systemd runs, however it is named.
+      (
+        ManagerEvidence(
+          interface: .init("tun7"), linkKind: "tun",
+          holders: [
+            process(
+              7, "openvpn", ["openvpn"],
+              group: "/user.slice/user-1000.slice/user@1000.service/app.slice/openvpn-client@work.service",
+              root: false)
+          ], systemdRunning: true), .none, nil
+      ),
+      // A system service's process that dropped root is still the service's.
+      (
+        ManagerEvidence(
+          interface: .init("tun7"), linkKind: "tun",
+          holders: [
+            process(
+              7, "openvpn", ["openvpn"],
+              group: "/system.slice/system-openvpn\\x2dclient.slice/openvpn-client@work.service", root: false)
+          ], systemdRunning: true), .systemd, "openvpn-client@work.service"
       ),
       // A systemd service's control group, where systemd runs.
       (
@@ -78,11 +119,12 @@ struct TunnelManagerTests {
         ManagerEvidence(interface: wg0, linkKind: "wireguard", wgQuickConfig: "/etc/wireguard/wg0.conf"), .wgQuick,
         "/etc/wireguard/wg0.conf"
       ),
-      // wireguard-go for another name is not this device's.
+      // Kernel WireGuard whose configuration others could write: not wg-quick's to run.
       (
         ManagerEvidence(
-          interface: wg0, linkKind: "tun", holders: [process(5, "wireguard-go", ["wireguard-go", "wg1"])],
-          wgQuickConfig: "/etc/wireguard/wg0.conf"), .none, nil
+          interface: wg0, linkKind: "wireguard",
+          wgQuickConfigRefused: "the wg-quick configuration /tmp/wg0.conf is not used"),
+        .none, nil
       ),
       // OpenVPN with a management socket: the socket is the id.
       (ManagerEvidence(interface: .init("tun7"), linkKind: "tun", holders: [openVPN]), .openVPN, "/run/ovpn.sock"),
@@ -107,6 +149,10 @@ struct TunnelManagerTests {
     let device = NetworkManagerDevice(device: Self.wg0, state: "connected", connection: "vpnt", uuid: "U")
     #expect(decided(ManagerEvidence(interface: Self.wg0, networkManager: device)) == .networkManager)
     #expect(decided(ManagerEvidence(interface: .init("tun8"), holders: [Self.nmOpenVPN])) == .holder)
+    #expect(
+      decided(ManagerEvidence(interface: .init("tun8"), holders: [Self.nmOpenVPN], networkManagerVPN: Self.nmVPN))
+        == .networkManager)
+    #expect(decided(ManagerEvidence(interface: .init("tunU"), linkKind: "tun", holders: [Self.impostor])) == .nothing)
     let service = Self.process(7, "openvpn", ["openvpn"], group: "/system.slice/openvpn-client@work.service")
     #expect(
       decided(ManagerEvidence(interface: .init("tun7"), holders: [service], systemdRunning: true)) == .controlGroup)
@@ -133,23 +179,64 @@ struct TunnelManagerTests {
         wgQuickConfigSearched: "/etc/wireguard/wg0.conf"))
     #expect(missing.evidence == "wg0 is a WireGuard device without a wg-quick configuration (/etc/wireguard/wg0.conf)")
     let nobody = TunnelManager.identify(ManagerEvidence(interface: .init("tun9"), linkKind: "tun"))
-    #expect(nobody.evidence == "no process holds tun9")
+    #expect(nobody.evidence == "no process of root or of a system service holds tun9")
+    let refused = TunnelManager.identify(
+      ManagerEvidence(
+        interface: Self.wg0, linkKind: "wireguard",
+        wgQuickConfigRefused: "the wg-quick configuration /srv/wg0.conf is not used: /srv is writable by other users"))
+    #expect(refused.evidence == "the wg-quick configuration /srv/wg0.conf is not used: /srv is writable by other users")
     // A hostile process name cannot repaint a terminal through the evidence.
     let hostile = TunnelManager.identify(
       ManagerEvidence(interface: .init("tun9"), linkKind: "tun", holders: [Self.process(4, "x\u{1B}[2J", [])]))
     #expect(!hostile.evidence.contains("\u{1B}"))
   }
 
-  @Test("what a holder's arguments and control group say")
+  @Test("what a holder's arguments and control group say, and who may be a manager")
   func holderFacts() {
     #expect(Self.openVPN.managementSocket == "/run/ovpn.sock")
     #expect(Self.process(1, "openvpn", ["openvpn", "--management", "127.0.0.1", "7505"]).managementSocket == nil)
     #expect(Self.process(1, "openvpn", ["openvpn", "--management"]).managementSocket == nil)
-    #expect(Self.nmOpenVPN.networkManagerConnection == "6a1b2c3d-0000-4000-8000-000000000001")
-    #expect(Self.openVPN.networkManagerConnection == nil)
     #expect(Self.openVPN.systemdUnit == nil)
     #expect(Self.nmOpenVPN.systemdUnit == "NetworkManager.service")
-    #expect(Self.wireguardGo.isWireGuardGo(for: Self.wg0) && !Self.wireguardGo.isWireGuardGo(for: .init("wg1")))
+    #expect(Self.wireguardGo.isWireGuardGo && !Self.openVPN.isWireGuardGo)
+    #expect(Self.openVPN.mayBeManager && Self.nmOpenVPN.mayBeManager && !Self.impostor.mayBeManager)
+    // The walk's form of the rule: every user id root's, or a system service's control group.
+    #expect(TunnelProcess.mayBeManager(userIDs: [0, 0, 0, 0], controlGroup: nil))
+    #expect(!TunnelProcess.mayBeManager(userIDs: [0, 65534, 0, 0], controlGroup: "/user.slice/session-2.scope"))
+    #expect(!TunnelProcess.mayBeManager(userIDs: nil, controlGroup: nil))
+    #expect(TunnelProcess.mayBeManager(userIDs: [104, 104, 104, 104], controlGroup: "/system.slice/x.service"))
+    for (group, unit) in [
+      ("/system.slice/openvpn-client@work.service", "openvpn-client@work.service"),
+      ("/system.slice/system-wg\\x2dquick.slice/wg-quick@wg0.service", "wg-quick@wg0.service"),
+      ("/system.slice/NetworkManager.service/extra", "NetworkManager.service"),
+      ("/user.slice/user-0.slice/user@0.service/app.slice/openvpn-client@work.service", nil),
+      ("/system.slice/session-2.scope", nil), ("/system.slice", nil), ("/", nil),
+    ] as [(String, String?)] {
+      #expect(Self.process(1, "x", [], group: group, root: false).systemdUnit == unit, "\(group)")
+    }
+  }
+
+  @Test("names handed to systemctl and nmcli: systemd's unit names without a leading dash, UUIDs as NM writes them")
+  func managerNames() {
+    for good in [
+      "wg-quick@wg0.service", "openvpn-client@work.service", "wg-quick@wg\\x2dhome.service", "a:b_c.service",
+    ] {
+      #expect(ManagerName.unitProblem(good) == nil, "\(good)")
+    }
+    for bad in [
+      "", "--force.service", "-h.service", ".hidden.service", "a b.service", "a/b.service", "x\n.service",
+      String(repeating: "a", count: 250) + ".service",
+    ] {
+      #expect(ManagerName.unitProblem(bad) != nil, "\(bad)")
+    }
+    #expect(ManagerName.isUUID("6a1b2c3d-0000-4000-8000-000000000001"))
+    #expect(ManagerName.isUUID("6A1B2C3D-0000-4000-8000-00000000000F"))
+    for bad in [
+      "", "--help", "6a1b2c3d00004000800000000000000001", "6a1b2c3d-0000-4000-8000-00000000000g",
+      "6a1b2c3d-0000-4000-8000-0000000000001", "-a1b2c3d-0000-4000-8000-000000000001",
+    ] {
+      #expect(!ManagerName.isUUID(bad), "\(bad)")
+    }
   }
 
   @Test("systemd instance names are escaped as systemd-escape does")

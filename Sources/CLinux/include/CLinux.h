@@ -51,6 +51,20 @@ extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 static inline int clinux_accept4(int fd, int flags) { return accept4(fd, NULL, NULL, flags); }
 
 static inline unsigned long clinux_tunsetiff(void) { return TUNSETIFF; }
+static inline unsigned long clinux_tungetiff(void) { return TUNGETIFF; }
+/// A descriptor of the network namespace the tun's device lives in (Linux 5.2+; needs
+/// CAP_NET_ADMIN over that namespace).
+static inline unsigned long clinux_tungetdevnetns(void) { return TUNGETDEVNETNS; }
+
+/// A copy of another process's descriptor (Linux 5.6+; needs ptrace rights over it: root).
+static inline int clinux_pidfd_getfd(int pidfd, int fd) { return pidfd_getfd(pidfd, fd, 0); }
+/// A signal to exactly the process the pidfd names, never to a later one that reused its pid.
+static inline int clinux_pidfd_send_signal(int pidfd, int sig) { return pidfd_send_signal(pidfd, sig, NULL, 0); }
+
+/// The pid and user of the process at the other end of a connected AF_UNIX socket, as the
+/// kernel recorded them when that end called connect or listen (SO_PEERCRED); -1 with errno on
+/// failure. In shim.c: struct ucred is declared only under _GNU_SOURCE.
+int clinux_peer_credentials(int fd, int *pid, unsigned int *uid);
 static inline unsigned long clinux_tunsetpersist(void) { return TUNSETPERSIST; }
 
 #endif

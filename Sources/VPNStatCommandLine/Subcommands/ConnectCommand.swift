@@ -81,6 +81,13 @@ enum TunnelControl {
   static func name(_ parsed: ParsedCommand) throws -> String {
     let name = parsed.positionals[0]
     guard !name.isEmpty else { throw UsageError("NAME is empty", commandPath: parsed.commandPath) }
+    // A control character in a name is a mistake or an attack (a newline splits a manager's
+    // listing); a device that has one is named with \xHH.
+    if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+      throw UsageError(
+        "NAME '\(TerminalText.sanitize(name))' holds a control character; write such a byte as \\xHH",
+        commandPath: parsed.commandPath)
+    }
     return name
   }
 
@@ -91,7 +98,7 @@ enum TunnelControl {
     } catch {
       throw GeneralFailure(.unavailable, "cannot open a netlink socket to ask about interfaces: \(error)")
     }
-    return (TunnelResolver(detector: CommonOptions.managerDetector(parsed), links: links), links)
+    return (TunnelResolver(detector: try CommonOptions.managerDetector(parsed, acting: true), links: links), links)
   }
 
   /// Prints the report (JSON, or its sentence: on stdout when it went as asked, on stderr

@@ -76,7 +76,7 @@ enum EnforceCommand: Subcommand {
       throw UsageError("give either --action or --exec, not both", commandPath: parsed.commandPath)
     }
     let choice = parsed.has(exec) ? nil : parsed[action] ?? .manager(nil)
-    let detector = CommonOptions.managerDetector(parsed)
+    let detector = try CommonOptions.managerDetector(parsed, acting: true)
     // What it needs, checked before anything else: an enforcer that could never disconnect must
     // not look as if it holds the tunnel.
     try EnforcerRequirements.check(networkManager: usesNetworkManager(choice, tunnel, detector: detector))

@@ -59,7 +59,7 @@ enum SessionCommand: Subcommand {
     let report =
       try CommonOptions.sessionReport(
         store, parsed, sampler: &sampler, sample: sample, ledger: ledger,
-        detector: CommonOptions.managerDetector(parsed))
+        detector: try CommonOptions.managerDetector(parsed))
       ?? SessionReport.make(
         SessionRecord(), now: sample.taken.wall, tunnelUp: false, nextLengths: CommonOptions.lengths(parsed),
         tunnelTotals: nil, lastStop: nil)
@@ -94,11 +94,13 @@ enum SessionCommand: Subcommand {
 
   /// The gate's decision (`session check`, and `connect` before it starts anything): the stored
   /// window at the trusted now, read within `timeout` — throws `StoreError.busy` when it cannot
-  /// be, which is undecided. Without a database nothing limits connecting.
+  /// be, which is undecided. Without a database nothing limits connecting. A database others
+  /// could have written decides nothing (`UntrustedFile`, 77).
   static func gate(
     _ parsed: ParsedCommand, _ context: CommandContext, location: StoreLocation, timeout: Duration,
     reading: ClockReading
   ) throws -> SessionReport {
+    try location.checkDecisionTrust()
     let store = try context.openStore(location, intent: .read, waitingAtMost: timeout)
     guard let store else {
       return SessionReport.make(

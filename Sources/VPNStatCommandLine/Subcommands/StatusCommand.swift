@@ -39,7 +39,7 @@ enum StatusCommand: Subcommand {
     var wireGuard = CommonOptions.wireGuard(survey: survey)
     snapshot.addWireGuard(sample: sample, catalog: &sampler.catalog, source: &wireGuard)
     snapshot.session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
-    snapshot.addManagers(CommonOptions.managerDetector(parsed, survey: survey), sample: sample)
+    snapshot.addManagers(try CommonOptions.managerDetector(parsed, survey: survey), sample: sample)
     if store == nil, parsed.has(CommonOptions.db) {
       snapshot.warnings.append("no database at \(location.path) (vpnstat record creates one)")
     }
