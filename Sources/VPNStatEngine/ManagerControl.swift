@@ -293,16 +293,8 @@ public struct NetworkManagerControl: ManagerControl {
   static let devices = ["nmcli", "-t", "-f", "DEVICE,STATE,CON-UUID,CONNECTION", "device"]
   /// The active connections: `UUID:TYPE:NAME`.
   static let activeConnectionTypes = ["nmcli", "-t", "-f", "UUID,TYPE,NAME", "connection", "show", "--active"]
-  /// The interface each active connection's IP configuration is on: `GENERAL.UUID:…` then
-  /// `GENERAL.IP-IFACE:…`, for each UUID asked.
-  static func ipInterfaces(_ uuids: [String]) -> [String] {
-    ["nmcli", "-t", "-f", "GENERAL.UUID,GENERAL.IP-IFACE", "connection", "show"] + uuids.flatMap { ["uuid", $0] }
-  }
-
-  /// NetworkManager's VPN connections (a plugin's: OpenVPN, …) by the interface their IP
-  /// configuration is on — the tun the plugin's program made, which NetworkManager itself shows
-  /// only as "connected (externally)". Two `nmcli` calls, the second only while a VPN is active.
-  static func vpnInterfaces(runner: any ProgramRunner) -> [InterfaceName: NetworkManagerConnection] {
+  /// NetworkManager's active VPN connections (a plugin's: OpenVPN, …), by UUID. One `nmcli`.
+  static func activeVPNs(runner: any ProgramRunner) -> [String: NetworkManagerConnection] {
     let active = runner.run(activeConnectionTypes, timeout: .seconds(5))
     guard active.succeeded else { return [:] }
     var vpns: [String: NetworkManagerConnection] = [:]
@@ -310,20 +302,7 @@ public struct NetworkManagerControl: ManagerControl {
       vpns[fields[0]] = NetworkManagerConnection(
         uuid: fields[0], name: fields[2].isEmpty ? nil : fields[2], type: fields[1])
     }
-    guard !vpns.isEmpty else { return [:] }
-    let run = runner.run(ipInterfaces(vpns.keys.sorted()), timeout: .seconds(5))
-    guard run.succeeded else { return [:] }
-    var result: [InterfaceName: NetworkManagerConnection] = [:]
-    var current: NetworkManagerConnection?
-    for fields in terseRecords(run.output, fields: 2, continuing: false) {
-      if fields[0] == "GENERAL.UUID" {
-        current = vpns[fields[1]]
-      } else if fields[0] == "GENERAL.IP-IFACE", let connection = current, !fields[1].isEmpty {
-        result[InterfaceName(fields[1])] = connection
-        current = nil
-      }
-    }
-    return result
+    return vpns
   }
 
   /// The records of `nmcli -t` output: fields split on colons that are not escaped (`\:`;
@@ -415,6 +394,27 @@ public struct SystemdUnitControl: ManagerControl {
   }
 
   static func startCommand(_ unit: String) -> [String] { ["systemctl", "start", "--", unit] }
+
+  /// Each unit's main process: `Id=…` and `MainPID=…` (in systemd's order), a blank line between
+  /// units.
+  static func mainProcessCommand(_ units: [String]) -> [String] {
+    ["systemctl", "show", "--property=Id,MainPID", "--"] + units
+  }
+
+  /// `systemctl show --property=Id,MainPID` as unit → pid (0, no main process, left out).
+  static func parseMainProcesses(_ output: String) -> [String: Int32] {
+    var result: [String: Int32] = [:]
+    for block in output.split(separator: "\n\n") {
+      var unit: String?
+      var pid: Int32?
+      for line in block.split(separator: "\n") {
+        if line.hasPrefix("Id=") { unit = String(line.dropFirst(3)) }
+        if line.hasPrefix("MainPID=") { pid = Int32(line.dropFirst(8)) }
+      }
+      if let unit, let pid, pid > 0 { result[unit] = pid }
+    }
+    return result
+  }
 
   /// `systemctl start` returns once the unit started (a oneshot such as `wg-quick@` once its
   /// ExecStart finished, OpenVPN's `Type=notify` units once it says so) or failed — a gate in

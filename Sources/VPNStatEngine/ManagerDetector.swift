@@ -88,26 +88,29 @@ public struct ManagerDetector: ManagerDetecting {
     // A tun's manager may be the process holding it; a kernel WireGuard device has none (and a
     // reader without the link kind looks at every name).
     let tuns = Set(links.filter { $0.kind == nil || $0.kind == "tun" }.map(\.name))
-    let holders =
+    var holders =
       tuns.isEmpty
       ? [:]
       : (survey?.processes ?? TunProcesses.read(procRoot: procRoot, attachments: attachments)).holders(
         of: tuns, procRoot: procRoot)
     var devices: [InterfaceName: NetworkManagerDevice] = [:]
-    var tunnels: [InterfaceName: NetworkManagerConnection] = [:]
+    var vpns: [String: NetworkManagerConnection] = [:]
     if FileSystem.exists(networkManagerDirectory) {
       let run = runner.run(NetworkManagerControl.devices, timeout: .seconds(5))
       if run.succeeded {
         for device in NetworkManagerControl.parseDevices(run.output) { devices[device.device] = device }
       }
-      let undecided = links.filter { devices[$0.name].map { $0.isExternal || $0.uuid == nil } ?? true }
-      if !undecided.isEmpty { tunnels = NetworkManagerControl.vpnInterfaces(runner: runner) }
+      // A VPN plugin's tun is only "connected (externally)" to NetworkManager; its process says
+      // which connection, and NetworkManager whether that one is an active VPN.
+      let pluginHeld = holders.values.contains { $0.contains { $0.networkManagerConnection != nil } }
+      if pluginHeld { vpns = NetworkManagerControl.activeVPNs(runner: runner) }
     }
     let systemd = FileSystem.exists(systemdDirectory)
+    if systemd { confirmMainProcesses(&holders) }
     var active = Set<String>()
     if systemd {
       // Units by name only for what no process explains (kernel WireGuard leaves none).
-      let candidates = links.filter { holders[$0.name] == nil }.flatMap {
+      let candidates = links.filter { holders[$0.name, default: []].allSatisfy { !$0.mayBeManager } }.flatMap {
         (units[$0.name].map { [$0] } ?? []) + ManagerEvidence.wellKnownUnits(for: $0.name)
       }.filter { ManagerName.unitProblem($0) == nil }
       if !candidates.isEmpty {
@@ -121,7 +124,7 @@ public struct ManagerDetector: ManagerDetecting {
       let configuration = wgQuickConfiguration(for: link.name)
       var evidence = ManagerEvidence(
         interface: link.name, linkKind: link.kind, holders: holders[link.name] ?? [],
-        networkManager: devices[link.name], networkManagerVPN: tunnels[link.name], systemdRunning: systemd,
+        networkManager: devices[link.name], networkManagerVPNs: vpns, systemdRunning: systemd,
         activeUnits: ManagerEvidence.wellKnownUnits(for: link.name).filter(active.contains),
         configuredUnit: units[link.name].flatMap { active.contains($0) ? $0 : nil })
       switch configuration {
@@ -132,6 +135,27 @@ public struct ManagerDetector: ManagerDetecting {
       result[link.name] = TunnelManager.identify(evidence)
     }
     return result
+  }
+
+  /// Gives standing to the holders that run in a system service without being root when systemd
+  /// says each is its service's main process (`MainPID`): a process a service merely forked
+  /// (cron's jobs run in cron.service as their users) is not the service. One `systemctl show`.
+  func confirmMainProcesses(_ holders: inout [InterfaceName: [TunnelProcess]]) {
+    let units = Set(holders.values.joined().filter { $0.standing == .unprivileged }.compactMap(\.systemdUnit))
+      .filter { ManagerName.unitProblem($0) == nil }.sorted()
+    guard !units.isEmpty else { return }
+    let run = runner.run(SystemdUnitControl.mainProcessCommand(units), timeout: .seconds(5))
+    guard run.succeeded else { return }
+    let main = SystemdUnitControl.parseMainProcesses(run.output)
+    for (name, processes) in holders {
+      holders[name] = processes.map { process in
+        var process = process
+        if process.standing == .unprivileged, let unit = process.systemdUnit, main[unit] == process.pid {
+          process.standing = .serviceMainProcess
+        }
+        return process
+      }
+    }
   }
 
   /// NAME.conf in the first wg-quick directory that has one, as an absolute path (wg-quick never

@@ -17,9 +17,10 @@ public struct KernelTunAttachments: TunAttachmentSource {
 }
 
 /// The processes that may manage a tunnel and the tuns they hold, from one walk of /proc. Only
-/// a process running as root or in a system service may be a manager
-/// (`TunnelProcess.mayBeManager`): the walk asks that first, from the kernel's `status` and
-/// `cgroup` files, and reads the descriptors of those alone, so what other users hold open
+/// a process with standing may be a manager (`TunnelProcess.Standing`: root's, a system
+/// service's, a child of root's NetworkManager VPN plugin): the walk asks that first
+/// (`TunnelProcess.mayHaveStanding`, from the kernel's `status` and `cgroup` files and the
+/// parent's program), and reads the descriptors of those alone, so what other users hold open
 /// costs nothing. A descriptor counts when it names `/dev/net/tun` and the descriptor itself
 /// says its device lives in this network namespace (`TunAttachmentSource`): fdinfo's `iff:` name
 /// and the holder's own namespace prove nothing, since any user can make a tun of any name in a
@@ -27,7 +28,7 @@ public struct KernelTunAttachments: TunAttachmentSource {
 /// (wireguard-go, OpenVPN), and how a tun is known to be wireguard-go's (`UserspaceWireGuard`):
 /// both read the same walk, so a report asks /proc once.
 public struct TunProcesses: Sendable {
-  /// A process of root or of a system service holding tuns of this network namespace.
+  /// A process that may have standing, holding tuns of this network namespace.
   public struct Holder: Hashable, Sendable {
     public var pid: Int32
     /// `/proc/PID/comm`, as the kernel keeps it.
@@ -36,8 +37,16 @@ public struct TunProcesses: Sendable {
     public var tuns: [InterfaceName]
     /// Whether all its user ids are root's.
     public var runsAsRoot: Bool
+    /// Whether its parent is root's NetworkManager VPN plugin.
+    public var pluginParent: Bool
     /// Its control group.
     public var controlGroup: String?
+
+    /// Its standing as far as the kernel tells: a system service's process that is not root
+    /// is `.unprivileged` until systemd says it is the service's main process.
+    public var standing: TunnelProcess.Standing {
+      runsAsRoot ? .root : pluginParent ? .networkManagerPlugin : .unprivileged
+    }
   }
 
   /// In pid order.
@@ -76,11 +85,15 @@ public struct TunProcesses: Sendable {
         // Exited meanwhile.
         continue
       }
-      guard namespace == own else { continue }
-      let userIDs = ProcessTable.userIDs(of: pid, procRoot: procRoot)
-      let runsAsRoot = userIDs.map { $0.allSatisfy { $0 == 0 } } ?? false
-      let controlGroup = runsAsRoot ? nil : ProcessTable.controlGroup(of: pid, procRoot: procRoot)
-      guard TunnelProcess.mayBeManager(userIDs: userIDs, controlGroup: controlGroup) else { continue }
+      guard namespace == own, let status = ProcessTable.status(of: pid, procRoot: procRoot) else { continue }
+      let controlGroup = ProcessTable.controlGroup(of: pid, procRoot: procRoot)
+      let pluginParent =
+        !status.isRoot && TunnelProcess.systemService(controlGroup) == nil
+        && isNetworkManagerPlugin(status.parent, procRoot: procRoot)
+      guard
+        TunnelProcess.mayHaveStanding(
+          userIDs: status.userIDs, controlGroup: controlGroup, pluginParent: pluginParent)
+      else { continue }
       var tuns: [InterfaceName] = []
       // A holder in another mount namespace shows /dev/net/tun from its own root: the suffix
       // is what tells.
@@ -93,10 +106,19 @@ public struct TunProcesses: Sendable {
       let command = (try? SmallFile.read(directory.appending("comm"), limit: 64)) ?? []
       found.holders.append(
         Holder(
-          pid: pid, command: Array(command.trimmingASCIIWhitespace()), tuns: tuns, runsAsRoot: runsAsRoot,
-          controlGroup: controlGroup ?? ProcessTable.controlGroup(of: pid, procRoot: procRoot)))
+          pid: pid, command: Array(command.trimmingASCIIWhitespace()), tuns: tuns, runsAsRoot: status.isRoot,
+          pluginParent: pluginParent, controlGroup: controlGroup))
     }
     return found
+  }
+
+  /// Whether `pid` is root's NetworkManager VPN plugin. A parent cannot be chosen: a process
+  /// whose parent exits goes to init (or a subreaper), never to another program.
+  static func isNetworkManagerPlugin(_ pid: Int32, procRoot: SystemPath) -> Bool {
+    guard pid > 1, let program = ProcessTable.executable(of: pid, procRoot: procRoot),
+      TunnelProcess.isNetworkManagerPlugin(executable: program)
+    else { return false }
+    return ProcessTable.status(of: pid, procRoot: procRoot)?.isRoot == true
   }
 
   /// The holders of each of `devices`, in pid order, with who they are.
@@ -111,7 +133,7 @@ public struct TunProcesses: Sendable {
         pid: holder.pid, startTime: ProcessTable.startTime(of: holder.pid, procRoot: procRoot),
         command: String(decoding: holder.command, as: UTF8.self),
         arguments: ProcessTable.arguments(of: holder.pid, procRoot: procRoot), controlGroup: holder.controlGroup,
-        runsAsRoot: holder.runsAsRoot)
+        standing: holder.standing)
       for name in held { result[name, default: []].append(process) }
     }
     return result

@@ -19,11 +19,10 @@ public struct TunnelManager: Hashable, Sendable {
 
   /// Which evidence decided, as JSON's `found_by` names it (like `class_by` for classes).
   public enum Evidence: String, Hashable, Sendable, CaseIterable {
-    /// NetworkManager's active connection on the device, or the VPN connection whose IP
-    /// configuration is on it.
+    /// NetworkManager's active connection on the device.
     case networkManager = "networkmanager"
-    /// The process holding the tun (OpenVPN, wireguard-go), running as root or in a system
-    /// service.
+    /// The process holding the tun (OpenVPN, wireguard-go, NetworkManager's VPN plugin's), with
+    /// standing: root's, a service's main process, or the plugin's.
     case holder
     /// The systemd service the holder runs in.
     case controlGroup = "control-group"
@@ -65,15 +64,16 @@ public struct TunnelManager: Hashable, Sendable {
   }
 
   /// The rule, strongest evidence first: NetworkManager (its active connection on the device, or
-  /// the VPN connection whose IP configuration is on it — NM's OpenVPN plugin), then a systemd
+  /// an active VPN connection whose plugin's process holds the tun), then a systemd
   /// service (the holder's control group, or a unit systemd says is active for the name — only
   /// where systemd runs), then wg-quick (a WireGuard device with a trusted configuration file),
   /// then an OpenVPN process holding the tun; else none. NetworkManager must come before systemd:
   /// the processes of its VPN plugins live in NetworkManager.service's control group.
   ///
   /// Only evidence no unprivileged user can produce counts: NetworkManager's and systemd's own
-  /// state, root's files, and holders that run as root or in a system service (a process's name
-  /// and arguments are its owner's to choose). A holder that may not be a manager is ignored.
+  /// state, root's files, and holders with standing (root's processes, a service's main
+  /// process, NetworkManager's plugin's): a process's name and arguments are its owner's to
+  /// choose. A holder without standing is ignored.
   public static func identify(_ evidence: ManagerEvidence) -> TunnelManager {
     let name = evidence.interface.terminalText
     if let device = evidence.networkManager, !device.isExternal, let uuid = device.uuid {
@@ -83,16 +83,18 @@ public struct TunnelManager: Hashable, Sendable {
           "NetworkManager: connection '\(TerminalText.sanitize(device.connection ?? uuid))' is active on \(name)",
         connectionName: device.connection)
     }
-    if let vpn = evidence.networkManagerVPN {
-      return TunnelManager(
-        kind: .networkManager, id: vpn.uuid, foundBy: .networkManager,
-        evidence:
-          "NetworkManager: \(TerminalText.sanitize(vpn.type)) connection '\(TerminalText.sanitize(vpn.name ?? vpn.uuid))' runs over \(name)",
-        connectionName: vpn.name)
-    }
     let holders = evidence.holders.filter(\.mayBeManager)
+    for holder in holders {
+      if let uuid = holder.networkManagerConnection, let vpn = evidence.networkManagerVPNs[uuid] {
+        return TunnelManager(
+          kind: .networkManager, id: uuid, foundBy: .holder,
+          evidence:
+            "\(holder.described), started by NetworkManager's VPN plugin, holds \(name) for its active VPN connection '\(TerminalText.sanitize(vpn.name ?? uuid))'",
+          connectionName: vpn.name, process: holder)
+      }
+    }
     if evidence.systemdRunning {
-      for holder in holders {
+      for holder in holders where holder.standing != .networkManagerPlugin {
         if let unit = holder.systemdUnit, unit != "NetworkManager.service" {
           return TunnelManager(
             kind: .systemd, id: unit, foundBy: .controlGroup,
@@ -139,11 +141,26 @@ public struct TunnelManager: Hashable, Sendable {
   }
 }
 
-/// A process holding a tun open, as the kernel shows it: who it is, and whether it may be a
-/// manager at all. The tun is proven to be the device (its descriptor asked, not fdinfo's name);
-/// its name and arguments are believed only because it runs as root or in a system service —
-/// any other user chooses what theirs say.
+/// A process holding a tun open, as the kernel shows it: who it is, and whether root may take it
+/// for the tunnel's manager (`standing`). The tun is proven to be the device (its descriptor
+/// asked, not fdinfo's name); its name and arguments are believed only when its standing says
+/// they are root's choice — any other user chooses what theirs say.
 public struct TunnelProcess: Hashable, Sendable {
+  /// Why root may believe what the process says of itself, or that it may not.
+  public enum Standing: Hashable, Sendable {
+    /// Every one of its user ids (real, effective, saved, file system) is root's.
+    case root
+    /// The main process of a system service (its control group's unit), as systemd says
+    /// (`MainPID`): a service that dropped root (OpenVPN's `user nobody`).
+    case serviceMainProcess
+    /// Started by root's NetworkManager VPN plugin (its parent, whose program lies in
+    /// NetworkManager's directory): the plugin's OpenVPN, which drops root for nm-openvpn.
+    case networkManagerPlugin
+    /// None of these: another user's process, or a service's that systemd does not call its
+    /// own. Nothing about it is evidence.
+    case unprivileged
+  }
+
   public var pid: Int32
   /// When it started (clock ticks after boot): with the pid, who it is even if the pid is reused.
   public var startTime: UInt64?
@@ -153,33 +170,38 @@ public struct TunnelProcess: Hashable, Sendable {
   public var arguments: [String]
   /// Its control group (`/system.slice/openvpn-client@work.service`), when it has one.
   public var controlGroup: String?
-  /// Whether every one of its user ids (real, effective, saved, file system) is root's.
-  public var runsAsRoot: Bool
+  public var standing: Standing
 
   public init(
-    pid: Int32, startTime: UInt64?, command: String, arguments: [String], controlGroup: String?, runsAsRoot: Bool
+    pid: Int32, startTime: UInt64?, command: String, arguments: [String], controlGroup: String?, standing: Standing
   ) {
     self.pid = pid
     self.startTime = startTime
     self.command = command
     self.arguments = arguments
     self.controlGroup = controlGroup
-    self.runsAsRoot = runsAsRoot
+    self.standing = standing
   }
 
   /// "openvpn (pid 812)", made safe for a terminal.
   public var described: String { "\(TerminalText.sanitize(command)) (pid \(pid))" }
 
-  /// Whether root may take this process for a tunnel's manager: it runs as root, or in a system
-  /// service (a control group under /system.slice only root can move a process into). Another
-  /// user's process — or root's own in a user namespace, whose ids map to that user — never is.
-  public var mayBeManager: Bool { runsAsRoot || systemdUnit != nil }
+  /// Whether root may take this process for a tunnel's manager and believe its arguments.
+  public var mayBeManager: Bool { standing != .unprivileged }
 
-  /// The rule as the walk of /proc applies it before reading a process's descriptors: what
-  /// others hold open costs nothing.
-  public static func mayBeManager(userIDs: [UInt32]?, controlGroup: String?) -> Bool {
-    if let userIDs, !userIDs.isEmpty, userIDs.allSatisfy({ $0 == 0 }) { return true }
-    return systemService(controlGroup) != nil
+  /// Whether the walk of /proc should read a process's descriptors: it may have standing (root;
+  /// a system service's, for systemd to confirm; a child of root's NetworkManager VPN plugin).
+  /// Asked before anything costly, so what other users hold open costs nothing.
+  public static func mayHaveStanding(userIDs: [UInt32]?, controlGroup: String?, pluginParent: Bool) -> Bool {
+    if let userIDs, userIDs.count == 4, userIDs.allSatisfy({ $0 == 0 }) { return true }
+    return pluginParent || systemService(controlGroup) != nil
+  }
+
+  /// Whether a program is one of NetworkManager's VPN plugins (`nm-openvpn-service`): it lies
+  /// in NetworkManager's own directory, which only root can write.
+  public static func isNetworkManagerPlugin(executable: String) -> Bool {
+    ["/usr/lib/NetworkManager/", "/usr/libexec/"].contains { executable.hasPrefix($0) }
+      && executable.split(separator: "/").last?.hasPrefix("nm-") == true
   }
 
   /// OpenVPN's `--management PATH unix` (the socket it answers on), if it was given one.
@@ -190,13 +212,26 @@ public struct TunnelProcess: Hashable, Sendable {
     return arguments[index + 1]
   }
 
+  /// The UUID of the NetworkManager connection whose OpenVPN plugin started this process: its
+  /// management socket is `/var/run/NetworkManager/nm-openvpn-UUID`. Believed only from a
+  /// process the plugin started (`standing`), and only for a VPN NetworkManager says is active.
+  public var networkManagerConnection: String? {
+    guard standing == .networkManagerPlugin, let socket = managementSocket,
+      let slash = socket.lastIndex(of: "/")
+    else { return nil }
+    let file = socket[socket.index(after: slash)...]
+    guard file.hasPrefix("nm-openvpn-") else { return nil }
+    let uuid = String(file.dropFirst("nm-openvpn-".count))
+    return ManagerName.isUUID(uuid) ? uuid : nil
+  }
+
   /// The systemd service it runs in, when its control group is a system service's.
   public var systemdUnit: String? { Self.systemService(controlGroup) }
 
   /// The service a control group belongs to: `/system.slice/[….slice/]NAME.service[/…]`. A
   /// login session's `.scope`, and anything under `/user.slice` — where a user's own systemd
   /// may name a unit anything, `openvpn-client@work.service` too — are not system services.
-  static func systemService(_ controlGroup: String?) -> String? {
+  public static func systemService(_ controlGroup: String?) -> String? {
     guard let group = controlGroup, group.hasPrefix("/system.slice/") else { return nil }
     let parts = group.split(separator: "/").dropFirst()
     for part in parts {
@@ -210,8 +245,10 @@ public struct TunnelProcess: Hashable, Sendable {
   public var isWireGuardGo: Bool { command == "wireguard-go" }
 }
 
-/// A NetworkManager connection that is active with its IP configuration on an interface other
-/// than its device — a VPN plugin's (OpenVPN's tun) — as NetworkManager says (`GENERAL.IP-IFACE`).
+/// An active NetworkManager VPN connection (a plugin's: OpenVPN, …), as NetworkManager lists it.
+/// NetworkManager does not say which tun its plugin made; the plugin's own process does
+/// (`TunnelProcess.networkManagerConnection`), and NetworkManager confirms the connection is one
+/// of its active VPNs.
 public struct NetworkManagerConnection: Hashable, Sendable {
   public var uuid: String
   public var name: String?
@@ -251,13 +288,13 @@ public struct ManagerEvidence: Hashable, Sendable {
   public var interface: InterfaceName
   /// The netlink link kind (`tun`, `wireguard`), when known.
   public var linkKind: String?
-  /// The processes of root or of a system service holding the tun (the device itself, in this
-  /// network namespace).
+  /// The processes holding the tun (the device itself, in this network namespace) that may have
+  /// standing, with it.
   public var holders: [TunnelProcess]
   /// NetworkManager's device of that name, when NetworkManager runs and knows it.
   public var networkManager: NetworkManagerDevice?
-  /// NetworkManager's VPN connection whose IP configuration is on the interface, when one is.
-  public var networkManagerVPN: NetworkManagerConnection?
+  /// NetworkManager's active VPN connections, by UUID.
+  public var networkManagerVPNs: [String: NetworkManagerConnection]
   /// Whether systemd is the init system here (`/run/systemd/system` exists).
   public var systemdRunning: Bool
   /// Units systemd says are active for the name (`wg-quick@wg0.service`, …).
@@ -274,7 +311,7 @@ public struct ManagerEvidence: Hashable, Sendable {
 
   public init(
     interface: InterfaceName, linkKind: String? = nil, holders: [TunnelProcess] = [],
-    networkManager: NetworkManagerDevice? = nil, networkManagerVPN: NetworkManagerConnection? = nil,
+    networkManager: NetworkManagerDevice? = nil, networkManagerVPNs: [String: NetworkManagerConnection] = [:],
     systemdRunning: Bool = false, activeUnits: [String] = [], configuredUnit: String? = nil,
     wgQuickConfig: String? = nil, wgQuickConfigRefused: String? = nil, wgQuickConfigSearched: String = ""
   ) {
@@ -282,7 +319,7 @@ public struct ManagerEvidence: Hashable, Sendable {
     self.linkKind = linkKind
     self.holders = holders
     self.networkManager = networkManager
-    self.networkManagerVPN = networkManagerVPN
+    self.networkManagerVPNs = networkManagerVPNs
     self.systemdRunning = systemdRunning
     self.activeUnits = activeUnits
     self.configuredUnit = configuredUnit

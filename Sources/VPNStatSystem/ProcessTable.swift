@@ -98,19 +98,44 @@ public enum ProcessTable {
     try? SmallFile.read(procRoot.appending(String(pid)).appending("fdinfo").appending(String(fd)))
   }
 
-  /// The process's user ids from `/proc/PID/status`'s `Uid:` line — real, effective, saved and
-  /// file-system — or nil when it cannot be read (it exited). These are the kernel's, not the
-  /// process's word: what root may believe about who runs it.
-  public static func userIDs(of pid: Int32, procRoot: SystemPath = "/proc") -> [UInt32]? {
+  /// What the kernel says of a process in `/proc/PID/status`: its parent and its user ids (real,
+  /// effective, saved, file system). The kernel's word, not the process's: what root may believe
+  /// about who runs it.
+  public struct Status: Hashable, Sendable {
+    public var parent: Int32
+    public var userIDs: [UInt32]
+    /// All four user ids are root's.
+    public var isRoot: Bool { userIDs.count == 4 && userIDs.allSatisfy { $0 == 0 } }
+  }
+
+  /// The process's `Status`, or nil when it cannot be read (it exited).
+  public static func status(of pid: Int32, procRoot: SystemPath = "/proc") -> Status? {
     guard let bytes = try? SmallFile.read(procRoot.appending(String(pid)).appending("status"), limit: 1 << 14)
     else { return nil }
-    for line in bytes.split(separator: 0x0A) where line.starts(with: Array("Uid:".utf8)) {
-      let ids = line.dropFirst(4).split(whereSeparator: { $0 == 0x09 || $0 == 0x20 }).compactMap {
+    var parent: Int32?
+    var userIDs: [UInt32]?
+    func numbers(_ line: ArraySlice<UInt8>, after label: Int) -> [UInt32] {
+      line.dropFirst(label).split(whereSeparator: { $0 == 0x09 || $0 == 0x20 }).compactMap {
         UInt32(String(decoding: $0, as: UTF8.self))
       }
-      return ids.count == 4 ? ids : nil
     }
-    return nil
+    for line in bytes.split(separator: 0x0A) {
+      if line.starts(with: Array("PPid:".utf8)) {
+        parent = numbers(line, after: 5).first.map { Int32(truncatingIfNeeded: $0) }
+      } else if line.starts(with: Array("Uid:".utf8)) {
+        userIDs = numbers(line, after: 4)
+        break
+      }
+    }
+    guard let parent, let userIDs, userIDs.count == 4 else { return nil }
+    return Status(parent: parent, userIDs: userIDs)
+  }
+
+  /// The program the process runs (`/proc/PID/exe`), or nil.
+  public static func executable(of pid: Int32, procRoot: SystemPath = "/proc") -> String? {
+    (try? SmallFile.symbolicLink(procRoot.appending(String(pid)).appending("exe"), limit: 4096)).map {
+      String(decoding: $0, as: UTF8.self)
+    }
   }
 
   /// Asks the process to stop (SIGTERM), if it is still the one that started at `startTime`:

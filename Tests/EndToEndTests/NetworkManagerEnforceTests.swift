@@ -118,7 +118,8 @@ struct NetworkManagerEnforceTests {
     _ = waitUntil(timeout: 5) { (try? nmStop(nm, db)) != nil }
     let stop = try #require(try nmStop(nm, db))
     #expect(stop["reason"] as? String == "free-limit")
-    #expect((stop["detail"] as? String)?.hasPrefix("stopped through networkmanager \(uuid)") == true, "\(stop)")
+    #expect(
+      (stop["detail"] as? String)?.hasPrefix("stopped through networkmanager 'ovpn' (\(uuid))") == true, "\(stop)")
     #expect(enforcer.stop() == 0)
     withExtendedLifetime(pair) {}
   }

@@ -23,7 +23,8 @@ final class ProcFixture: @unchecked Sendable {
   func process(
     _ pid: Int, command: String, arguments: [String], namespace: String = "net:[4026531840]",
     tuns: [Int: String] = [:], otherFiles: [Int: String] = [:], tunLink: String = "/dev/net/tun", uid: UInt32 = 0,
-    controlGroup: String = "/user.slice/user-0.slice/session-1.scope", foreign: Set<Int> = []
+    controlGroup: String = "/user.slice/user-0.slice/session-1.scope", foreign: Set<Int> = [], parent: Int = 1,
+    executable: String? = nil
   ) throws {
     let base = root + "/\(pid)"
     let fm = FileManager.default
@@ -31,8 +32,10 @@ final class ProcFixture: @unchecked Sendable {
       try fm.createDirectory(atPath: base + "/" + sub, withIntermediateDirectories: true)
     }
     try Data((command + "\n").utf8).write(to: URL(fileURLWithPath: base + "/comm"))
-    try Data("Name:\t\(command)\nUid:\t\(uid)\t\(uid)\t\(uid)\t\(uid)\nGid:\t0\t0\t0\t0\n".utf8).write(
-      to: URL(fileURLWithPath: base + "/status"))
+    try Data(
+      "Name:\t\(command)\nPid:\t\(pid)\nPPid:\t\(parent)\nUid:\t\(uid)\t\(uid)\t\(uid)\t\(uid)\nGid:\t0\t0\t0\t0\n".utf8
+    ).write(to: URL(fileURLWithPath: base + "/status"))
+    if let executable { try fm.createSymbolicLink(atPath: base + "/exe", withDestinationPath: executable) }
     try Data("0::\(controlGroup)\n".utf8).write(to: URL(fileURLWithPath: base + "/cgroup"))
     for fd in foreign { fm.createFile(atPath: base + "/foreign/\(fd)", contents: Data()) }
     try Data(arguments.map { $0 + "\0" }.joined().utf8).write(to: URL(fileURLWithPath: base + "/cmdline"))

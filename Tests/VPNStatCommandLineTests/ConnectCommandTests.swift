@@ -109,10 +109,62 @@ struct ConnectCommandTests {
       ["connect"], ["connect", ""], ["connect", "wg0", "--manager", "strongswan"],
       ["connect", "wg0", "--timeout", "20m"],
       ["connect", "wg0", "--timeout", "50ms"], ["disconnect", "wg0", "--timeout", "0"], ["disconnect", "a", "b"],
+      // A control character in a name (a newline would split a manager's listing).
+      ["connect", "wg\n0"], ["disconnect", "wg\u{1B}0"], ["connect", "work\tvpn"],
+      // A unit name that could be taken for an option, or is no unit name at all.
+      ["connect", "x", "--systemd-unit", "-h=--force.service"], ["connect", "x", "--systemd-unit", "x=a b.service"],
     ])
   func usage(_ arguments: [String]) throws {
     let result = try vpnstat(arguments + ["--db", db])
     #expect(result.status == 64, "\(arguments): \(result.status) \(result.errors)")
+  }
+
+  @Test(
+    "a database others could write decides nothing: connect and session check refuse it with 77, naming it, before anything starts"
+  )
+  func untrustedDatabase() throws {
+    let open = directory.file("open")
+    try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: false)
+    chmod(open, 0o777)
+    let planted = open + "/v.db"
+    // A premium database: it would allow anything.
+    let store = try #require(try Store.open(StoreLocation(path: db), intent: .write))
+    try store.updateSession { $0.plan = .premium }
+    try FileManager.default.copyItem(atPath: db, toPath: planted)
+    for arguments in [
+      ["connect", Self.name, "--manager", "none"], ["session", "check"], ["connect", Self.name, "--json"],
+    ] {
+      let result = try vpnstat(arguments + ["--db", planted])
+      #expect(result.status == 77, "\(arguments): \(result.status) \(result.errors)")
+      #expect(result.errors.contains("refusing the database \(planted)"), "\(result.errors)")
+      #expect(result.errors.contains("\(open) is writable by other users (mode 0777)"), "\(result.errors)")
+    }
+    // The same file where only its owner may write is the gate's to read.
+    chmod(open, 0o755)
+    #expect(try vpnstat(["session", "check", "--db", planted]).status == 0)
+    chmod(planted, 0o666)
+    #expect(try vpnstat(["session", "check", "--db", planted]).status == 77, "a file others may write")
+  }
+
+  @Test("connect and disconnect refuse a --wg-quick-dir others may write with 77; a configuration there is never run")
+  func untrustedWgQuickDirectory() throws {
+    let open = directory.file("wireguard")
+    try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: false)
+    chmod(open, 0o777)
+    try Data("[Interface]\nPostDown = touch \(directory.file("ran"))\n".utf8).write(
+      to: URL(fileURLWithPath: open + "/wgt0.conf"))
+    for command in ["connect", "disconnect"] {
+      let result = try vpnstat([command, "wgt0", "--wg-quick-dir", open, "--db", db])
+      #expect(result.status == 77, "\(command): \(result.status) \(result.errors)")
+      #expect(result.errors.contains("refusing the wg-quick directory \(open)"), "\(result.errors)")
+    }
+    // A directory only its owner may write, holding a file others may write: the file is refused.
+    chmod(open, 0o755)
+    chmod(open + "/wgt0.conf", 0o666)
+    let file = try vpnstat(["disconnect", "wgt0", "--wg-quick-dir", open, "--db", db])
+    #expect(file.status == 77, "\(file.status) \(file.errors)")
+    #expect(file.errors.contains("\(open)/wgt0.conf is writable by other users (mode 0666)"), "\(file.errors)")
+    #expect(!FileManager.default.fileExists(atPath: directory.file("ran")))
   }
 
   @Test("each outcome has its documented status")

@@ -325,6 +325,74 @@ struct TunProcessSurveyTests {
   }
 }
 
+/// Who has standing to be taken for a tunnel's manager, as the detector decides from a /proc
+/// fixture, NetworkManager's and systemd's answers.
+struct ManagerStandingTests {
+  static let vpn = "6a1b2c3d-0000-4000-8000-000000000001"
+
+  /// nmcli and systemctl as the test says: one active NetworkManager VPN, a MainPID per unit.
+  final class Machine: ProgramRunner, @unchecked Sendable {
+    var mainPIDs: [String: Int32] = [:]
+    private(set) var asked: [[String]] = []
+    func run(_ arguments: [String], timeout: Duration) -> ProgramRun {
+      asked.append(arguments)
+      switch arguments {
+      case NetworkManagerControl.devices: return ProgramRun(outcome: .exited(0), output: "")
+      case NetworkManagerControl.activeConnectionTypes:
+        return ProgramRun(outcome: .exited(0), output: "\(ManagerStandingTests.vpn):vpn:work\n")
+      case _ where arguments.starts(with: ["systemctl", "show", "--property=Id,MainPID", "--"]):
+        let blocks = arguments.dropFirst(4).map { "MainPID=\(mainPIDs[$0] ?? 0)\nId=\($0)\n" }
+        return ProgramRun(outcome: .exited(0), output: blocks.joined(separator: "\n"))
+      case _ where arguments.starts(with: ["systemctl", "is-active", "--"]):
+        return ProgramRun(outcome: .exited(3), output: arguments.dropFirst(3).map { _ in "inactive\n" }.joined())
+      default: return ProgramRun(outcome: .exited(1), errors: "unexpected \(arguments)\n")
+      }
+    }
+  }
+
+  @Test(
+    "standing: root's processes, a service's main process, NetworkManager's plugin's child; never another user's, whatever it says"
+  )
+  func standing() throws {
+    let proc = try ProcFixture()
+    let plugin = ["openvpn", "--dev", "tun8", "--management", "/var/run/NetworkManager/nm-openvpn-\(Self.vpn)", "unix"]
+    // nobody's process, named and argued as NetworkManager's openvpn, holding a tun it owns.
+    try proc.process(30, command: "openvpn", arguments: plugin, tuns: [3: "tunU"], uid: 65534)
+    // NetworkManager's plugin (root) and the openvpn it started, which dropped to nm-openvpn.
+    try proc.process(
+      31, command: "nm-openvpn-serv", arguments: [], executable: "/usr/lib/NetworkManager/nm-openvpn-service")
+    try proc.process(32, command: "openvpn", arguments: plugin, tuns: [3: "tun8"], uid: 104, parent: 31)
+    // The same child of a plugin-named program outside NetworkManager's directory: nobody's.
+    try proc.process(35, command: "nm-openvpn-serv", arguments: [], uid: 65534, executable: "/tmp/nm-openvpn-service")
+    try proc.process(36, command: "openvpn", arguments: plugin, tuns: [3: "tun5"], uid: 65534, parent: 35)
+    // A service's main process that dropped root, and a job cron started as a user.
+    try proc.process(
+      33, command: "openvpn", arguments: ["openvpn"], tuns: [3: "tun7"], uid: 104,
+      controlGroup: "/system.slice/openvpn-client@work.service")
+    try proc.process(
+      34, command: "openvpn", arguments: ["openvpn"], tuns: [3: "tun6"], uid: 1000,
+      controlGroup: "/system.slice/cron.service")
+    let directory = try TemporaryDirectory("standing")
+    let machine = Machine()
+    machine.mainPIDs = ["openvpn-client@work.service": 33, "cron.service": 999]
+    let detector = ManagerDetector(
+      runner: machine, wgQuickDirectories: [directory.path], procRoot: SystemPath(proc.root),
+      attachments: proc.attachments, networkManagerDirectory: directory.path, systemdDirectory: directory.path)
+    let found = detector.managers(of: ["tunU", "tun8", "tun5", "tun7", "tun6"].map { (InterfaceName($0), "tun") })
+    #expect(
+      found[InterfaceName("tunU")]?.kind == TunnelManager.Kind.none,
+      "\(String(describing: found[InterfaceName("tunU")]))")
+    #expect(found[InterfaceName("tun8")]?.kind == .networkManager && found[InterfaceName("tun8")]?.id == Self.vpn)
+    #expect(found[InterfaceName("tun5")]?.kind == TunnelManager.Kind.none)
+    #expect(
+      found[InterfaceName("tun7")]?.kind == .systemd
+        && found[InterfaceName("tun7")]?.id == "openvpn-client@work.service")
+    #expect(found[InterfaceName("tun6")]?.kind == TunnelManager.Kind.none)
+    // Nothing was ever asked about the impostor's claimed connection beyond NetworkManager's own list.
+    #expect(!machine.asked.joined().contains { $0.contains("down") })
+  }
+}
+
 /// The managers' command lines and what their answers mean, as values.
 struct ManagerCommandTests {
   @Test("the command lines each manager is driven with")

@@ -9,28 +9,31 @@ struct TunnelManagerTests {
 
   static func process(
     _ pid: Int32, _ command: String, _ arguments: [String], group: String? = "/user.slice/session-2.scope",
-    root: Bool = true
+    standing: TunnelProcess.Standing = .root
   ) -> TunnelProcess {
     TunnelProcess(
-      pid: pid, startTime: 42, command: command, arguments: arguments, controlGroup: group, runsAsRoot: root)
+      pid: pid, startTime: 42, command: command, arguments: arguments, controlGroup: group, standing: standing)
   }
 
   static let wireguardGo = process(812, "wireguard-go", ["wireguard-go", "wg0"])
   static let openVPN = process(
     900, "openvpn", ["/usr/sbin/openvpn", "--dev", "tun7", "--management", "/run/ovpn.sock", "unix"])
-  /// NetworkManager's OpenVPN plugin runs openvpn as the user nm-openvpn, in NetworkManager.service.
+  /// NetworkManager's OpenVPN plugin runs openvpn as the user nm-openvpn, in NetworkManager.service;
+  /// its parent is the plugin (nm-openvpn-service, root's).
   static let nmOpenVPN = process(
     901, "openvpn",
     [
       "/usr/sbin/openvpn", "--dev", "tun8", "--management",
       "/var/run/NetworkManager/nm-openvpn-6a1b2c3d-0000-4000-8000-000000000001", "unix",
-    ], group: "/system.slice/NetworkManager.service", root: false)
+    ], group: "/system.slice/NetworkManager.service", standing: .networkManagerPlugin)
   static let nmVPN = NetworkManagerConnection(uuid: "6a1b2c3d-0000-4000-8000-000000000001", name: "work", type: "vpn")
+  static let nmVPNs = [nmVPN.uuid: nmVPN]
   /// A process of the user nobody, named and argued like NetworkManager's openvpn, holding a tun
   /// it owns: nothing about it is evidence.
   static let impostor = process(
     666, "openvpn",
-    ["openvpn", "--management", "/tmp/nm-openvpn-0e0e0e0e-0000-4000-8000-00000000000e", "unix"], root: false)
+    ["openvpn", "--management", "/tmp/nm-openvpn-6a1b2c3d-0000-4000-8000-000000000001", "unix"],
+    standing: .unprivileged)
 
   @Test(
     "the rule, strongest evidence first",
@@ -50,22 +53,25 @@ struct TunnelManagerTests {
             device: wg0, state: "connected (externally)", connection: "wg0", uuid: "U2"),
           wgQuickConfig: "/etc/wireguard/wg0.conf"), .wgQuick, "/etc/wireguard/wg0.conf"
       ),
-      // NM's OpenVPN plugin: NetworkManager says its VPN connection's IP configuration is on
-      // the tun, and that beats the NetworkManager.service control group its openvpn runs in.
+      // NM's OpenVPN plugin: the plugin's openvpn names the connection, NetworkManager says it
+      // is an active VPN, and that beats the NetworkManager.service control group it runs in.
       (
         ManagerEvidence(
-          interface: .init("tun8"), linkKind: "tun", holders: [nmOpenVPN], networkManagerVPN: nmVPN,
+          interface: .init("tun8"), linkKind: "tun", holders: [nmOpenVPN], networkManagerVPNs: nmVPNs,
           systemdRunning: true), .networkManager, "6a1b2c3d-0000-4000-8000-000000000001"
       ),
-      // Without NetworkManager's word, NM's openvpn is an OpenVPN process of a system service.
+      // Without NetworkManager's word that the connection is an active VPN, the plugin's
+      // openvpn is an OpenVPN process (stopped on its own socket).
       (
         ManagerEvidence(interface: .init("tun8"), linkKind: "tun", holders: [nmOpenVPN], systemdRunning: true),
         .openVPN, "/var/run/NetworkManager/nm-openvpn-6a1b2c3d-0000-4000-8000-000000000001"
       ),
-      // Another user's process is no evidence, whatever its name and arguments say.
+      // Another user's process is no evidence, whatever its name and arguments say — even when
+      // they name a VPN NetworkManager has active.
       (
-        ManagerEvidence(interface: .init("tunU"), linkKind: "tun", holders: [impostor], systemdRunning: true), .none,
-        nil
+        ManagerEvidence(
+          interface: .init("tunU"), linkKind: "tun", holders: [impostor], networkManagerVPNs: nmVPNs,
+          systemdRunning: true), .none, nil
       ),
       // …nor is a unit a user's own systemd runs, however it is named.
       (
@@ -75,18 +81,27 @@ struct TunnelManagerTests {
             process(
               7, "openvpn", ["openvpn"],
               group: "/user.slice/user-1000.slice/user@1000.service/app.slice/openvpn-client@work.service",
-              root: false)
+              standing: .unprivileged)
           ], systemdRunning: true), .none, nil
       ),
-      // A system service's process that dropped root is still the service's.
+      // A system service's main process that dropped root (systemd says it is the main one) is
+      // still the service's…
       (
         ManagerEvidence(
           interface: .init("tun7"), linkKind: "tun",
           holders: [
             process(
               7, "openvpn", ["openvpn"],
-              group: "/system.slice/system-openvpn\\x2dclient.slice/openvpn-client@work.service", root: false)
+              group: "/system.slice/system-openvpn\\x2dclient.slice/openvpn-client@work.service",
+              standing: .serviceMainProcess)
           ], systemdRunning: true), .systemd, "openvpn-client@work.service"
+      ),
+      // …but a process a service merely started as some user (cron's jobs) is not.
+      (
+        ManagerEvidence(
+          interface: .init("tun7"), linkKind: "tun",
+          holders: [process(7, "openvpn", ["openvpn"], group: "/system.slice/cron.service", standing: .unprivileged)],
+          systemdRunning: true), .none, nil
       ),
       // A systemd service's control group, where systemd runs.
       (
@@ -150,8 +165,8 @@ struct TunnelManagerTests {
     #expect(decided(ManagerEvidence(interface: Self.wg0, networkManager: device)) == .networkManager)
     #expect(decided(ManagerEvidence(interface: .init("tun8"), holders: [Self.nmOpenVPN])) == .holder)
     #expect(
-      decided(ManagerEvidence(interface: .init("tun8"), holders: [Self.nmOpenVPN], networkManagerVPN: Self.nmVPN))
-        == .networkManager)
+      decided(ManagerEvidence(interface: .init("tun8"), holders: [Self.nmOpenVPN], networkManagerVPNs: Self.nmVPNs))
+        == .holder)
     #expect(decided(ManagerEvidence(interface: .init("tunU"), linkKind: "tun", holders: [Self.impostor])) == .nothing)
     let service = Self.process(7, "openvpn", ["openvpn"], group: "/system.slice/openvpn-client@work.service")
     #expect(
@@ -200,11 +215,23 @@ struct TunnelManagerTests {
     #expect(Self.nmOpenVPN.systemdUnit == "NetworkManager.service")
     #expect(Self.wireguardGo.isWireGuardGo && !Self.openVPN.isWireGuardGo)
     #expect(Self.openVPN.mayBeManager && Self.nmOpenVPN.mayBeManager && !Self.impostor.mayBeManager)
-    // The walk's form of the rule: every user id root's, or a system service's control group.
-    #expect(TunnelProcess.mayBeManager(userIDs: [0, 0, 0, 0], controlGroup: nil))
-    #expect(!TunnelProcess.mayBeManager(userIDs: [0, 65534, 0, 0], controlGroup: "/user.slice/session-2.scope"))
-    #expect(!TunnelProcess.mayBeManager(userIDs: nil, controlGroup: nil))
-    #expect(TunnelProcess.mayBeManager(userIDs: [104, 104, 104, 104], controlGroup: "/system.slice/x.service"))
+    // The walk's form of the rule: every user id root's, a system service's control group (for
+    // systemd to confirm), or a child of NetworkManager's plugin.
+    #expect(TunnelProcess.mayHaveStanding(userIDs: [0, 0, 0, 0], controlGroup: nil, pluginParent: false))
+    #expect(
+      !TunnelProcess.mayHaveStanding(
+        userIDs: [0, 65534, 0, 0], controlGroup: "/user.slice/session-2.scope", pluginParent: false))
+    #expect(!TunnelProcess.mayHaveStanding(userIDs: nil, controlGroup: nil, pluginParent: false))
+    #expect(
+      TunnelProcess.mayHaveStanding(
+        userIDs: [104, 104, 104, 104], controlGroup: "/system.slice/x.service", pluginParent: false))
+    #expect(TunnelProcess.mayHaveStanding(userIDs: [104, 104, 104, 104], controlGroup: "/", pluginParent: true))
+    #expect(TunnelProcess.isNetworkManagerPlugin(executable: "/usr/lib/NetworkManager/nm-openvpn-service"))
+    #expect(!TunnelProcess.isNetworkManagerPlugin(executable: "/tmp/NetworkManager/nm-openvpn-service"))
+    #expect(!TunnelProcess.isNetworkManagerPlugin(executable: "/usr/lib/NetworkManager/NetworkManager-dispatcher"))
+    // Only the plugin's own process names a NetworkManager connection.
+    #expect(Self.nmOpenVPN.networkManagerConnection == "6a1b2c3d-0000-4000-8000-000000000001")
+    #expect(Self.impostor.networkManagerConnection == nil)
     for (group, unit) in [
       ("/system.slice/openvpn-client@work.service", "openvpn-client@work.service"),
       ("/system.slice/system-wg\\x2dquick.slice/wg-quick@wg0.service", "wg-quick@wg0.service"),
@@ -212,7 +239,7 @@ struct TunnelManagerTests {
       ("/user.slice/user-0.slice/user@0.service/app.slice/openvpn-client@work.service", nil),
       ("/system.slice/session-2.scope", nil), ("/system.slice", nil), ("/", nil),
     ] as [(String, String?)] {
-      #expect(Self.process(1, "x", [], group: group, root: false).systemdUnit == unit, "\(group)")
+      #expect(Self.process(1, "x", [], group: group, standing: .unprivileged).systemdUnit == unit, "\(group)")
     }
   }
 
