@@ -99,7 +99,9 @@ enum StoreBenchmark {
 }
 
 /// The enforcer's latency: from a session's deadline to the tunnel down, over repeated windows,
-/// measured inside a namespace with a tun and the release binary.
+/// measured inside a namespace with a tun and the release binary — alone, then with another
+/// user's processes in the namespace holding ~200,000 descriptors (what a walk of /proc that
+/// read everyone's descriptors paid for).
 enum EnforceBenchmark {
   static func runInner(vpnstat: String, ip: String, quick: Bool) throws -> [String] {
     let directory = try StoreBenchmark.temporaryDirectory()
@@ -122,8 +124,19 @@ enum EnforceBenchmark {
       kill(enforcer, SIGTERM)
       _ = try? waitForExit(enforcer)
     }
-    let control = try LinkControl()
     let cycles = quick ? 5 : 20
+    var notes = [try measure(db: db, cycles: cycles, ip: ipRun, label: "no other process")]
+    let crowd = try Crowd(processes: 10, descriptors: 19_990)
+    defer { crowd.stop() }
+    notes.append(
+      try measure(
+        db: db, cycles: cycles, ip: ipRun,
+        label: "\(crowd.processes) processes of nobody holding \(crowd.processes * crowd.descriptors) descriptors"))
+    return notes
+  }
+
+  static func measure(db: String, cycles: Int, ip ipRun: ([String]) throws -> Void, label: String) throws -> String {
+    let control = try LinkControl()
     var latencies: [Int64] = []
     var failures = 0
     for _ in 0..<cycles {
@@ -136,7 +149,11 @@ enum EnforceBenchmark {
         {
           break
         }
-        if monotonicNanoseconds() - waitStart > 5_000_000_000 { throw BenchError("no window opened") }
+        if monotonicNanoseconds() - waitStart > 5_000_000_000 {
+          // A window that ended while we waited: bring the tunnel up for the next.
+          try ipRun(["link", "set", "tunbench", "up"])
+          if monotonicNanoseconds() - waitStart > 15_000_000_000 { throw BenchError("no window opened") }
+        }
         usleep(1000)
       }
       guard let current = window else { continue }
@@ -154,11 +171,63 @@ enum EnforceBenchmark {
     }
     let d = Distribution(latencies)
     let worst = latencies.max() ?? 0
-    return [
-      "enforce: session deadline → tunnel down (--action auto: a tun nobody manages, so link-down), \(latencies.count) windows of 1 s: median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)), worst \(formatDuration(Double(worst)))"
-        + (worst < 1_000_000_000 && failures == 0
-          ? " — under 1 s every time" : " — TARGET MISSED (\(failures) failures)")
-    ]
+    return
+      "enforce: session deadline → tunnel down (--action auto: a tun nobody manages, so link-down), \(label), \(latencies.count) windows of 1 s: median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)), worst \(formatDuration(Double(worst)))"
+      + (worst < 1_000_000_000 && failures == 0 ? " — under 1 s every time" : " — TARGET MISSED (\(failures) failures)")
+  }
+}
+
+/// Processes of the user nobody in the namespace, each holding many descriptors open: the load
+/// another user can put on anything that walks /proc. Each is this executable again
+/// (`--inner-hold-fds N`) under `setpriv`, and says `ready` once it holds them.
+struct Crowd {
+  let processes: Int
+  let descriptors: Int
+  private(set) var pids: [pid_t] = []
+
+  init(processes: Int, descriptors: Int) throws {
+    self.processes = processes
+    self.descriptors = descriptors
+    guard let setpriv = findExecutable("setpriv") else { throw BenchError("setpriv (util-linux) is missing") }
+    for _ in 0..<processes {
+      var ends: [Int32] = [0, 0]
+      guard pipe(&ends) == 0 else { throw BenchError("pipe: \(errno)") }
+      let pid = try PreparedCommand(
+        label: "", path: setpriv,
+        arguments: [
+          "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", ownExecutablePath(), "--inner-hold-fds",
+          String(descriptors),
+        ]
+      ).spawn(stdout: ends[1])
+      close(ends[1])
+      pids.append(pid)
+      var byte: UInt8 = 0
+      let got = read(ends[0], &byte, 1)
+      close(ends[0])
+      guard got == 1 else {
+        stop()
+        throw BenchError("a crowd process did not start (is this directory reachable by nobody?)")
+      }
+    }
+  }
+
+  func stop() {
+    for pid in pids {
+      kill(pid, SIGKILL)
+      _ = try? waitForExit(pid)
+    }
+  }
+
+  /// The crowd process itself: raises its descriptor limit, opens /dev/null `descriptors`
+  /// times, says so, and waits to be killed.
+  static func hold(descriptors: Int) -> Int32 {
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    limit.rlim_cur = min(limit.rlim_max, rlim_t(descriptors + 16))
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    for _ in 0..<descriptors where open("/dev/null", O_RDONLY) < 0 { break }
+    _ = write(1, "r", 1)
+    while true { pause() }
   }
 }
 

@@ -42,6 +42,8 @@ struct BenchOptions {
   var inner: (part: Part, ifbCount: Int)?
   /// Set in the record part's traffic process: how many ifb devices to send through.
   var mover: Int?
+  /// Set in a process of the enforce part's crowd: how many descriptors to hold open.
+  var holdDescriptors: Int?
 
   static let usage = """
     usage: vpnstat-bench [--quick] [--sizes 10,100,1000]
@@ -115,6 +117,7 @@ struct BenchOptions {
       case "--inner-watch": options.inner = (.watch, try count(try value(argument)))
       case "--inner-record": options.inner = (.record, try count(try value(argument)))
       case "--inner-mover": options.mover = try count(try value(argument))
+      case "--inner-hold-fds": options.holdDescriptors = try count(try value(argument))
       case "--inner-metrics": options.inner = (.metrics, try count(try value(argument)))
       case "--inner-wireguard": options.inner = (.wireguard, try count(try value(argument)))
       case "-h", "--help":
@@ -354,6 +357,7 @@ do {
   exit(64)
 }
 if let count = options.mover { exit(RecordBenchmark.move(ifbCount: count)) }
+if let count = options.holdDescriptors { exit(Crowd.hold(descriptors: count)) }
 if let inner = options.inner {
   exit(runInner(options, part: inner.part, ifbCount: inner.ifbCount))
 }
