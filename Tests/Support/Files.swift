@@ -30,11 +30,17 @@ func python(_ script: String, _ arguments: [String] = [], input: Data? = nil, ti
 /// A copy of the built vpnstat that an unprivileged user can execute (the build directory may
 /// sit under /root, which `nobody` cannot enter).
 func vpnstatForOtherUsers(in directory: TemporaryDirectory) throws -> String {
-  let copy = directory.file("vpnstat")
+  try builtForOtherUsers(Built.vpnstat, in: directory)
+}
+
+/// A copy of a program the package built (`Built.testPeer`, `Built.vpnstat`) that an
+/// unprivileged user can execute, under the same file name in `directory`.
+func builtForOtherUsers(_ program: String, in directory: TemporaryDirectory) throws -> String {
+  let copy = directory.file((program as NSString).lastPathComponent)
   if !FileManager.default.fileExists(atPath: copy) {
     // Written through a close-on-exec descriptor: a child another test spawns meanwhile must
     // not inherit it open for writing, or executing the copy fails with ETXTBSY.
-    let data = try Data(contentsOf: URL(fileURLWithPath: Built.vpnstat))
+    let data = try Data(contentsOf: URL(fileURLWithPath: program))
     let fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
     guard fd >= 0 else { throw TestSetupError("cannot create \(copy)") }
     _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
