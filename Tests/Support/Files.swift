@@ -30,18 +30,28 @@ func python(_ script: String, _ arguments: [String] = [], input: Data? = nil, ti
 /// A copy of the built vpnstat that an unprivileged user can execute (the build directory may
 /// sit under /root, which `nobody` cannot enter).
 func vpnstatForOtherUsers(in directory: TemporaryDirectory) throws -> String {
-  let copy = directory.file("vpnstat")
+  try builtForOtherUsers(Built.vpnstat, in: directory)
+}
+
+/// A copy of a program the package built (`Built.testPeer`, `Built.vpnstat`) that an
+/// unprivileged user can execute, under the same file name in `directory`.
+func builtForOtherUsers(_ program: String, in directory: TemporaryDirectory) throws -> String {
+  let copy = directory.file((program as NSString).lastPathComponent)
   if !FileManager.default.fileExists(atPath: copy) {
-    // Written through a close-on-exec descriptor: a child another test spawns meanwhile must
-    // not inherit it open for writing, or executing the copy fails with ETXTBSY.
-    let data = try Data(contentsOf: URL(fileURLWithPath: Built.vpnstat))
-    let fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
-    guard fd >= 0 else { throw TestSetupError("cannot create \(copy)") }
-    _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    close(fd)
-    chmod(copy, 0o755)
+    try writeExecutable(try Data(contentsOf: URL(fileURLWithPath: program)), to: copy)
   }
   return copy
+}
+
+/// Writes a program (a copy, a script) that anyone may run, mode 0755. Written through a
+/// close-on-exec descriptor: a child another test spawns meanwhile must not inherit it open for
+/// writing, or executing the program fails with ETXTBSY for as long as that child lives.
+func writeExecutable(_ data: Data, to path: String) throws {
+  let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+  guard fd >= 0 else { throw TestSetupError("cannot create \(path)") }
+  _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+  close(fd)
+  chmod(path, 0o755)
 }
 
 /// Runs a command as `nobody` (setpriv from util-linux, present on every Debian).

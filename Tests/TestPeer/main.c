@@ -10,6 +10,21 @@
 //   tcp-sink PORT                 accept one connection, drain it; print bytes received
 //   udp-close-early ADDR PORT COUNT SIZE   send, close the socket, then print "closed" and wait
 //                                 for SIGTERM (traffic whose socket is gone before lookup)
+//   tun-pass NAME SOCKET          create a tun NAME here (in whatever network namespace this runs,
+//                                 e.g. one of `unshare -Urn`), send its descriptor over the unix
+//                                 socket SOCKET (SCM_RIGHTS), print "sent", hold it until SIGTERM
+//   tun-receive SOCKET            listen on the unix socket SOCKET, print "listening", take one tun
+//                                 descriptor from it, print "ready", hold it until SIGTERM
+//   tun-foreign NAME --netns PATH create a tun NAME in the network namespace PATH (setns there and
+//                                 back; needs root), print "ready", hold it here until SIGTERM
+//   hold-fds N                    raise the soft RLIMIT_NOFILE to the hard one, hold N open
+//                                 descriptors (fewer if the limit says so), print "ready COUNT",
+//                                 wait for SIGTERM
+//
+// Any mode also takes `--comm NAME`: the process names itself NAME (prctl PR_SET_NAME, what
+// /proc/PID/comm shows), as any program may. Arguments a mode does not know are left in argv,
+// so /proc/PID/cmdline carries whatever the test wants a process to claim (`--management PATH
+// unix`).
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,8 +37,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,16 +200,126 @@ static int run_tcp_sink(int argc, char **argv) {
   return 0;
 }
 
+static void hold_until_signal(void) { while (!stopping) pause(); }
+
+static int open_tun(const char *name) {
+  int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+  if (fd < 0) die("open /dev/net/tun");
+  struct ifreq req; memset(&req, 0, sizeof req);
+  req.ifr_flags = IFF_TUN | IFF_NO_PI;
+  strncpy(req.ifr_name, name, IFNAMSIZ - 1);
+  if (ioctl(fd, TUNSETIFF, &req) < 0) die("TUNSETIFF");
+  return fd;
+}
+
+static void unix_address(const char *path, struct sockaddr_un *address) {
+  memset(address, 0, sizeof *address);
+  address->sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof address->sun_path) { fprintf(stderr, "socket path too long\n"); exit(2); }
+  strcpy(address->sun_path, path);
+}
+
+static int run_tun_pass(int argc, char **argv) {
+  if (argc < 4) { fprintf(stderr, "tun-pass NAME SOCKET\n"); return 2; }
+  int tun = open_tun(argv[2]);
+  struct sockaddr_un address; unix_address(argv[3], &address);
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) die("socket");
+  if (connect(s, (struct sockaddr *)&address, sizeof address) < 0) die("connect");
+  char byte = 'T';
+  struct iovec io = {.iov_base = &byte, .iov_len = 1};
+  union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int))]; } control;
+  memset(&control, 0, sizeof control);
+  struct msghdr message = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = control.space,
+                           .msg_controllen = sizeof control.space};
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR(&message);
+  cmsg->cmsg_level = SOL_SOCKET; cmsg->cmsg_type = SCM_RIGHTS; cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cmsg), &tun, sizeof tun);
+  if (sendmsg(s, &message, 0) != 1) die("sendmsg");
+  printf("sent %s\n", argv[2]); fflush(stdout);
+  hold_until_signal();
+  return 0;
+}
+
+static int run_tun_receive(int argc, char **argv) {
+  if (argc < 3) { fprintf(stderr, "tun-receive SOCKET\n"); return 2; }
+  struct sockaddr_un address; unix_address(argv[2], &address);
+  unlink(argv[2]);
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) die("socket");
+  if (bind(s, (struct sockaddr *)&address, sizeof address) < 0) die("bind");
+  if (listen(s, 1) < 0) die("listen");
+  printf("listening\n"); fflush(stdout);
+  int c = accept(s, NULL, NULL);
+  if (c < 0) { if (errno == EINTR) return 0; die("accept"); }
+  char byte;
+  struct iovec io = {.iov_base = &byte, .iov_len = 1};
+  union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int))]; } control;
+  struct msghdr message = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = control.space,
+                           .msg_controllen = sizeof control.space};
+  if (recvmsg(c, &message, MSG_CMSG_CLOEXEC) != 1) die("recvmsg");
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR(&message);
+  if (!cmsg || cmsg->cmsg_type != SCM_RIGHTS) { fprintf(stderr, "no descriptor received\n"); return 1; }
+  int tun; memcpy(&tun, CMSG_DATA(cmsg), sizeof tun);
+  close(c); close(s); unlink(argv[2]);
+  printf("ready %d\n", tun); fflush(stdout);
+  hold_until_signal();
+  return 0;
+}
+
+static int run_tun_foreign(int argc, char **argv) {
+  const char *path = NULL;
+  for (int i = 3; i + 1 < argc; i++) if (!strcmp(argv[i], "--netns")) path = argv[i + 1];
+  if (argc < 3 || !path) { fprintf(stderr, "tun-foreign NAME --netns PATH\n"); return 2; }
+  int own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  int there = open(path, O_RDONLY | O_CLOEXEC);
+  if (own < 0 || there < 0) die("open netns");
+  if (setns(there, CLONE_NEWNET) < 0) die("setns there");
+  int tun = open_tun(argv[2]);
+  if (setns(own, CLONE_NEWNET) < 0) die("setns back");
+  close(own); close(there);
+  printf("ready %d\n", tun); fflush(stdout);
+  hold_until_signal();
+  return 0;
+}
+
+static int run_hold_fds(int argc, char **argv) {
+  if (argc < 3) { fprintf(stderr, "hold-fds N\n"); return 2; }
+  long wanted = atol(argv[2]);
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  int first = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (first < 0) die("open /dev/null");
+  long held = 1;
+  while (held < wanted) {
+    if (fcntl(first, F_DUPFD_CLOEXEC, 0) < 0) break;
+    held++;
+  }
+  printf("ready %ld\n", held); fflush(stdout);
+  hold_until_signal();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   install_handlers();
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (argc < 2) { fprintf(stderr, "usage: vpnstat-testpeer tun|udp-send|udp-sink|tcp-send|tcp-sink …\n"); return 2; }
+  for (int i = 2; i + 1 < argc; i++) {
+    if (!strcmp(argv[i], "--comm") && prctl(PR_SET_NAME, argv[i + 1], 0, 0, 0) < 0) die("prctl");
+  }
+  if (argc < 2) { fprintf(stderr, "usage: vpnstat-testpeer tun|udp-send|udp-sink|tcp-send|tcp-sink|tun-pass|tun-receive|tun-foreign|hold-fds …\n"); return 2; }
   if (!strcmp(argv[1], "tun")) return run_tun(argc, argv);
   if (!strcmp(argv[1], "udp-send")) return run_udp_send(argc, argv, 0);
   if (!strcmp(argv[1], "udp-close-early")) return run_udp_send(argc, argv, 1);
   if (!strcmp(argv[1], "udp-sink")) return run_udp_sink(argc, argv);
   if (!strcmp(argv[1], "tcp-send")) return run_tcp_send(argc, argv);
   if (!strcmp(argv[1], "tcp-sink")) return run_tcp_sink(argc, argv);
+  if (!strcmp(argv[1], "tun-pass")) return run_tun_pass(argc, argv);
+  if (!strcmp(argv[1], "tun-receive")) return run_tun_receive(argc, argv);
+  if (!strcmp(argv[1], "tun-foreign")) return run_tun_foreign(argc, argv);
+  if (!strcmp(argv[1], "hold-fds")) return run_hold_fds(argc, argv);
   fprintf(stderr, "unknown mode %s\n", argv[1]);
   return 2;
 }
