@@ -573,7 +573,7 @@ struct TrustKernelTests {
   // 7. Other users' processes cannot slow root's walk of /proc.
 
   @Test(
-    "10 processes of nobody's holding ~20,000 descriptors each in the enforcer's namespace: deadline → link-down within 100 ms of the same without them"
+    "10 processes of nobody's holding ~20,000 descriptors each in the enforcer's namespace: deadline → link-down within 500 ms of the same without them"
   )
   func descriptorFlood() throws {
     let t = try EnforcedTunnel("tfd")
@@ -597,7 +597,8 @@ struct TrustKernelTests {
       return down.timeIntervalSince(ends)
     }
     // Two deadlines each way, the quicker of each compared: one run delayed by the machine's
-    // other work is not what is measured.
+    // other work is not what is measured. The bound is loose (the walk that read every process's
+    // descriptors took 4.5 s here); the figures are vpnstat-bench's.
     let quiet = try (0..<2).map { try latency(t.directory.file("quiet\($0).db")) }
     for _ in 0..<10 {
       flood.append(try t.ns.startAsNobody(peer, ["hold-fds", "19990"]))
@@ -611,7 +612,7 @@ struct TrustKernelTests {
     let flooded = try (0..<2).map { try latency(t.directory.file("flooded\($0).db")) }
     let milliseconds = { (runs: [TimeInterval]) in runs.map { "\(Int($0 * 1000)) ms" }.joined(separator: ", ") }
     #expect(
-      flooded.min()! <= quiet.min()! + 0.1,
+      flooded.min()! <= quiet.min()! + 0.5,
       "deadline → down took \(milliseconds(flooded)) with \(held) descriptors of nobody's open, \(milliseconds(quiet)) without"
     )
   }

@@ -77,6 +77,11 @@ enum EnforceCommand: Subcommand {
     }
     let choice = parsed.has(exec) ? nil : parsed[action] ?? .manager(nil)
     let detector = try CommonOptions.managerDetector(parsed, acting: true)
+    // A wg-quick configuration for the tunnel that others could have written is said now; one
+    // that appears later is not used (link-down, and the log says why).
+    if case .refused(let path, let problem) = detector.wgQuickConfiguration(for: tunnel) {
+      throw UntrustedFile(role: "wg-quick configuration", path: path, problem: problem)
+    }
     // What it needs, checked before anything else: an enforcer that could never disconnect must
     // not look as if it holds the tunnel.
     try EnforcerRequirements.check(networkManager: usesNetworkManager(choice, tunnel, detector: detector))
