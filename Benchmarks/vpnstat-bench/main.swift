@@ -117,7 +117,10 @@ struct BenchOptions {
       case "--inner-watch": options.inner = (.watch, try count(try value(argument)))
       case "--inner-record": options.inner = (.record, try count(try value(argument)))
       case "--inner-mover": options.mover = try count(try value(argument))
-      case "--inner-hold-fds": options.holdDescriptors = try count(try value(argument))
+      case "--inner-hold-fds":
+        let text = try value(argument)
+        guard let n = Int(text), n > 0, n <= 1 << 20 else { throw BenchError("'\(text)' is not a descriptor count") }
+        options.holdDescriptors = n
       case "--inner-metrics": options.inner = (.metrics, try count(try value(argument)))
       case "--inner-wireguard": options.inner = (.wireguard, try count(try value(argument)))
       case "-h", "--help":
