@@ -90,11 +90,16 @@ let package = Package(
     .target(name: "VPNStatSimulation", dependencies: ["VPNStatModel", "VPNStatStore"], path: "Tests/Simulation"),
     // The processes the kernel tests run inside their namespaces (a tun owner, traffic peers).
     .executableTarget(name: "vpnstat-testpeer", path: "Tests/TestPeer"),
+    // The suite-level guard: the host's links when the test process starts, compared when it
+    // ends (a difference fails the run), in C so it runs before any test can.
+    .target(name: "CHostGuard", path: "Tests/HostGuard"),
     // What the tests share: running the built binaries, network namespaces, fixture sysfs trees,
     // capture files, a manual clock.
     .target(
       name: "VPNStatTestSupport",
-      dependencies: ["VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatCapture", "CLinux"],
+      dependencies: [
+        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatCapture", "CLinux", "CHostGuard",
+      ],
       path: "Tests/Support"),
     // One test target per library target, testing it in-process (the engine against a fake
     // kernel, a manual clock and a database in a temporary file), and the end-to-end tests

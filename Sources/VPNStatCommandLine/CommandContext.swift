@@ -74,6 +74,18 @@ public struct CommandContext: Sendable {
     try standardOutput.writeAll(bytes)
   }
 
+  /// Writes a file a person named (`history --svg FILE`): `-`, `/dev/stdout` and `/dev/stderr`
+  /// (and their `/dev/fd/N`, `/proc/self/fd/N`) are this command's own streams, written as they
+  /// are (reopening one would truncate a file it was redirected to, or replace it); anything
+  /// else by `AtomicFile.write(_:toNamed:)` — into a device or a FIFO, a regular file replaced.
+  func writeFile(_ bytes: [UInt8], named path: String) throws {
+    switch path {
+    case "-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1": try standardOutput.writeAll(bytes)
+    case "/dev/stderr", "/dev/fd/2", "/proc/self/fd/2": try standardError.writeAll(bytes)
+    default: try AtomicFile.write(bytes, toNamed: path)
+    }
+  }
+
   /// Writes what `produce` hands out, piece by piece as it is made; the first write that fails
   /// stops the rest, and is thrown once `produce` returns.
   func write(pieces produce: ((UnsafeRawBufferPointer) -> Void) -> Void) throws {

@@ -6,6 +6,10 @@ import VPNStatRender
 import VPNStatStore
 import VPNStatSystem
 
+// Every parser of sizes, numbers, durations and rates reads a value the same way: whitespace
+// around it is ignored (` 5`, `1MiB ` as a shell or a configuration line may leave it), inside
+// it is not (`1 ms`, `5 5`).
+
 /// The durations every option accepts: at least 1 ms (less rounds to nothing a timer or a slice
 /// of packet time can use: `0.0000000001` made watch and record spin and flows divide by zero),
 /// at most 100 days.
@@ -53,14 +57,14 @@ public func parseDuration(_ text: String) -> Duration? {
 
 /// A positive count (`--count 3`).
 public func parsePositiveInt(_ text: String) -> Int? {
-  guard let value = Int(text), value > 0 else { return nil }
+  guard let value = Int(text.trimmingASCIIWhitespace), value > 0 else { return nil }
   return value
 }
 
 /// A count within `range` (`--hours 24`); nil for anything else, also for a number too large
 /// for an Int.
 public func parseCount(_ text: String, in range: ClosedRange<Int>) -> Int? {
-  guard let value = Int(text), range.contains(value) else { return nil }
+  guard let value = Int(text.trimmingASCIIWhitespace), range.contains(value) else { return nil }
   return value
 }
 
@@ -91,8 +95,14 @@ public func parseRate(_ text: String) -> Double? {
   return rate.isFinite ? rate : nil
 }
 
-/// A size in bytes as people write one: `4096`, `64KiB`, `32MiB`, `2GB`, `1.5GiB`; nil for
-/// anything else, for zero or less, and for more than 2⁶² bytes.
+/// The largest size any option takes: 2⁶² bytes (4 EiB).
+public let largestSize: UInt64 = 1 << 62
+
+/// What a size option expects, for its usage errors: its unit and its bounds.
+public let sizeExpectation = "a size from 1B to 4EiB such as 500MB, 2GiB or 1PiB"
+
+/// A size in bytes as people write one: `4096`, `64KiB`, `32MiB`, `2GB`, `1.5GiB`, `1PiB`; nil
+/// for anything else, for zero or less, and for more than 2⁶² bytes (`largestSize`).
 public func parseSize(_ text: String) -> UInt64? {
   let body = Substring(text.trimmingASCIIWhitespace)
   let numberEnd = body.firstIndex(where: { !($0.isASCII && ($0.isNumber || $0 == ".")) }) ?? body.endIndex
@@ -100,11 +110,12 @@ public func parseSize(_ text: String) -> UInt64? {
     return nil
   }
   let units: [String: Double] = [
-    "": 1, "B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-    "KiB": 1024, "MiB": 1_048_576, "GiB": Double(1 << 30), "TiB": Double(1 << 40),
+    "": 1, "B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15, "EB": 1e18,
+    "KiB": 1024, "MiB": 1_048_576, "GiB": Double(1 << 30), "TiB": Double(1 << 40), "PiB": Double(1 << 50),
+    "EiB": Double(1 << 60),
   ]
   guard let scale = units[String(body[numberEnd...])] else { return nil }
   let bytes = (value * scale).rounded()
-  guard bytes >= 1, bytes <= Double(1 << 62) else { return nil }
+  guard bytes >= 1, bytes <= Double(largestSize) else { return nil }
   return UInt64(bytes)
 }

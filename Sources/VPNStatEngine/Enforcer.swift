@@ -58,6 +58,9 @@ public struct Enforcer {
 
   /// The devices under the limit, by ifindex: the one named `tunnel`, and any of them renamed.
   public private(set) var devices: [Int32: Device] = [:]
+  /// Devices that bore the name but are not tunnels (`NotATunnel`), by ifindex: left alone,
+  /// said once.
+  var refused: Set<Int32> = []
   /// The deadline the alarm is armed for (in trusted time), if any.
   public private(set) var armed: Timestamp?
   /// Where that deadline fell on the wall clock when the alarm was set: a clock set since moves
@@ -170,6 +173,7 @@ public struct Enforcer {
     announce()
     log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
     if let link = try links.link(named: tunnel) {
+      guard mayFollow(link) else { return }
       devices[link.index] = Device(name: link.name, up: Self.isUp(link))
       if Self.isUp(link) { try tunnelCameUp(link.index) }
     } else {
@@ -207,7 +211,10 @@ public struct Enforcer {
   private mutating func handle(_ change: LinkNotifications.Change) throws {
     let index = change.record.index
     let followed = devices[index]
-    guard followed != nil || change.record.name == tunnel else {
+    let bearsName =
+      change.record.name == tunnel && (change.deleted ? !refused.contains(index) : mayFollow(change.record))
+    guard followed != nil || bearsName else {
+      if change.deleted { refused.remove(index) }
       sampler.apply(change)
       return
     }
@@ -237,6 +244,19 @@ public struct Enforcer {
     } else if !up && wasUp {
       try tunnelWentDown(gone: false, wasUp: true)
     }
+  }
+
+  /// Whether a device that bears the tunnel's name may come under the limit: only one of class
+  /// `tunnel` (`NotATunnel`: a typo or a look-alike must never take a machine's own links
+  /// down). Another is said once and left alone.
+  private mutating func mayFollow(_ link: LinkRecord) -> Bool {
+    let entry = sampler.catalog.entry(for: link)
+    guard let refusal = NotATunnel.check(link.name, entry.interfaceClass, by: entry.evidence) else { return true }
+    if !refused.contains(link.index) {
+      refused.insert(link.index)
+      log.event("\(refusal.name.terminalText) is \(refusal.classified), not a tunnel: not enforcing on it")
+    }
+    return false
   }
 
   /// The on-tunnel-up rule, decided on the freshest record that can be read, applied at once.
@@ -374,7 +394,9 @@ public struct Enforcer {
     for (index, _) in devices {
       if let link = try links.link(index: index) { fresh[index] = Device(name: link.name, up: Self.isUp(link)) }
     }
-    if let link = try links.link(named: tunnel) { fresh[link.index] = Device(name: link.name, up: Self.isUp(link)) }
+    if let link = try links.link(named: tunnel), devices[link.index] != nil || mayFollow(link) {
+      fresh[link.index] = Device(name: link.name, up: Self.isUp(link))
+    }
     let wasUp = devices.values.contains(where: \.up)
     let cameUp = fresh.sorted { $0.key < $1.key }.first { $0.value.up && devices[$0.key]?.up != true }?.key
     let gone = devices.keys.contains { fresh[$0] == nil }

@@ -70,6 +70,25 @@ public struct HTTPRequestHead: Hashable, Sendable {
     case malformed
   }
 
+  /// The path the target names, without its query: an origin-form target's own
+  /// (`/metrics?x`), an absolute-form one's after its scheme and authority
+  /// (`http://host:9586/metrics`, which RFC 9112 §3.2.2 says a server must accept); "" for any
+  /// other form (`*`, `host:port`) or scheme.
+  public var path: String {
+    var rest = Substring(target)
+    if !rest.hasPrefix("/") {
+      let lowered = rest.prefix(8).lowercased()
+      let scheme = lowered.hasPrefix("http://") ? 7 : lowered.hasPrefix("https://") ? 8 : nil
+      guard let scheme else { return "" }
+      rest = rest.dropFirst(scheme)
+      // The authority ends at the path, the query or the end (an empty path is "/").
+      let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+      rest = rest[end...]
+      if !rest.hasPrefix("/") { rest = Substring("/" + rest) }
+    }
+    return String(rest.prefix { $0 != "?" && $0 != "#" })
+  }
+
   /// Parses `bytes` up to the blank line that ends the head (CRLF CRLF; bare LFs are accepted).
   public static func parse(_ bytes: [UInt8]) -> Parsed {
     var lines: [ArraySlice<UInt8>] = []
@@ -135,8 +154,12 @@ public struct HTTPRequestHead: Hashable, Sendable {
 public struct MetricsServer {
   /// The bounds on what a client may cost.
   public struct Limits: Sendable {
+    /// Clients at once; when full, a new one takes the place of the oldest idle one (connected,
+    /// nothing sent yet), so idle connections never lock a scrape out.
     public var connections = 512
     public var requestBytes = 8192
+    /// How long a new connection may stay idle (nothing sent) before it is closed, unanswered.
+    public var firstByteTime: Duration = .seconds(2)
     public var requestTime: Duration = .seconds(5)
     public var responseTime: Duration = .seconds(10)
     /// After a response, how long unread input is drained before closing (closing with input
@@ -157,8 +180,15 @@ public struct MetricsServer {
     var received: [UInt8] = []
     var response: [UInt8] = []
     var sent = 0
-    /// CLOCK_MONOTONIC nanoseconds: when this phase's time is up.
+    /// CLOCK_MONOTONIC nanoseconds: when this phase's time is up (while idle: the first byte's).
     var deadline: Int64
+    /// CLOCK_MONOTONIC nanoseconds: when the request's time is up, counted from the connection.
+    var requestDeadline: Int64
+    /// The order of acceptance: the lowest is the oldest.
+    var serial: UInt64
+
+    /// Connected and nothing sent yet.
+    var isIdle: Bool { phase == .reading && received.isEmpty }
   }
 
   public let listener: ListeningSocket
@@ -166,6 +196,7 @@ public struct MetricsServer {
   let clock: any TimeSource
   public let limits: Limits
   var connections: [Int32: Connection] = [:]
+  var accepted: UInt64 = 0
 
   public init(
     listener: ListeningSocket, exposition: MetricsExposition, clock: any TimeSource, limits: Limits = Limits()
@@ -221,13 +252,27 @@ public struct MetricsServer {
     // Up to a backlog's worth per step, so a flood of connections cannot starve the clients.
     for _ in 0..<128 {
       guard let descriptor = try listener.accept() else { return }
-      guard connections.count < limits.connections else {
-        descriptor.close()
-        continue
+      if connections.count >= limits.connections {
+        guard let oldest = evictable() else {
+          descriptor.close()
+          continue
+        }
+        close(oldest)
       }
+      let now = clock.now().monotonic
+      accepted += 1
       connections[descriptor.rawValue] = Connection(
-        descriptor: descriptor, deadline: clock.now().monotonic + limits.requestTime.nanoseconds)
+        descriptor: descriptor, deadline: now + min(limits.firstByteTime, limits.requestTime).nanoseconds,
+        requestDeadline: now + limits.requestTime.nanoseconds, serial: accepted)
     }
+  }
+
+  /// The connection a new one may take the place of when all are taken: the oldest idle one,
+  /// else the oldest that is done (its response sent, lingering); nil when every one is busy.
+  private func evictable() -> Int32? {
+    let idle = connections.filter { $0.value.isIdle }
+    let done = connections.filter { $0.value.phase == .draining }
+    return (idle.isEmpty ? done : idle).min { $0.value.serial < $1.value.serial }?.key
   }
 
   private mutating func read(_ fd: Int32) throws {
@@ -246,6 +291,8 @@ public struct MetricsServer {
         close(fd)
         return
       }
+      // The first bytes: from now on, the request's own time.
+      if connection.received.isEmpty { connection.deadline = connection.requestDeadline }
       connection.received += bytes
       switch HTTPRequestHead.parse(connection.received) {
       case .incomplete where connection.received.count > limits.requestBytes:
@@ -288,7 +335,9 @@ public struct MetricsServer {
   private mutating func expire() throws {
     let now = clock.now().monotonic
     for (fd, var connection) in connections where connection.deadline <= now {
-      guard connection.phase == .reading else {
+      // Past its time: a response not taken, a linger over, a connection that never said a
+      // word — closed.
+      guard connection.phase == .reading, !connection.received.isEmpty else {
         close(fd)
         continue
       }
@@ -309,12 +358,19 @@ public struct MetricsServer {
     connections.removeValue(forKey: fd)?.descriptor.close()
   }
 
-  /// The answer to one request: the metrics, the page, or why not.
+  /// The answer to one request: the metrics, the page, or why not. HEAD gets GET's head alone
+  /// (its Content-Length too), as HTTP/1.1 asks.
   func response(to head: HTTPRequestHead) -> [UInt8] {
-    let path = head.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+    let response = fullResponse(to: head)
+    guard head.method == "HEAD" else { return response }
+    return HTTPResponse.head(of: response)
+  }
+
+  private func fullResponse(to head: HTTPRequestHead) -> [UInt8] {
+    let path = head.path
     guard path == "/metrics" || path == "/" else { return HTTPResponse.error(404, "Not Found") }
-    guard head.method == "GET" else {
-      return HTTPResponse.error(405, "Method Not Allowed", headers: [("Allow", "GET")])
+    guard head.method == "GET" || head.method == "HEAD" else {
+      return HTTPResponse.error(405, "Method Not Allowed", headers: [("Allow", "GET, HEAD")])
     }
     if path == "/" {
       return HTTPResponse.render(

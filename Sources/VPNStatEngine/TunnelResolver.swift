@@ -11,6 +11,15 @@ public struct TunnelTarget {
   /// The interface, when known now (an interface named NAME, wg-quick's file name, an active
   /// NetworkManager connection's device).
   public var device: InterfaceName?
+  /// The class of the kernel interface NAME resolved to, when it resolved to one (nil for a
+  /// connection, a unit or a configuration: tunnels by definition). What `NotATunnel` judges.
+  public var link: InterfaceCatalog.Entry?
+
+  /// Why this target may not be acted on: NAME is a kernel interface whose class is not `tunnel`.
+  public var notATunnel: NotATunnel? {
+    guard let link, let device else { return nil }
+    return NotATunnel.check(device, link.interfaceClass, by: link.evidence)
+  }
 }
 
 /// Why a name given to `connect`/`disconnect` does not name one tunnel.
@@ -26,14 +35,37 @@ public enum TunnelNameError: Error, Sendable, CustomStringConvertible {
     switch self {
     case .ambiguous(let name, let candidates):
       let listed = candidates.map(TunnelManagerText.describe).joined(separator: "; ")
-      let kinds = candidates.map { "--manager \($0.kind.rawValue)" }.joined(separator: " or ")
-      return "'\(TerminalText.sanitize(name))' names more than one tunnel: \(listed). Choose one with \(kinds)"
+      return "'\(TerminalText.sanitize(name))' names more than one tunnel: \(listed). \(Self.howToChoose(candidates))"
     case .notFound(let name, let kind, let searched):
       let what = kind.map { "no \($0.rawValue) tunnel" } ?? "no tunnel"
       return "\(what) named '\(TerminalText.sanitize(name))': \(searched.joined(separator: "; "))"
     case .untrusted(let file):
       return file.description
     }
+  }
+
+  /// How to name one of `candidates`: `--manager` tells kinds apart (each kind said once); two
+  /// of one kind are told apart by what the manager knows them by, given as NAME instead.
+  static func howToChoose(_ candidates: [TunnelManager]) -> String {
+    var kinds: [TunnelManager.Kind] = []
+    for candidate in candidates where !kinds.contains(candidate.kind) { kinds.append(candidate.kind) }
+    var ways: [String] = []
+    let manager = "with " + kinds.map { "--manager \($0.rawValue)" }.joined(separator: " or ")
+    if kinds.count > 1 { ways.append(manager) }
+    for kind in kinds {
+      let ids = candidates.filter { $0.kind == kind }.compactMap(\.id)
+      guard ids.count > 1 else { continue }
+      let what: String
+      switch kind {
+      case .networkManager: what = "the NetworkManager connection's UUID"
+      case .systemd: what = "the systemd unit's name"
+      case .wgQuick: what = "the wg-quick configuration's path"
+      case .openVPN, .none: what = "the \(kind.rawValue) tunnel's id"
+      }
+      ways.append(
+        "by giving \(what) as NAME (" + ids.map { "'\(TerminalText.sanitize($0))'" }.joined(separator: " or ") + ")")
+    }
+    return "Choose one " + (ways.isEmpty ? [manager] : ways).joined(separator: "; or ")
   }
 }
 
@@ -54,10 +86,13 @@ public enum TunnelNameError: Error, Sendable, CustomStringConvertible {
 public struct TunnelResolver {
   public var detector: ManagerDetector
   public var links: any LinkController
+  /// Classifies an interface named NAME (sysfs and the user's `--class` overrides).
+  public var catalog: InterfaceCatalog
 
-  public init(detector: ManagerDetector, links: any LinkController) {
+  public init(detector: ManagerDetector, links: any LinkController, catalog: InterfaceCatalog = InterfaceCatalog()) {
     self.detector = detector
     self.links = links
+    self.catalog = catalog
   }
 
   var runner: any ProgramRunner { detector.runner }
@@ -75,7 +110,13 @@ public struct TunnelResolver {
       // The candidate that knows the device wins (the interface named NAME over its
       // configuration file).
       let same = found.filter { $0.manager.kind == manager.kind && $0.manager.id == manager.id }
-      return same.first { $0.device != nil } ?? same[0]
+      var chosen = same.first { $0.device != nil } ?? same[0]
+      // The interface named NAME among them keeps its class, whichever candidate was chosen.
+      if let interface = same.first(where: { $0.link != nil }) {
+        chosen.device = interface.device
+        chosen.link = interface.link
+      }
+      return chosen
     case .ambiguous(let managers): throw .ambiguous(name: name, candidates: managers)
     case .notFound: throw .notFound(name: name, kind: kind, searched: searched)
     }
@@ -164,7 +205,8 @@ public struct TunnelResolver {
       let manager = detector.manager(of: interface, kind: link.attributes.kind)
       var control = ManagerAction.control(for: manager, runner: runner, links: links)
       if manager.kind == .none { control = KernelLinkControl(links: links, tunnel: interface) }
-      found.append(TunnelTarget(manager: manager, control: control, device: interface))
+      var catalog = catalog
+      found.append(TunnelTarget(manager: manager, control: control, device: interface, link: catalog.entry(for: link)))
     } else {
       searched.append("no interface \(shown)")
     }

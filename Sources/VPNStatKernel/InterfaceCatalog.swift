@@ -30,7 +30,17 @@ public struct InterfaceCatalog {
   /// The entry for a sampled interface, reading sysfs only for an instance not seen before and
   /// only when netlink's link kind does not already decide the class.
   public mutating func entry(for sample: InterfaceSample) -> Entry {
-    let key = Key(index: sample.index, name: sample.name)
+    entry(name: sample.name, index: sample.index, link: sample.link)
+  }
+
+  /// The entry for a link the kernel described (`LinkControl.link(named:)`): how `connect`,
+  /// `disconnect` and `enforce` learn the class of the interface they would act on.
+  public mutating func entry(for link: LinkRecord) -> Entry {
+    entry(name: link.name, index: link.index, link: link.attributes)
+  }
+
+  private mutating func entry(name: InterfaceName, index: Int32, link: LinkAttributes) -> Entry {
+    let key = Key(index: index, name: name)
     if let entry = known[key] { return entry }
     var facts: InterfaceFacts
     // Room for every interface of a sample at once, rather than growing one by one.
@@ -39,15 +49,15 @@ public struct InterfaceCatalog {
     } else if known.count == known.capacity {
       known.reserveCapacity(known.count * 4)
     }
-    if Classifier.kindDecides(sample.link.kind) {
-      facts = InterfaceFacts(kind: sample.link.kind, arpType: sample.link.arpType, isVirtual: true)
+    if Classifier.kindDecides(link.kind) {
+      facts = InterfaceFacts(kind: link.kind, arpType: link.arpType, isVirtual: true)
     } else {
-      facts = InterfaceFacts.read(sample.name, in: root)
+      facts = InterfaceFacts.read(name, in: root)
       factReads += 1
-      facts.kind = sample.link.kind
-      if facts.arpType == nil { facts.arpType = sample.link.arpType }
+      facts.kind = link.kind
+      if facts.arpType == nil { facts.arpType = link.arpType }
     }
-    let (interfaceClass, evidence) = classifier.classify(sample.name, facts)
+    let (interfaceClass, evidence) = classifier.classify(name, facts)
     let entry = Entry(facts: facts, interfaceClass: interfaceClass, evidence: evidence)
     known[key] = entry
     return entry

@@ -28,8 +28,17 @@ public enum TimeBound: Hashable, Sendable {
     let days = daysFromCivil(year: year, month: month, day: day)
     let (y, m, d) = civilDate(fromDays: days)
     guard y == year, m == month, d == day else { return nil }
+    // A local day whose midnights (its start, the next day's as an end) may fall past the last
+    // instant a Timestamp holds, in any time zone, is refused: it trapped (SIGILL) as an end.
+    guard days <= Self.latestDays else { return nil }
     self = .date(year: year, month: month, day: day)
   }
+
+  /// The latest date a bound may be, as people read it: 2262-04-10. Its end, the next local
+  /// midnight, is at most 2262-04-11T14:00Z (UTC−14), before the last instant a Timestamp holds
+  /// (2262-04-11T23:47:16Z).
+  public static let latestDate = "2262-04-10"
+  static let latestDays = daysFromCivil(year: 2262, month: 4, day: 10)
 
   /// The bound as the start of a range, in Unix seconds: the instant, or the date's local midnight.
   public func start(in calendar: any LocalCalendar) -> Int64 {

@@ -162,3 +162,45 @@ public struct TunnelControlReport: Hashable, Sendable {
     self.recorded = recorded
   }
 }
+
+/// The rule that keeps `connect`, `disconnect` and `enforce` off the links a machine lives on:
+/// they act on a kernel interface only when its class — the `Classifier`'s, with the user's
+/// overrides — is `tunnel`. A typo (`disconnect lo`, `disconnect eth0`) must not cut a machine
+/// off its network. A NetworkManager connection, a systemd unit or a wg-quick configuration
+/// named by NAME is a tunnel by definition: the rule is about a name that resolves to a kernel
+/// interface, or an interface an enforcer follows.
+public struct NotATunnel: Error, Hashable, Sendable, CustomStringConvertible {
+  public var name: InterfaceName
+  public var interfaceClass: InterfaceClass
+  public var evidence: ClassEvidence
+
+  /// Why `name`, classified `interfaceClass` by `evidence`, may not be acted on; nil when it may
+  /// (it is a tunnel).
+  public static func check(_ name: InterfaceName, _ interfaceClass: InterfaceClass, by evidence: ClassEvidence)
+    -> NotATunnel?
+  {
+    interfaceClass == .tunnel ? nil : NotATunnel(name: name, interfaceClass: interfaceClass, evidence: evidence)
+  }
+
+  /// The class in words, with what decided it: "of class loopback (by its link type)".
+  public var classified: String {
+    let by: String
+    switch evidence {
+    case .override: by = "as configured with --class"
+    case .kind: by = "by its link kind"
+    case .devtype: by = "by its DEVTYPE"
+    case .wireless: by = "by its wireless entry"
+    case .tunFlags: by = "by its tun flags"
+    case .type: by = "by its link type"
+    case .name: by = "by its name"
+    case .none: by = "as nothing says otherwise"
+    }
+    return "of class \(interfaceClass.rawValue) (\(by))"
+  }
+
+  public var description: String {
+    let shown = name.terminalText
+    return
+      "\(shown) is \(classified), not a tunnel: connect, disconnect and enforce act on tunnel-class interfaces only. If \(shown) is a tunnel, say so with --class \(name.escaped)=tunnel or `class = \(name.escaped)=tunnel` in the configuration file"
+  }
+}

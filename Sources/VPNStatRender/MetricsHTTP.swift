@@ -49,6 +49,16 @@ public enum HTTPResponse {
     return Array(head.utf8) + body
   }
 
+  /// A response's head alone (up to and with the blank line): the answer to HEAD, whose
+  /// Content-Length still says the body GET would get.
+  public static func head(of response: [UInt8]) -> [UInt8] {
+    let end = [UInt8]("\r\n\r\n".utf8)
+    for i in 0..<max(0, response.count - 3) where response[i..<(i + 4)].elementsEqual(end) {
+      return Array(response[..<(i + 4)])
+    }
+    return response
+  }
+
   /// A short plain-text answer for an error status.
   public static func error(_ status: Int, _ reason: String, headers: [(String, String)] = []) -> [UInt8] {
     render(status: status, reason: reason, body: Array("\(status) \(reason)\n".utf8), headers: headers)

@@ -51,6 +51,32 @@ public enum AtomicFile {
     }
   }
 
+  /// Writes `bytes` to a file a person named (`history --svg FILE`): into it, as it is, when the
+  /// name is anything but a regular file — a device (`/dev/null`, `/dev/full`), a FIFO, a pipe
+  /// reached through `/dev/fd/N` — and atomically as `write(_:named:in:)` otherwise (a regular
+  /// file, or none yet). Replacing a device with a regular file (`--svg /dev/null` as root) broke
+  /// the machine. A directory, or a socket, is refused.
+  public static func write(_ bytes: [UInt8], toNamed path: String) throws {
+    var info = stat()
+    if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
+      if info.st_mode & S_IFMT == S_IFDIR { throw Failure(path: path, error: Errno(rawValue: EISDIR)) }
+      do {
+        // Never created, never truncated: a device or a FIFO is written as it is.
+        let fd = try FileDescriptor.open(path, O_WRONLY | O_NOCTTY)
+        defer { fd.close() }
+        try fd.writeAll(bytes)
+      } catch let error as Errno {
+        throw Failure(path: path, error: error)
+      }
+      return
+    }
+    let slash = path.lastIndex(of: "/")
+    let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+    let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+    guard !name.isEmpty else { throw Failure(path: path, error: Errno(rawValue: EISDIR)) }
+    try write(bytes, named: name, in: directory)
+  }
+
   /// Removes temporary files of `name` that a killed writer left in `directory` (only regular
   /// files of this user: a name someone else planted is not ours to touch).
   public static func removeLeftovers(of name: String, in directory: String) {

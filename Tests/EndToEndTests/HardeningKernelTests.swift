@@ -238,7 +238,9 @@ struct DatabaseStateTests {
     try bytes.write(to: URL(fileURLWithPath: db))
     let wal = contents(db + "-wal")
     for arguments in [
-      ["plan", "premium"], ["session", "reset"], ["record", "--count", "1"], ["enforce", "dmg0"],
+      ["plan", "premium"], ["session", "reset"], ["record", "--count", "1"],
+      // An ifb is no tunnel: said to be one, so that the enforcer gets as far as the database.
+      ["enforce", "dmg0", "--class", "dmg0=tunnel"],
     ] {
       let result = try ns.vpnstat(arguments + ["--db", db])
       #expect(result.status == 65, "\(arguments): \(result.status) \(result.errors)")

@@ -169,6 +169,7 @@ struct MetricsHTTPKernelTests {
         b'\\x00\\x01\\x02\\xff garbage\\r\\n\\r\\n',
         b'POST /metrics HTTP/1.1\\r\\nContent-Length: 5\\r\\n\\r\\nhello',
         b'HEAD /metrics HTTP/1.1\\r\\n\\r\\n',
+        b'GET http://127.0.0.1:9586/metrics HTTP/1.1\\r\\nHost: 127.0.0.1:9586\\r\\n\\r\\n',
         b'GET /admin HTTP/1.1\\r\\n\\r\\n',
         b'GET /metrics HTTP/9.9\\r\\n\\r\\n',
         b'GET /metrics HTTP/1.1\\r\\n\\r\\n',
@@ -226,13 +227,83 @@ struct MetricsHTTPKernelTests {
     #expect(
       hostile.output.split(separator: "\n") == [
         "HTTP/1.1 431 Request Header Fields Too Large", "HTTP/1.1 400 Bad Request", "HTTP/1.1 405 Method Not Allowed",
-        "HTTP/1.1 405 Method Not Allowed", "HTTP/1.1 404 Not Found", "HTTP/1.1 400 Bad Request", "HTTP/1.1 200 OK",
+        "HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 404 Not Found", "HTTP/1.1 400 Bad Request", "HTTP/1.1 200 OK",
       ], "\(hostile.output) \(hostile.errors)")
     #expect(recorder.isRunning)
     #expect(recorder.stop() == 0, "\(recorder.errors)")
     print(
       "slow clients: slowest scrape \(String(format: "%.3f", slowest)) s; sample gaps \(gaps.map { String(format: "%.3f", $0) })"
     )
+  }
+
+  /// Python in the namespace: holds `count` idle connections (never a byte sent), and opens a
+  /// new one for each the server closes, for `seconds`; prints `ready` once all are open, then
+  /// how many the server closed.
+  static let idleHolder = """
+    import resource, selectors, socket, sys, time
+    count, port, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 256), hard))
+    selector = selectors.DefaultSelector()
+    def connect():
+        s = socket.create_connection(('127.0.0.1', port), timeout=5)
+        selector.register(s, selectors.EVENT_READ)
+    for _ in range(count):
+        connect()
+    print('ready', flush=True)
+    closed, end = 0, time.time() + seconds
+    while time.time() < end:
+        for key, _ in selector.select(0.1):
+            s = key.fileobj
+            try:
+                data = s.recv(4096)
+            except OSError:
+                data = b''
+            if not data:
+                selector.unregister(s)
+                s.close()
+                closed += 1
+                connect()
+    print('closed', closed, flush=True)
+    """
+
+  @Test(
+    "1,500 idle connections held open (and reopened as closed): every scrape still gets 200 at once — GET, HEAD and the absolute form (they held all 512 slots and every scrape was reset)"
+  )
+  func idleConnectionsHeld() throws {
+    try Tool.require("/usr/bin/python3")
+    try Tool.require(Self.curl)
+    let ns = try TestNamespace("idle")
+    let directory = try TemporaryDirectory("idle")
+    let recorder = try ns.startRecorder(directory.file("v.db"), ["--interval", "1s", "--listen", "127.0.0.1:9586"])
+    defer { recorder.stop() }
+    try recorder.waitForError("serving metrics on")
+    let holder = try ns.start("/usr/bin/python3", ["-c", Self.idleHolder, "1500", "9586", "12"])
+    defer { holder.stop() }
+    try holder.waitFor("ready", timeout: 30)
+    var slowest = 0.0
+    for round in 0..<4 {
+      for (name, extra) in [
+        ("GET", [] as [String]), ("HEAD", ["-I"]), ("absolute", ["--request-target", "http://127.0.0.1:9586/metrics"]),
+      ] {
+        let asked = Date()
+        let result = try ns.run(
+          Self.curl,
+          ["-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download}", "--max-time", "3"] + extra
+            + ["http://127.0.0.1:9586/metrics"])
+        let took = Date().timeIntervalSince(asked)
+        slowest = max(slowest, took)
+        #expect(
+          result.status == 0 && result.output.hasPrefix("200 "),
+          "round \(round) \(name): \(result.status) \(result.output) \(result.errors)")
+        #expect(took < 2, "round \(round) \(name): \(took) s")
+        if name == "HEAD" { #expect(result.output == "200 0", "\(result.output)") }
+      }
+      usleep(300_000)
+    }
+    #expect(holder.isRunning, "the holder stopped early: \(holder.output) \(holder.errors)")
+    #expect(recorder.isRunning)
+    print("1,500 idle connections: 12 scrapes, the slowest \(String(format: "%.3f", slowest)) s")
   }
 
   @Test("a port in use, or an address not here, is refused with 69 saying why; IPv6 is served too")

@@ -48,6 +48,12 @@ final class ChildProcess: @unchecked Sendable {
   private var openStreams = 2
 
   init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+    var (executable, arguments) = (executable, arguments)
+    // Never in the host's namespace: a command that may change a link gets a namespace of its
+    // own (without root it cannot change one, and runs as it is).
+    if executable == Built.vpnstat, Privilege.isRoot, LinkChanging.mayChangeLinks(arguments) {
+      (executable, arguments) = LinkChanging.isolated(executable, arguments)
+    }
     var outPipe: [Int32] = [0, 0]
     var errPipe: [Int32] = [0, 0]
     var inPipe: [Int32] = [0, 0]

@@ -74,6 +74,32 @@ struct BadInputTests {
     }
   }
 
+  @Test(
+    "history --since/--until: a local date from 2262-04-11 on is 64 like its RFC 3339 form, in any time zone (it died with SIGILL); 2262-04-10 is the last"
+  )
+  func farDates() throws {
+    let directory = try TemporaryDirectory("fardates")
+    let db = directory.file("v.db")
+    #expect(try Self.vpnstat(["plan", "free", "--db", db]).status == 0)
+    for zone in ["UTC", "Pacific/Kiritimati", "Etc/GMT+12"] {
+      for option in ["--since", "--until"] {
+        for value in ["2262-04-11", "2262-04-12", "2262-04-12T00:00:00Z", "2263-01-01", "9999-12-31"] {
+          let result = try Self.vpnstat(["history", option, value, "--db", db], environment: ["TZ": zone])
+          #expect(result.status == 64, "TZ=\(zone) \(option) \(value): \(result.status) \(result.errors.prefix(200))")
+          #expect(result.errors.contains("invalid value '\(value)' for '\(option) <when>'"), "\(result.errors)")
+        }
+        for view in ["--five-minutes", "--hours", "--days", "--months"] {
+          let last = try Self.vpnstat(
+            ["history", option, "2262-04-10", view, "--json", "--db", db], environment: ["TZ": zone])
+          #expect(
+            last.status == 0, "TZ=\(zone) \(option) 2262-04-10 \(view): \(last.status) \(last.errors.prefix(200))")
+        }
+      }
+    }
+    let said = try Self.vpnstat(["history", "--until", "2262-04-12", "--db", db])
+    #expect(said.errors.contains("a date from 1970-01-01 to 2262-04-10"), "\(said.errors)")
+  }
+
   @Test("a rate is finite: three hundred digits of TiB are refused, not infinite")
   func rateRange() {
     #expect(parseRate("10Gbit") == 1.25e9)

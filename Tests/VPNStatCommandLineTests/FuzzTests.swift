@@ -30,9 +30,18 @@ struct FuzzTests {
     var stderr: Data
   }
 
-  /// Runs vpnstat; a run still going after `timeout` is killed and reported as timed out.
-  static func run(_ arguments: [String], environment: [String: String], timeout: TimeInterval) throws -> Outcome {
-    let child = try ChildProcess(Built.vpnstat, arguments, environment: environment)
+  /// Runs vpnstat (inside `namespace` when given); a run still going after `timeout` is killed
+  /// and reported as timed out.
+  static func run(
+    _ arguments: [String], environment: [String: String], timeout: TimeInterval, in namespace: TestNamespace? = nil
+  ) throws -> Outcome {
+    let child =
+      if let namespace {
+        try ChildProcess(
+          "/usr/sbin/ip", ["netns", "exec", namespace.name, Built.vpnstat] + arguments, environment: environment)
+      } else {
+        try ChildProcess(Built.vpnstat, arguments, environment: environment)
+      }
     child.closeInput()
     let deadline = Date().addingTimeInterval(timeout)
     var timedOut = false
@@ -275,8 +284,25 @@ struct FuzzTests {
     ]
   }
 
-  @Test("random argument vectors for every command: a documented status, no signal, no hang, nothing raw")
+  /// What a command's positional may be: `lo` for the read-only commands only. The ones that
+  /// may change a link (`LinkChanging`) get names no interface has — even in the fuzz's own
+  /// namespace, a run must not take a link down (seeds used to run `disconnect -- lo` on the
+  /// host and take its loopback down).
+  static func positionals(for command: String, _ pools: [String: [String]]) -> [String] {
+    switch command {
+    case "enforce": ["vpnstat-none0", "vpnstat-none1", "a b", ""]
+    case _ where LinkChanging.commands.contains(command): pools["positional"]!.filter { $0 != "lo" }
+    default: pools["positional"]!
+    }
+  }
+
+  @Test(
+    "random argument vectors for every command, in a namespace of the test's own: a documented status, no signal, no hang, nothing raw"
+  )
   func argumentVectors() throws {
+    // Whatever a vector does, it does to the namespace's links, never the host's (without root
+    // there is no namespace, and no vector can change a link either).
+    let namespace = Privilege.isRoot ? try TestNamespace("fuzz") : nil
     let commands = try Self.commands()
     #expect(commands.count >= 10, "\(commands.map(\.path))")
     let directory = try TemporaryDirectory("fuzzargv")
@@ -339,13 +365,12 @@ struct FuzzTests {
         if !given.contains("interval") { arguments += ["--interval", "10ms"] }
       }
       if command.positional {
-        let positional =
-          name == "enforce" ? pick(["vpnstat-none0", "vpnstat-none1", "a b", ""]) : pick(pools["positional"]!)
+        let positional = pick(Self.positionals(for: name, pools))
         if random.next() % 4 != 0 { arguments += ["--", positional] }
       }
       if name == "enforce", random.next() % 2 == 0 { arguments += ["--exec", pick(pools["command"]!), "a\u{1B}b"] }
       let enforces = name == "enforce"
-      let outcome = try Self.run(arguments, environment: environment, timeout: enforces ? 0.3 : 5)
+      let outcome = try Self.run(arguments, environment: environment, timeout: enforces ? 0.3 : 5, in: namespace)
       let shown = arguments.map { TerminalText.sanitize($0).prefix(80) }.joined(separator: " ")
       Self.check(outcome, input: "run \(runs): vpnstat \(shown)", mayRunOn: enforces)
       runs += 1

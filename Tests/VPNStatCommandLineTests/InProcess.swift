@@ -28,7 +28,9 @@ func runInProcess(
     ]
     .merging(environment) { $1 },
     isRoot: false, clock: clock, calendar: calendar)
-  let status = VPNStat.main(arguments: arguments.map { Array($0.utf8) }, context: context)
+  let status = try inOwnNamespace(if: Privilege.isRoot && LinkChanging.mayChangeLinks(arguments)) {
+    VPNStat.main(arguments: arguments.map { Array($0.utf8) }, context: context)
+  }
   return CommandResult(
     status: status.rawValue, stdout: contents(outPath) ?? Data(), stderr: contents(errPath) ?? Data())
 }

@@ -246,6 +246,121 @@ struct ReportTests {
   func vpnstat(_ arguments: [String]) throws -> CommandResult {
     try runInProcess(arguments + ["--db", db], clock: clock)
   }
+
+  /// The file type of `path`, without following a symlink: S_IFREG, S_IFCHR, S_IFIFO …
+  func fileType(_ path: String) -> mode_t? {
+    var info = stat()
+    return lstat(path, &info) == 0 ? info.st_mode & S_IFMT : nil
+  }
+
+  @Test(
+    "history --svg into a FIFO is written into, never replaced; - and /dev/stdout are the command's own output; a regular file is replaced whole"
+  )
+  func svgIntoWhatIsGiven() throws {
+    let fifo = directory.file("chart.fifo")
+    #expect(mkfifo(fifo, 0o600) == 0)
+    let copy = directory.file("from-fifo.svg")
+    let reader = try BackgroundProcess("/bin/sh", ["-c", "cat \"$0\" > \"$1\"", fifo, copy])
+    let written = try vpnstat(["history", "--svg", fifo])
+    #expect(written.status == 0, "\(written.errors)")
+    #expect(reader.child.wait(timeout: 10) == 0)
+    #expect(fileType(fifo) == S_IFIFO, "the FIFO was replaced")
+    let svg = String(decoding: contents(copy) ?? Data(), as: UTF8.self)
+    #expect(svg.hasPrefix("<?xml") && svg.hasSuffix("</svg>\n"), "\(svg.prefix(80))")
+    for name in ["-", "/dev/stdout", "/dev/fd/1"] {
+      let out = try vpnstat(["history", "--svg", name])
+      #expect(out.status == 0 && out.output == svg, "\(name): \(out.status) \(out.errors)")
+    }
+    // A regular file is replaced atomically: a new file in its place, never half written.
+    let file = directory.file("h.svg")
+    try Data("old".utf8).write(to: URL(fileURLWithPath: file))
+    var before = stat()
+    stat(file, &before)
+    #expect(try vpnstat(["history", "--svg", file]).status == 0)
+    var after = stat()
+    stat(file, &after)
+    #expect(after.st_ino != before.st_ino && String(decoding: contents(file) ?? Data(), as: UTF8.self) == svg)
+  }
+
+  @Test(
+    "history --svg into device nodes (mknod c 1 3 and c 1 7 in the test's directory): null takes it and stays a device; full is 74, no space; neither replaced by a regular file",
+    .enabled(if: Privilege.isRoot, "needs root to make device nodes (mknod)"))
+  func svgIntoDevices() throws {
+    let null = directory.file("null")
+    let full = directory.file("full")
+    // makedev(1, 3) and makedev(1, 7): minor | major << 8 for numbers this small.
+    #expect(mknod(null, mode_t(S_IFCHR) | 0o666, dev_t(1 << 8 | 3)) == 0)
+    #expect(mknod(full, mode_t(S_IFCHR) | 0o666, dev_t(1 << 8 | 7)) == 0)
+    let toNull = try vpnstat(["history", "--svg", null])
+    #expect(toNull.status == 0, "\(toNull.errors)")
+    #expect(fileType(null) == S_IFCHR, "the device was replaced by a regular file")
+    let toFull = try vpnstat(["history", "--svg", full])
+    #expect(toFull.status == 74, "\(toFull.status) \(toFull.errors)")
+    #expect(toFull.errors.contains("cannot write \(full): No space left on device"), "\(toFull.errors)")
+    #expect(fileType(full) == S_IFCHR, "the device was replaced by a regular file")
+    let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".tmp") }
+    #expect(leftovers.isEmpty, "\(leftovers)")
+  }
+
+  @Test(
+    "history --svg /dev/stdout in a child with a /dev of its own: the symlink stays, the picture goes where stdout goes (appended with >>, through a pipe)",
+    .enabled(if: Privilege.isRoot, "needs root for a mount namespace with a /dev of its own"))
+  func svgToChildStandardOutput() throws {
+    let out = directory.file("appended.svg")
+    try Data("before\n".utf8).write(to: URL(fileURLWithPath: out))
+    // The child's own /dev (a tmpfs in a mount namespace of its own): whatever the code does to
+    // /dev/stdout happens there, never to the machine's.
+    let script = """
+      mount -t tmpfs tmpfs /dev && ln -s /proc/self/fd/1 /dev/stdout || exit 90
+      "$0" history --svg /dev/stdout --db "$1" >> "$2"; echo "appended $?"
+      "$0" history --svg /dev/stdout --db "$1" | wc -c; echo "piped ${PIPESTATUS:-$?}"
+      [ -L /dev/stdout ] && echo "still a link"
+      """
+    let result = try run(
+      "/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/bash", "-c", script, Built.vpnstat, db, out],
+      environment: ["VPNSTAT_CONFIG": "/nonexistent/vpnstat-tests/config"])
+    #expect(result.status == 0, "\(result.output) \(result.errors)")
+    let lines = result.output.split(separator: "\n").map(String.init)
+    #expect(lines.contains("appended 0") && lines.contains("still a link"), "\(result.output) \(result.errors)")
+    let appended = String(decoding: contents(out) ?? Data(), as: UTF8.self)
+    #expect(appended.hasPrefix("before\n<?xml") && appended.hasSuffix("</svg>\n"), "\(appended.prefix(80))")
+    let size = appended.utf8.count - "before\n".utf8.count
+    #expect(lines.contains(String(size)), "\(result.output): \(size) bytes")
+  }
+
+  @Test(
+    "sizes, numbers, durations and rates read whitespace around them the same way (' 1MiB' was taken, --month-start-day ' 5' refused); 1PiB is a size and the maximum is said"
+  )
+  func valuesAlike() throws {
+    #expect(try vpnstat(["plan", "free", "--data-cap", " 1MiB", "--month-start-day", " 5"]).status == 0)
+    #expect(try vpnstat(["plan", "--data-cap", "2MiB\t", "--month-start-day", "7 "]).status == 0)
+    for (text, bytes) in [
+      ("1PiB", UInt64(1) << 50), ("1024TiB", UInt64(1) << 50), ("4EiB", UInt64(1) << 62),
+      ("1PB", 1_000_000_000_000_000),
+      ("1EB", 1_000_000_000_000_000_000), (" 2GiB ", UInt64(2) << 30),
+    ] {
+      #expect(parseSize(text) == bytes, "\(text)")
+    }
+    for refused in ["5EiB", "4.1EiB", "1 MiB", "1ZiB"] { #expect(parseSize(refused) == nil, "\(refused)") }
+    let capped = try vpnstat(["plan", "--data-cap", "1PiB"])
+    #expect(capped.status == 0, "\(capped.errors)")
+    #expect(capped.output.contains("1.00 PiB"), "\(capped.output)")
+    let over = try vpnstat(["plan", "--data-cap", "5EiB"])
+    #expect(over.status == 64 && over.errors.contains("from 1B to 4EiB"), "\(over.errors)")
+    // One rule for all: around is ignored, inside refused.
+    for (plain, text) in [("5", " 5"), ("5", "5 "), ("5", "\t5\n")] {
+      #expect(parseCount(text, in: 1...28) == parseCount(plain, in: 1...28), "\(text)")
+      #expect(parsePositiveInt(text) == parsePositiveInt(plain), "\(text)")
+      #expect(parseSize(text) == parseSize(plain), "\(text)")
+      #expect(parseDuration(text) == parseDuration(plain), "\(text)")
+      func with(_ unit: String, _ value: String) -> String { value.replacingOccurrences(of: "5", with: "5" + unit) }
+      #expect(parseRate(with("MB", text)) == parseRate(with("MB", plain)) && parseRate(with("MB", text)) != nil)
+      #expect(FlowsCommand.snapshotLength(with("00", text)) == 500, "\(text)")
+    }
+    for inside in ["5 5", "1 ms"] {
+      #expect(parseCount(inside, in: 1...28) == nil && parseDuration(inside) == nil && parseSize(inside) == nil)
+    }
+  }
 }
 
 extension CommandResult {

@@ -306,4 +306,31 @@ struct EnforcerTests {
     let totals = try bench.store.tunnelTotals()
     #expect(totals.rxBytes == 5000 && totals.txBytes == 7000)
   }
+
+  @Test(
+    "tunnels only: a device that bears the name but is no tunnel (a veth) is left alone, said once, even in the pause; a tun then is taken down"
+  )
+  func notATunnelLeftAlone() throws {
+    let bench = try EnforcerBench("notatunnel")
+    let (index, window) = try started(bench)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    #expect(!bench.kernel.isUp(index))
+    try bench.handle(.link(bench.kernel.delete(index)))
+    bench.clock.advance(.seconds(60))
+    // In the pause a veth named wg0 appears, up: not a tunnel, not touched.
+    let veth = bench.kernel.add("wg0", up: true, kind: "veth")
+    try bench.handle(.link(veth))
+    try bench.handle(.link(bench.kernel.set(veth.record.index, up: true)))
+    try bench.handle(.tick)
+    try bench.handle(.notificationsLost)
+    #expect(bench.kernel.isUp(veth.record.index))
+    #expect(bench.enforcer.devices[veth.record.index] == nil)
+    #expect(bench.log.lines.filter { $0.contains("wg0 is of class other (by its link kind), not a tunnel") }.count == 1)
+    try bench.handle(.link(bench.kernel.delete(veth.record.index)))
+    // A tun of that name is the tunnel: down at once, as ever.
+    let tun = bench.kernel.add("wg0", up: true)
+    try bench.handle(.link(tun))
+    #expect(!bench.kernel.isUp(tun.record.index))
+    #expect(try bench.stops().first == .pause)
+  }
 }

@@ -135,21 +135,21 @@ struct MetricsServerTests {
     #expect(server.connectionCount == 0)
   }
 
-  @Test("/ is a page with a link; other paths 404, other methods 405 with Allow: GET; no snapshot yet 503")
+  @Test("/ is a page with a link; other paths 404, other methods 405 with Allow: GET, HEAD; no snapshot yet 503")
   mutating func pathsAndMethods() throws {
     for (request, status) in [
       ("GET /metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 503 Service Unavailable"),
       ("GET / HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK"), ("GET /favicon.ico HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
       ("GET /metrics/../etc/passwd HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
       ("POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", "HTTP/1.1 405 Method Not Allowed"),
-      ("HEAD / HTTP/1.1\r\n\r\n", "HTTP/1.1 405 Method Not Allowed"),
-      ("GET http://evil/metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
+      ("GET ftp://host/metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
+      ("OPTIONS * HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
     ] {
       let client = try TestClient(port: port)
       client.send(request)
       try exchange(client)
       #expect(client.statusLine == status, "\(request): \(client.text)")
-      if status.contains("405") { #expect(client.header("Allow") == "GET") }
+      if status.contains("405") { #expect(client.header("Allow") == "GET, HEAD") }
       if request.hasPrefix("GET / ") { #expect(client.body.contains("<a href=\"/metrics\">")) }
     }
     publish()
@@ -157,6 +157,88 @@ struct MetricsServerTests {
     client.send("GET /metrics?x=1 HTTP/1.1\r\n\r\n")
     try exchange(client)
     #expect(client.statusLine == "HTTP/1.1 200 OK")
+  }
+
+  @Test(
+    "HEAD answers as GET with the head alone (the same Content-Length); the absolute form http://host:port/metrics is /metrics (RFC 9112 §3.2.2): both were 405 and 404"
+  )
+  mutating func headAndAbsoluteForm() throws {
+    publish()
+    let get = try TestClient(port: port)
+    get.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    try exchange(get)
+    #expect(get.statusLine == "HTTP/1.1 200 OK")
+    let length = try #require(get.header("Content-Length"))
+    #expect(length == String(get.body.utf8.count) && get.body.utf8.count > 100)
+    for (request, status) in [
+      ("HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK"),
+      ("HEAD /metrics?x=1 HTTP/1.1\r\n\r\n", "HTTP/1.1 200 OK"),
+      ("HEAD http://127.0.0.1:\(port)/metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 200 OK"),
+      ("HEAD /nothing HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
+    ] {
+      let head = try TestClient(port: port)
+      head.send(request)
+      try exchange(head)
+      #expect(head.statusLine == status, "\(request): \(head.text)")
+      #expect(head.text.hasSuffix("\r\n\r\n") && head.body.isEmpty, "\(request): a body: \(head.text)")
+      if status.hasSuffix("200 OK") { #expect(head.header("Content-Length") == length, "\(request)") }
+    }
+    for target in [
+      "http://127.0.0.1:\(port)/metrics", "HTTP://LOCALHOST/metrics?x=1", "https://[::1]:9586/metrics",
+      "http://evil/metrics",
+    ] {
+      let client = try TestClient(port: port)
+      client.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+      try exchange(client)
+      #expect(client.statusLine == "HTTP/1.1 200 OK", "\(target): \(client.statusLine)")
+      #expect(client.body.contains("vpnstat_class_receive_bytes_total"), "\(target)")
+    }
+    for (target, page) in [("http://127.0.0.1:\(port)", true), ("http://h/", true), ("http://h/x", false)] {
+      let client = try TestClient(port: port)
+      client.send("GET \(target) HTTP/1.1\r\n\r\n")
+      try exchange(client)
+      #expect(client.statusLine == (page ? "HTTP/1.1 200 OK" : "HTTP/1.1 404 Not Found"), "\(target)")
+    }
+    #expect(HTTPRequestHead(method: "GET", target: "http://h:1/metrics?a#b", version: "HTTP/1.1").path == "/metrics")
+    #expect(HTTPRequestHead(method: "GET", target: "http:/metrics", version: "HTTP/1.1").path == "")
+  }
+
+  @Test(
+    "idle connections never lock a scrape out: when all slots are taken a new client replaces the oldest idle one, and an idle one is closed after 2 s unanswered"
+  )
+  mutating func idleEviction() throws {
+    var limits = MetricsServer.Limits()
+    limits.connections = 8
+    self = try MetricsServerTests(limits: limits)
+    publish()
+    // Twice the slots, all idle: the oldest are closed as new ones come.
+    let idle = try (0..<16).map { _ in try TestClient(port: port) }
+    for _ in 0..<10 { try server.step(timeout: .milliseconds(10)) }
+    #expect(server.connectionCount == 8)
+    for client in idle { client.poll() }
+    #expect(idle.prefix(8).allSatisfy(\.closed) && !idle.suffix(8).contains(where: \.closed))
+    // A scrape while they are held: answered.
+    let scrape = try TestClient(port: port)
+    scrape.send("GET /metrics HTTP/1.1\r\n\r\n")
+    try exchange(scrape)
+    #expect(scrape.statusLine == "HTTP/1.1 200 OK", "\(scrape.text.prefix(80))")
+    // A request being received is not idle: a flood does not evict it.
+    let slow = try TestClient(port: port)
+    slow.send("GET /metrics HTTP/1.1\r\n")
+    for _ in 0..<3 { try server.step(timeout: .milliseconds(10)) }
+    let more = try (0..<12).map { _ in try TestClient(port: port) }
+    for _ in 0..<10 { try server.step(timeout: .milliseconds(10)) }
+    slow.poll()
+    #expect(!slow.closed)
+    slow.send("\r\n")
+    try exchange(slow)
+    #expect(slow.statusLine == "HTTP/1.1 200 OK")
+    // Idle ones that never send are closed after the first byte's 2 s, unanswered.
+    clock.advance(.milliseconds(2100))
+    for _ in 0..<5 { try server.step(timeout: .milliseconds(10)) }
+    for client in more { client.poll() }
+    #expect(more.allSatisfy { $0.closed && $0.received.isEmpty })
+    #expect(server.connectionCount <= 1)
   }
 
   @Test("garbage gets 400, an oversized head 431, a client gone mid-request nothing; the server goes on")
@@ -222,7 +304,7 @@ struct MetricsServerTests {
     #expect(server.connectionCount == 0)
   }
 
-  @Test("at most Limits.connections clients: the ones over are closed at once, the others still answered")
+  @Test("at most Limits.connections clients: the oldest idle ones make way at once, the others still answered")
   mutating func connectionLimit() throws {
     var limits = MetricsServer.Limits()
     limits.connections = 3

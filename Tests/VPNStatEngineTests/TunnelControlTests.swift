@@ -111,6 +111,53 @@ struct TunnelControlTests {
     #expect((byUUID.control as? NetworkManagerControl)?.connectionType == "tun")
   }
 
+  @Test(
+    "two NetworkManager connections of one name: each kind said once, told apart by their UUIDs (it said '--manager networkmanager or --manager networkmanager')"
+  )
+  func ambiguousWithinOneKind() throws {
+    let other = "f0e1d2c3-b4a5-4968-8776-655443322110"
+    nm.add(uuid: Self.uuid, name: "work", device: "nmtun0", autoconnect: false)
+    nm.add(uuid: other, name: "work", device: "nmtun1", autoconnect: false)
+    let resolver = try resolver()
+    let error = try #require(throws: TunnelNameError.self) { try resolver.resolve("work", kind: nil) }
+    let text = error.description
+    #expect(!text.contains("--manager networkmanager or --manager networkmanager"), "\(text)")
+    #expect(
+      text.hasSuffix("Choose one by giving the NetworkManager connection's UUID as NAME ('\(Self.uuid)' or '\(other)')")
+        || text.hasSuffix(
+          "Choose one by giving the NetworkManager connection's UUID as NAME ('\(other)' or '\(Self.uuid)')"),
+      "\(text)")
+    // And so it is: the UUID resolves to one.
+    #expect(try resolver.resolve(other, kind: nil).manager.id == other)
+    // Beside another kind: --manager for the kinds, each once, and the UUIDs for the two.
+    let path = try configuration("work")
+    let mixed = try #require(throws: TunnelNameError.self) { try resolver.resolve("work", kind: nil) }
+    #expect(
+      mixed.description.contains(
+        "Choose one with --manager networkmanager or --manager wg-quick; or by giving the NetworkManager connection's UUID as NAME"
+      ),
+      "\(mixed.description)")
+    #expect(mixed.description.contains(path))
+  }
+
+  @Test("NAME that is a kernel interface carries its class: a tunnel passes, a veth is NotATunnel, --class decides")
+  func interfaceClass() throws {
+    kernel.add("tun9", up: true)
+    kernel.add("vx0", up: true, kind: "veth")
+    let plain = try resolver()
+    #expect(try plain.resolve("tun9", kind: nil).notATunnel == nil)
+    let veth = try #require(try plain.resolve("vx0", kind: nil).notATunnel)
+    #expect(veth.interfaceClass == .other && veth.evidence == .kind)
+    #expect(veth.description.contains("vx0 is of class other (by its link kind), not a tunnel"), "\(veth)")
+    #expect(veth.description.contains("--class vx0=tunnel") && veth.description.contains("`class = vx0=tunnel`"))
+    var overridden = plain
+    overridden.catalog = InterfaceCatalog(classifier: Classifier(overrides: [InterfaceName("vx0"): .tunnel]))
+    #expect(try overridden.resolve("vx0", kind: nil).notATunnel == nil)
+    // A connection, a unit or a configuration is a tunnel by definition: no class to judge.
+    _ = try configuration("wgq")
+    #expect(try plain.resolve("wgq", kind: nil).notATunnel == nil)
+  }
+
   @Test("the same manager found twice (its configuration and the device it made) is one tunnel")
   func sameManagerOnce() throws {
     let path = try configuration("wg0")

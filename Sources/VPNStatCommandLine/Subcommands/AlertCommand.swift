@@ -8,7 +8,7 @@ import VPNStatStore
 enum AlertCommand: Subcommand {
   static let limit = Option<UInt64>(
     "limit", valueName: "size", help: "The limit: bytes per period, received and sent together, e.g. 5GB or 2GiB.",
-    expected: "a size such as 500MB or 2GiB", parse: parseSize)
+    expected: sizeExpectation, parse: parseSize)
   static let quiet = Flag("quiet", short: "q", help: "Print nothing; the exit status says it all.")
 
   static let spec = CommandSpec(

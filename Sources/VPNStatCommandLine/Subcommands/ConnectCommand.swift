@@ -22,7 +22,7 @@ enum ConnectCommand: Subcommand {
   /// What both commands take besides their timeout: how NAME is found, the output, the database.
   static let common = [
     manager.spec, CommonOptions.json.spec, CommonOptions.db.spec, CommonOptions.wgQuickDirectory.spec,
-    CommonOptions.systemdUnit.spec,
+    CommonOptions.systemdUnit.spec, CommonOptions.classOverride.spec,
   ]
 
   static let spec = CommandSpec(
@@ -33,7 +33,9 @@ enum ConnectCommand: Subcommand {
       exits 75, undecided 66, and starts nothing). NAME is a NetworkManager connection (name or
       UUID), a systemd unit, a wg-quick configuration (a name in --wg-quick-dir or
       /etc/wireguard, or a path) or an interface; a name that is more than one exits 64 naming
-      them (choose with --manager). The manager's start only means accepted: vpnstat then waits
+      them (choose with --manager). An interface must be of class tunnel (as status shows it;
+      --class NAME=tunnel says so of another): any other exits 64 at once, untouched. The
+      manager's start only means accepted: vpnstat then waits
       for proof — NetworkManager's `activated`, systemd's `active`, a WireGuard handshake newer
       than the start, a link up and running — and exits 0 saying how long it took, or 69 after
       --timeout saying what never happened.
@@ -61,8 +63,7 @@ enum ConnectCommand: Subcommand {
           command: .connect, name: name, timeout: limit, outcome: .undecided,
           detail: SessionCommand.undecided(location, gateLimit)), parsed, context)
     }
-    let (resolver, links) = try TunnelControl.resolver(parsed)
-    let target = try resolver.resolve(name, kind: parsed[manager])
+    let (target, resolver, links) = try TunnelControl.resolve(name, parsed)
     var attempt = ConnectAttempt(
       name: name, manager: target.manager, control: target.control,
       probe: ConnectionProbe(runner: resolver.detector.runner, links: links, wireGuard: CommonOptions.wireGuard()),
@@ -91,14 +92,21 @@ enum TunnelControl {
     return name
   }
 
-  static func resolver(_ parsed: ParsedCommand) throws -> (TunnelResolver, LinkControl) {
+  /// The one tunnel NAME names — refused (64) when it is a kernel interface whose class is not
+  /// `tunnel` (`NotATunnel`), before anything is started or stopped.
+  static func resolve(_ name: String, _ parsed: ParsedCommand) throws -> (TunnelTarget, TunnelResolver, LinkControl) {
     let links: LinkControl
     do {
       links = try LinkControl()
     } catch {
       throw GeneralFailure(.unavailable, "cannot open a netlink socket to ask about interfaces: \(error)")
     }
-    return (TunnelResolver(detector: try CommonOptions.managerDetector(parsed, acting: true), links: links), links)
+    let resolver = TunnelResolver(
+      detector: try CommonOptions.managerDetector(parsed, acting: true), links: links,
+      catalog: InterfaceCatalog(classifier: CommonOptions.classifier(parsed)))
+    let target = try resolver.resolve(name, kind: parsed[ConnectCommand.manager])
+    if let refusal = target.notATunnel { throw UsageError(refusal.description, commandPath: parsed.commandPath) }
+    return (target, resolver, links)
   }
 
   /// Prints the report (JSON, or its sentence: on stdout when it went as asked, on stderr

@@ -14,7 +14,8 @@ enum DisconnectCommand: Subcommand {
   static let spec = CommandSpec(
     name: "disconnect", abstract: "Stop a tunnel through its manager, confirm it, and record the stop.",
     discussion: """
-      NAME is found as for connect. The manager is asked to stop (nmcli connection down,
+      NAME is found as for connect, and an interface must be of class tunnel as for connect
+      (64 at once otherwise, untouched). The manager is asked to stop (nmcli connection down,
       systemctl stop, wg-quick down, OpenVPN's management socket, link-down for a tunnel no
       manager runs); the stop counts when the kernel says the device is down or gone and the
       manager says it stopped. Never falls back to link-down. The stop is recorded with reason
@@ -25,8 +26,7 @@ enum DisconnectCommand: Subcommand {
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let name = try TunnelControl.name(parsed)
-    let (resolver, links) = try TunnelControl.resolver(parsed)
-    let target = try resolver.resolve(name, kind: parsed[ConnectCommand.manager])
+    let (target, _, links) = try TunnelControl.resolve(name, parsed)
     var report = TunnelDisconnect(
       target, name: name, links: links, clock: context.clock, timeout: parsed[timeout] ?? .seconds(10)
     ).run()

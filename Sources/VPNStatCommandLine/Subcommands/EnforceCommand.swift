@@ -50,7 +50,9 @@ enum EnforceCommand: Subcommand {
       tunnel down at the session's wall-clock deadline and at once whenever it comes up during
       the pause — through its manager (NetworkManager, systemd, wg-quick, OpenVPN) unless told
       otherwise — and records why each session ended. One enforcer per tunnel. Needs
-      CAP_NET_ADMIN, and exits 77 at once without it.
+      CAP_NET_ADMIN, and exits 77 at once without it. IFACE must be of class tunnel (as status
+      shows it; --class IFACE=tunnel says so of another): an interface of another class exits 64
+      at once, and one that appears later under the name is left alone.
       """,
     options: [
       action.spec, execTimeout.spec, interval.spec, CommonOptions.db.spec, CommonOptions.sessionLength.spec,
@@ -74,6 +76,15 @@ enum EnforceCommand: Subcommand {
     }
     if parsed.has(exec) && parsed.has(action) {
       throw UsageError("give either --action or --exec, not both", commandPath: parsed.commandPath)
+    }
+    // Tunnels only: an interface of another class that bears the name now is refused at once
+    // (one that appears later is left alone by the enforcer itself).
+    if let link = try? LinkControl().link(named: tunnel) {
+      var catalog = InterfaceCatalog(classifier: CommonOptions.classifier(parsed))
+      let entry = catalog.entry(for: link)
+      if let refusal = NotATunnel.check(link.name, entry.interfaceClass, by: entry.evidence) {
+        throw UsageError(refusal.description, commandPath: parsed.commandPath)
+      }
     }
     let choice = parsed.has(exec) ? nil : parsed[action] ?? .manager(nil)
     let detector = try CommonOptions.managerDetector(parsed, acting: true)

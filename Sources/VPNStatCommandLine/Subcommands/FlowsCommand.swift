@@ -58,7 +58,9 @@ enum FlowsCommand: Subcommand {
     ])
 
   @Sendable static func snapshotLength(_ text: String) -> Int32? {
-    guard let value = Int32(text), value == 0 || (64...262_144).contains(value) else { return nil }
+    guard let value = Int32(text.trimmingASCIIWhitespace), value == 0 || (64...262_144).contains(value) else {
+      return nil
+    }
     return value == 0 ? 262_144 : value
   }
 

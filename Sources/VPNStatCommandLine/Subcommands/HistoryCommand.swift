@@ -45,19 +45,21 @@ enum HistoryCommand: Subcommand {
   static let top = Option.count(
     "top", in: 1...TrafficGranularity.day.retainedBuckets,
     help: "The N busiest days (most bytes, both directions), busiest first (1 to 775: the days kept).")
+  static let boundExpectation =
+    "an RFC 3339 instant such as 2026-11-29T12:00:00Z, or a date from 1970-01-01 to \(TimeBound.latestDate)"
   static let since = Option<TimeBound>(
     "since", valueName: "when", help: "From WHEN: an RFC 3339 instant or a local date YYYY-MM-DD (its midnight).",
-    expected: "an RFC 3339 instant such as 2026-11-29T12:00:00Z, or a date such as 2026-11-29",
+    expected: boundExpectation,
     parse: TimeBound.init(parsing:))
   static let until = Option<TimeBound>(
     "until", valueName: "when", help: "Up to WHEN (excluded): an RFC 3339 instant, or a local date (included).",
-    expected: "an RFC 3339 instant such as 2026-11-29T12:00:00Z, or a date such as 2026-11-29",
+    expected: boundExpectation,
     parse: TimeBound.init(parsing:))
   static let graph = Flag("graph", help: "Draw a bar chart per series (received and sent), one column per bucket.")
   static let svg = Option<String>(
     "svg", valueName: "file",
     help:
-      "Write bar charts as SVG to FILE (- for standard output): hours, days and months (or the view given), the session and the data cap marked.",
+      "Write bar charts as SVG to FILE (- or /dev/stdout for standard output; a device or FIFO is written into, a regular file replaced atomically): hours, days and months (or the view given), the session and the data cap marked.",
     expected: "a file name or -", values: .file, parse: { $0.isEmpty ? nil : $0 })
 
   static let spec = CommandSpec(
@@ -134,19 +136,11 @@ enum HistoryCommand: Subcommand {
         store, reading: context.clock.now(), sample: nil, catalog: &catalog, ledger: nil,
         nextLengths: CommonOptions.lengths(parsed))
       let picture = HistorySVG.render(panels, session: session, options: display, generatedAt: now)
-      if file == "-" {
-        try context.write(picture)
-      } else {
-        // Replaced atomically: a viewer that reloads never sees half a picture.
-        let slash = file.lastIndex(of: "/")
-        let directory = slash.map { $0 == file.startIndex ? "/" : String(file[..<$0]) } ?? "."
-        let name = slash.map { String(file[file.index(after: $0)...]) } ?? file
-        guard !name.isEmpty else {
-          throw UsageError(
-            "--svg needs a file name, not a directory: \(TerminalText.sanitize(file))", commandPath: parsed.commandPath)
-        }
-        try AtomicFile.write(Array(picture.utf8), named: name, in: directory)
+      if file.hasSuffix("/") {
+        throw UsageError(
+          "--svg needs a file name, not a directory: \(TerminalText.sanitize(file))", commandPath: parsed.commandPath)
       }
+      try context.writeFile(Array(picture.utf8), named: file)
       return .success
     }
     var result = try history(given.first ?? defaultView, count: nil)

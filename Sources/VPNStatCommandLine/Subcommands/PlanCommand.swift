@@ -17,8 +17,8 @@ enum PlanCommand: Subcommand {
     "data-cap", valueName: "size",
     help:
       "Cap the tunnel class's traffic (received and sent together) per period, e.g. 2GiB; none removes the cap. Kept until changed.",
-    expected: "a size such as 500MB or 2GiB, or none",
-    parse: { $0 == "none" ? CapSetting.none : parseSize($0).map(CapSetting.bytes) })
+    expected: sizeExpectation + ", or none",
+    parse: { $0.trimmingASCIIWhitespace == "none" ? CapSetting.none : parseSize($0).map(CapSetting.bytes) })
 
   static let spec = CommandSpec(
     name: "plan",
