@@ -329,6 +329,19 @@ struct TrustKernelTests {
       waitUntil(timeout: 5) { !ns.hasLink("tunR") } != nil,
       "root's OpenVPN tunnel tunR is still there: \(stopped.output) \(stopped.errors)")
     #expect(waitUntil(timeout: 5) { !client.isRunning } != nil, "root's OpenVPN still runs")
+    if impostor == .root {
+      // Alone, with no real holder to win by its pid: a root process holding a foreign tunF is
+      // still not the holder of this namespace's tunF.
+      try ns.ip("tuntap", "add", "mode", "tun", "name", "tunF")
+      let alone = try ns.start(
+        Built.testPeer, ["tun-foreign", "tunF", "--netns", "/run/netns/" + elsewhere.name] + claim)
+      processes.append(alone)
+      try alone.waitFor("ready")
+      let seen = try parseStatus(ns.vpnstat("status", "--json", "-i", "tunF", "--db", db))
+      let tunF = interface(seen, named: "tunF")?["manager"] as? [String: Any]
+      #expect(
+        tunF?["kind"] as? String == "none", "a foreign tunF's holder taken for tunF's: \(String(describing: tunF))")
+    }
     withExtendedLifetime(elsewhere) {}
   }
 

@@ -423,6 +423,37 @@ struct ManagerCommandTests {
   }
 
   @Test(
+    "OpenVPN's management socket is signalled only when the kernel says the holder serves it: another's is asked nothing"
+  )
+  func managementPeer() throws {
+    let directory = try TemporaryDirectory("ovpnpeer")
+    let path = directory.file("management.sock")
+    let server = try FakeControlSocket(
+      path: path, behaviour: .answerLine(Array("SUCCESS: signal SIGTERM thrown\r\n".utf8)))
+    defer { server.stop() }
+    // This process serves it; as the socket of pid 1 (whose arguments might name this path), no.
+    guard case .failure(let why) = OpenVPNControl.signal(paths: [path], served: 1) else {
+      Issue.record("a socket pid 1 does not serve was signalled")
+      return
+    }
+    #expect(why.contains("served by pid \(getpid()), not by pid 1"), "\(why)")
+    guard case .success = OpenVPNControl.signal(paths: [path], served: getpid()) else {
+      Issue.record("the serving process's socket was not signalled")
+      return
+    }
+    #expect(server.requests.filter { $0.contains("signal") } == ["signal SIGTERM\n"])
+    // A socket in a directory others may write is not used at all.
+    chmod(directory.path, 0o777)
+    defer { chmod(directory.path, 0o700) }
+    guard case .failure(let open) = OpenVPNControl.signal(paths: [path], served: getpid()) else {
+      Issue.record("a socket in an open directory was signalled")
+      return
+    }
+    #expect(open.contains("is writable by other users"), "\(open)")
+    #expect(server.requests.filter { $0.contains("signal") }.count == 1)
+  }
+
+  @Test(
     "an enforcer without CAP_NET_ADMIN, or without NetworkManager's permission for its connection, is refused at start")
   func requirements() throws {
     final class Permissions: ProgramRunner, @unchecked Sendable {
