@@ -68,16 +68,18 @@ public struct IPRange: Hashable, Sendable, CustomStringConvertible {
 /// proof that never comes, though the peer is up. So it sends one empty UDP datagram into the
 /// tunnel device for each peer (bound to the device, so it cannot leave any other way; with a
 /// TTL of 1, so the peer cannot forward it further), to port 9 (discard), at an address the peer
-/// is routed: the documentation address (192.0.2.1, 2001:db8::1) where the peer's range holds it
-/// — a full tunnel's 0.0.0.0/0 — since no host anywhere has it; else the range's first host.
+/// is routed: a documentation address (192.0.2.1, 198.51.100.1, 203.0.113.1, 2001:db8::1) where
+/// the peer's range holds one — a full tunnel's 0.0.0.0/0 — since no host anywhere has it; else
+/// the range's first host.
 public enum HandshakeProbe {
   /// Port 9, discard: nothing is meant to answer.
   public static let port: UInt16 = 9
   /// At most this many peers are sent to.
   public static let peerLimit = 8
 
-  static let documentation4: [UInt8] = [192, 0, 2, 1]
-  static let documentation6: [UInt8] = [0x20, 0x01, 0x0D, 0xB8] + [UInt8](repeating: 0, count: 11) + [1]
+  /// The documentation networks' first hosts (RFC 5737's three, RFC 3849's).
+  static let documentation4: [[UInt8]] = [[192, 0, 2, 1], [198, 51, 100, 1], [203, 0, 113, 1]]
+  static let documentation6: [[UInt8]] = [[0x20, 0x01, 0x0D, 0xB8] + [UInt8](repeating: 0, count: 11) + [1]]
 
   /// For each peer (up to `peerLimit`), the addresses to try in order (IPv4 first): inside its
   /// allowed IPs, routed to it and to no other peer (the longest prefix wins, as WireGuard
@@ -92,11 +94,10 @@ public enum HandshakeProbe {
       let ranges = peers[index].allowedRanges.filter(\.isIPv4) + peers[index].allowedRanges.filter { !$0.isIPv4 }
       var chosen: [[UInt8]] = []
       for range in ranges where !chosen.contains(where: { $0.count == range.address.count }) {
-        let documentation = range.isIPv4 ? documentation4 : documentation6
+        let documentation = (range.isIPv4 ? documentation4 : documentation6).filter(range.contains)
         // The range's first hosts, then its first address (all a /32 or /128 has).
         let candidates =
-          range.contains(documentation)
-          ? [documentation] : (1...3).compactMap { range.address(plus: $0) } + [range.address]
+          documentation.isEmpty ? (1...3).compactMap { range.address(plus: $0) } + [range.address] : documentation
         if let address = candidates.first(where: { address in
           isDestination(address) && !own.contains(address) && routedPeer(address) == index
         }) {
