@@ -116,7 +116,7 @@ struct OtherUserAttackTests {
     #expect(enforcer.isRunning, "the enforcer exited: \(enforcer.errors)")
     // The lock goes: the running enforcer gets the database and writes what it kept.
     locker.stop(SIGKILL)
-    let written = try t.waitUntil(timeout: 20) { (try? stops(t.db).first?.reason) == .undecided }
+    let written = t.waitUntil(timeout: 20) { (try? stops(t.db).first?.reason) == .undecided }
     #expect(written != nil, "the undecided stop was never written: \(enforcer.errors)")
     #expect(!FileManager.default.fileExists(atPath: t.db + ".spool"), "the spool was not emptied")
 
