@@ -84,14 +84,21 @@ struct ConnectEndToEndTests {
   }
 
   @Test(
-    "WireGuard without PersistentKeepalive on a quiet machine: connect sends one datagram into wg0 and exits 0 with the handshake's time, within a second or two; nothing but WireGuard crosses the link under the tunnel",
+    "WireGuard without PersistentKeepalive on a quiet machine: connect sends one datagram into wg0 (TTL 1, port 9) and exits 0 with the handshake's time, within a second or two; nothing but WireGuard crosses the link under the tunnel",
     arguments: [false, true])
   func wireGuardQuietPeer(fullTunnel: Bool) throws {
     let subnet = fullTunnel ? 126 : 125
-    let pair = try WireGuardPair("cwgq\(subnet)", subnet: subnet, fullTunnelLeft: fullTunnel)
+    // The full tunnel with `Table = off`: no route leads to 192.0.2.1 through wg0 (none at all),
+    // so only a datagram bound to the device gets there.
+    let pair = try WireGuardPair(
+      "cwgq\(subnet)", subnet: subnet, leftHooks: fullTunnel ? ["Table = off"] : [], fullTunnelLeft: fullTunnel)
     let files = try TemporaryDirectory("cwgq\(subnet)")
     try pair.right.up()
     try Tool.require("/usr/bin/tcpdump")
+    // What the peer decrypts: the datagram, its destination and its TTL.
+    let arrived = try pair.link.right.start("/usr/bin/tcpdump", ["-i", "wg0", "-n", "-v", "-l", "udp port 9"])
+    defer { arrived.stop(SIGKILL) }
+    try arrived.waitForError("listening on")
     // Everything on the left's veth that is not WireGuard's own UDP: the datagram, had it left
     // any other way than through the tunnel.
     let capture = try pair.link.left.start(
@@ -116,8 +123,13 @@ struct ConnectEndToEndTests {
     let peer = try #require(try pair.left.dump().first)
     #expect(peer.latestHandshake != nil)
     #expect(!(try String(contentsOfFile: pair.left.configPath, encoding: .utf8)).contains("PersistentKeepalive"))
-    // The datagram arrived through the tunnel: the right side's wg0 received it.
+    // The datagram arrived through the tunnel, with a TTL of 1, at the address chosen for the peer.
     #expect(try pair.right.ns.kernelCounters("wg0").rxPackets >= 1)
+    _ = try? waitUntil(timeout: 2) { arrived.output.contains(".9: UDP") }
+    arrived.stop(SIGTERM)
+    let target = fullTunnel ? "192.0.2.1.9: UDP" : "169.254.\(subnet).66.9: UDP"
+    #expect(arrived.output.contains(target), "\(arrived.output)")
+    #expect(arrived.output.contains("ttl 1,"), "\(arrived.output)")
     // The capture sees what crosses: a ping over the veth, the one thing expected in it.
     #expect(try pair.link.left.ping(pair.link.rightAddress))
     _ = try? waitUntil(timeout: 2) { capture.output.contains("ICMP echo reply") }
