@@ -102,7 +102,7 @@ public struct ConnectAttempt {
   private mutating func check() {
     let proofs = control.proofs
     while held < proofs.count {
-      switch probe.check(proofs[held], since: startedAt!) {
+      switch probe.check(proofs[held], since: startedAt!, now: clock.now().monotonic) {
       case .holds(let at, let words):
         held += 1
         proven = words
@@ -197,10 +197,19 @@ public enum ManagerRefusal {
 /// Asks the kernel and the managers whether a tunnel a manager was asked to start is real yet,
 /// one proof at a time: NetworkManager's activation, systemd's unit state, WireGuard's latest
 /// handshake (the kernel's netlink family or wireguard-go's control socket), the link's flags.
+///
+/// WireGuard shakes hands only when it has something to send, so while it has not, the probe
+/// gives it something: one empty datagram into the device per peer (`HandshakeProbe`), at most
+/// once a second.
 public struct ConnectionProbe {
   let runner: any ProgramRunner
   let links: any LinkController
   var wireGuard: any WireGuardSource
+  let datagrams: any HandshakeDatagrams
+  /// When the last datagrams went (CLOCK_MONOTONIC nanoseconds), and where the last went.
+  private var provokedAt: Int64?
+  private var provokedTo: String?
+  static let provokeInterval = Duration.seconds(1)
   /// NetworkManager's activation of each connection before the start (its D-Bus path): the
   /// one that must reach `activated` is a newer one.
   var activationsBefore: [String: String] = [:]
@@ -218,10 +227,14 @@ public struct ConnectionProbe {
     case failed(String)
   }
 
-  public init(runner: any ProgramRunner, links: any LinkController, wireGuard: any WireGuardSource) {
+  public init(
+    runner: any ProgramRunner, links: any LinkController, wireGuard: any WireGuardSource,
+    datagrams: any HandshakeDatagrams = DeviceDatagrams()
+  ) {
     self.runner = runner
     self.links = links
     self.wireGuard = wireGuard
+    self.datagrams = datagrams
   }
 
   /// Notes, just before the start, what the proofs must be newer than.
@@ -231,7 +244,7 @@ public struct ConnectionProbe {
     }
   }
 
-  public mutating func check(_ proof: ConnectionProof, since start: Timestamp) -> Verdict {
+  public mutating func check(_ proof: ConnectionProof, since start: Timestamp, now: Int64) -> Verdict {
     switch proof {
     case .networkManagerActivated(let uuid):
       // `connection up` returned with the activation made: from then on it is listed until it
@@ -263,13 +276,17 @@ public struct ConnectionProbe {
       guard let candidate = WireGuardCandidate(name: device, index: link.index, kind: link.attributes.kind) else {
         return .failed("\(device.terminalText) is not a WireGuard device (kind \(link.attributes.kind ?? "unknown"))")
       }
-      switch wireGuard.latestHandshake(of: candidate) {
+      let status = wireGuard.read([candidate]).first ?? nil
+      let reading = status?.reading ?? .failure(.notWireGuard(candidate.name))
+      switch reading.map(\.device.latestHandshake) {
       case .success(let handshake?) where handshake > start:
         return .holds(at: handshake, "a WireGuard handshake on \(device.terminalText)")
       case .success(.some):
-        return .waiting("the latest handshake on \(device.terminalText) is older than the start")
+        provoke(device, peers: status?.device?.peers ?? [], now: now)
+        return .waiting("the latest handshake on \(device.terminalText) is older than the start" + provoked)
       case .success(nil):
-        return .waiting("no handshake on \(device.terminalText) yet")
+        provoke(device, peers: status?.device?.peers ?? [], now: now)
+        return .waiting("no handshake on \(device.terminalText) yet" + provoked)
       case .failure(.notPermitted(let why)):
         return .failed("cannot read WireGuard's state of \(device.terminalText): \(why)")
       case .failure(let why):
@@ -282,5 +299,27 @@ public struct ConnectionProbe {
       if flags & 0x1 != 0 && flags & 0x40 != 0 { return .holds(at: nil, "\(device.terminalText) is up and running") }
       return .waiting(flags & 0x1 != 0 ? "\(device.terminalText) is up, not running" : "\(device.terminalText) is down")
     }
+  }
+
+  /// Sends the handshake datagrams into `device`, unless they went less than a second ago.
+  private mutating func provoke(_ device: InterfaceName, peers: [WireGuardPeer], now: Int64) {
+    if let provokedAt, now - provokedAt < Self.provokeInterval.nanoseconds { return }
+    provokedAt = now
+    let own = datagrams.addresses(of: device)
+    var sent: [String] = []
+    for addresses in HandshakeProbe.destinations(peers: peers, own: own) {
+      // IPv4 first; the next family when the kernel refuses one (no address of it to send from).
+      for address in addresses {
+        guard (try? datagrams.send(to: address, port: HandshakeProbe.port, through: device)) != nil else { continue }
+        sent.append(IPRange.text(of: address))
+        break
+      }
+    }
+    provokedTo = sent.isEmpty ? nil : sent.joined(separator: ", ")
+  }
+
+  /// What the waiting text adds once a datagram went.
+  private var provoked: String {
+    provokedTo.map { " (a datagram went into it to \($0), port \(HandshakeProbe.port), to start one)" } ?? ""
   }
 }

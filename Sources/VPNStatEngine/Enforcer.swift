@@ -15,7 +15,9 @@ import VPNStatSystem
 /// Disconnect first, record after: the decision is made from what the enforcer holds in memory
 /// (the session record and the trusted clock, refreshed from the database whenever it can be
 /// read), and nothing the database does — locked by another user's reader, full, read-only —
-/// delays taking the tunnel down. What could not be written is kept and written when it can.
+/// delays taking the tunnel down. What could not be written is kept, in memory and in the spool
+/// beside the database (`EnforcerSpool`), and written when it can: by this enforcer, or by the
+/// next one to start.
 ///
 /// The tunnel is the device that bears the name when it comes up, followed by its ifindex: a
 /// rename does not take it out of reach. A device moved to another network namespace is out of
@@ -44,7 +46,8 @@ public struct Enforcer {
   /// The name given on the command line: any device that bears it is under the limit.
   public let tunnel: InterfaceName
   private(set) var store: Store?
-  /// Opens the database when it could not be opened at start (locked): retried every tick.
+  /// Hands over the database when it could not be opened at start (locked): asked every tick,
+  /// it must not wait (`StoreOpener` opens on a thread of its own). Nil: not yet.
   let openStore: () throws -> Store?
   var sampler: TrafficSampler
   let lengths: SessionLengths
@@ -94,6 +97,15 @@ public struct Enforcer {
   public private(set) var dataCap: DataCapStatus?
   /// Runs the managers' programs when a hold is given back.
   let runner: any ProgramRunner
+  /// Where what the database refuses is kept until it takes it (nil: only in memory).
+  let spool: EnforcerSpool?
+  /// The pending stops, and whether the pending window, already in the spool.
+  var spooledStops: Set<StopRecord> = []
+  var windowSpooled = false
+  /// Set while the spool may hold records this enforcer put there or read from it.
+  var spoolUsed = false
+  /// The last spool problem logged, said once.
+  var spoolProblem: String?
   /// Where this enforcer says it runs (nil: it says nothing, as in most tests).
   let presenceFile: EnforcerPresenceFile?
   var presence: EnforcerPresence?
@@ -119,7 +131,7 @@ public struct Enforcer {
     lengths: SessionLengths, action: (any DisconnectAction)?, links: any LinkController, alarm: any DeadlineAlarm,
     log: any EventLog, calendar: any LocalCalendar, runner: any ProgramRunner = ChildProgramRunner(),
     presence: EnforcerPresenceFile? = nil, saveInterval: Duration = Recorder.defaultSaveInterval,
-    ledgerLock: any LedgerWriterLock = UncontendedLedgerLock()
+    ledgerLock: any LedgerWriterLock = UncontendedLedgerLock(), spool: EnforcerSpool? = nil
   ) {
     self.tunnel = tunnel
     self.store = store
@@ -136,6 +148,7 @@ public struct Enforcer {
     self.calendar = calendar
     self.runner = runner
     self.presenceFile = presence
+    self.spool = spool
   }
 
   /// Takes one event. Throws only what the kernel refuses (the alarm, a link query); the
@@ -169,6 +182,8 @@ public struct Enforcer {
 
   private mutating func start() throws {
     refresh()
+    // What an earlier enforcer could not write comes first: a window it opened decides this up.
+    if store != nil { takeSpool() }
     advanceLedger()
     announce()
     log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
@@ -422,8 +437,18 @@ public struct Enforcer {
       pendingStops.append(StopRecord(at: now, interface: tunnel, reason: .stopped, detail: "enforcer stopped"))
     }
     flush()
-    if !pendingStops.isEmpty || pendingWindow != nil {
-      log.event("stopping with records the database would not take (\(databaseProblem ?? "unknown")): they are lost")
+    let kept = pendingStops.count + (pendingWindow == nil ? 0 : 1)
+    if kept > 0 {
+      let problem = databaseProblem ?? "unknown"
+      if let spool, spooledStops.count == pendingStops.count, windowSpooled || pendingWindow == nil {
+        log.event(
+          "stopping with \(kept) record\(kept == 1 ? "" : "s") the database would not take (\(problem)), kept in \(spool.path): the next enforcer to start writes \(kept == 1 ? "it" : "them")"
+        )
+      } else {
+        log.event(
+          "stopping with records the database would not take (\(problem)) and that could not be kept (\(spoolProblem ?? "no spool")): they are lost"
+        )
+      }
     }
     log.event("stopped enforcing on \(tunnel.terminalText)")
   }
@@ -587,10 +612,21 @@ public struct Enforcer {
     }
   }
 
+  /// Writes the pending window and stops; what the database refuses goes to the spool too. Once
+  /// everything this enforcer spooled is written, the spool is taken in and emptied.
+  private mutating func flush() {
+    writePending()
+    if spoolUsed, store != nil, pendingWindow == nil, pendingStops.isEmpty { takeSpool() }
+  }
+
   /// Writes the pending window and stops. A window is written only if the stored record would
   /// open one too at its opening instant (another process may have reset or opened one since).
-  private mutating func flush() {
-    guard let store, pendingWindow != nil || !pendingStops.isEmpty else { return }
+  private mutating func writePending() {
+    guard pendingWindow != nil || !pendingStops.isEmpty else { return }
+    guard let store else {
+      keepInSpool()
+      return
+    }
     var rearm: Timestamp?
     do {
       if let pending = pendingWindow {
@@ -607,6 +643,7 @@ public struct Enforcer {
           return stored
         }
         pendingWindow = nil
+        windowSpooled = false
         record = adopted
         if adopted.window != nil, adopted.window != pending.window, adopted.plan == .free {
           log.event("another process changed the session meanwhile; following the stored window")
@@ -616,13 +653,84 @@ public struct Enforcer {
       while let stop = pendingStops.first {
         try store.recordStop(stop)
         pendingStops.removeFirst()
+        spooledStops.remove(stop)
       }
       if let trusted { try? store.storeTrusted(trusted) }
       recovered()
     } catch {
       problem(error)
+      keepInSpool()
     }
     if let rearm, devices.values.contains(where: \.up) { try? arm(rearm) }
+  }
+
+  /// Puts what is pending and not in the spool yet into it, one synced line each: a stop the
+  /// database refused outlives this process.
+  private mutating func keepInSpool() {
+    guard let spool else { return }
+    do {
+      if let pending = pendingWindow, !windowSpooled {
+        try spool.keep(.window(pending.window, tunnel: pending.tunnel, usageBase: pending.usageBase))
+        windowSpooled = true
+        spoolUsed = true
+      }
+      for stop in pendingStops where !spooledStops.contains(stop) {
+        try spool.keep(.stop(stop))
+        spooledStops.insert(stop)
+        spoolUsed = true
+      }
+    } catch {
+      spoolFailed(error)
+    }
+  }
+
+  /// Takes in what the spool holds — before this enforcer's own pending records, which are
+  /// newer — writes it, and takes out of the spool what was read once all of it is written.
+  private mutating func takeSpool() {
+    guard let spool else { return }
+    let read: (records: [SpooledRecord], bytes: [UInt8], unreadable: Int)
+    do {
+      read = try spool.read()
+    } catch {
+      spoolFailed(error)
+      return
+    }
+    if read.unreadable > 0 {
+      log.event("\(spool.path): \(read.unreadable) line\(read.unreadable == 1 ? "" : "s") that are no record, skipped")
+    }
+    var stops: [StopRecord] = []
+    for record in read.records {
+      switch record {
+      case .stop(let stop):
+        if !stops.contains(stop) && !pendingStops.contains(stop) { stops.append(stop) }
+      case .window(let window, let tunnel, let usageBase):
+        if pendingWindow == nil {
+          pendingWindow = PendingWindow(window: window, tunnel: tunnel, usageBase: usageBase)
+          windowSpooled = true
+        }
+      }
+    }
+    pendingStops.insert(contentsOf: stops, at: 0)
+    spooledStops.formUnion(stops)
+    spoolUsed = true
+    writePending()
+    guard pendingStops.isEmpty, pendingWindow == nil else { return }
+    do {
+      try spool.remove(read.bytes)
+      spoolUsed = false
+      if !read.records.isEmpty {
+        log.event("wrote what \(spool.path) kept (\(read.records.count) record\(read.records.count == 1 ? "" : "s"))")
+      }
+    } catch {
+      spoolFailed(error)
+    }
+  }
+
+  private mutating func spoolFailed(_ error: any Error) {
+    let text = "\(error)"
+    guard text != spoolProblem else { return }
+    spoolProblem = text
+    log.event("\(text): what the database refuses is kept in memory only")
   }
 
   /// Advances the tunnel's ledger with notifications (`deleted`: a deleted instance's final
@@ -660,6 +768,8 @@ public struct Enforcer {
       store = try openStore()
       if let store {
         keeper = LedgerKeeper(store: store, saveInterval: saveInterval, role: .enforcer, lock: ledgerLock)
+        refresh()
+        takeSpool()
         recovered()
       }
     } catch {

@@ -80,6 +80,7 @@ public enum WireGuardNetlink {
       var tx: UInt64?
       var keepalive: UInt16?
       var allowed = 0
+      var ranges: [IPRange] = []
       for (type, value) in RouteAttributes(bytes) {
         switch UInt32(type) {
         case WGPEER_A_PUBLIC_KEY.rawValue:
@@ -114,7 +115,12 @@ public enum WireGuardNetlink {
           keepalive = value.loadUnaligned(as: UInt16.self)
         case WGPEER_A_ALLOWEDIPS.rawValue:
           guard WireGuardNetlink.isWhole(value) else { throw .malformed("a peer's allowed IPs are cut short") }
-          allowed += RouteAttributes(value).reduce(0) { count, _ in count + 1 }
+          for (_, entry) in RouteAttributes(value) {
+            allowed += 1
+            if ranges.count < WireGuardPeer.keptRanges, let range = WireGuardNetlink.range(entry) {
+              ranges.append(range)
+            }
+          }
         default:
           // The preshared key, flags, protocol version: not kept.
           continue
@@ -124,6 +130,8 @@ public enum WireGuardNetlink {
       // A peer continued from the previous message: same key, more allowed IPs.
       if let last = device.peers.indices.last, device.peers[last].publicKey == key {
         device.peers[last].allowedIPs += allowed
+        device.peers[last].allowedRanges += ranges.prefix(
+          WireGuardPeer.keptRanges - device.peers[last].allowedRanges.count)
         if let endpoint { device.peers[last].endpoint = endpoint }
         if let handshake { device.peers[last].latestHandshake = handshake }
         if let rx { device.peers[last].rxBytes = rx }
@@ -134,8 +142,27 @@ public enum WireGuardNetlink {
       device.peers.append(
         WireGuardPeer(
           publicKey: key, endpoint: endpoint, latestHandshake: handshake ?? nil, rxBytes: rx ?? 0, txBytes: tx ?? 0,
-          persistentKeepaliveSeconds: keepalive ?? 0, allowedIPs: allowed))
+          persistentKeepaliveSeconds: keepalive ?? 0, allowedIPs: allowed, allowedRanges: ranges))
     }
+  }
+
+  /// One allowed IP (`WGALLOWEDIP_A_FAMILY`, `_IPADDR`, `_CIDR_MASK`), or nil when it is not one.
+  static func range(_ bytes: UnsafeRawBufferPointer) -> IPRange? {
+    var family: UInt16?
+    var address: [UInt8]?
+    var length: UInt8?
+    for (type, value) in RouteAttributes(bytes) {
+      switch UInt32(type) {
+      case WGALLOWEDIP_A_FAMILY.rawValue where value.count == 2: family = value.loadUnaligned(as: UInt16.self)
+      case WGALLOWEDIP_A_IPADDR.rawValue: address = Array(value)
+      case WGALLOWEDIP_A_CIDR_MASK.rawValue where value.count == 1: length = value[0]
+      default: continue
+      }
+    }
+    guard let family, let address, let length,
+      (family == UInt16(AF_INET) && address.count == 4) || (family == UInt16(AF_INET6) && address.count == 16)
+    else { return nil }
+    return IPRange(address: address, prefixLength: Int(length))
   }
 
   /// True when `bytes` is a whole chain of attributes: every header in bounds, the last one
@@ -165,28 +192,8 @@ public enum WireGuardNetlink {
     return nil
   }
 
-  /// RFC 5952 text of an IPv6 address: lower-case hex groups, the longest run of two or more
-  /// zero groups as `::`.
-  static func ipv6Text(_ bytes: [UInt8]) -> String {
-    let groups = (0..<8).map { UInt16(bytes[$0 * 2]) << 8 | UInt16(bytes[$0 * 2 + 1]) }
-    var best: Range<Int>?
-    var index = 0
-    while index < 8 {
-      guard groups[index] == 0 else {
-        index += 1
-        continue
-      }
-      var end = index
-      while end < 8, groups[end] == 0 { end += 1 }
-      if end - index >= 2, end - index > (best?.count ?? 0) { best = index..<end }
-      index = end
-    }
-    func hex(_ range: Range<Int>) -> String {
-      range.map { String(groups[$0], radix: 16) }.joined(separator: ":")
-    }
-    guard let best else { return hex(0..<8) }
-    return hex(0..<best.lowerBound) + "::" + hex(best.upperBound..<8)
-  }
+  /// RFC 5952 text of an IPv6 address (`IPRange.text(of:)`).
+  static func ipv6Text(_ bytes: [UInt8]) -> String { IPRange.text(of: bytes) }
 
   /// Reads device `name` from the kernel: resolves the family, then dumps the device. The
   /// socket is the caller's, so a long-running reader keeps one.

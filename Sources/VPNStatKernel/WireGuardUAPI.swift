@@ -1,4 +1,5 @@
 import VPNStatModel
+import VPNStatSystem
 
 /// wireguard-go's control protocol (WireGuard's "cross-platform userspace API"): the `get=1`
 /// request and the parser of its answer, one `key=value` a line, the device's keys first, each
@@ -104,6 +105,9 @@ public enum WireGuardUAPI {
         peer?.keepalive = try number(UInt16.self)
       case .allowedIP:
         peer?.allowedIPs += 1
+        if let range = IPRange(parsing: value), (peer?.ranges.count ?? .max) < WireGuardPeer.keptRanges {
+          peer?.ranges.append(range)
+        }
       }
     }
     guard finished else { throw .malformed("the answer ends before its errno line") }
@@ -154,6 +158,7 @@ public enum WireGuardUAPI {
     var txBytes: UInt64 = 0
     var keepalive: UInt16 = 0
     var allowedIPs = 0
+    var ranges: [IPRange] = []
 
     func make(_ lineNumber: Int) throws(WireGuardUnavailable) -> WireGuardPeer {
       var handshake: Timestamp?
@@ -166,7 +171,7 @@ public enum WireGuardUAPI {
       }
       return WireGuardPeer(
         publicKey: key, endpoint: endpoint, latestHandshake: handshake, rxBytes: rxBytes, txBytes: txBytes,
-        persistentKeepaliveSeconds: keepalive, allowedIPs: allowedIPs)
+        persistentKeepaliveSeconds: keepalive, allowedIPs: allowedIPs, allowedRanges: ranges)
     }
   }
 }

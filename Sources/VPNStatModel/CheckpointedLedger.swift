@@ -125,14 +125,39 @@ public struct CheckpointedLedger: Sendable {
     saveRequested || !unsaved.isEmpty || ledger.entries.values.contains { saved[$0.name] != $0 }
   }
 
-  /// Advances the ledger in memory. A name seen for the first time asks for a save at once:
-  /// its starting point exists nowhere else.
+  /// Advances the ledger in memory. A save is asked for at once when memory holds what a reader
+  /// could not work out from the stored ledger and the kernel's counters (`outrunsReaders`).
   @discardableResult
   public mutating func advance(_ observations: [LedgerObservation], calendar: any LocalCalendar) -> LedgerAdvance {
     if observations.contains(where: { ledger.entries[$0.name] == nil }) { saveRequested = true }
     let advance = ledger.advance(observations)
     unsaved.add(advance.booked, calendar: calendar)
+    if !advance.events.isEmpty || advance.booked.contains(where: outrunsReaders) { saveRequested = true }
     return advance
+  }
+
+  /// How far a counter may grow past its stored baseline before it is saved: half of a 32-bit
+  /// counter's range.
+  public static let readerMargin: UInt64 = 1 << 31
+
+  /// Whether a reader could soon miss traffic this writer booked. A reader takes the stored
+  /// baseline and adds what the kernel's counters grew since, and it may read 32 bits (or the
+  /// baseline be 32-bit: the narrower decides): it can then tell growth only modulo 2³². So a
+  /// counter is saved before it could pass the stored one by 2³²: as soon as, at the pace of the
+  /// last sample, it would be half that far by the next one — which leaves the next sample a
+  /// whole 2³¹ of room to run faster. (A name first seen, a reset, a wrap and a discarded sample
+  /// are saved at once anyway: `advance` asks for those.)
+  ///
+  /// What no reader can know: a 32-bit counter that grows by 2³² or more between two of the
+  /// writer's own samples reads the same as one that grew 2³² less; the writer books the least
+  /// the readings allow, and readers agree with it. Only a faster sample or a 64-bit reader sees
+  /// more.
+  func outrunsReaders(_ booked: BookedTraffic) -> Bool {
+    guard let entry = ledger.entries[booked.name], let stored = saved[booked.name] else { return true }
+    if entry.baseline.instance != stored.baseline.instance { return true }
+    let next = entry.totals.traffic - stored.totals.traffic + booked.delta.traffic
+    let margin = Self.readerMargin
+    return next.rxBytes >= margin || next.txBytes >= margin || next.rxPackets >= margin || next.txPackets >= margin
   }
 
   /// Asks for a save at the next opportunity (a deleted instance, a window change, a stop).

@@ -74,7 +74,8 @@ public enum ConnectionProof: Hashable, Sendable, CustomStringConvertible {
   /// Why it may not have held, where there is a usual reason.
   public var hint: String? {
     guard case .wireGuardHandshake = self else { return nil }
-    return "a handshake needs a peer that answers, and traffic or PersistentKeepalive"
+    // connect sends the traffic a handshake needs itself: what is missing is the peer's answer.
+    return "a handshake needs a peer that answers at its endpoint, with the keys configured"
   }
 
   static func words(_ device: InterfaceName?) -> String { device?.terminalText ?? "the connection's device" }

@@ -66,10 +66,16 @@ public struct WireGuardPeer: Hashable, Sendable {
   public var persistentKeepaliveSeconds: UInt16
   /// How many allowed-IP ranges route to the peer.
   public var allowedIPs: Int
+  /// The first of those ranges (at most `keptRanges`): where `connect` may send a datagram to
+  /// make the peer shake hands.
+  public var allowedRanges: [IPRange]
+
+  /// How many of a peer's ranges are kept: a peer may route a whole table, `connect` needs one.
+  public static let keptRanges = 16
 
   public init(
     publicKey: WireGuardKey, endpoint: String? = nil, latestHandshake: Timestamp? = nil, rxBytes: UInt64 = 0,
-    txBytes: UInt64 = 0, persistentKeepaliveSeconds: UInt16 = 0, allowedIPs: Int = 0
+    txBytes: UInt64 = 0, persistentKeepaliveSeconds: UInt16 = 0, allowedIPs: Int = 0, allowedRanges: [IPRange] = []
   ) {
     self.publicKey = publicKey
     self.endpoint = endpoint
@@ -78,6 +84,7 @@ public struct WireGuardPeer: Hashable, Sendable {
     self.txBytes = txBytes
     self.persistentKeepaliveSeconds = persistentKeepaliveSeconds
     self.allowedIPs = allowedIPs
+    self.allowedRanges = allowedRanges
   }
 }
 

@@ -122,11 +122,16 @@ extension Store {
 
   // MARK: - Stops
 
+  /// Records `stop`, unless the same stop (the same instant, interface and reason) is recorded
+  /// already: a stop kept in an enforcer's spool may be offered again after it was written.
   public func recordStop(_ stop: StopRecord) throws {
     guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "no write access") }
     try guarded {
       try connection.query(
-        "INSERT INTO stops (at, interface, reason, detail) VALUES (?, ?, ?, ?)",
+        """
+        INSERT INTO stops (at, interface, reason, detail) SELECT ?1, ?2, ?3, ?4
+        WHERE NOT EXISTS (SELECT 1 FROM stops WHERE at = ?1 AND interface IS ?2 AND reason = ?3)
+        """,
         [
           .integer(stop.at.nanoseconds), stop.interface.map { .blob($0.bytes) } ?? .null,
           .text(stop.reason.rawValue), stop.detail.map { .text($0) } ?? .null,

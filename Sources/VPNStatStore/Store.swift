@@ -202,7 +202,9 @@ public final class Store {
   static func map(_ error: SQLiteError, _ location: StoreLocation) -> StoreError {
     if error.primary == SQLITE_NOTADB { return .notADatabase(path: location.path) }
     if error.isCorrupt { return .corrupt(path: location.path, detail: error.message) }
-    if error.isBusy { return .busy(path: location.path) }
+    // SQLITE_PROTOCOL: a lock held against SQLite's protocol (any user who may read the file can
+    // hold the `-shm`'s write lock) kept a connection from reading the WAL index. It is a lock.
+    if error.isBusy || error.primary == SQLITE_PROTOCOL { return .busy(path: location.path) }
     if error.isFull { return .full(path: location.path) }
     if error.isReadOnly { return .notPermitted(path: location.path, detail: error.message) }
     return .unavailable(path: location.path, detail: error.message)

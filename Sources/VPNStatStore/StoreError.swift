@@ -34,6 +34,17 @@ public enum StoreError: Error, CustomStringConvertible {
     }
   }
 
+  /// A problem of the file or of this user's rights, which no amount of waiting changes (the
+  /// file is damaged or not vpnstat's, the user may not write it): someone must act. Every other
+  /// problem may pass by itself — a lock held, even against SQLite's protocol, a full disk, an
+  /// I/O error — and a process that must go on regardless (the enforcer) retries it.
+  public var isLasting: Bool {
+    switch self {
+    case .notADatabase, .foreign, .corrupt, .newerSchema, .olderSchema, .notPermitted, .untrustedDirectory: true
+    case .busy, .unavailable, .full: false
+    }
+  }
+
   public var description: String {
     switch self {
     case .notADatabase(let path):

@@ -54,3 +54,31 @@ public enum LinkAddresses {
     return result
   }
 }
+
+extension LinkAddresses {
+  /// The IPv4 and IPv6 addresses of the link named `name` (4 or 16 bytes each).
+  public static func ipAddresses(of name: InterfaceName) throws -> [[UInt8]] {
+    var list: UnsafeMutablePointer<ifaddrs>?
+    guard getifaddrs(&list) == 0 else { throw Errno.current }
+    defer { freeifaddrs(list) }
+    var result: [[UInt8]] = []
+    var entry = list
+    while let current = entry {
+      defer { entry = current.pointee.ifa_next }
+      guard let cName = current.pointee.ifa_name, let address = current.pointee.ifa_addr,
+        UnsafeRawBufferPointer(start: cName, count: strlen(cName)).elementsEqual(name.bytes)
+      else { continue }
+      let raw = UnsafeRawPointer(address)
+      switch Int32(address.pointee.sa_family) {
+      case AF_INET:
+        // struct sockaddr_in: family, port, then the address.
+        result.append(Array(UnsafeRawBufferPointer(start: raw + 4, count: 4)))
+      case AF_INET6:
+        // struct sockaddr_in6: family, port, flow info, then the address.
+        result.append(Array(UnsafeRawBufferPointer(start: raw + 8, count: 16)))
+      default: continue
+      }
+    }
+    return result
+  }
+}

@@ -239,3 +239,52 @@ public enum BackgroundThread {
     pthread_detach(thread)
   }
 }
+
+extension IPRange {
+  /// `ADDRESS/LENGTH` as WireGuard's control socket writes an allowed IP (`10.0.0.0/24`,
+  /// `fd00::/64`); nil for anything else.
+  public init?(parsing text: some Collection<UInt8>) {
+    guard text.count <= 64, let slash = text.firstIndex(of: 0x2F),
+      let length = Int(String(decoding: text[text.index(after: slash)...], as: UTF8.self))
+    else { return nil }
+    let host = String(decoding: text[..<slash], as: UTF8.self)
+    var v4 = in_addr()
+    var v6 = in6_addr()
+    if inet_pton(AF_INET, host, &v4) == 1 {
+      self.init(address: withUnsafeBytes(of: v4) { Array($0) }, prefixLength: length)
+    } else if inet_pton(AF_INET6, host, &v6) == 1 {
+      self.init(address: withUnsafeBytes(of: v6) { Array($0) }, prefixLength: length)
+    } else {
+      return nil
+    }
+  }
+}
+
+/// One empty UDP datagram sent into one network device and no further: the socket is bound to
+/// the device (`SO_BINDTODEVICE`: the kernel routes it out of that device or not at all, the
+/// routing table notwithstanding), with a TTL (hop limit) of 1, so a router past the device —
+/// a VPN peer that would forward it — drops it. What `connect` sends into a WireGuard tunnel to
+/// make it shake hands.
+public enum DeviceDatagram {
+  /// Sends it to `address` (4 or 16 bytes), `port`, through `device`.
+  public static func send(to address: [UInt8], port: UInt16, through device: InterfaceName) throws {
+    let family = address.count == 4 ? AF_INET : AF_INET6
+    let fd = FileDescriptor(
+      rawValue: try retryingInterrupts { socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) })
+    defer { fd.close() }
+    var name = device.bytes
+    _ = try retryingInterrupts {
+      setsockopt(fd.rawValue, SOL_SOCKET, SO_BINDTODEVICE, &name, socklen_t(name.count))
+    }
+    var one: Int32 = 1
+    _ = try retryingInterrupts {
+      family == AF_INET
+        ? setsockopt(fd.rawValue, Int32(IPPROTO_IP), IP_TTL, &one, socklen_t(MemoryLayout<Int32>.size))
+        : setsockopt(fd.rawValue, Int32(IPPROTO_IPV6), IPV6_UNICAST_HOPS, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+    let destination = ListenAddress(family: family == AF_INET ? .ipv4 : .ipv6, address: address, port: port)
+    _ = try destination.withSocketAddress { pointer, length in
+      try retryingInterrupts { sendto(fd.rawValue, nil, 0, 0, pointer, length) }
+    }
+  }
+}

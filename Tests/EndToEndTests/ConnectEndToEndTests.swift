@@ -83,6 +83,64 @@ struct ConnectEndToEndTests {
     _ = try pair.left.down()
   }
 
+  @Test(
+    "WireGuard without PersistentKeepalive on a quiet machine: connect sends one datagram into wg0 (TTL 1, port 9) and exits 0 with the handshake's time, within a second or two; nothing but WireGuard crosses the link under the tunnel",
+    arguments: [false, true])
+  func wireGuardQuietPeer(fullTunnel: Bool) throws {
+    let subnet = fullTunnel ? 126 : 125
+    // The full tunnel with `Table = off`: no route leads to 192.0.2.1 through wg0 (none at all),
+    // so only a datagram bound to the device gets there.
+    let pair = try WireGuardPair(
+      "cwgq\(subnet)", subnet: subnet, leftHooks: fullTunnel ? ["Table = off"] : [], fullTunnelLeft: fullTunnel)
+    let files = try TemporaryDirectory("cwgq\(subnet)")
+    try pair.right.up()
+    try Tool.require("/usr/bin/tcpdump")
+    // What the peer decrypts: the datagram, its destination and its TTL.
+    let arrived = try pair.link.right.start("/usr/bin/tcpdump", ["-i", "wg0", "-n", "-v", "-l", "udp port 9"])
+    defer { arrived.stop(SIGKILL) }
+    try arrived.waitForError("listening on")
+    // Everything on the left's veth that is not WireGuard's own UDP: the datagram, had it left
+    // any other way than through the tunnel.
+    let capture = try pair.link.left.start(
+      "/usr/bin/tcpdump", ["-i", pair.link.leftName, "-n", "-l", "(ip or ip6) and not udp port 51820"])
+    defer { capture.stop(SIGKILL) }
+    try capture.waitForError("listening on")
+    let asked = Date()
+    let connected = try pair.left.run(
+      Built.vpnstat, ["connect", "wg0", "--db", files.file("v.db"), "--wg-quick-dir", pair.left.directory, "--json"])
+    let took = Date().timeIntervalSince(asked)
+    #expect(connected.status == 0, "\(connected.status): \(connected.output) \(connected.errors)")
+    let report = try Self.object(connected)
+    #expect(report["outcome"] as? String == "connected", "\(report)")
+    #expect(report["waited_for"] as? [String] == ["a WireGuard handshake on wg0"])
+    let started = try #require(instant(report["started_at"]))
+    let confirmed = try #require(instant(report["confirmed_at"]), "\(report)")
+    #expect(confirmed > started)
+    let elapsed = try #require(report["elapsed_seconds"] as? Double)
+    #expect(elapsed < 3, "the handshake came \(elapsed) s after the start")
+    #expect(took < 10, "connect took \(took) s")
+    // wg itself saw the handshake, with no keepalive configured.
+    let peer = try #require(try pair.left.dump().first)
+    #expect(peer.latestHandshake != nil)
+    #expect(!(try String(contentsOfFile: pair.left.configPath, encoding: .utf8)).contains("PersistentKeepalive"))
+    // The datagram arrived through the tunnel, with a TTL of 1, at the address chosen for the peer.
+    #expect(try pair.right.ns.kernelCounters("wg0").rxPackets >= 1)
+    _ = try? waitUntil(timeout: 2) { arrived.output.contains(".9: UDP") }
+    arrived.stop(SIGTERM)
+    let target = fullTunnel ? "192.0.2.1.9: UDP" : "169.254.\(subnet).66.9: UDP"
+    #expect(arrived.output.contains(target), "\(arrived.output)")
+    #expect(arrived.output.contains("ttl 1,"), "\(arrived.output)")
+    // The capture sees what crosses: a ping over the veth, the one thing expected in it.
+    #expect(try pair.link.left.ping(pair.link.rightAddress))
+    _ = try? waitUntil(timeout: 2) { capture.output.contains("ICMP echo reply") }
+    capture.stop(SIGTERM)
+    let lines = capture.output.split(separator: "\n").filter { !$0.allSatisfy(\.isWhitespace) }
+    #expect(lines.contains { $0.contains("ICMP echo request") }, "the capture saw nothing: \(capture.errors)")
+    let outside = lines.filter { !$0.contains("ICMP echo") }
+    #expect(outside.isEmpty, "outside the tunnel: \(outside)")
+    _ = try pair.left.down()
+  }
+
   @Test("WireGuard, the peer down: accepted, then 69 after --timeout 3s naming the missing handshake")
   func wireGuardPeerDown() throws {
     let pair = try WireGuardPair("cwgdown", subnet: 122, leftPeerLines: ["PersistentKeepalive = 25"])

@@ -25,6 +25,16 @@ let holdSharedLock = """
   time.sleep(120)
   """
 
+/// Python that opens FILE read-only and takes a shared POSIX lock on one byte of it: byte 120 of
+/// a `-shm` is SQLite's WAL write lock, which a connection rebuilding the WAL index must take.
+let holdByteLock = """
+  import fcntl, os, sys, time
+  fd = os.open(sys.argv[1], os.O_RDONLY)
+  fcntl.lockf(fd, fcntl.LOCK_SH, 1, int(sys.argv[2]), 0)
+  print('locked', flush=True)
+  time.sleep(120)
+  """
+
 /// The stops recorded in `db`, newest first.
 func stops(_ db: String, limit: Int = 10) throws -> [StopRecord] {
   try #require(try Store.open(StoreLocation(path: db), intent: .read)).stops(limit: limit)
@@ -81,6 +91,56 @@ struct OtherUserAttackTests {
     let down = try t.waitUntil(timeout: 6) { try !t.isUp() }
     #expect(down != nil, "\(enforcer.errors)")
     #expect(enforcer.isRunning, "\(enforcer.errors)")
+  }
+
+  @Test(
+    "a reader's lock on the -shm's WAL write lock (byte 120): an enforcer started in the pause takes the tunnel down within 1 s, writes its stop once the lock goes; stopped under the lock it keeps the stop in its spool, and the next start writes it"
+  )
+  func startUnderWriteLock() throws {
+    let t = try EnforcedTunnel("shm3")
+    // A database with a WAL and a window in its pause, as an earlier enforcer leaves it.
+    #expect(try t.ns.vpnstat("record", "--count", "2", "--interval", "100ms", "--db", t.db).status == 0)
+    try ConnectEndToEndTests.pause(t.db)
+    var locker = try backgroundAsNobody("/usr/bin/python3", ["-c", holdByteLock, t.db + "-shm", "120"])
+    defer { locker.stop(SIGKILL) }
+    try locker.waitFor("locked")
+    try t.up()
+    let started = Date()
+    let enforcer = try t.startEnforcer(["--interval", "1s"], session: "15m", pause: "45m")
+    let down = try #require(try t.waitUntil(timeout: 5) { try !t.isUp() }, "stayed up: \(enforcer.errors)")
+    #expect(down.timeIntervalSince(started) < 1.0, "start → down took \(down.timeIntervalSince(started)) s")
+    #expect(enforcer.errors.contains("holding it down"), "\(enforcer.errors)")
+    // Up again while the lock holds: down again, at once.
+    try t.up()
+    #expect(try t.waitUntil(timeout: 2) { try !t.isUp() } != nil, "an up under the lock stayed up")
+    #expect(enforcer.isRunning, "the enforcer exited: \(enforcer.errors)")
+    // The lock goes: the running enforcer gets the database and writes what it kept.
+    locker.stop(SIGKILL)
+    let written = t.waitUntil(timeout: 20) { (try? stops(t.db).first?.reason) == .undecided }
+    #expect(written != nil, "the undecided stop was never written: \(enforcer.errors)")
+    #expect(!FileManager.default.fileExists(atPath: t.db + ".spool"), "the spool was not emptied")
+
+    // Locked again: the enforcer, which has read the window, refuses an up as the pause; the
+    // database refuses the stop, and a stop keeps it in the spool, root's alone.
+    locker = try backgroundAsNobody("/usr/bin/python3", ["-c", holdByteLock, t.db + "-shm", "120"])
+    try locker.waitFor("locked")
+    try t.up()
+    #expect(try t.waitUntil(timeout: 2) { try !t.isUp() } != nil, "an up in the pause stayed up")
+    #expect(enforcer.stop() == 0, "\(enforcer.errors)")
+    #expect(enforcer.errors.contains("kept in \(t.db).spool"), "\(enforcer.errors)")
+    #expect(!enforcer.errors.contains("they are lost"), "\(enforcer.errors)")
+    var info = stat()
+    #expect(lstat(t.db + ".spool", &info) == 0 && info.st_uid == 0 && info.st_mode & 0o777 == 0o600)
+    let kept = String(decoding: contents(t.db + ".spool") ?? Data(), as: UTF8.self)
+    #expect(kept.contains("reason=pause") && kept.contains("interface=\(t.tunnel)"), "\(kept)")
+    locker.stop(SIGKILL)
+    // The next start writes it, and empties the spool.
+    let next = try t.startEnforcer(session: "15m", pause: "45m")
+    #expect(try stops(t.db).first?.reason == .pause, "\(next.errors)")
+    #expect(next.errors.contains("wrote what \(t.db).spool kept (1 record)"), "\(next.errors)")
+    #expect(!FileManager.default.fileExists(atPath: t.db + ".spool"))
+    #expect(try stops(t.db).map(\.reason).prefix(2) == [.pause, .undecided])
+    #expect(next.stop() == 0)
   }
 
   @Test(

@@ -91,6 +91,48 @@ struct RecorderKernelTests {
   }
 
   @Test(
+    "between checkpoints, readers stay exact over 32-bit turns: a getifaddrs recorder saving every 10 minutes, 6.45 GB over lo, and status (64-bit and 32-bit) gives the kernel's count to the byte"
+  )
+  func wrapsBetweenCheckpoints() throws {
+    let ns = try TestNamespace("wrapcp")
+    let directory = try TemporaryDirectory("wrapcp")
+    let db = directory.file("v.db")
+    let recorder = try ns.startRecorder(
+      db, ["--interval", "200ms", "--save-interval", "10m", "--source", "getifaddrs", "-i", "lo"])
+    defer { recorder.stop() }
+    let lo = InterfaceName("lo")
+    let start = try #require(try Store.open(StoreLocation(path: db), intent: .read)?.loadLedger().entries[lo])
+    let sink = try ns.peer("tcp-sink", "9403")
+    try sink.waitFor("ready")
+    // 1.5 GB/s: a 200 ms interval holds far less than 2^31 bytes, a loaded one too.
+    let sent = try ns.run(
+      Built.testPeer, ["tcp-send", "127.0.0.1", "9403", "\(6_450_000_000)", "--rate", "\(1_500_000_000)"], timeout: 120)
+    #expect(sent.status == 0, "\(sent.errors)")
+    _ = sink.stop()
+    // The recorder runs on; no save interval has passed. What a reader computes:
+    for source in ["netlink", "getifaddrs"] {
+      var status: [String: Any]?
+      var kernel = try ns.kernelCounters("lo")
+      // Read while lo is still (a FIN or an ACK may cross just then: read again).
+      for _ in 0..<5 {
+        status = interface(
+          try parseStatus(ns.vpnstat("status", "--json", "--db", db, "-i", "lo", "--source", source)), named: "lo")
+        let after = try ns.kernelCounters("lo")
+        if after.txBytes == kernel.txBytes { break }
+        kernel = after
+      }
+      let total = try #require(uint(status?["total_tx_bytes"]), "\(String(describing: status))")
+      #expect(kernel.txBytes - start.baseline.counters.txBytes > 6_000_000_000)
+      #expect(
+        total == kernel.txBytes - start.baseline.counters.txBytes,
+        "\(source): total \(total), kernel \(kernel.txBytes) − \(start.baseline.counters.txBytes): off by \(Int64(bitPattern: total &- (kernel.txBytes - start.baseline.counters.txBytes)))"
+      )
+      #expect(uint(status?["wraps"]) ?? 0 >= 1, "\(source): \(String(describing: status))")
+    }
+    #expect(recorder.isRunning, "\(recorder.errors)")
+  }
+
+  @Test(
     "a netlink recorder and a getifaddrs recorder in turn on one database: past 2^33 bytes, every switch of width books exactly the traffic"
   )
   func netlinkAndGetifaddrsShareOneDatabase() throws {

@@ -4,9 +4,13 @@
 //   tun NAME [--tap] [--echo]     create a tun (or tap) owned by this process; print "ready";
 //                                 with --echo write every IPv4/IPv6 packet back with source and
 //                                 destination swapped, so both rx and tx move. Ends on SIGTERM.
-//   udp-send ADDR PORT COUNT SIZE [--gap-us N]   send COUNT datagrams of SIZE bytes
+//   udp-send ADDR PORT COUNT SIZE [--gap-us N] [--hold]   send COUNT datagrams of SIZE bytes;
+//                                 with --hold keep the socket open after "sent" until SIGTERM
+//                                 (a capture can then always find its owner, however late)
 //   udp-sink PORT                 receive until SIGTERM; print bytes and datagrams received
-//   tcp-send ADDR PORT BYTES [--rate BYTES_PER_SECOND]   send BYTES over one connection
+//   tcp-send ADDR PORT BYTES [--rate BYTES_PER_SECOND] [--hold]   send BYTES over one
+//                                 connection; with --hold print "sent" once all is acknowledged
+//                                 and keep the connection open until SIGTERM
 //   tcp-sink PORT                 accept one connection, drain it; print bytes received
 //   udp-close-early ADDR PORT COUNT SIZE   send, close the socket, then print "closed" and wait
 //                                 for SIGTERM (traffic whose socket is gone before lookup)
@@ -31,6 +35,7 @@
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
@@ -64,6 +69,9 @@ static int parse_addr(const char *text, int port, struct sockaddr_storage *out, 
   }
   fprintf(stderr, "bad address %s\n", text); exit(2);
 }
+
+// Polled, not pause(): a signal between the check and pause() would be waited for forever.
+static void wait_for_stop(void) { while (!stopping) usleep(20000); }
 
 static void install_handlers(void) {
   struct sigaction sa; memset(&sa, 0, sizeof sa);
@@ -107,8 +115,9 @@ static int run_udp_send(int argc, char **argv, int close_early) {
   if (argc < 6) { fprintf(stderr, "udp-send ADDR PORT COUNT SIZE [--gap-us N]\n"); return 2; }
   struct sockaddr_storage to; socklen_t len;
   int family = parse_addr(argv[2], atoi(argv[3]), &to, &len);
-  long count = atol(argv[4]); long size = atol(argv[5]); long gap = 0;
+  long count = atol(argv[4]); long size = atol(argv[5]); long gap = 0; int hold = 0;
   for (int i = 6; i + 1 < argc; i++) if (!strcmp(argv[i], "--gap-us")) gap = atol(argv[i + 1]);
+  for (int i = 6; i < argc; i++) if (!strcmp(argv[i], "--hold")) hold = 1;
   int s = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) die("socket");
   char *buffer = calloc(1, size > 0 ? size : 1);
@@ -119,9 +128,13 @@ static int run_udp_send(int argc, char **argv, int close_early) {
     sent += n;
     if (gap) usleep(gap);
   }
+  if (hold) {
+    printf("sent %lld\n", sent); fflush(stdout);
+    wait_for_stop();
+  }
   close(s);
-  printf("sent %lld\n", sent); fflush(stdout);
-  if (close_early) { printf("closed\n"); fflush(stdout); while (!stopping) pause(); }
+  if (!hold) { printf("sent %lld\n", sent); fflush(stdout); }
+  if (close_early) { printf("closed\n"); fflush(stdout); wait_for_stop(); }
   return 0;
 }
 
@@ -154,8 +167,9 @@ static int run_tcp_send(int argc, char **argv) {
   if (argc < 5) { fprintf(stderr, "tcp-send ADDR PORT BYTES [--rate BPS]\n"); return 2; }
   struct sockaddr_storage to; socklen_t len;
   int family = parse_addr(argv[2], atoi(argv[3]), &to, &len);
-  long long total = atoll(argv[4]); double rate = 0;
+  long long total = atoll(argv[4]); double rate = 0; int hold = 0;
   for (int i = 5; i + 1 < argc; i++) if (!strcmp(argv[i], "--rate")) rate = atof(argv[i + 1]);
+  for (int i = 5; i < argc; i++) if (!strcmp(argv[i], "--hold")) hold = 1;
   int s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) die("socket");
   if (connect(s, (struct sockaddr *)&to, len) < 0) die("connect");
@@ -174,10 +188,17 @@ static int run_tcp_send(int argc, char **argv) {
       if (due > elapsed) usleep((useconds_t)((due - elapsed) * 1e6));
     }
   }
+  if (hold) {
+    // "sent" once the peer acknowledged every byte: nothing is left in flight for a capture.
+    int queued = 0;
+    while (!stopping && ioctl(s, SIOCOUTQ, &queued) == 0 && queued > 0) usleep(1000);
+    printf("sent %lld\n", sent); fflush(stdout);
+    wait_for_stop();
+  }
   shutdown(s, SHUT_WR);
-  char sink[4096]; while (recv(s, sink, sizeof sink, 0) > 0) {}
+  char sink[4096]; while (!stopping && recv(s, sink, sizeof sink, 0) > 0) {}
   close(s);
-  printf("sent %lld\n", sent); fflush(stdout);
+  if (!hold) { printf("sent %lld\n", sent); fflush(stdout); }
   return 0;
 }
 

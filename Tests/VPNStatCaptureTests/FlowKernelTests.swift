@@ -47,11 +47,16 @@ struct FlowKernelTests {
     try sink.waitFor("ready")
     let flows = try startFlows(ns, ["tunf1", "--json", "--interval", "5s"])
     // The echo swaps addresses, not ports: what a sender sends comes back to the sink's port.
-    let a = try ns.peer("udp-send", "169.254.51.2", "9101", "200", "600", "--gap-us", "2000")
-    let b = try ns.peer("udp-send", "169.254.51.2", "9101", "150", "1100", "--gap-us", "2500")
+    // The senders keep their sockets until the report: it finds their owners however late the
+    // capture's lookups come on a loaded machine.
+    let a = try ns.peer("udp-send", "169.254.51.2", "9101", "200", "600", "--gap-us", "2000", "--hold")
+    let b = try ns.peer("udp-send", "169.254.51.2", "9101", "150", "1100", "--gap-us", "2500", "--hold")
+    defer {
+      a.stop()
+      b.stop()
+    }
     try a.waitFor("sent")
     try b.waitFor("sent")
-    usleep(150_000)
     let report = try finish(flows)
     let expectedA = 200 * (600 + 28)
     let expectedB = 150 * (1100 + 28)
@@ -94,12 +99,16 @@ struct FlowKernelTests {
     let flows = try startFlows(
       pair.left, [pair.leftName, "--json", "--interval", "5s", "--write", saved])
     let udp = try pair.left.peer(
-      "udp-send", pair.rightAddress, "9201", "300", "900", "--gap-us", "1500")
+      "udp-send", pair.rightAddress, "9201", "300", "900", "--gap-us", "1500", "--hold")
     let tcp = try pair.left.peer(
-      "tcp-send", pair.rightAddress, "9202", "400000", "--rate", "1000000")
+      "tcp-send", pair.rightAddress, "9202", "400000", "--rate", "1000000", "--hold")
+    defer {
+      udp.stop()
+      tcp.stop()
+    }
     try udp.waitFor("sent")
+    // Printed once the sink acknowledged every byte: all of it is in the counters and the capture.
     try tcp.waitFor("sent")
-    usleep(100_000)
     let report = try finish(flows)
     let udpProcess = try #require(process(report, pid: udp.pid), "\(report["processes"] ?? "")")
     #expect(within(uint(udpProcess["tx_bytes"]), 300 * 928, 0.05), "\(udpProcess)")
@@ -221,11 +230,11 @@ struct FlowKernelTests {
     let sink = try pair.right.peer("udp-sink", "9501")
     try sink.waitFor("ready")
     let flows = try startFlows(pair.left, ["any", "--json", "--interval", "5s"])
-    // Long enough to outlive the first lookup, which may come up to 200 ms after the start.
+    // Its socket stays open until the report, however late the capture's lookups come.
     let sender = try pair.left.peer(
-      "udp-send", pair.rightAddress, "9501", "120", "700", "--gap-us", "4000")
+      "udp-send", pair.rightAddress, "9501", "120", "700", "--gap-us", "4000", "--hold")
+    defer { sender.stop() }
     try sender.waitFor("sent")
-    usleep(100_000)
     let report = try finish(flows)
     #expect((report["link_type"] as? String)?.hasPrefix("LINUX_SLL") == true)
     let flow = try #require(

@@ -15,6 +15,7 @@ struct ConnectTests {
   let kernel = FakeKernel()
   let clock = ManualTimeSource()
   let wireGuard = FakeWireGuard()
+  let datagrams = RecordedDatagrams()
 
   func attempt(_ control: any ManagerControl, runner: any ProgramRunner, timeout: Duration = .seconds(30))
     -> ConnectAttempt
@@ -22,8 +23,59 @@ struct ConnectTests {
     let manager = control.manager ?? TunnelManager(kind: .none, id: nil, foundBy: .nothing, evidence: "test")
     return ConnectAttempt(
       name: "wg0", manager: manager, control: control,
-      probe: ConnectionProbe(runner: runner, links: FakeLinks(kernel: kernel), wireGuard: wireGuard), clock: clock,
-      timeout: timeout)
+      probe: ConnectionProbe(
+        runner: runner, links: FakeLinks(kernel: kernel), wireGuard: wireGuard, datagrams: datagrams),
+      clock: clock, timeout: timeout)
+  }
+
+  @Test(
+    "a quiet peer: no handshake until connect's datagram goes into wg0 to the peer's address, port 9; then connected; at most one a second"
+  )
+  func provokedHandshake() throws {
+    let (fake, control) = wgQuick()
+    var attempt = attempt(control, runner: fake, timeout: .seconds(10))
+    attempt.handle(.start)
+    let key = WireGuardKey(bytes: [UInt8](repeating: 7, count: 32))!
+    func status(_ handshake: Timestamp?) -> WireGuardStatus {
+      WireGuardStatus(
+        evidence: .wireguardGo,
+        reading: .success(
+          WireGuardReading(
+            device: WireGuardDevice(
+              listenPort: 51820,
+              peers: [
+                WireGuardPeer(
+                  publicKey: key, latestHandshake: handshake, allowedIPs: 2,
+                  allowedRanges: [
+                    IPRange(address: [10, 7, 0, 1], prefixLength: 32)!,
+                    IPRange(address: [0xFD] + [UInt8](repeating: 0, count: 14) + [1], prefixLength: 128)!,
+                  ])
+              ]), source: .uapi)))
+    }
+    wireGuard.statuses[InterfaceName("wg0")] = status(nil)
+    datagrams.own = [[10, 7, 0, 2]]
+    // The peer answers 2.5 s after the first datagram reached it (a slow one), not before.
+    datagrams.refusing = true
+    attempt.handle(.check)
+    #expect(attempt.waiting == "no handshake on wg0 yet", "\(attempt.waiting ?? "")")
+    #expect(datagrams.sent.map(\.address) == [[10, 7, 0, 1], [0xFD] + [UInt8](repeating: 0, count: 14) + [1]])
+    datagrams.refusing = false
+    clock.advance(.milliseconds(500))
+    attempt.handle(.check)
+    #expect(datagrams.sent.count == 2, "sent again within a second")
+    clock.advance(.milliseconds(500))
+    attempt.handle(.check)
+    #expect(datagrams.sent.count == 3)
+    #expect(datagrams.sent.last.map { ($0.address, $0.port, $0.device) } ?? ([], 0, "") == ([10, 7, 0, 1], 9, "wg0"))
+    #expect(
+      attempt.waiting == "no handshake on wg0 yet (a datagram went into it to 10.7.0.1, port 9, to start one)",
+      "\(attempt.waiting ?? "")")
+    clock.advance(.milliseconds(300))
+    wireGuard.statuses[InterfaceName("wg0")] = status(clock.now().wall)
+    ConnectLoop.run(&attempt)
+    #expect(attempt.state == .connected)
+    #expect(attempt.report.elapsed == .milliseconds(1300))
+    #expect(datagrams.sent.count == 3)
   }
 
   func wgQuick() -> (FakeWgQuick, WgQuickControl) {
@@ -269,5 +321,24 @@ final class FakeStaleActivation: ProgramRunner, @unchecked Sendable {
       return before
     }
     return nm.run(arguments, timeout: timeout)
+  }
+}
+
+/// The datagrams `connect` would send, recorded instead; `refusing`: the kernel refuses them all.
+final class RecordedDatagrams: HandshakeDatagrams, @unchecked Sendable {
+  struct Sent {
+    var address: [UInt8]
+    var port: UInt16
+    var device: String
+  }
+  var sent: [Sent] = []
+  var own: [[UInt8]] = []
+  var refusing = false
+  struct Refused: Error {}
+
+  func addresses(of device: InterfaceName) -> [[UInt8]] { own }
+  func send(to address: [UInt8], port: UInt16, through device: InterfaceName) throws {
+    sent.append(Sent(address: address, port: port, device: device.escaped))
+    if refusing { throw Refused() }
   }
 }

@@ -290,6 +290,118 @@ struct EnforcerTests {
   }
 
   @Test(
+    "no database at the start: the tunnel held down as undecided, the stop in the spool at once; stopped, it says so; the next enforcer writes it and empties the spool"
+  )
+  func spoolAcrossStarts() throws {
+    let bench = try EnforcerBench("spool", store: false, spool: true)
+    bench.kernel.add("wg0", up: true)
+    try bench.handle(.started)
+    let index = try #require(bench.kernel.index(of: "wg0"))
+    #expect(!bench.kernel.isUp(index))
+    // In the spool before anything else happens: a kill -9 now loses nothing.
+    let kept = try #require(FileManager.default.contents(atPath: bench.spoolPath))
+    let records = SpooledRecord.parse(String(decoding: kept, as: UTF8.self)).records
+    #expect(records.count == 1)
+    guard case .stop(let stop)? = records.first else { throw TestSetupError("not a stop: \(records)") }
+    #expect(stop.reason == .undecided && stop.interface == InterfaceName("wg0"))
+    var info = stat()
+    #expect(lstat(bench.spoolPath, &info) == 0 && info.st_mode & 0o777 == 0o600 && info.st_uid == geteuid())
+    try bench.handle(.stop)
+    #expect(bench.log.contains("stopping with 1 record the database would not take"))
+    #expect(bench.log.contains("kept in \(bench.spoolPath): the next enforcer to start writes it"))
+    #expect(!bench.log.contains("lost"))
+    #expect(try bench.stops().isEmpty)
+
+    let next = try EnforcerBench("spool2", kernel: bench.kernel, directory: bench.directory, spool: true)
+    try next.handle(.started)
+    #expect(try next.stops() == [.undecided])
+    #expect(try next.store.stops().first == stop)
+    #expect(!FileManager.default.fileExists(atPath: bench.spoolPath))
+    #expect(next.log.contains("wrote what \(bench.spoolPath) kept (1 record)"))
+    // Offered again (a spool written back after a crash): recorded once.
+    try next.store.recordStop(stop)
+    #expect(try next.stops() == [.undecided])
+  }
+
+  @Test(
+    "a window the database refused is kept in the spool too: the next enforcer writes it, and a tunnel up inside it resumes it rather than opening another"
+  )
+  func spooledWindow() throws {
+    let bench = try EnforcerBench("spoolw", spool: true)
+    bench.store.setBusyTimeout(milliseconds: 0)
+    let other = try #require(try Store.open(bench.location, intent: .write))
+    try other.connection.execute("BEGIN IMMEDIATE")
+    bench.kernel.add("wg0", up: true)
+    try bench.handle(.started)
+    let index = try #require(bench.kernel.index(of: "wg0"))
+    #expect(bench.kernel.isUp(index))
+    let window = try #require(bench.enforcer.record?.window)
+    try bench.handle(.stop)
+    try other.connection.execute("ROLLBACK")
+    #expect(try bench.stored().window == nil)
+    let kept = SpooledRecord.parse(
+      String(decoding: FileManager.default.contents(atPath: bench.spoolPath) ?? Data(), as: UTF8.self))
+    #expect(kept.records.map(\.isWindow) == [true, false], "\(kept)")
+
+    bench.clock.advance(.seconds(60))
+    let next = try EnforcerBench("spoolw2", kernel: bench.kernel, directory: bench.directory, spool: true)
+    next.clock.advance(bench.clock.now().wall - next.clock.now().wall)
+    try next.handle(.started)
+    #expect(try next.stored().window == window)
+    #expect(next.alarm.armed == window.sessionEndsAt)
+    #expect(next.log.contains("up inside the window"))
+    #expect(try next.stops() == [.stopped])
+    #expect(!FileManager.default.fileExists(atPath: bench.spoolPath))
+  }
+
+  @Test("a spool that is not a private file of this user's is refused and said: never read, nothing kept in it")
+  func untrustedSpool() throws {
+    let bench = try EnforcerBench("spoolbad", store: false, spool: true)
+    let planted = SpooledRecord.stop(
+      StopRecord(at: bench.clock.now().wall, interface: InterfaceName("wg0"), reason: .user))
+    FileManager.default.createFile(atPath: bench.spoolPath, contents: Data((planted.line + "\n").utf8))
+    chmod(bench.spoolPath, 0o644)
+    bench.kernel.add("wg0", up: true)
+    try bench.handle(.started)
+    #expect(bench.log.contains("refusing the spool \(bench.spoolPath): others may open it (mode 644, not 600)"))
+    let next = try EnforcerBench("spoolbad2", kernel: bench.kernel, directory: bench.directory, spool: true)
+    try next.handle(.started)
+    #expect(try next.stops().isEmpty, "a record from a spool others may write was believed")
+    #expect(next.log.contains("refusing the spool"))
+    #expect(
+      String(decoding: FileManager.default.contents(atPath: bench.spoolPath) ?? Data(), as: UTF8.self)
+        == planted.line + "\n", "the refused spool was changed")
+  }
+
+  @Test(
+    "the database handed over while running (its lock gone): the session is read, what was kept is written, the spool emptied"
+  )
+  func handedOver() throws {
+    final class Flag { var value = false }
+    let ready = Flag()
+    let directory = try TemporaryDirectory("handover")
+    let location = StoreLocation(path: directory.file("v.db"))
+    let bench = try EnforcerBench(
+      "handover", store: false, directory: directory, spool: true,
+      openStore: { ready.value ? try Store.open(location, intent: .write, calendar: FixedOffsetCalendar.utc) : nil })
+    bench.kernel.add("wg0", up: true)
+    try bench.handle(.started)
+    let index = try #require(bench.kernel.index(of: "wg0"))
+    #expect(!bench.kernel.isUp(index))
+    try bench.handle(.tick)
+    #expect(FileManager.default.fileExists(atPath: bench.spoolPath))
+    ready.value = true
+    try bench.handle(.tick)
+    #expect(try bench.stops() == [.undecided])
+    #expect(bench.enforcer.record != nil)
+    #expect(!FileManager.default.fileExists(atPath: bench.spoolPath))
+    // Now decided: an up opens a window.
+    try bench.handle(.link(bench.kernel.set(index, up: true)))
+    #expect(bench.kernel.isUp(index))
+    #expect(try bench.stored().window != nil)
+  }
+
+  @Test(
     "usage: the window's base is the tunnel's ledger total when it opened; the ledger follows the traffic in memory and is saved every save interval"
   )
   func usageBase() throws {
@@ -332,5 +444,12 @@ struct EnforcerTests {
     try bench.handle(.link(tun))
     #expect(!bench.kernel.isUp(tun.record.index))
     #expect(try bench.stops().first == .pause)
+  }
+}
+
+extension SpooledRecord {
+  var isWindow: Bool {
+    if case .window = self { return true }
+    return false
   }
 }

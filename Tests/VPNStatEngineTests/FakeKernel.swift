@@ -207,7 +207,8 @@ final class EnforcerBench: @unchecked Sendable {
     kernel: FakeKernel = FakeKernel(), directory: TemporaryDirectory? = nil,
     manager: (kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner)? = nil,
     presence: Bool = false, ledgerLock: any LedgerWriterLock = UncontendedLedgerLock(),
-    saveInterval: Duration = Recorder.defaultSaveInterval
+    saveInterval: Duration = Recorder.defaultSaveInterval, spool: Bool = false,
+    openStore: @escaping () throws -> Store? = { nil }
   ) throws {
     self.kernel = kernel
     self.directory = try directory ?? TemporaryDirectory(label)
@@ -222,12 +223,16 @@ final class EnforcerBench: @unchecked Sendable {
       disconnect = ManagerAction(kind: manager.kind, detector: manager.detector, runner: manager.runner, links: links)
     }
     enforcer = Enforcer(
-      tunnel: InterfaceName("wg0"), store: present ? store : nil, sampler: sampler, lengths: lengths,
+      tunnel: InterfaceName("wg0"), store: present ? store : nil, openStore: openStore, sampler: sampler,
+      lengths: lengths,
       action: disconnect, links: links, alarm: alarm, log: log, calendar: FixedOffsetCalendar.utc,
       runner: manager?.runner ?? ChildProgramRunner(),
       presence: presence ? EnforcerPresenceFile(location: location, tunnel: InterfaceName("wg0")) : nil,
-      saveInterval: saveInterval, ledgerLock: ledgerLock)
+      saveInterval: saveInterval, ledgerLock: ledgerLock, spool: spool ? EnforcerSpool(location: location) : nil)
   }
+
+  /// The spool beside this bench's database.
+  var spoolPath: String { location.companionPath("spool") }
 
   var action: ScriptedAction? { enforcer.action as? ScriptedAction }
 

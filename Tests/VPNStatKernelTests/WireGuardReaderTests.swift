@@ -87,6 +87,10 @@ struct WireGuardUAPITests {
     #expect(device.peers.map(\.endpoint) == ["169.254.77.2:51820", "[fd00:78::2]:51821"])
     #expect(device.peers.map(\.persistentKeepaliveSeconds) == [25, 0])
     #expect(device.peers.map(\.allowedIPs) == [2, 1])
+    #expect(
+      device.peers.map { $0.allowedRanges.map(\.description) } == [
+        ["169.254.200.2/32", "fd00:77::2/128"], ["10.9.0.0/24"],
+      ])
     #expect(device.peers.allSatisfy { $0.latestHandshake == nil && $0.rxBytes == 0 && $0.txBytes == 0 })
     #expect(device.latestHandshake == nil)
     #expect(WireGuardUAPI.isComplete(UAPICapture.twoPeersBytes))
@@ -307,6 +311,8 @@ struct WireGuardNetlinkTests {
     #expect(b.endpoint == "[fd00:78::2]:51821")
     #expect(b.latestHandshake == nil)
     #expect(b.allowedIPs == 1)
+    #expect(a.allowedRanges.map(\.description) == ["10.0.0.0/32", "10.0.0.1/32"])
+    #expect(b.allowedRanges.map(\.description) == ["10.0.0.0/32"])
     let secretText = WireGuardKey(bytes: Self.secret)!.base64
     #expect(!mentions(device, [secretText, "a5a5a5a5", "165, 165, 165"]))
   }
@@ -328,6 +334,7 @@ struct WireGuardNetlinkTests {
     try M.add(second, to: &assembler)
     #expect(assembler.messages == 2)
     #expect(assembler.device.peers.map(\.allowedIPs) == [0, 5])
+    #expect(assembler.device.peers.map(\.allowedRanges.count) == [0, 5])
     #expect(assembler.device.peers.map(\.rxBytes) == [5, 0])
   }
 

@@ -456,6 +456,22 @@ struct StoreBadInputTests {
     }
   }
 
+  @Test(
+    "SQLite's locking protocol error (a reader holding the -shm's write lock) is a lock that passes: busy, which a running writer waits out; damage and permissions are lasting"
+  )
+  func lockingProtocolIsALock() {
+    let location = StoreLocation(path: "/nonexistent/v.db")
+    let protocolError = Store.map(SQLiteError(code: 15, message: "locking protocol"), location)
+    guard case .busy = protocolError else {
+      Issue.record("SQLITE_PROTOCOL was \(protocolError)")
+      return
+    }
+    #expect(protocolError.isTransient && !protocolError.isLasting)
+    #expect(!Store.map(SQLiteError(code: 10, message: "disk I/O error"), location).isLasting)
+    #expect(Store.map(SQLiteError(code: 11, message: "malformed"), location).isLasting)
+    #expect(StoreError.untrustedDirectory(path: "/x", detail: "0777").isLasting)
+  }
+
   @Test("a file that is not SQLite: 65, untouched")
   func notSQLite() throws {
     let directory = try TemporaryDirectory("notdb")

@@ -1,6 +1,7 @@
 import VPNStatEngine
 import VPNStatKernel
 import VPNStatModel
+import VPNStatRender
 import VPNStatStore
 import VPNStatSystem
 
@@ -65,6 +66,9 @@ enum EnforceCommand: Subcommand {
   /// How long each database statement of a running enforcer may wait for another process's
   /// lock: moments, so the database never holds up a disconnect.
   static let runningBusyTimeoutMilliseconds: Int32 = 25
+  /// How long a starting enforcer waits for the database before it enforces from memory (a
+  /// tunnel up then is held down, undecided, until the window can be read).
+  static let startWait = Duration.milliseconds(500)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let tunnel = InterfaceName(parsingEscaped: parsed.positionals[0])
@@ -97,18 +101,26 @@ enum EnforceCommand: Subcommand {
     // not look as if it holds the tunnel.
     try EnforcerRequirements.check(networkManager: usesNetworkManager(choice, tunnel, detector: detector))
     let location = CommonOptions.storeLocation(parsed, context)
-    // Time to migrate at the start; afterwards the enforcer waits only moments for a lock, and
-    // a database that is locked or full never holds it up (it enforces from memory meanwhile).
-    let open = { (wait: Int32) throws -> Store? in
-      let store = try context.openStore(location, intent: .write, busyTimeoutMilliseconds: wait)
+    // The database is opened on a thread of its own and never waited for long: SQLite can hold
+    // a caller for seconds whatever its busy timeout (a lock on the `-shm` held by any user who
+    // may read the file), and meanwhile the tunnel must be held. The opener has time to migrate;
+    // the store, once handed over, waits only moments for a lock.
+    let calendar = context.calendar
+    let opener = try StoreOpener {
+      let store = try Store.open(location, intent: .write, busyTimeoutMilliseconds: 2000, calendar: calendar)
       store?.setBusyTimeout(milliseconds: runningBusyTimeoutMilliseconds)
       return store
     }
     var store: Store?
-    do {
-      store = try open(2000)
-    } catch StoreError.busy {
-      context.warn("\(location.path) is locked by another process: enforcing from memory until it can be read")
+    switch opener.outcome(waitingAtMost: startWait) {
+    case .opened(let opened): store = opened
+    case .failed(let error as StoreError) where error.isLasting: throw error
+    case .failed(let error):
+      context.warn("\(error): enforcing from memory until the database can be read")
+    case .pending, .taken:
+      context.warn(
+        "\(location.path) did not open within \(Units.duration(startWait)): enforcing from memory until it can be read"
+      )
     }
     let lock = try ProcessLock(
       path: location.lockPath("enforce-\(tunnel.escaped)"), role: "vpnstat enforce \(tunnel.escaped)")
@@ -131,13 +143,21 @@ enum EnforceCommand: Subcommand {
         kind: kind, detector: detector, runner: detector.runner, links: links, units: detector.units)
     }
     var enforcer = Enforcer(
-      tunnel: tunnel, store: store, openStore: { try open(runningBusyTimeoutMilliseconds) },
+      tunnel: tunnel, store: store,
+      openStore: {
+        switch opener.outcome() {
+        case .opened(let store): return store
+        case .failed(let error): throw error
+        case .pending, .taken: return nil
+        }
+      },
       sampler: CommonOptions.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
       lengths: CommonOptions.lengths(parsed), action: disconnect, links: links, alarm: alarm,
       log: StandardErrorLog(context: context), calendar: context.calendar, runner: detector.runner,
       presence: EnforcerPresenceFile(location: location, tunnel: tunnel),
       saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
-      ledgerLock: LedgerLockFile(location, role: "vpnstat enforce \(tunnel.escaped)"))
+      ledgerLock: LedgerLockFile(location, role: "vpnstat enforce \(tunnel.escaped)"),
+      spool: EnforcerSpool(location: location))
     try EnforcerLoop.run(&enforcer, alarm: alarm, checkInterval: parsed[interval] ?? .seconds(5))
     withExtendedLifetime(lock) {}
     return .success
