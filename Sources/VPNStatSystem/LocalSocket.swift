@@ -43,8 +43,8 @@ public enum LocalSocketExchange {
   }
 
   /// Connects to the socket at `path`, sends `request`, and reads until `isComplete` holds for
-  /// everything read so far. Fails when no byte arrives for `idle` (the one wait is
-  /// `waitForReadable`), when the exchange takes longer than `total`, or when the answer exceeds
+  /// everything read so far. Fails when no byte arrives for `idle` (`ExchangeBudget`, through the
+  /// one wait), when the exchange takes longer than `total`, or when the answer exceeds
   /// `limit` bytes. The descriptor is non-blocking from the start, so not even `connect` can hang.
   /// With `peer`, the request goes out only when the kernel says that process or user serves it.
   public static func exchange(

@@ -311,6 +311,7 @@ struct SessionBusTests {
       ("bad message", .protocolViolation("non-zero padding at offset 35")),
       ("trickles", .timedOut(.seconds(1))),
       ("hello without name", .protocolViolation("Hello answered with \"u\", not \"s\"")),
+      ("floods", .timedOut(.seconds(1))),
     ])
   func hostile(behaviour: String, failure: SessionBusConnection.Failure) throws {
     let directory = try TemporaryDirectory("hostile")
@@ -359,6 +360,14 @@ struct SessionBusTests {
           guard peer.send([byte]) else { return }
           usleep(100_000)
         }
+      case "floods":
+        // Valid signals without end, never the reply: each is read and dropped, until the total.
+        guard peer.authenticate(), peer.readMessage() != nil else { return }
+        let signal = try! BusMessage(
+          kind: .signal, serial: 5, path: "/x", interface: "x.y", member: "Z", body: [.string("spam")]
+        ).encoded()
+        let burst = Array([[UInt8]](repeating: signal, count: 64).joined())
+        while peer.send(burst) {}
       case "hello without name":
         guard peer.authenticate(), let hello = peer.readMessage() else { return }
         peer.reply(to: hello, [.uint32(1)])
