@@ -33,10 +33,9 @@ enum ReportCommand: Subcommand {
     let location = CommonOptions.storeLocation(parsed, context)
     var sampler = CommonOptions.sampler(parsed, context)
     let store = try context.openStore(location, intent: .read)
-    let sampled = try store.flatMap { try HistoryCommand.readerSample(&sampler, store: $0, context) }
-    guard let store, let sampled, !(try store.loadLedger().entries.isEmpty) else {
+    guard let store, !(try store.loadLedger().entries.isEmpty) else {
       // Nothing recorded: say what to run, and meanwhile what the kernel counts.
-      let sample = try sampled?.sample ?? sampler.sample()
+      let sample = try sampler.sample()
       let snapshot = StatusSnapshot.make(
         sample: sample, catalog: &sampler.catalog, selection: selection, previous: nil, ledger: nil)
       // The recorder for the database this report reads: the default one, or the one named.
@@ -46,12 +45,15 @@ enum ReportCommand: Subcommand {
           snapshot, database: location.path, exists: store != nil, record: record, options: display))
       return .success
     }
-    let now = sampled.sample.taken.wall
+    // Counters that cannot be read leave the saved figures (said on stderr).
+    let sampled = try HistoryCommand.readerSample(&sampler, store: store, context)
+    let reading = sampled?.sample.taken ?? context.clock.now()
+    let now = reading.wall
     let calendar = context.calendar
     let grouping: TrafficHistory.Grouping = selection.names.isEmpty ? .class : .interface
     let days = HistoryRows(.day)
     let months = HistoryRows(.month, monthStartDay: parsed[CommonOptions.monthStartDay] ?? 1)
-    let summary = try RecordedTraffic.reading(store, ledger: sampled.ledger) { traffic in
+    let summary = try RecordedTraffic.reading(store, ledger: sampled?.ledger) { traffic in
       func history(_ rows: HistoryRows, _ grouping: TrafficHistory.Grouping) throws -> TrafficHistory {
         let from = rows.start(ofLast: 2, at: now, in: calendar)
         return TrafficHistory.make(
@@ -63,8 +65,8 @@ enum ReportCommand: Subcommand {
         monthsByInterface: try history(months, .interface))
     }
     let session = try SessionView.report(
-      store, reading: sampled.sample.taken, sample: sampled.sample, catalog: &sampler.catalog,
-      ledger: sampled.ledger, nextLengths: CommonOptions.lengths(parsed))
+      store, reading: reading, sample: sampled?.sample, catalog: &sampler.catalog, ledger: sampled?.ledger,
+      nextLengths: CommonOptions.lengths(parsed))
     let saveInterval = parsed[CommonOptions.saveInterval] ?? .seconds(60)
     let notes = try store.lastSaved().map { freshness(saved: $0, now: now, saveInterval: saveInterval, calendar) }
     try context.write(
