@@ -206,7 +206,7 @@ public struct Enforcer {
     }
     presence = EnforcerPresence(
       pid: ProcessTable.currentID, startTime: ProcessTable.startTime(of: ProcessTable.currentID),
-      since: clock.now().wall, action: action.label, tunnel: tunnel, holds: holds)
+      since: clock.now().wall, action: action.label, tunnel: tunnel, holds: holds, lengths: lengths)
     writePresence()
   }
 
