@@ -382,7 +382,9 @@ struct DocumentationTests {
       Built.vpnstat, ["status", "--sysfs-root", sysfs.directory.path], environment: ["VPNSTAT_CONFIG": config])
     guard result.status == 64, let start = result.errors.range(of: "(settable: "),
       let end = result.errors[start.upperBound...].firstIndex(of: ")")
-    else { throw TestSetupError("an unknown setting did not list the settable ones: \(result.status) \(result.errors)") }
+    else {
+      throw TestSetupError("an unknown setting did not list the settable ones: \(result.status) \(result.errors)")
+    }
     return result.errors[start.upperBound..<end].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
   }
 
@@ -451,7 +453,8 @@ struct DocumentationTests {
   @Test("the README is a page a new user reads in three minutes: at most 250 lines")
   func readmeIsShort() throws {
     let lines = try Self.text(Self.readme).split(separator: "\n", omittingEmptySubsequences: false)
-    #expect(lines.count <= 250, "README.md has \(lines.count) lines; the reference belongs in man/, tasks in docs/guide.md")
+    #expect(
+      lines.count <= 250, "README.md has \(lines.count) lines; the reference belongs in man/, tasks in docs/guide.md")
   }
 
   /// GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces as
