@@ -4,11 +4,11 @@ import Testing
 @testable import VPNStatTestSupport
 
 /// The enforcer with `--action auto` on NetworkManager connections, for real (NetworkManager
-/// 1.42 with its own D-Bus in a namespace), and the README's "With NetworkManager" recipe: the
+/// 1.42 with its own D-Bus in a namespace), and docs/guide.md's "With NetworkManager" recipe: the
 /// shipped dispatcher script as the gate, the enforcer deactivating through NetworkManager.
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
 struct NetworkManagerEnforceTests {
-  /// contrib's dispatcher script, installed as the README says, with vpnstat pointing at the
+  /// contrib's dispatcher script, installed as docs/guide.md says, with vpnstat pointing at the
   /// test's binary and database (a wrapper in place of /usr/local/bin/vpnstat).
   static func installDispatcher(_ nm: NetworkManagerNamespace, db: String) throws {
     let wrapper = nm.directory.file("vpnstat")

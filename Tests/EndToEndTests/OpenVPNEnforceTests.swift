@@ -5,7 +5,7 @@ import Testing
 
 /// The enforcer with `--action auto` on a real OpenVPN client (static key, UDP between two
 /// namespaces): stopped through its management socket when it has one, else with SIGTERM; the
-/// README's "With OpenVPN" recipe.
+/// docs/guide.md's "With OpenVPN" recipe.
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
 struct OpenVPNEnforceTests {
   @Test(

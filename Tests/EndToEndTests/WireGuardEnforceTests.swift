@@ -4,7 +4,7 @@ import Testing
 @testable import VPNStatTestSupport
 
 /// The enforcer with `--action auto` on a real WireGuard tunnel (wg-quick + wireguard-go between
-/// two namespaces, a full tunnel with wg-quick's fwmark rules), and the README's "With WireGuard"
+/// two namespaces, a full tunnel with wg-quick's fwmark rules), and docs/guide.md's "With WireGuard"
 /// recipe: the gate in PreUp, the enforcer beside it.
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
 struct WireGuardEnforceTests {

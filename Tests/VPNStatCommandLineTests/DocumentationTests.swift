@@ -7,23 +7,26 @@ import Testing
 @testable import VPNStatSystem
 @testable import VPNStatTestSupport
 
-/// README.md and man/vpnstat.1 against the code: the page is clean for mandoc, and every command
-/// and option `--help` prints, every exit status `ExitStatus` defines and every JSON key a real
-/// run prints is documented in both.
+/// The documents against the code. The reference is the man pages, and they are checked whole:
+/// both are clean for mandoc; vpnstat(1) documents every command and option `--help` prints,
+/// every exit status `ExitStatus` defines and every JSON key a real run prints; vpnstat.conf(5)
+/// every setting the configuration file's parser takes. The README is the short page that points
+/// at them: it holds its two commands (the ones CI runs) and its links lead to files and
+/// headings that exist.
 ///
-/// Where the documents must say it:
-/// - options: in the command's own section — the man page's `.Ss vpnstat status` block (as
-///   `Fl -name`, or `\-\-name`), the README's heading holding `` `vpnstat status` `` — or, for
-///   `session check` and the like, the parent command's section when there is no own one;
-///   `--help` and `--version` anywhere;
-/// - exit statuses: as `.It NN` under the man page's EXIT STATUS, as a `| NN |` table row under
-///   the README's "Exit status";
-/// - JSON keys: as `Cm key` under the man page's JSON OUTPUT, in the first cell of a table row
-///   (`` | `key` | ``) under the README's "JSON output".
+/// Where the man pages must say it:
+/// - options: in the command's own section — vpnstat(1)'s `.Ss vpnstat status` block (as
+///   `Fl -name`, or `\-\-name`) — or, for `session check` and the like, the parent command's
+///   section when there is no own one; `--help` and `--version` anywhere;
+/// - exit statuses: as `.It NN` under vpnstat(1)'s EXIT STATUS;
+/// - JSON keys: as `Cm key` under vpnstat(1)'s JSON OUTPUT;
+/// - settings: as `.It Cm name` under vpnstat.conf(5)'s SETTINGS.
 struct DocumentationTests {
   static let mandoc = "/usr/bin/mandoc"
   static let manPage = Built.packageRoot.appendingPathComponent("man/vpnstat.1").path
+  static let configurationPage = Built.packageRoot.appendingPathComponent("man/vpnstat.conf.5").path
   static let readme = Built.packageRoot.appendingPathComponent("README.md").path
+  static let guide = Built.packageRoot.appendingPathComponent("docs/guide.md").path
   /// Never the machine's own configuration file: it could change what commands print.
   static let environment = ["VPNSTAT_CONFIG": "/nonexistent/vpnstat-tests/config"]
 
@@ -31,15 +34,19 @@ struct DocumentationTests {
     try String(contentsOfFile: path, encoding: .utf8)
   }
 
-  // MARK: - (a) the man page is clean
+  // MARK: - (a) the man pages are clean
 
-  @Test("mandoc -Tlint -Wwarning finds nothing to say about man/vpnstat.1")
-  func manPageLints() throws {
+  @Test(
+    "mandoc -Tlint -Wwarning finds nothing to say about either man page",
+    arguments: ["man/vpnstat.1", "man/vpnstat.conf.5"])
+  func manPageLints(page: String) throws {
     try Tool.require(Self.mandoc)
-    let result = try run(Self.mandoc, ["-Tlint", "-Wwarning", Self.manPage])
-    #expect(result.status == 0, "mandoc exited \(result.status):\n\(result.output)\(result.errors)")
+    let path = Built.packageRoot.appendingPathComponent(page).path
+    let result = try run(Self.mandoc, ["-Tlint", "-Wwarning", path])
+    #expect(result.status == 0, "mandoc exited \(result.status) on \(page):\n\(result.output)\(result.errors)")
     #expect(
-      result.output.isEmpty && result.errors.isEmpty, "mandoc -Tlint -Wwarning:\n\(result.output)\(result.errors)")
+      result.output.isEmpty && result.errors.isEmpty,
+      "mandoc -Tlint -Wwarning \(page):\n\(result.output)\(result.errors)")
   }
 
   // MARK: - (b) every command and option
@@ -120,10 +127,6 @@ struct DocumentationTests {
       || contains(text, "\\-\\-", name, nameCharacters: optionCharacter)
   }
 
-  static func readmeHasOption(_ text: String, _ name: String) -> Bool {
-    contains(text, "--", name, nameCharacters: optionCharacter)
-  }
-
   /// The man page's `.Ss` blocks by title: from the `.Ss` line to the next `.Ss` or `.Sh`.
   static func manSubsections(_ page: String) -> [String: String] {
     var blocks: [String: String] = [:]
@@ -163,31 +166,32 @@ struct DocumentationTests {
     return body
   }
 
-  /// The README's sections: every heading with the text under it, up to the next heading of the
-  /// same or a higher level (so a section includes its subsections).
-  static func readmeSections(_ readme: String) -> [(heading: String, body: String)] {
-    let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-    var headings: [(index: Int, level: Int)] = []
-    var inFence = false
-    for (i, line) in lines.enumerated() {
-      if line.hasPrefix("```") { inFence.toggle() }
-      if inFence { continue }
-      let level = line.prefix { $0 == "#" }.count
-      if level > 0, line.dropFirst(level).hasPrefix(" ") { headings.append((i, level)) }
-    }
-    return headings.enumerated().map { n, heading in
-      let end = headings[(n + 1)...].first { $0.level <= heading.level }?.index ?? lines.count
-      return (lines[heading.index], lines[(heading.index + 1)..<end].joined(separator: "\n"))
-    }
-  }
-
-  /// The man block or README section for `path`: the most specific of `vpnstat session check`,
-  /// `vpnstat session` that the document has.
+  /// The man block for `path`: the most specific of `vpnstat session check`, `vpnstat session`
+  /// that the page has.
   static func candidates(_ path: [String]) -> [String] {
     (2...path.count).reversed().map { path.prefix($0).joined(separator: " ") }
   }
 
-  @Test("every command --help lists has a section in the man page and the README, with every option it prints")
+  /// Whether `page` documents every option of every command in `commands`: the problems found.
+  static func undocumentedOptions(_ commands: [Command], page: String) -> [String] {
+    var problems: [String] = []
+    let blocks = manSubsections(page)
+    for option in commands[0].longOptions where !manHasOption(page, option) {
+      problems.append("man/vpnstat.1 never mentions --\(option) (as Fl -\(option))")
+    }
+    for command in commands.dropFirst() {
+      guard let title = candidates(command.path).first(where: { blocks[$0] != nil }) else {
+        problems.append("man/vpnstat.1 has no '.Ss \(command.name)' section")
+        continue
+      }
+      for option in command.longOptions where option != "help" && !manHasOption(blocks[title]!, option) {
+        problems.append("man/vpnstat.1: '.Ss \(title)' does not document --\(option) of '\(command.name)'")
+      }
+    }
+    return problems
+  }
+
+  @Test("every command --help lists has a section in man/vpnstat.1, with every option it prints")
   func everyOptionIsDocumented() throws {
     let commands = try Self.allCommands()
     let names = commands.map(\.name)
@@ -195,38 +199,17 @@ struct DocumentationTests {
     try #require(names.contains("vpnstat status") && names.contains("vpnstat session check"), "commands read: \(names)")
     try #require(commands.first { $0.name == "vpnstat enforce" }?.longOptions.contains("exec") == true)
     let page = try Self.text(Self.manPage)
-    let readme = try Self.text(Self.readme)
-    let blocks = Self.manSubsections(page)
-    let sections = Self.readmeSections(readme)
+    let problems = Self.undocumentedOptions(commands, page: page)
+    #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
 
-    for option in commands[0].longOptions {
-      let inManPage = Self.manHasOption(page, option)
-      let inReadme = Self.readmeHasOption(readme, option)
-      #expect(inManPage, "man/vpnstat.1 never mentions --\(option) (as Fl -\(option))")
-      #expect(inReadme, "README.md never mentions --\(option)")
-    }
-    for command in commands.dropFirst() {
-      let options = command.longOptions.filter { $0 != "help" }
-      if let title = Self.candidates(command.path).first(where: { blocks[$0] != nil }) {
-        for option in options {
-          let documented = Self.manHasOption(blocks[title]!, option)
-          #expect(documented, "man/vpnstat.1: '.Ss \(title)' does not document --\(option) of '\(command.name)'")
-        }
-      } else {
-        Issue.record("man/vpnstat.1 has no '.Ss \(command.name)' section")
-      }
-      if let section = Self.candidates(command.path).lazy.compactMap({ title in
-        sections.first { $0.heading.contains("`\(title)`") }
-      }).first {
-        for option in options {
-          let documented = Self.readmeHasOption(section.body, option)
-          #expect(
-            documented, "README.md: section '\(section.heading)' does not document --\(option) of '\(command.name)'")
-        }
-      } else {
-        Issue.record("README.md has no section whose heading holds `\(command.name)`")
-      }
-    }
+    // The check can fail: the page without one option's lines misses that option, by name.
+    let enforce = try #require(page.range(of: ".Ss vpnstat enforce\n"))
+    let cut = page[enforce.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
+      .filter { !$0.contains("Fl -exec-timeout") }.joined(separator: "\n")
+    let withoutOption = Self.undocumentedOptions(commands, page: String(page[..<enforce.upperBound]) + cut)
+    #expect(
+      withoutOption.contains { $0.contains("--exec-timeout of 'vpnstat enforce'") },
+      "a page without --exec-timeout passed: \(withoutOption)")
   }
 
   // MARK: - (c) every exit status
@@ -244,28 +227,17 @@ struct DocumentationTests {
     return statuses
   }
 
-  @Test("every exit status the code defines is documented in the man page and the README")
+  @Test("every exit status the code defines is documented in man/vpnstat.1")
   func everyExitStatusIsDocumented() throws {
     let statuses = try Self.definedExitStatuses()
     // The parser of ExitStatus.swift must find exactly what the enum has.
     #expect(Set(statuses) == Set(ExitStatus.allCases.map(\.rawValue)), "parsed \(statuses)")
     let page = try Self.text(Self.manPage)
-    let readme = try Self.text(Self.readme)
     let manExit = try #require(Self.manSection(page, "EXIT STATUS"), "man/vpnstat.1 has no EXIT STATUS section")
-    let readmeExit = try #require(
-      Self.readmeSections(readme).first { $0.heading.hasPrefix("## Exit status") }?.body,
-      "README.md has no '## Exit status' section")
     let manItems = Set(manExit.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
-    let readmeRows = readmeExit.split(separator: "\n").map { line in
-      line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().first.map {
-        $0.trimmingCharacters(in: CharacterSet(charactersIn: " `"))
-      } ?? ""
-    }
     for status in statuses {
       let inManPage = manItems.contains(".It \(status)")
-      let inReadme = readmeRows.contains("\(status)")
       #expect(inManPage, "man/vpnstat.1 EXIT STATUS has no '.It \(status)'")
-      #expect(inReadme, "README.md 'Exit status' has no row for \(status)")
     }
   }
 
@@ -294,7 +266,7 @@ struct DocumentationTests {
   }
 
   @Test(
-    "every key of status, session, history, alert and connect JSON from real runs is documented in the man page and the README"
+    "every key of status, session, history, alert and connect JSON from real runs is documented in man/vpnstat.1"
   )
   func everyJSONKeyIsDocumented() throws {
     // A fixture sysfs tree, so the run does not depend on this machine's interfaces: a tunnel,
@@ -360,20 +332,11 @@ struct DocumentationTests {
     try #require(connect.contains("waited_for") && connect.contains("recorded"), "\(connect.sorted())")
 
     let page = try Self.text(Self.manPage)
-    let readme = try Self.text(Self.readme)
     let manJSON = try #require(Self.manSection(page, "JSON OUTPUT"), "man/vpnstat.1 has no JSON OUTPUT section")
-    let readmeJSON = try #require(
-      Self.readmeSections(readme).first { $0.heading.hasPrefix("## JSON output") }?.body,
-      "README.md has no '## JSON output' section")
-    let firstCells = readmeJSON.split(separator: "\n").filter { $0.hasPrefix("|") }.map {
-      $0.split(separator: "|", omittingEmptySubsequences: false).dropFirst().first.map(String.init) ?? ""
-    }
     func keyCharacter(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
     for key in status.union(session).union(history).union(alert).union(connect).sorted() {
       let inManPage = Self.contains(manJSON, "Cm ", key, nameCharacters: keyCharacter)
-      let inReadme = firstCells.contains { $0.contains("`\(key)`") }
       #expect(inManPage, "man/vpnstat.1 JSON OUTPUT does not document '\(key)' (as Cm \(key))")
-      #expect(inReadme, "README.md 'JSON output' has no table row for '\(key)'")
     }
   }
 
@@ -383,7 +346,10 @@ struct DocumentationTests {
     "no example acts on `alert`'s status with `||`: any non-zero status would read as crossed, a missing database (69) and a typo (64) too"
   )
   func alertExamplesTestForOne() throws {
-    let files = [Self.readme, Self.manPage, Built.packageRoot.appendingPathComponent("contrib/README.md").path]
+    let files = [
+      Self.readme, Self.manPage, Self.configurationPage, Self.guide,
+      Built.packageRoot.appendingPathComponent("contrib/README.md").path,
+    ]
     for file in files {
       let lines = try Self.text(file).split(separator: "\n", omittingEmptySubsequences: false)
       for (number, line) in lines.enumerated() {
@@ -401,5 +367,179 @@ struct DocumentationTests {
         }
       }
     }
+  }
+
+  // MARK: - (f) every configuration setting
+
+  /// The settings the configuration file's parser takes, as its error for an unknown one lists
+  /// them: what a user is told is settable is what the page must document.
+  static func settableNames() throws -> [String] {
+    let directory = try TemporaryDirectory("settings")
+    let config = directory.file("vpnstat.conf")
+    try Data("vpnstat-documentation-test = 1\n".utf8).write(to: URL(fileURLWithPath: config))
+    let sysfs = try SysfsFixture()
+    let result = try run(
+      Built.vpnstat, ["status", "--sysfs-root", sysfs.directory.path], environment: ["VPNSTAT_CONFIG": config])
+    guard result.status == 64, let start = result.errors.range(of: "(settable: "),
+      let end = result.errors[start.upperBound...].firstIndex(of: ")")
+    else {
+      throw TestSetupError("an unknown setting did not list the settable ones: \(result.status) \(result.errors)")
+    }
+    return result.errors[start.upperBound..<end].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+  }
+
+  /// The names `page` documents under SETTINGS: every `.It Cm name` line.
+  static func documentedSettings(_ page: String) -> Set<String> {
+    let settings = manSection(page, "SETTINGS") ?? ""
+    return Set(
+      settings.split(separator: "\n").compactMap { line -> String? in
+        guard line.hasPrefix(".It Cm ") else { return nil }
+        return line.dropFirst(".It Cm ".count).split(separator: " ").first.map(String.init)
+      })
+  }
+
+  @Test("every setting the configuration file takes is documented in man/vpnstat.conf.5, and nothing else is")
+  func everySettingIsDocumented() throws {
+    let settable = try Self.settableNames()
+    // The list must be what the parser holds, or this test would pass on nothing.
+    for name in ["db", "class", "session-length", "exec-timeout", "bits"] {
+      try #require(settable.contains(name), "settable: \(settable)")
+    }
+    let documented = Self.documentedSettings(try Self.text(Self.configurationPage))
+    for name in settable {
+      #expect(documented.contains(name), "man/vpnstat.conf.5 SETTINGS has no '.It Cm \(name)'")
+    }
+    for name in documented.subtracting(settable) {
+      Issue.record("man/vpnstat.conf.5 documents '\(name)', which the configuration file does not take")
+    }
+  }
+
+  // MARK: - (g) the README: short, its two commands, links that lead somewhere
+
+  /// The commands `.ci/run` runs, one a line, comments and `set`/`cd` left out.
+  static func ciCommands() throws -> [String] {
+    try text(Built.packageRoot.appendingPathComponent(".ci/run").path).split(separator: "\n")
+      .map { $0.trimmingCharacters(in: .whitespaces) }
+      .filter { !$0.isEmpty && !$0.hasPrefix("#") && !$0.hasPrefix("set ") && !$0.hasPrefix("cd ") }
+  }
+
+  /// The lines of the README's fenced code blocks.
+  static func codeLines(_ markdown: String) -> [String] {
+    var inFence = false
+    var lines: [String] = []
+    for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
+      if line.hasPrefix("```") {
+        inFence.toggle()
+      } else if inFence {
+        lines.append(String(line))
+      }
+    }
+    return lines
+  }
+
+  @Test("the README's two commands are CI's: the one that installs, builds and runs watch, and the whole suite")
+  func readmeCommandsAreCI() throws {
+    let ci = try Self.ciCommands()
+    // CI installs what is missing, then runs the whole suite, with these very lines.
+    try #require(ci.first == "scripts/install-deps", ".ci/run: \(ci)")
+    try #require(ci.dropFirst().first == "swift test", ".ci/run: \(ci)")
+    let code = Self.codeLines(try Self.text(Self.readme))
+    #expect(
+      code.contains("\(ci[0]) && swift run -c release vpnstat watch"),
+      "README.md has no code line '\(ci[0]) && swift run -c release vpnstat watch'")
+    #expect(code.contains(ci[1]), "README.md has no code line '\(ci[1])'")
+  }
+
+  @Test("the README is a page a new user reads in three minutes: at most 250 lines")
+  func readmeIsShort() throws {
+    let lines = try Self.text(Self.readme).split(separator: "\n", omittingEmptySubsequences: false)
+    #expect(
+      lines.count <= 250, "README.md has \(lines.count) lines; the reference belongs in man/, tasks in docs/guide.md")
+  }
+
+  /// GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces as
+  /// `-`.
+  static func anchor(_ heading: String) -> String {
+    let title = heading.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces).lowercased()
+    return String(
+      title.compactMap { c -> Character? in
+        if c == " " { return "-" }
+        return c.isLetter || c.isNumber || c == "-" || c == "_" ? c : nil
+      })
+  }
+
+  /// The anchors of a Markdown file's headings (outside code blocks).
+  static func anchors(_ markdown: String) -> Set<String> {
+    var inFence = false
+    var found = Set<String>()
+    for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
+      if line.hasPrefix("```") { inFence.toggle() }
+      if !inFence, line.hasPrefix("#") { found.insert(anchor(String(line))) }
+    }
+    return found
+  }
+
+  /// The relative links of a Markdown file, `[text](target)`, outside code blocks.
+  static func relativeLinks(_ markdown: String) -> [String] {
+    var inFence = false
+    var links: [String] = []
+    for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
+      if line.hasPrefix("```") { inFence.toggle() }
+      if inFence { continue }
+      for match in line.matches(of: /\]\(([^)\s]+)\)/) {
+        let target = String(match.output.1)
+        if !target.contains("://") && !target.hasPrefix("mailto:") { links.append(target) }
+      }
+    }
+    return links
+  }
+
+  /// The problems of `file`'s relative links: a file that does not exist, an anchor no heading
+  /// of the target has.
+  static func brokenLinks(in source: URL) throws -> [String] {
+    let file = source.path.replacingOccurrences(of: Built.packageRoot.path + "/", with: "")
+    let markdown = try text(source.path)
+    var problems: [String] = []
+    for link in relativeLinks(markdown) {
+      let parts = link.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
+      let path = String(parts[0])
+      let target = path.isEmpty ? source : source.deletingLastPathComponent().appendingPathComponent(path)
+      guard FileManager.default.fileExists(atPath: target.path) else {
+        problems.append("\(file): \(link): no file \(target.path)")
+        continue
+      }
+      if parts.count == 2, target.pathExtension == "md" {
+        let fragment = String(parts[1])
+        if !anchors(try text(target.path)).contains(fragment) {
+          problems.append("\(file): \(link): no heading with the anchor #\(fragment)")
+        }
+      }
+    }
+    return problems
+  }
+
+  @Test("the README maps the docs, and every relative link of the Markdown docs leads to a file and heading that exist")
+  func docsMapResolves() throws {
+    let readme = try Self.text(Self.readme)
+    let links = Set(Self.relativeLinks(readme).map { String($0.split(separator: "#").first ?? "") })
+    for document in [
+      "man/vpnstat.1", "man/vpnstat.conf.5", "docs/guide.md", "CONTRIBUTING.md", "CHANGELOG.md", "ARCHITECTURE.md",
+      "LICENSE", "contrib/README.md",
+    ] {
+      #expect(links.contains(document), "README.md does not link to \(document)")
+    }
+    var problems: [String] = []
+    for file in ["README.md", "docs/guide.md", "CONTRIBUTING.md", "contrib/README.md", "docs/real-vpns.md"] {
+      problems += try Self.brokenLinks(in: Built.packageRoot.appendingPathComponent(file))
+    }
+    #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    // The check can fail: a link to a file or heading that is not there is reported.
+    #expect(Self.anchor("### `vpnstat connect` and `disconnect`") == "vpnstat-connect-and-disconnect")
+    let directory = try TemporaryDirectory("links")
+    try Data("# Here\n[a](missing.md) [b](#here) [c](#nowhere)\n".utf8).write(
+      to: URL(fileURLWithPath: directory.file("doc.md")))
+    let broken = try Self.brokenLinks(in: URL(fileURLWithPath: directory.file("doc.md")))
+    #expect(
+      broken.count == 2 && broken.allSatisfy { $0.contains("missing.md") || $0.contains("#nowhere") }, "\(broken)")
   }
 }
