@@ -150,7 +150,11 @@ final class PrivateDesktop: @unchecked Sendable {
     try VPNStatTestSupport.run(
       "/usr/bin/nsenter",
       [
-        "--target", "\(session.pid)", "--mount", "--net", "--", "/usr/bin/env", "DISPLAY=:1", "HOME=/tmp/home",
+        // --root and --wd: entering a mount namespace moves to its root, which is not the session's
+        // own root when the tests run in a chroot (the fresh-machine run): `import` wrote its
+        // picture into the host's /tmp there.
+        "--target", "\(session.pid)", "--mount", "--net", "--root", "--wd", "--", "/usr/bin/env", "DISPLAY=:1",
+        "HOME=/tmp/home",
         "DBUS_SESSION_BUS_ADDRESS=unix:path=/tmp/bus", executable,
       ] + arguments, timeout: timeout)
   }

@@ -21,6 +21,18 @@ enum Privilege {
       "/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/bin/true"])
     return probe?.status == 0
   }()
+  /// Whether `nobody` may make a user namespace here (`unshare -Urn`, which Debian 12 allows): the
+  /// kernel refuses it to any process in a chroot (as the fresh-machine run is), and
+  /// `kernel.unprivileged_userns_clone=0` refuses it everywhere.
+  static let canMakeUserNamespaceAsNobody: Bool = {
+    guard canRunAsNobody else { return false }
+    let probe = try? run(
+      "/usr/bin/setpriv",
+      ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/usr/bin/unshare", "-Urn", "/bin/true"])
+    return probe?.status == 0
+  }()
+  static let userNamespaceReason: Comment =
+    "needs root and a user 'nobody' allowed to make user namespaces (refused in a chroot, or with kernel.unprivileged_userns_clone=0)"
   static let nobodyReason: Comment =
     "needs root and a user 'nobody' that can run programs here (this root directory is not searchable by other users)"
 }
