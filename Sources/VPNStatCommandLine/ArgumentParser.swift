@@ -60,16 +60,36 @@ public func parseCommandLine(_ arguments: [String], root: CommandSpec) throws ->
 
 /// `arguments[i]` is the text of the bytes `raw[i]`.
 private func parseCommandLine(_ arguments: [String], raw: [[UInt8]], root: CommandSpec) throws -> ParsedCommand {
+  var remaining = arguments[...]
+  var parsed: ParsedCommand
+  switch try selectCommand(&remaining, root: root) {
+  case .help(let request): return request
+  case .command(let selected): parsed = selected
+  }
+  try readOptions(&remaining, raw: raw, into: &parsed)
+  if parsed.helpRequested || parsed.versionRequested { return parsed }
+  let commandPath = parsed.commandPath
+  try checkPositionals(parsed, path: commandPath)
+  try checkExclusions(parsed, path: commandPath)
+  return parsed
+}
+
+/// What the words before the options name: a command to run (nothing read yet), or `help`'s.
+private enum Selection {
+  case command(ParsedCommand)
+  case help(ParsedCommand)
+}
+
+/// Descends through subcommand names; options may not come before the subcommand name except
+/// -h/--help and --version (swift-argument-parser does the same).
+private func selectCommand(_ remaining: inout ArraySlice<String>, root: CommandSpec) throws -> Selection {
   var spec = root
   var path = [root.name]
   var typedCount = 1
-  var remaining = arguments[...]
-
-  // Descend through subcommand names; options may not come before the subcommand name except
-  // -h/--help and --version (swift-argument-parser does the same).
   while !spec.subcommands.isEmpty {
+    let defaultSub = spec.defaultSubcommand.flatMap { name in spec.subcommands.first { $0.name == name } }
     guard let word = remaining.first else {
-      if let name = spec.defaultSubcommand, let sub = spec.subcommands.first(where: { $0.name == name }) {
+      if let sub = defaultSub {
         spec = sub
         path.append(sub.name)
         continue
@@ -83,23 +103,10 @@ private func parseCommandLine(_ arguments: [String], raw: [[UInt8]], root: Comma
       remaining = remaining.dropFirst()
       continue
     }
-    if word == "help" {
-      var target = spec
-      var targetPath = path
-      for name in remaining.dropFirst() {
-        guard let sub = target.subcommands.first(where: { $0.name == name }) else {
-          throw unknownSubcommand(name, in: target, path: targetPath)
-        }
-        target = sub
-        targetPath.append(name)
-      }
-      var parsed = ParsedCommand(path: targetPath, spec: target, values: [:], positionals: [])
-      parsed.helpRequested = true
-      return parsed
-    }
+    if word == "help" { return .help(try helpRequest(remaining.dropFirst(), in: spec, path: path)) }
     if word.hasPrefix("-") {
       if word == "-h" || word == "--help" || word == "--version" { break }
-      if let name = spec.defaultSubcommand, let sub = spec.subcommands.first(where: { $0.name == name }) {
+      if let sub = defaultSub {
         spec = sub
         path.append(sub.name)
         continue
@@ -108,9 +115,31 @@ private func parseCommandLine(_ arguments: [String], raw: [[UInt8]], root: Comma
     }
     throw unknownSubcommand(word, in: spec, path: path)
   }
-
   var parsed = ParsedCommand(path: path, spec: spec, values: [:], positionals: [])
   parsed.typedCount = typedCount
+  return .command(parsed)
+}
+
+/// `vpnstat help session check`: the help of the command `names` name under `spec`.
+private func helpRequest(_ names: ArraySlice<String>, in spec: CommandSpec, path: [String]) throws -> ParsedCommand {
+  var target = spec
+  var targetPath = path
+  for name in names {
+    guard let sub = target.subcommands.first(where: { $0.name == name }) else {
+      throw unknownSubcommand(name, in: target, path: targetPath)
+    }
+    target = sub
+    targetPath.append(name)
+  }
+  var parsed = ParsedCommand(path: targetPath, spec: target, values: [:], positionals: [])
+  parsed.helpRequested = true
+  return parsed
+}
+
+/// Reads the options and positionals after the command's name into `parsed`.
+private func readOptions(_ remaining: inout ArraySlice<String>, raw: [[UInt8]], into parsed: inout ParsedCommand)
+  throws
+{
   let commandPath = parsed.commandPath
   var optionsEnded = false
   while let wordIndex = remaining.indices.first {
@@ -127,113 +156,138 @@ private func parseCommandLine(_ arguments: [String], raw: [[UInt8]], root: Comma
       parsed.helpRequested = true
       continue
     }
-    if word == "--version", path.count == 1 {
+    if word == "--version", parsed.path.count == 1 {
       parsed.versionRequested = true
       continue
     }
-    let option: OptionSpec
-    var inlineValue: String?
-    // The inline value's bytes: what follows `--name=` or `-n` in the word as passed (the name
-    // is ASCII, so it is the same length in the text and in the bytes).
-    var inlineBytes: [UInt8] = []
-    if word.hasPrefix("--") {
-      let body = word.dropFirst(2)
-      let name: Substring
-      if let equals = body.firstIndex(of: "=") {
-        name = body[..<equals]
-        inlineValue = String(body[body.index(after: equals)...])
-        inlineBytes = Array(raw[wordIndex].drop { $0 != 0x3D }.dropFirst())
-      } else {
-        name = body
-      }
-      guard let found = spec.options.first(where: { $0.long == name }) else {
-        throw unknownOption("--" + name, in: spec, path: commandPath)
-      }
-      option = found
-    } else {
-      // -i wg0, -iwg0; a cluster of flags -ab.
-      let letters = Array(word.dropFirst())
-      guard let first = letters.first,
-        let found = spec.options.first(where: { $0.short == first })
-      else {
-        throw unknownOption(word, in: spec, path: commandPath)
-      }
-      option = found
-      if letters.count > 1 {
-        if option.arity == .flag {
-          // Expand the cluster: every letter must be a flag.
-          for letter in letters {
-            guard let flag = spec.options.first(where: { $0.short == letter }), flag.arity == .flag
-            else {
-              throw unknownOption("-" + String(letter), in: spec, path: commandPath)
-            }
-            try record(flag, "", into: &parsed, path: commandPath)
-          }
-          continue
-        }
-        inlineValue = String(letters.dropFirst())
-        inlineBytes = Array(raw[wordIndex].dropFirst(2))
-      }
-    }
-    switch option.arity {
-    case .flag:
-      if inlineValue != nil {
-        throw UsageError("'--\(option.long)' takes no value", commandPath: commandPath)
-      }
-      try record(option, "", into: &parsed, path: commandPath)
-    case .value:
-      let value: String
-      if let inlineValue {
-        value = inlineValue
-      } else if let next = remaining.first {
-        value = next
-        remaining = remaining.dropFirst()
-      } else {
-        throw UsageError("missing value for '\(option.display)'", commandPath: commandPath)
-      }
-      guard option.accepts(value) else { throw option.invalidValue(value, commandPath: commandPath) }
-      try record(option, value, into: &parsed, path: commandPath)
-    case .optionalValue:
-      if let inlineValue {
-        guard option.accepts(inlineValue) else { throw option.invalidValue(inlineValue, commandPath: commandPath) }
-        try record(option, inlineValue, into: &parsed, path: commandPath)
-      } else if let next = remaining.first, !next.hasPrefix("-") {
-        // A word after the option is its value when it fits; when it does not and the command
-        // takes no positional, it can only have been meant as the value (`--hours 0`), so that
-        // is the error to report rather than an unexpected argument.
-        if option.accepts(next) {
-          remaining = remaining.dropFirst()
-          try record(option, next, into: &parsed, path: commandPath)
-        } else if spec.positionals.isEmpty {
-          throw option.invalidValue(next, commandPath: commandPath)
-        } else {
-          try record(option, "", into: &parsed, path: commandPath)
-        }
-      } else {
-        try record(option, "", into: &parsed, path: commandPath)
-      }
-    case .remainder:
-      var rest = Array(remaining)
-      var restBytes = remaining.indices.map { raw[$0] }
-      remaining = []
-      if let inlineValue {
-        rest.insert(inlineValue, at: 0)
-        restBytes.insert(inlineBytes, at: 0)
-      }
-      if rest.first == "--" {
-        rest.removeFirst()
-        restBytes.removeFirst()
-      }
-      guard !rest.isEmpty else {
-        throw UsageError("missing value for '\(option.display)'", commandPath: commandPath)
-      }
-      parsed.values[option.long] = rest
-      parsed.remainderBytes[option.long] = restBytes
-    }
+    guard let named = try nameOption(word, bytes: raw[wordIndex], into: &parsed) else { continue }
+    try readValue(of: named, &remaining, raw: raw, into: &parsed, path: commandPath)
   }
-  if parsed.helpRequested || parsed.versionRequested { return parsed }
-  try checkPositionals(parsed, path: commandPath)
-  return parsed
+}
+
+/// An option as a word names it, with the value the word carries (`--name=value`, `-nvalue`).
+private struct NamedOption {
+  var option: OptionSpec
+  var inlineValue: String?
+  /// The inline value's bytes: what follows `--name=` or `-n` in the word as passed (the name
+  /// is ASCII, so it is the same length in the text and in the bytes).
+  var inlineBytes: [UInt8] = []
+}
+
+/// The option `word` names; nil when the word was a cluster of flags (`-ab`), recorded here.
+private func nameOption(_ word: String, bytes: [UInt8], into parsed: inout ParsedCommand) throws -> NamedOption? {
+  let spec = parsed.spec
+  let commandPath = parsed.commandPath
+  if word.hasPrefix("--") {
+    let body = word.dropFirst(2)
+    let name = body.firstIndex(of: "=").map { body[..<$0] } ?? body
+    guard let found = spec.options.first(where: { $0.long == name }) else {
+      throw unknownOption("--" + name, in: spec, path: commandPath)
+    }
+    guard let equals = body.firstIndex(of: "=") else { return NamedOption(option: found) }
+    return NamedOption(
+      option: found, inlineValue: String(body[body.index(after: equals)...]),
+      inlineBytes: Array(bytes.drop { $0 != 0x3D }.dropFirst()))
+  }
+  // -i wg0, -iwg0; a cluster of flags -ab.
+  let letters = Array(word.dropFirst())
+  guard let first = letters.first,
+    let found = spec.options.first(where: { $0.short == first })
+  else {
+    throw unknownOption(word, in: spec, path: commandPath)
+  }
+  guard letters.count > 1 else { return NamedOption(option: found) }
+  if found.arity == .flag {
+    // Expand the cluster: every letter must be a flag.
+    for letter in letters {
+      guard let flag = spec.options.first(where: { $0.short == letter }), flag.arity == .flag
+      else {
+        throw unknownOption("-" + String(letter), in: spec, path: commandPath)
+      }
+      try record(flag, "", into: &parsed, path: commandPath)
+    }
+    return nil
+  }
+  return NamedOption(option: found, inlineValue: String(letters.dropFirst()), inlineBytes: Array(bytes.dropFirst(2)))
+}
+
+/// Reads the value `named` takes, as its arity says, from the word or the words after it.
+private func readValue(
+  of named: NamedOption, _ remaining: inout ArraySlice<String>, raw: [[UInt8]], into parsed: inout ParsedCommand,
+  path commandPath: String
+) throws {
+  let option = named.option
+  let inlineValue = named.inlineValue
+  switch option.arity {
+  case .flag:
+    if inlineValue != nil {
+      throw UsageError("'--\(option.long)' takes no value", commandPath: commandPath)
+    }
+    try record(option, "", into: &parsed, path: commandPath)
+  case .value:
+    let value: String
+    if let inlineValue {
+      value = inlineValue
+    } else if let next = remaining.first {
+      value = next
+      remaining = remaining.dropFirst()
+    } else {
+      throw UsageError("missing value for '\(option.display)'", commandPath: commandPath)
+    }
+    guard option.accepts(value) else { throw option.invalidValue(value, commandPath: commandPath) }
+    try record(option, value, into: &parsed, path: commandPath)
+  case .optionalValue:
+    try readOptionalValue(of: option, inline: inlineValue, &remaining, into: &parsed, path: commandPath)
+  case .remainder:
+    var rest = Array(remaining)
+    var restBytes = remaining.indices.map { raw[$0] }
+    remaining = []
+    if let inlineValue {
+      rest.insert(inlineValue, at: 0)
+      restBytes.insert(named.inlineBytes, at: 0)
+    }
+    if rest.first == "--" {
+      rest.removeFirst()
+      restBytes.removeFirst()
+    }
+    guard !rest.isEmpty else {
+      throw UsageError("missing value for '\(option.display)'", commandPath: commandPath)
+    }
+    parsed.values[option.long] = rest
+    parsed.remainderBytes[option.long] = restBytes
+  }
+}
+
+/// `--rate [2s]`: the value inline, or the next word when it fits.
+private func readOptionalValue(
+  of option: OptionSpec, inline inlineValue: String?, _ remaining: inout ArraySlice<String>,
+  into parsed: inout ParsedCommand, path commandPath: String
+) throws {
+  if let inlineValue {
+    guard option.accepts(inlineValue) else { throw option.invalidValue(inlineValue, commandPath: commandPath) }
+    try record(option, inlineValue, into: &parsed, path: commandPath)
+  } else if let next = remaining.first, !next.hasPrefix("-") {
+    // A word after the option is its value when it fits; when it does not and the command
+    // takes no positional, it can only have been meant as the value (`--hours 0`), so that
+    // is the error to report rather than an unexpected argument.
+    if option.accepts(next) {
+      remaining = remaining.dropFirst()
+      try record(option, next, into: &parsed, path: commandPath)
+    } else if parsed.spec.positionals.isEmpty {
+      throw option.invalidValue(next, commandPath: commandPath)
+    } else {
+      try record(option, "", into: &parsed, path: commandPath)
+    }
+  } else {
+    try record(option, "", into: &parsed, path: commandPath)
+  }
+}
+
+/// The command's declared exclusions, in order: the first broken one is the error.
+private func checkExclusions(_ parsed: ParsedCommand, path: String) throws {
+  if let broken = parsed.spec.exclusions.first(where: { $0.isBroken(by: parsed) }) {
+    throw UsageError(broken.message, commandPath: path)
+  }
 }
 
 private func record(

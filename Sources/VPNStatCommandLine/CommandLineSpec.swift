@@ -19,11 +19,13 @@ public struct CommandSpec: Sendable {
   public var subcommands: [CommandSpec]
   /// The subcommand run when none is named (`vpnstat` → `status`, `session` → `status`).
   public var defaultSubcommand: String?
+  /// Options that may not be given together, in the order they are checked.
+  public var exclusions: [Exclusion]
 
   public init(
     name: String, abstract: String, usage: String? = nil, discussion: String? = nil,
     options: [OptionSpec] = [], positionals: [PositionalSpec] = [], subcommands: [CommandSpec] = [],
-    defaultSubcommand: String? = nil
+    defaultSubcommand: String? = nil, exclusions: [Exclusion] = []
   ) {
     self.name = name
     self.abstract = abstract
@@ -33,6 +35,52 @@ public struct CommandSpec: Sendable {
     self.positionals = positionals
     self.subcommands = subcommands
     self.defaultSubcommand = defaultSubcommand
+    self.exclusions = exclusions
+  }
+}
+
+/// Options a command refuses together, declared with its spec and checked by the parser, once,
+/// after the command line is read: the usage error (64) says `message`.
+public struct Exclusion: Sendable {
+  /// One option as an exclusion counts it: given at all, or only given with a value of its own
+  /// (`--days 5`, not `--days` alone, which means its default).
+  public struct Member: Sendable {
+    public var long: String
+    public var onlyWithValue: Bool
+    public init(_ option: OptionSpec, onlyWithValue: Bool = false) {
+      self.long = option.long
+      self.onlyWithValue = onlyWithValue
+    }
+  }
+
+  /// Broken when members of more than one group are given.
+  public var groups: [[Member]]
+  public var message: String
+
+  /// At most one of `options`.
+  public static func atMostOne(of options: [OptionSpec], _ message: String) -> Exclusion {
+    Exclusion(groups: options.map { [Member($0)] }, message: message)
+  }
+
+  /// Nothing of `first` with anything of `second`.
+  public static func notBoth(_ first: [Member], _ second: [Member], _ message: String) -> Exclusion {
+    Exclusion(groups: [first, second], message: message)
+  }
+
+  /// Nothing of `first` with anything of `second`.
+  public static func notBoth(_ first: [OptionSpec], _ second: [OptionSpec], _ message: String) -> Exclusion {
+    notBoth(first.map { Member($0) }, second.map { Member($0) }, message)
+  }
+
+  /// Whether `parsed` gives members of more than one group.
+  func isBroken(by parsed: ParsedCommand) -> Bool {
+    let given = groups.filter { group in
+      group.contains { member in
+        guard let value = parsed.value(member.long) else { return false }
+        return !member.onlyWithValue || !value.isEmpty
+      }
+    }
+    return given.count > 1
   }
 }
 

@@ -5,8 +5,8 @@ import VPNStatRender
 import VPNStatStore
 import VPNStatSystem
 
-/// Options several subcommands share, declared once so they read and behave the same everywhere,
-/// and what commands build from them (a sampler, the database's location, display options).
+/// Options several subcommands share, declared once so they read and behave the same everywhere.
+/// What commands build from them is `CommandServices`.
 enum CommonOptions {
   static let json = Flag("json", help: "Print JSON (the schema is in vpnstat(1)).")
   static let bytes = Flag("bytes", help: "Show raw byte counts instead of units.")
@@ -79,11 +79,6 @@ enum CommonOptions {
   /// The options of every command that shows sizes or rates to people: units and bits.
   static let figures = [units.spec, bits.spec]
 
-  /// The period `--per` and `--month-start-day` (or the configuration file) name.
-  static func period(_ parsed: ParsedCommand) -> UsagePeriod {
-    UsagePeriod(parsed[per] ?? .month, monthStartDay: parsed[monthStartDay] ?? 1)
-  }
-
   /// `tunnel,wifi`: one or more classes, comma-separated.
   @Sendable static func parseClasses(_ text: String) -> [InterfaceClass]? {
     let classes = text.split(separator: ",").map { InterfaceClass(rawValue: String($0)) }
@@ -117,93 +112,5 @@ enum CommonOptions {
       name = InterfaceName(parsingEscaped: String(value[..<equals]))
       self.unit = unit
     }
-  }
-
-  // MARK: - What commands build from them
-
-  static func selection(_ parsed: ParsedCommand) -> InterfaceSelection {
-    InterfaceSelection(names: Set(parsed.all(interface)), classes: Set(parsed.all(only).joined()))
-  }
-
-  static func classifier(_ parsed: ParsedCommand) -> Classifier {
-    var overrides: [InterfaceName: InterfaceClass] = [:]
-    for override in parsed.all(classOverride) { overrides[override.name] = override.interfaceClass }
-    return Classifier(overrides: overrides)
-  }
-
-  static func display(_ parsed: ParsedCommand, _ context: CommandContext) -> DisplayOptions {
-    DisplayOptions(
-      color: context.colorEnabled(noColor: parsed.has(noColor)), rawBytes: parsed.has(bytes), bits: parsed.has(bits),
-      units: parsed[units], ascii: context.asciiOnly, calendar: context.calendar)
-  }
-
-  static func storeLocation(_ parsed: ParsedCommand, _ context: CommandContext) -> StoreLocation {
-    StoreLocation.resolve(option: parsed[db], environment: context.environment)
-  }
-
-  /// A sampler for the command's reader, sysfs root, class overrides and cap.
-  static func sampler(
-    _ parsed: ParsedCommand, _ context: CommandContext, recorded: InterfaceSelection = InterfaceSelection()
-  ) -> TrafficSampler {
-    let root = parsed[sysfsRoot] ?? .system
-    let kind = parsed[source] ?? (parsed.has(sysfsRoot) ? .sysfs : .netlink)
-    return TrafficSampler(
-      reader: CounterReader(kind, root: root), catalog: InterfaceCatalog(root: root, classifier: classifier(parsed)),
-      recorded: recorded, capBytesPerSecond: parsed[maxRate] ?? Ledger.defaultCapBytesPerSecond,
-      clock: context.clock)
-  }
-
-  /// Who manages tunnels, found as the command's options say. A command that acts on what it
-  /// finds (`connect`, `disconnect`, `enforce`: wg-quick runs a configuration's hooks as root)
-  /// refuses a `--wg-quick-dir` others may write, with 77.
-  static func managerDetector(_ parsed: ParsedCommand, survey: TunProcessSurvey? = nil, acting: Bool = false) throws
-    -> ManagerDetector
-  {
-    var directories = [ManagerDetector.defaultWgQuickDirectory]
-    if let directory = parsed[wgQuickDirectory] {
-      if acting, let problem = DirectoryTrust.problem(directory) {
-        throw UntrustedFile(role: "wg-quick directory", path: directory, problem: problem)
-      }
-      directories.insert(directory, at: 0)
-    }
-    var units: [InterfaceName: String] = [:]
-    for override in parsed.all(systemdUnit) { units[override.name] = override.unit }
-    return ManagerDetector(wgQuickDirectories: directories, units: units, survey: survey)
-  }
-  /// The reader of WireGuard's own figures (the kernel's netlink family, wireguard-go's control
-  /// socket), with its bounds: what `status` and `watch` show under a WireGuard tunnel.
-  /// `survey`: the walk of /proc a one-off command shares with its manager detector.
-  static func wireGuard(survey: TunProcessSurvey? = nil) -> any WireGuardSource { WireGuardReader(survey: survey) }
-
-  /// The lengths a new window gets: options, then the configuration file, then the built-in ones.
-  static func lengths(_ parsed: ParsedCommand) -> SessionLengths {
-    let builtIn = SessionLengths.builtIn
-    return SessionLengths(
-      session: parsed[sessionLength] ?? builtIn.session, pause: parsed[pauseLength] ?? builtIn.pause)
-  }
-
-  /// One sample and, with a database, the ledger as of that sample (advanced in memory: readers
-  /// never write it), with the warnings a report shows about both.
-  static func sample(_ sampler: inout TrafficSampler, store: Store?) throws -> (
-    sample: CounterSample, ledger: Ledger?, warnings: [String]
-  ) {
-    var warnings: [String] = []
-    if let problem = sampler.clock.bootIDProblem { warnings.append(problem) }
-    guard let store else { return (try sampler.sample(), nil, warnings) }
-    var view = LedgerView(store: store)
-    let (sample, ledger) = try view.sample(&sampler)
-    if let warning = try store.health().warning(at: sample.taken.wall) { warnings.append(warning) }
-    return (sample, ledger, warnings)
-  }
-
-  /// The session report for a command that sampled, when there is a database.
-  static func sessionReport(
-    _ store: Store?, _ parsed: ParsedCommand, sampler: inout TrafficSampler, sample: CounterSample, ledger: Ledger?,
-    detector: (any ManagerDetecting)? = nil
-  ) throws -> SessionReport? {
-    guard let store else { return nil }
-    return try SessionView.report(
-      store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
-      nextLengths: lengths(parsed), detector: detector)
   }
 }

@@ -24,73 +24,47 @@ public struct LiveView {
     case none, redraw, quit
   }
 
-  public var sampler: TrafficSampler
-  public let store: Store?
-  var ledgerView: LedgerView?
+  /// The use case each refresh runs (`status`'s, with rates against the previous refresh).
+  public var reader: StatusReader
+  public var store: Store? { reader.store }
   public let selection: InterfaceSelection
   public let nextLengths: SessionLengths
   public var state: WatchViewState
   /// Colour and the calendar clock times are shown in.
   public var options: DisplayOptions
   /// What shows WireGuard's own figures under a WireGuard tunnel; nil: nothing is shown.
-  public var wireGuard: (any WireGuardSource)?
+  public var wireGuard: (any WireGuardSource)? {
+    get { reader.wireGuard }
+    set { reader.wireGuard = newValue }
+  }
   public private(set) var history = RateHistory()
-  /// The last snapshot shown, and the sample it came from (the next one's rates need it).
+  /// The last snapshot shown.
   public private(set) var current: StatusSnapshot?
-  var previous: CounterSample?
 
   public init(
     sampler: TrafficSampler, store: Store?, selection: InterfaceSelection, interval: Duration,
     nextLengths: SessionLengths, options: DisplayOptions
   ) {
-    self.sampler = sampler
-    self.store = store
+    self.reader = StatusReader(sampler: sampler, store: store, reportsStoreHealth: false)
     self.selection = selection
     self.nextLengths = nextLengths
     self.options = options
     self.state = WatchViewState(bits: options.bits, interval: interval)
-    self.ledgerView = store.map(LedgerView.init(store:))
   }
 
   /// One refresh: a sample, the ledger, the session, as the snapshot now shown.
   @discardableResult
   public mutating func refresh() throws -> StatusSnapshot {
-    let sample: CounterSample
-    var ledger: Ledger?
-    if var view = ledgerView {
-      (sample, ledger) = try view.sample(&sampler)
-      ledgerView = view
-    } else {
-      sample = try sampler.sample()
-    }
-    var snapshot = StatusSnapshot.make(
-      sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
-    if let problem = sampler.clock.bootIDProblem { snapshot.warnings.append(problem) }
-    if var source = wireGuard {
-      snapshot.addWireGuard(sample: sample, catalog: &sampler.catalog, source: &source)
-      wireGuard = source
-    }
-    if let store {
-      snapshot.session = try SessionView.report(
-        store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger,
-        nextLengths: nextLengths)
-    }
-    if previous != nil { history.record(snapshot) }
-    previous = sample
+    let hadPrevious = reader.previous != nil
+    let snapshot = try reader.report(StatusRequest(selection: selection, nextLengths: nextLengths)).snapshot
+    if hadPrevious { history.record(snapshot) }
     current = snapshot
     return snapshot
   }
 
   /// Books link changes into the in-memory ledger (a tunnel torn down between refreshes keeps
   /// its bytes) and keeps the reader's link table current.
-  public mutating func book(_ changes: [LinkNotifications.Change]) {
-    var observations: [LedgerObservation] = []
-    for change in changes {
-      if ledgerView != nil, let observation = sampler.observation(change) { observations.append(observation) }
-      sampler.apply(change)
-    }
-    if !observations.isEmpty { ledgerView?.book(observations) }
-  }
+  public mutating func book(_ changes: [LinkNotifications.Change]) { reader.book(changes) }
 
   /// The keys of the full screen: q quits, c cycles the class, b bytes/bits, ? and h help.
   public mutating func press(_ key: UInt8) -> KeyEffect {

@@ -103,8 +103,8 @@ public struct Recorder {
     // The in-memory ledger, ahead of the last checkpoint: what every sample publishes.
     let ledger = keeper.ledger
     let session = try SessionView.report(
-      store, reading: sample.taken, sample: sample, catalog: &sampler.catalog, ledger: ledger, keeper: keeper,
-      nextLengths: nextLengths)
+      SessionRequest(reading: sample.taken, sample: sample, ledger: ledger, keeper: keeper, nextLengths: nextLengths),
+      store: store, catalog: &sampler.catalog)
     let health = try store.health()
     if let textfileDirectory {
       // node_exporter's textfile collector reads the Prometheus text format, not OpenMetrics.

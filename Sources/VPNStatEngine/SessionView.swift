@@ -4,38 +4,123 @@ import VPNStatRender
 import VPNStatStore
 import VPNStatSystem
 
+/// What a session report is asked for: the moment, what the kernel showed then, and what a new
+/// window would be.
+public struct SessionRequest {
+  /// When: the trusted "now" is taken from it (never behind the store's last trusted time).
+  public var reading: ClockReading
+  /// Tells whether the tunnel is up; nil: it is not known to be.
+  public var sample: CounterSample?
+  /// The ledger just advanced by `sample`: the current tunnel-class totals and a data cap's usage.
+  public var ledger: Ledger?
+  /// The ledger of a process that keeps it (the recorder), in place of `ledger`.
+  public var keeper: LedgerKeeper?
+  /// The lengths a window opened now would get.
+  public var nextLengths: SessionLengths
+  /// Who manages tunnels: with one, the session tunnel's manager is looked up (when the tunnel
+  /// exists in `sample`).
+  public var detector: (any ManagerDetecting)?
+
+  public init(
+    reading: ClockReading, sample: CounterSample? = nil, ledger: Ledger? = nil, keeper: LedgerKeeper? = nil,
+    nextLengths: SessionLengths, detector: (any ManagerDetecting)? = nil
+  ) {
+    self.reading = reading
+    self.sample = sample
+    self.ledger = ledger
+    self.keeper = keeper
+    self.nextLengths = nextLengths
+    self.detector = detector
+  }
+}
+
 /// How commands get the session as it stands now: the stored record at the trusted "now", with
-/// the tunnel's state from a sample and the usage from the ledger.
+/// the tunnel's state from a sample and the usage from the ledger. The use cases `session status`
+/// and the gate (`session check`, `connect`) are one call each, from their request to a report.
 public enum SessionView {
-  /// The report for `store` at `reading`. `sample` tells whether the tunnel is up; `ledger` (when
-  /// just advanced) gives the current tunnel-class totals; the enforcers running on the database
-  /// say whether anything holds the tunnel; with `detector`, the tunnel's manager is looked up
-  /// (when the tunnel exists in `sample`).
-  /// `keeper`: the ledger of a process that keeps it (the recorder), for the totals and a data
-  /// cap's usage in place of `ledger`.
-  public static func report(
-    _ store: Store, reading: ClockReading, sample: CounterSample?, catalog: inout InterfaceCatalog,
-    ledger: Ledger?, keeper: LedgerKeeper? = nil, nextLengths: SessionLengths, detector: (any ManagerDetecting)? = nil
-  ) throws -> SessionReport {
+  /// The report for `store` as `request` asks: the stored record at the trusted now, the
+  /// tunnel's state from the sample, the totals and the data cap's usage from the ledger, and
+  /// the enforcers running on the database (whether anything holds the tunnel).
+  public static func report(_ request: SessionRequest, store: Store, catalog: inout InterfaceCatalog) throws
+    -> SessionReport
+  {
     let record = try store.sessionRecord()
     // Reports never store the trusted clock (the recorder would write it with every sample):
     // writers store it with their checkpoints and decisions.
-    let now = try store.trustedNow(reading, writing: false)
-    let ledger = keeper?.ledger ?? ledger
+    let now = try store.trustedNow(request.reading, writing: false)
+    let keeper = request.keeper
+    let ledger = keeper?.ledger ?? request.ledger
     let totals = try ledger?.totals(of: .tunnel) ?? store.tunnelTotals()
     let cap = try record.dataCap.map { cap in
       try keeper.map { try PeriodUsage.status(of: cap, $0, at: now) }
         ?? PeriodUsage.status(of: cap, store, at: now, ledger: ledger)
     }
     let enforcers = EnforcerPresenceFile.running(on: store.location)
+    let sample = request.sample
     var report = SessionReport.make(
       record, now: now, tunnelUp: tunnelUp(record, sample: sample, catalog: &catalog),
-      nextLengths: nextLengths, tunnelTotals: totals, lastStop: try store.stops(limit: 1).first,
+      nextLengths: request.nextLengths, tunnelTotals: totals, lastStop: try store.stops(limit: 1).first,
       enforcer: enforcers.first { $0.tunnel == record.tunnel } ?? enforcers.first, dataCap: cap)
-    if let detector, let tunnel = record.tunnel, let entry = sample?.interfaces.first(where: { $0.name == tunnel }) {
+    if let detector = request.detector, let tunnel = record.tunnel,
+      let entry = sample?.interfaces.first(where: { $0.name == tunnel })
+    {
       report.manager = detector.manager(of: tunnel, kind: entry.link.kind)
     }
     return report
+  }
+
+  /// The report of a database that has none: no window was ever opened.
+  public static func unopened(at now: Timestamp, nextLengths: SessionLengths) -> SessionReport {
+    SessionReport.make(
+      SessionRecord(), now: now, tunnelUp: false, nextLengths: nextLengths, tunnelTotals: nil, lastStop: nil)
+  }
+
+  /// `session status`: one reader's sample over the stored ledger, then the window at its time;
+  /// without a database, a window never opened. The warnings are the sample's (`ReaderSample`).
+  public static func status(
+    nextLengths: SessionLengths, detector: (any ManagerDetecting)?, sampler: TrafficSampler, store: Store?
+  ) throws -> (report: SessionReport, at: Timestamp, warnings: [String]) {
+    var sampler = sampler
+    let read = try ReaderSample.take(&sampler, store: store)
+    let at = read.sample.taken.wall
+    guard let store else { return (unopened(at: at, nextLengths: nextLengths), at, read.warnings) }
+    let report = try Self.report(
+      SessionRequest(
+        reading: read.sample.taken, sample: read.sample, ledger: read.ledger, nextLengths: nextLengths,
+        detector: detector),
+      store: store, catalog: &sampler.catalog)
+    return (report, at, read.warnings)
+  }
+
+  /// The gate's decision (`session check`, and `connect` before it starts anything): the stored
+  /// window at the trusted now, read within `timeout` — throws `StoreError.busy` when it cannot
+  /// be, which is undecided. Without a database nothing limits connecting. A database others
+  /// could have written decides nothing (`UntrustedFile`, 77). The tunnel's state (expired or
+  /// paused) and a data cap's usage since the writers' last checkpoint come from a sample when
+  /// one can be taken (the stored ledger advanced by it, as every reader sees it); the window's
+  /// decision never needs it.
+  public static func gate(
+    _ location: StoreLocation, timeout: Duration, reading: ClockReading, nextLengths: SessionLengths,
+    sampler: TrafficSampler, calendar: any LocalCalendar
+  ) throws -> SessionReport {
+    try location.checkDecisionTrust()
+    let store = try Store.open(
+      location, intent: .read, busyTimeoutMilliseconds: 2000, waitingAtMost: timeout, calendar: calendar)
+    guard let store else { return unopened(at: reading.wall, nextLengths: nextLengths) }
+    var sampler = sampler
+    var view = LedgerView(store: store)
+    let sampled: (sample: CounterSample, ledger: Ledger)?
+    do {
+      sampled = try view.sample(&sampler)
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      // No counters to read: the saved buckets alone.
+      sampled = nil
+    }
+    return try report(
+      SessionRequest(reading: reading, sample: sampled?.sample, ledger: sampled?.ledger, nextLengths: nextLengths),
+      store: store, catalog: &sampler.catalog)
   }
 
   /// Whether the session's tunnel is up: the one an enforcer opened the window for, else any

@@ -24,25 +24,27 @@ enum AlertCommand: Subcommand {
       CommonOptions.only.spec, CommonOptions.json.spec, quiet.spec, CommonOptions.bytes.spec, CommonOptions.db.spec,
       CommonOptions.source.spec, CommonOptions.classOverride.spec, CommonOptions.maxRate.spec,
       CommonOptions.sysfsRoot.spec,
-    ] + CommonOptions.figures)
+    ] + CommonOptions.figures,
+    exclusions: [
+      .notBoth(
+        [CommonOptions.interface.spec], [CommonOptions.only.spec], "give either -i/--interface or --only, not both")
+    ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     guard let limitBytes = parsed[limit] else {
       throw UsageError("missing --limit SIZE: the limit to check", commandPath: parsed.commandPath)
     }
-    let selection = CommonOptions.selection(parsed)
-    if !selection.names.isEmpty && !selection.classes.isEmpty {
-      throw UsageError("give either -i/--interface or --only, not both", commandPath: parsed.commandPath)
-    }
-    let location = CommonOptions.storeLocation(parsed, context)
+    let selection = CommandServices.selection(parsed)
+    let location = CommandServices.storeLocation(parsed, context)
     guard let store = try context.openStore(location, intent: .read) else {
       throw GeneralFailure(.unavailable, "no database at \(location.path); vpnstat record creates it")
     }
-    var sampler = CommonOptions.sampler(parsed, context)
-    let (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
-    for warning in warnings { context.warn(warning) }
+    var sampler = CommandServices.sampler(parsed, context)
+    let read = try ReaderSample.take(&sampler, store: store)
+    let (sample, ledger) = (read.sample, read.ledger)
+    for warning in read.warnings { context.warn(warning) }
     let now = try store.trustedNow(sample.taken)
-    let cap = DataCap(limitBytes: limitBytes, period: CommonOptions.period(parsed))
+    let cap = DataCap(limitBytes: limitBytes, period: CommandServices.period(parsed))
     let start = cap.period.start(of: now, in: store.calendar)
     let classes = selection.names.isEmpty ? (selection.classes.isEmpty ? [.tunnel] : selection.classes.sorted()) : []
     let used = try RecordedTraffic.reading(store, ledger: ledger) { traffic in
@@ -62,7 +64,7 @@ enum AlertCommand: Subcommand {
     } else if !parsed.has(quiet) {
       try context.write(
         DataCapText.line(
-          status, options: CommonOptions.display(parsed, context), label: "\(subject): limit", refuses: false)
+          status, options: CommandServices.display(parsed, context), label: "\(subject): limit", refuses: false)
           + "\n")
     }
     return status.reached ? .limitReached : .success

@@ -44,41 +44,42 @@ enum ConnectCommand: Subcommand {
     positionals: [PositionalSpec("name", help: "The connection, unit, wg-quick configuration or interface.")])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    let name = try TunnelControl.name(parsed)
+    let name = try TunnelCommand.name(parsed)
     let limit = parsed[timeout] ?? .seconds(30)
-    let location = CommonOptions.storeLocation(parsed, context)
+    let location = CommandServices.storeLocation(parsed, context)
     // The gate, before anything is looked up or started.
     let gateLimit = Duration.seconds(2)
     let reading = context.clock.now()
     do {
       let session = try SessionCommand.gate(parsed, context, location: location, timeout: gateLimit, reading: reading)
       if let refusal = SessionText.refusal(session, calendar: context.calendar) {
-        return try TunnelControl.finish(
+        return try TunnelCommand.finish(
           TunnelControlReport(command: .connect, name: name, timeout: limit, outcome: .notAllowed, detail: refusal),
           parsed, context)
       }
     } catch StoreError.busy {
-      return try TunnelControl.finish(
+      return try TunnelCommand.finish(
         TunnelControlReport(
           command: .connect, name: name, timeout: limit, outcome: .undecided,
           detail: SessionCommand.undecided(location, gateLimit)), parsed, context)
     }
-    let (target, resolver, links) = try TunnelControl.resolve(name, parsed)
+    let (target, resolver, links) = try TunnelCommand.resolve(name, parsed)
     var attempt = ConnectAttempt(
       name: name, manager: target.manager, control: target.control,
-      probe: ConnectionProbe(runner: resolver.detector.runner, links: links, wireGuard: CommonOptions.wireGuard()),
+      probe: ConnectionProbe(runner: resolver.detector.runner, links: links, wireGuard: CommandServices.wireGuard()),
       clock: context.clock, timeout: limit)
     attempt.handle(.start)
     if attempt.state == .accepted, !parsed.has(CommonOptions.json) {
       try context.write(TunnelControlText.accepted(attempt.report) + "\n")
     }
     ConnectLoop.run(&attempt)
-    return try TunnelControl.finish(attempt.report, parsed, context)
+    return try TunnelCommand.finish(attempt.report, parsed, context)
   }
 }
 
-/// What `connect` and `disconnect` share: reading NAME, finding it, and ending.
-enum TunnelControl {
+/// A tunnel command — `connect` or `disconnect` — in the steps both take: reading NAME, finding
+/// the one tunnel it names, and ending with its report (the model's `TunnelControlReport`).
+enum TunnelCommand {
   static func name(_ parsed: ParsedCommand) throws -> String {
     let name = parsed.positionals[0]
     guard !name.isEmpty else { throw UsageError("NAME is empty", commandPath: parsed.commandPath) }
@@ -102,8 +103,8 @@ enum TunnelControl {
       throw GeneralFailure(.unavailable, "cannot open a netlink socket to ask about interfaces: \(error)")
     }
     let resolver = TunnelResolver(
-      detector: try CommonOptions.managerDetector(parsed, acting: true), links: links,
-      catalog: InterfaceCatalog(classifier: CommonOptions.classifier(parsed)))
+      detector: try CommandServices.managerDetector(parsed, acting: true), links: links,
+      catalog: InterfaceCatalog(classifier: CommandServices.classifier(parsed)))
     let target = try resolver.resolve(name, kind: parsed[ConnectCommand.manager])
     if let refusal = target.notATunnel { throw UsageError(refusal.description, commandPath: parsed.commandPath) }
     return (target, resolver, links)

@@ -25,15 +25,15 @@ enum DisconnectCommand: Subcommand {
     positionals: [PositionalSpec("name", help: "The connection, unit, wg-quick configuration or interface.")])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    let name = try TunnelControl.name(parsed)
-    let (target, _, links) = try TunnelControl.resolve(name, parsed)
+    let name = try TunnelCommand.name(parsed)
+    let (target, _, links) = try TunnelCommand.resolve(name, parsed)
     var report = TunnelDisconnect(
       target, name: name, links: links, clock: context.clock, timeout: parsed[timeout] ?? .seconds(10)
     ).run()
     report.recorded = false
     if report.outcome == .disconnected {
       // Disconnected first; the database only hears of it after.
-      let location = CommonOptions.storeLocation(parsed, context)
+      let location = CommandServices.storeLocation(parsed, context)
       do {
         guard let store = try context.openStore(location, intent: .write) else {
           throw StoreError.unavailable(path: location.path, detail: "not created")
@@ -50,6 +50,6 @@ enum DisconnectCommand: Subcommand {
         )
       }
     }
-    return try TunnelControl.finish(report, parsed, context)
+    return try TunnelCommand.finish(report, parsed, context)
   }
 }

@@ -61,7 +61,8 @@ enum EnforceCommand: Subcommand {
       CommonOptions.maxRate.spec, CommonOptions.saveInterval.spec, CommonOptions.wgQuickDirectory.spec,
       CommonOptions.systemdUnit.spec, exec.spec,
     ],
-    positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).", values: .interface)])
+    positionals: [PositionalSpec("iface", help: "The tunnel interface (e.g. wg0, tun0).", values: .interface)],
+    exclusions: [.notBoth([action.spec], [exec.spec], "give either --action or --exec, not both")])
 
   /// How long each database statement of a running enforcer may wait for another process's
   /// lock: moments, so the database never holds up a disconnect.
@@ -78,20 +79,17 @@ enum EnforceCommand: Subcommand {
         "invalid interface name '\(tunnel.escaped)': it \(problem), so no interface can have it",
         commandPath: parsed.commandPath)
     }
-    if parsed.has(exec) && parsed.has(action) {
-      throw UsageError("give either --action or --exec, not both", commandPath: parsed.commandPath)
-    }
     // Tunnels only: an interface of another class that bears the name now is refused at once
     // (one that appears later is left alone by the enforcer itself).
     if let link = try? LinkControl().link(named: tunnel) {
-      var catalog = InterfaceCatalog(classifier: CommonOptions.classifier(parsed))
+      var catalog = InterfaceCatalog(classifier: CommandServices.classifier(parsed))
       let entry = catalog.entry(for: link)
       if let refusal = NotATunnel.check(link.name, entry.interfaceClass, by: entry.evidence) {
         throw UsageError(refusal.description, commandPath: parsed.commandPath)
       }
     }
     let choice = parsed.has(exec) ? nil : parsed[action] ?? .manager(nil)
-    let detector = try CommonOptions.managerDetector(parsed, acting: true)
+    let detector = try CommandServices.managerDetector(parsed, acting: true)
     // A wg-quick configuration for the tunnel that others could have written is said now; one
     // that appears later is not used (link-down, and the log says why).
     if case .refused(let path, let problem) = detector.wgQuickConfiguration(for: tunnel) {
@@ -100,7 +98,7 @@ enum EnforceCommand: Subcommand {
     // What it needs, checked before anything else: an enforcer that could never disconnect must
     // not look as if it holds the tunnel.
     try EnforcerRequirements.check(networkManager: usesNetworkManager(choice, tunnel, detector: detector))
-    let location = CommonOptions.storeLocation(parsed, context)
+    let location = CommandServices.storeLocation(parsed, context)
     // The database is opened on a thread of its own and never waited for long: SQLite can hold
     // a caller for seconds whatever its busy timeout (a lock on the `-shm` held by any user who
     // may read the file), and meanwhile the tunnel must be held. The opener has time to migrate;
@@ -151,8 +149,8 @@ enum EnforceCommand: Subcommand {
         case .pending, .taken: return nil
         }
       },
-      sampler: CommonOptions.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
-      lengths: CommonOptions.lengths(parsed), action: disconnect, links: links, alarm: alarm,
+      sampler: CommandServices.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
+      lengths: CommandServices.lengths(parsed), action: disconnect, links: links, alarm: alarm,
       log: StandardErrorLog(context: context), calendar: context.calendar, runner: detector.runner,
       presence: EnforcerPresenceFile(location: location, tunnel: tunnel),
       saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,

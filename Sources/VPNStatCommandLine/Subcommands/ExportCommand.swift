@@ -18,10 +18,12 @@ enum ExportCommand: Subcommand {
     ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    var sampler = CommonOptions.sampler(parsed, context)
-    let location = CommonOptions.storeLocation(parsed, context)
+    var sampler = CommandServices.sampler(parsed, context)
+    let location = CommandServices.storeLocation(parsed, context)
     let store = try context.openStore(location, intent: .read)
-    var (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
+    let read = try ReaderSample.take(&sampler, store: store)
+    let sample = read.sample
+    var (ledger, warnings) = (read.ledger, read.warnings)
     if ledger == nil {
       // No database: the kernel's counters of the current instances, which Prometheus' rate()
       // handles across resets the way it handles any counter reset.
@@ -29,7 +31,12 @@ enum ExportCommand: Subcommand {
       warnings.append("no database at \(location.path): exporting the kernel's counters of the current instances")
     }
     for warning in warnings { context.warn(warning) }
-    let session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
+    let session = try store.map { store in
+      try SessionView.report(
+        SessionRequest(
+          reading: sample.taken, sample: sample, ledger: ledger, nextLengths: CommandServices.lengths(parsed)),
+        store: store, catalog: &sampler.catalog)
+    }
     // Bytes: metrics are for programs, in UTF-8 whatever the locale.
     let health = try store?.health()
     try context.write(pieces: {

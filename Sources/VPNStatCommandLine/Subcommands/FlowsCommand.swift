@@ -78,7 +78,7 @@ enum FlowsCommand: Subcommand {
     options.writePath = parsed[write]
     let shown = parsed[top]
     let json = parsed.has(CommonOptions.json)
-    let view = FlowView.Options(display: CommonOptions.display(parsed, context), top: shown)
+    let view = FlowView.Options(display: CommandServices.display(parsed, context), top: shown)
     let terminal = !json && context.canDrawScreen
 
     switch (parsed.positionals.first, parsed[read]) {

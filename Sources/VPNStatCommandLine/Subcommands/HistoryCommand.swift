@@ -69,78 +69,43 @@ enum HistoryCommand: Subcommand {
       CommonOptions.only.spec, CommonOptions.json.spec, graph.spec, svg.spec, CommonOptions.bytes.spec,
       CommonOptions.noColor.spec, CommonOptions.db.spec, CommonOptions.source.spec, CommonOptions.classOverride.spec,
       CommonOptions.maxRate.spec, CommonOptions.sysfsRoot.spec,
-    ] + CommonOptions.figures)
+    ] + CommonOptions.figures,
+    exclusions: [
+      .atMostOne(of: views.map(\.option.spec), "choose one of --five-minutes, --hours, --days, --months"),
+      .atMostOne(of: [CommonOptions.json.spec, graph.spec, svg.spec], "choose one of --json, --graph, --svg"),
+      .notBoth(
+        views.map { Exclusion.Member($0.option.spec, onlyWithValue: true) },
+        [Exclusion.Member(since.spec), Exclusion.Member(until.spec)],
+        "give either a count or --since/--until, not both"),
+      .notBoth(
+        [top.spec], views.filter { $0.granularity != .day }.map(\.option.spec),
+        "--top ranks days: use it alone or with --days"),
+      .notBoth([top.spec], [graph.spec, svg.spec], "--top is a list: it cannot be drawn with --graph or --svg"),
+    ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    let given = views.filter { parsed.has($0.option) }
-    if given.count > 1 {
-      throw UsageError("choose one of --five-minutes, --hours, --days, --months", commandPath: parsed.commandPath)
-    }
-    let outputs = [parsed.has(CommonOptions.json), parsed.has(graph), parsed.has(svg)].filter { $0 }.count
-    if outputs > 1 { throw UsageError("choose one of --json, --graph, --svg", commandPath: parsed.commandPath) }
-    let ranged = parsed.has(since) || parsed.has(until)
-    // A count given as a number, not only the view's default.
-    let explicitCount = given.first.map { parsed.value($0.option.spec.long)?.isEmpty == false } ?? false
-    if ranged && explicitCount {
-      throw UsageError("give either a count or --since/--until, not both", commandPath: parsed.commandPath)
-    }
-    if parsed.has(top) {
-      if let view = given.first, view.granularity != .day {
-        throw UsageError("--top ranks days: use it alone or with --days", commandPath: parsed.commandPath)
-      }
-      if parsed.has(graph) || parsed.has(svg) {
-        throw UsageError("--top is a list: it cannot be drawn with --graph or --svg", commandPath: parsed.commandPath)
-      }
-    }
-    let selection = CommonOptions.selection(parsed)
-    let grouping = parsed[by] ?? (selection.names.isEmpty ? .class : .interface)
-    let location = CommonOptions.storeLocation(parsed, context)
+    let location = CommandServices.storeLocation(parsed, context)
     guard let store = try context.openStore(location, intent: .read) else {
       throw GeneralFailure(.unavailable, "no database at \(location.path); vpnstat record creates it")
     }
     // The traffic since the last save is in the current rows, as `status` counts it in the
     // totals: this command's own sample, past the stored ledger.
-    var sampler = CommonOptions.sampler(parsed, context)
+    var sampler = CommandServices.sampler(parsed, context)
     let sampled = try readerSample(&sampler, store: store, context)
-    let now = sampled?.sample.taken.wall ?? context.clock.now().wall
-    let calendar = context.calendar
-    let monthStartDay = parsed[CommonOptions.monthStartDay] ?? 1
-    let sinceBound = parsed[since].map { $0.start(in: calendar) }
-    let untilBound = parsed[until].map { $0.end(in: calendar) }
-    if let sinceBound, let untilBound, sinceBound >= untilBound {
-      throw UsageError("--since must be before --until", commandPath: parsed.commandPath)
-    }
-
-    /// The history of one view: the last N rows, or the range asked for.
-    func history(_ view: View, _ traffic: RecordedTraffic) throws -> TrafficHistory {
-      let rows = HistoryRows(view.granularity, monthStartDay: monthStartDay)
-      let count = parsed[view.option] ?? view.option.implied ?? 1
-      // Without --since: the last N rows (all the days kept, for --top without a count).
-      let from =
-        sinceBound
-        ?? (parsed.has(top) && !explicitCount
-          ? rows.start(ofLast: view.granularity.retainedBuckets, at: now, in: calendar)
-          : rows.start(ofLast: count, at: now, in: calendar))
-      var made = TrafficHistory.make(
-        buckets: try traffic.buckets(rows.source, since: rows.start(of: Timestamp(seconds: from), in: calendar)),
-        rows: rows, from: from, until: untilBound, now: now, grouping: grouping, selection: selection,
-        calendar: calendar)
-      made.since = sinceBound.map { Timestamp(seconds: $0) }
-      made.until = untilBound.map { Timestamp(seconds: $0) }
-      return made
-    }
-
-    let display = CommonOptions.display(parsed, context)
+    let query = try Query(parsed, now: sampled?.sample.taken.wall ?? context.clock.now().wall, context.calendar)
+    let display = CommandServices.display(parsed, context)
     if let file = parsed[svg] {
       // One panel for the view given; hours, days and months otherwise.
-      let shown = given.isEmpty ? Array(views.dropFirst()) : [given[0]]
+      let shown = query.given.map { [$0] } ?? Array(views.dropFirst())
       let panels = try RecordedTraffic.reading(store, ledger: sampled?.ledger) { traffic in
-        try shown.map { try history($0, traffic) }
+        try shown.map { try query.history($0, traffic) }
       }
       let session = try SessionView.report(
-        store, reading: sampled?.sample.taken ?? context.clock.now(), sample: sampled?.sample,
-        catalog: &sampler.catalog, ledger: sampled?.ledger, nextLengths: CommonOptions.lengths(parsed))
-      let picture = HistorySVG.render(panels, session: session, options: display, generatedAt: now)
+        SessionRequest(
+          reading: sampled?.sample.taken ?? context.clock.now(), sample: sampled?.sample, ledger: sampled?.ledger,
+          nextLengths: CommandServices.lengths(parsed)),
+        store: store, catalog: &sampler.catalog)
+      let picture = HistorySVG.render(panels, session: session, options: display, generatedAt: query.now)
       if file.hasSuffix("/") {
         throw UsageError(
           "--svg needs a file name, not a directory: \(TerminalText.sanitize(file))", commandPath: parsed.commandPath)
@@ -149,7 +114,7 @@ enum HistoryCommand: Subcommand {
       return .success
     }
     var result = try RecordedTraffic.reading(store, ledger: sampled?.ledger) {
-      try history(given.first ?? defaultView, $0)
+      try query.history(query.given ?? defaultView, $0)
     }
     if let n = parsed[top] { result = result.top(n) }
     if parsed.has(CommonOptions.json) {
@@ -164,15 +129,65 @@ enum HistoryCommand: Subcommand {
     return .success
   }
 
+  /// Which rows the command line asks for: the view, the count or the range, the grouping and
+  /// the selection, at `now`.
+  struct Query {
+    let parsed: ParsedCommand
+    /// The view given (at most one: the spec excludes more).
+    let given: View?
+    let selection: InterfaceSelection
+    let grouping: TrafficHistory.Grouping
+    let since: Int64?
+    let until: Int64?
+    let now: Timestamp
+    let calendar: any LocalCalendar
+    /// A count given as a number, not only the view's default.
+    let explicitCount: Bool
+
+    init(_ parsed: ParsedCommand, now: Timestamp, _ calendar: any LocalCalendar) throws {
+      self.parsed = parsed
+      given = views.first { parsed.has($0.option) }
+      selection = CommandServices.selection(parsed)
+      grouping = parsed[by] ?? (selection.names.isEmpty ? .class : .interface)
+      since = parsed[HistoryCommand.since].map { $0.start(in: calendar) }
+      until = parsed[HistoryCommand.until].map { $0.end(in: calendar) }
+      if let since, let until, since >= until {
+        throw UsageError("--since must be before --until", commandPath: parsed.commandPath)
+      }
+      self.now = now
+      self.calendar = calendar
+      explicitCount = given.map { parsed.value($0.option.spec.long)?.isEmpty == false } ?? false
+    }
+
+    /// The history of one view: the last N rows, or the range asked for.
+    func history(_ view: View, _ traffic: RecordedTraffic) throws -> TrafficHistory {
+      let rows = HistoryRows(view.granularity, monthStartDay: parsed[CommonOptions.monthStartDay] ?? 1)
+      let count = parsed[view.option] ?? view.option.implied ?? 1
+      // Without --since: the last N rows (all the days kept, for --top without a count).
+      let from =
+        since
+        ?? (parsed.has(top) && !explicitCount
+          ? rows.start(ofLast: view.granularity.retainedBuckets, at: now, in: calendar)
+          : rows.start(ofLast: count, at: now, in: calendar))
+      var made = TrafficHistory.make(
+        buckets: try traffic.buckets(rows.source, since: rows.start(of: Timestamp(seconds: from), in: calendar)),
+        rows: rows, from: from, until: until, now: now, grouping: grouping, selection: selection,
+        calendar: calendar)
+      made.since = since.map { Timestamp(seconds: $0) }
+      made.until = until.map { Timestamp(seconds: $0) }
+      return made
+    }
+  }
+
   /// A reader's sample of the kernel over the stored ledger, for the traffic not saved yet; nil,
   /// with a warning, when the counters cannot be read (then the saved buckets alone are shown).
   static func readerSample(_ sampler: inout TrafficSampler, store: Store, _ context: CommandContext) throws -> (
     sample: CounterSample, ledger: Ledger
   )? {
     do {
-      let (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
-      for warning in warnings { context.warn(warning) }
-      return ledger.map { (sample, $0) }
+      let read = try ReaderSample.take(&sampler, store: store)
+      for warning in read.warnings { context.warn(warning) }
+      return read.ledger.map { (read.sample, $0) }
     } catch let error as StoreError {
       throw error
     } catch {

@@ -37,7 +37,7 @@ enum PlanCommand: Subcommand {
     ])
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    let location = CommonOptions.storeLocation(parsed, context)
+    let location = CommandServices.storeLocation(parsed, context)
     if parsed.has(CommonOptions.per) && !parsed.has(dataCap) {
       throw UsageError("--per sets the period of a data cap: give --data-cap too", commandPath: parsed.commandPath)
     }
@@ -63,7 +63,7 @@ enum PlanCommand: Subcommand {
         cleared = had && record.window == nil
       }
       switch parsed[dataCap] {
-      case .bytes(let limit)?: record.dataCap = DataCap(limitBytes: limit, period: CommonOptions.period(parsed))
+      case .bytes(let limit)?: record.dataCap = DataCap(limitBytes: limit, period: CommandServices.period(parsed))
       case .none?: record.dataCap = nil
       case nil: break
       }

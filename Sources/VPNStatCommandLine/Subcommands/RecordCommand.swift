@@ -43,7 +43,7 @@ enum RecordCommand: Subcommand {
   static let runningBusyTimeoutMilliseconds: Int32 = 250
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    let location = CommonOptions.storeLocation(parsed, context)
+    let location = CommandServices.storeLocation(parsed, context)
     let directory = parsed[textfile]
     if let directory {
       guard SmallFile.exists(SystemPath(directory)) else {
@@ -70,8 +70,8 @@ enum RecordCommand: Subcommand {
     store.setBusyTimeout(milliseconds: runningBusyTimeoutMilliseconds)
     let log = StandardErrorLog(context: context)
     var recorder = Recorder(
-      sampler: CommonOptions.sampler(parsed, context, recorded: CommonOptions.selection(parsed)), store: store,
-      textfileDirectory: directory, nextLengths: CommonOptions.lengths(parsed),
+      sampler: CommandServices.sampler(parsed, context, recorded: CommandServices.selection(parsed)), store: store,
+      textfileDirectory: directory, nextLengths: CommandServices.lengths(parsed),
       saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
       lock: LedgerLockFile(location, role: "vpnstat record"), log: log)
     // The server runs on a thread of its own from the snapshots the loop publishes: no client

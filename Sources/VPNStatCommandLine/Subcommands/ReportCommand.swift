@@ -25,13 +25,13 @@ enum ReportCommand: Subcommand {
     ] + CommonOptions.figures)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    var selection = CommonOptions.selection(parsed)
+    var selection = CommandServices.selection(parsed)
     if selection.names.isEmpty && selection.classes.isEmpty {
       selection.classes = Set(InterfaceClass.allCases.filter { $0 != .loopback })
     }
-    let display = CommonOptions.display(parsed, context)
-    let location = CommonOptions.storeLocation(parsed, context)
-    var sampler = CommonOptions.sampler(parsed, context)
+    let display = CommandServices.display(parsed, context)
+    let location = CommandServices.storeLocation(parsed, context)
+    var sampler = CommandServices.sampler(parsed, context)
     let store = try context.openStore(location, intent: .read)
     guard let store, !(try store.loadLedger().entries.isEmpty) else {
       // Nothing recorded: say what to run, and meanwhile what the kernel counts.
@@ -65,8 +65,10 @@ enum ReportCommand: Subcommand {
         monthsByInterface: try history(months, .interface))
     }
     let session = try SessionView.report(
-      store, reading: reading, sample: sampled?.sample, catalog: &sampler.catalog, ledger: sampled?.ledger,
-      nextLengths: CommonOptions.lengths(parsed))
+      SessionRequest(
+        reading: reading, sample: sampled?.sample, ledger: sampled?.ledger, nextLengths: CommandServices.lengths(parsed)
+      ),
+      store: store, catalog: &sampler.catalog)
     let saveInterval = parsed[CommonOptions.saveInterval] ?? .seconds(60)
     let notes = try store.lastSaved().map { freshness(saved: $0, now: now, saveInterval: saveInterval, calendar) }
     try context.write(

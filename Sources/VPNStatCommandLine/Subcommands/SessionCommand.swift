@@ -35,7 +35,7 @@ enum SessionCommand: Subcommand {
     ], defaultSubcommand: "status")
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    let location = CommonOptions.storeLocation(parsed, context)
+    let location = CommandServices.storeLocation(parsed, context)
     switch parsed.path.last {
     case "reset": return try reset(location, context)
     case "check":
@@ -53,28 +53,19 @@ enum SessionCommand: Subcommand {
   /// `session status`: the window, its usage (the ledger advanced in memory), the last stop.
   static func status(_ parsed: ParsedCommand, _ context: CommandContext, location: StoreLocation) throws -> ExitStatus {
     let store = try context.openStore(location, intent: .read)
-    var sampler = CommonOptions.sampler(parsed, context)
-    let (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
+    let (report, at, warnings) = try SessionView.status(
+      nextLengths: CommandServices.lengths(parsed), detector: try CommandServices.managerDetector(parsed),
+      sampler: CommandServices.sampler(parsed, context), store: store)
     for warning in warnings { context.warn(warning) }
-    let report =
-      try CommonOptions.sessionReport(
-        store, parsed, sampler: &sampler, sample: sample, ledger: ledger,
-        detector: try CommonOptions.managerDetector(parsed))
-      ?? SessionReport.make(
-        SessionRecord(), now: sample.taken.wall, tunnelUp: false, nextLengths: CommonOptions.lengths(parsed),
-        tunnelTotals: nil, lastStop: nil)
     if parsed.has(CommonOptions.json) {
-      try context.write(SessionJSON.render(report, generatedAt: sample.taken.wall) + [0x0A])
+      try context.write(SessionJSON.render(report, generatedAt: at) + [0x0A])
     } else {
-      try context.write(SessionText.render(report, options: CommonOptions.display(parsed, context)))
+      try context.write(SessionText.render(report, options: CommandServices.display(parsed, context)))
     }
     return .success
   }
 
-  /// The connect gate: the stored window at the trusted now, read within `timeout` however the
-  /// database is held. The tunnel's state (expired or paused) and a data cap's usage since the
-  /// writers' last checkpoint come from a sample when one can be taken (the stored ledger
-  /// advanced by it, as every reader sees it); the window's decision never needs it.
+  /// The connect gate (`SessionView.gate`), said as the exit status, a line or JSON.
   static func check(_ parsed: ParsedCommand, _ context: CommandContext, location: StoreLocation, timeout: Duration)
     throws -> ExitStatus
   {
@@ -92,35 +83,16 @@ enum SessionCommand: Subcommand {
     return report.canConnect ? .success : .tryLater
   }
 
-  /// The gate's decision (`session check`, and `connect` before it starts anything): the stored
-  /// window at the trusted now, read within `timeout` — throws `StoreError.busy` when it cannot
-  /// be, which is undecided. Without a database nothing limits connecting. A database others
-  /// could have written decides nothing (`UntrustedFile`, 77).
+  /// The gate's decision as the command's options ask for it (`session check`, and `connect`
+  /// before it starts anything): throws `StoreError.busy` when the window cannot be read within
+  /// `timeout`, which is undecided.
   static func gate(
     _ parsed: ParsedCommand, _ context: CommandContext, location: StoreLocation, timeout: Duration,
     reading: ClockReading
   ) throws -> SessionReport {
-    try location.checkDecisionTrust()
-    let store = try context.openStore(location, intent: .read, waitingAtMost: timeout)
-    guard let store else {
-      return SessionReport.make(
-        SessionRecord(), now: reading.wall, tunnelUp: false, nextLengths: CommonOptions.lengths(parsed),
-        tunnelTotals: nil, lastStop: nil)
-    }
-    var sampler = CommonOptions.sampler(parsed, context)
-    var view = LedgerView(store: store)
-    let sampled: (sample: CounterSample, ledger: Ledger)?
-    do {
-      sampled = try view.sample(&sampler)
-    } catch let error as StoreError {
-      throw error
-    } catch {
-      // No counters to read: the saved buckets alone.
-      sampled = nil
-    }
-    return try SessionView.report(
-      store, reading: reading, sample: sampled?.sample, catalog: &sampler.catalog, ledger: sampled?.ledger,
-      nextLengths: CommonOptions.lengths(parsed))
+    try SessionView.gate(
+      location, timeout: timeout, reading: reading, nextLengths: CommandServices.lengths(parsed),
+      sampler: CommandServices.sampler(parsed, context), calendar: context.calendar)
   }
 
   /// What the gate says when it cannot tell.

@@ -28,38 +28,22 @@ enum StatusCommand: Subcommand {
     ] + CommonOptions.figures)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
-    let selection = CommonOptions.selection(parsed)
-    var sampler = CommonOptions.sampler(parsed, context)
-    let location = CommonOptions.storeLocation(parsed, context)
-    let store = try context.openStore(location, intent: .read)
-
-    var previous: CounterSample?
-    if let interval = parsed[rate] {
-      previous = try sampler.sample()
-      context.clock.sleep(for: interval)
-    }
-    let (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
-    var snapshot = StatusSnapshot.make(
-      sample: sample, catalog: &sampler.catalog, selection: selection, previous: previous, ledger: ledger)
-    snapshot.warnings += warnings
-    // One walk of /proc, at most, for wireguard-go and for the tunnels' managers.
-    let survey = TunProcessSurvey()
-    var wireGuard = CommonOptions.wireGuard(survey: survey)
-    snapshot.addWireGuard(sample: sample, catalog: &sampler.catalog, source: &wireGuard)
-    snapshot.session = try CommonOptions.sessionReport(store, parsed, sampler: &sampler, sample: sample, ledger: ledger)
-    snapshot.addManagers(try CommonOptions.managerDetector(parsed, survey: survey), sample: sample)
-    if store == nil, parsed.has(CommonOptions.db) {
+    let location = CommandServices.storeLocation(parsed, context)
+    var reader = try CommandServices.statusReader(parsed, context, store: context.openStore(location, intent: .read))
+    let report = try reader.report(
+      StatusRequest(
+        selection: CommandServices.selection(parsed), rateInterval: parsed[rate],
+        nextLengths: CommandServices.lengths(parsed)))
+    var snapshot = report.snapshot
+    if reader.store == nil, parsed.has(CommonOptions.db) {
       snapshot.warnings.append("no database at \(location.path) (vpnstat record creates one)")
     }
-    for name in selection.names.sorted() where !sample.interfaces.contains(where: { $0.name == name }) {
-      context.warn("no interface named '\(name.terminalText)'")
-    }
+    for name in report.missing { context.warn("no interface named '\(name.terminalText)'") }
     if parsed.has(CommonOptions.json) {
       try context.write(pieces: { StatusJSON.writeLine(snapshot, to: $0) })
     } else {
-      try context.write(StatusTable.render(snapshot, options: CommonOptions.display(parsed, context)))
+      try context.write(StatusTable.render(snapshot, options: CommandServices.display(parsed, context)))
     }
-    let missing = selection.names.contains { name in !sample.interfaces.contains { $0.name == name } }
-    return missing && snapshot.interfaces.isEmpty ? .unavailable : .success
+    return !report.missing.isEmpty && snapshot.interfaces.isEmpty ? .unavailable : .success
   }
 }

@@ -30,11 +30,11 @@ enum WatchCommand: Subcommand {
       ? .json
       : (context.canDrawScreen && context.standardError.isTerminal && context.standardInput.isTerminal
         ? .terminal : .plain)
-    let store = try context.openStore(CommonOptions.storeLocation(parsed, context), intent: .read)
+    let store = try context.openStore(CommandServices.storeLocation(parsed, context), intent: .read)
     var view = LiveView(
-      sampler: CommonOptions.sampler(parsed, context), store: store, selection: CommonOptions.selection(parsed),
-      interval: every, nextLengths: CommonOptions.lengths(parsed), options: CommonOptions.display(parsed, context))
-    view.wireGuard = CommonOptions.wireGuard()
+      sampler: CommandServices.sampler(parsed, context), store: store, selection: CommandServices.selection(parsed),
+      interval: every, nextLengths: CommandServices.lengths(parsed), options: CommandServices.display(parsed, context))
+    view.wireGuard = CommandServices.wireGuard()
     try LiveViewLoop.run(
       &view, mode: mode, interval: every, count: parsed[count], output: context.standardOutput,
       input: context.standardInput)

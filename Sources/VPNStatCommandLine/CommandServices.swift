@@ -1,0 +1,89 @@
+import VPNStatEngine
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
+
+/// What commands build from their options (`CommonOptions`) and their context: the interface
+/// selection, a sampler, the database's location, who manages tunnels, WireGuard's reader,
+/// display options, the lengths of a new window — and the requests of the engine's use cases.
+enum CommandServices {
+  /// The period `--per` and `--month-start-day` (or the configuration file) name.
+  static func period(_ parsed: ParsedCommand) -> UsagePeriod {
+    UsagePeriod(parsed[CommonOptions.per] ?? .month, monthStartDay: parsed[CommonOptions.monthStartDay] ?? 1)
+  }
+
+  static func selection(_ parsed: ParsedCommand) -> InterfaceSelection {
+    InterfaceSelection(
+      names: Set(parsed.all(CommonOptions.interface)), classes: Set(parsed.all(CommonOptions.only).joined()))
+  }
+
+  static func classifier(_ parsed: ParsedCommand) -> Classifier {
+    var overrides: [InterfaceName: InterfaceClass] = [:]
+    for override in parsed.all(CommonOptions.classOverride) { overrides[override.name] = override.interfaceClass }
+    return Classifier(overrides: overrides)
+  }
+
+  static func display(_ parsed: ParsedCommand, _ context: CommandContext) -> DisplayOptions {
+    DisplayOptions(
+      color: context.colorEnabled(noColor: parsed.has(CommonOptions.noColor)),
+      rawBytes: parsed.has(CommonOptions.bytes), bits: parsed.has(CommonOptions.bits),
+      units: parsed[CommonOptions.units], ascii: context.asciiOnly, calendar: context.calendar)
+  }
+
+  static func storeLocation(_ parsed: ParsedCommand, _ context: CommandContext) -> StoreLocation {
+    StoreLocation.resolve(option: parsed[CommonOptions.db], environment: context.environment)
+  }
+
+  /// A sampler for the command's reader, sysfs root, class overrides and cap.
+  static func sampler(
+    _ parsed: ParsedCommand, _ context: CommandContext, recorded: InterfaceSelection = InterfaceSelection()
+  ) -> TrafficSampler {
+    let root = parsed[CommonOptions.sysfsRoot] ?? .system
+    let kind = parsed[CommonOptions.source] ?? (parsed.has(CommonOptions.sysfsRoot) ? .sysfs : .netlink)
+    return TrafficSampler(
+      reader: CounterReader(kind, root: root), catalog: InterfaceCatalog(root: root, classifier: classifier(parsed)),
+      recorded: recorded, capBytesPerSecond: parsed[CommonOptions.maxRate] ?? Ledger.defaultCapBytesPerSecond,
+      clock: context.clock)
+  }
+
+  /// Who manages tunnels, found as the command's options say. A command that acts on what it
+  /// finds (`connect`, `disconnect`, `enforce`: wg-quick runs a configuration's hooks as root)
+  /// refuses a `--wg-quick-dir` others may write, with 77.
+  static func managerDetector(_ parsed: ParsedCommand, survey: TunProcessSurvey? = nil, acting: Bool = false) throws
+    -> ManagerDetector
+  {
+    var directories = [ManagerDetector.defaultWgQuickDirectory]
+    if let directory = parsed[CommonOptions.wgQuickDirectory] {
+      if acting, let problem = DirectoryTrust.problem(directory) {
+        throw UntrustedFile(role: "wg-quick directory", path: directory, problem: problem)
+      }
+      directories.insert(directory, at: 0)
+    }
+    var units: [InterfaceName: String] = [:]
+    for override in parsed.all(CommonOptions.systemdUnit) { units[override.name] = override.unit }
+    return ManagerDetector(wgQuickDirectories: directories, units: units, survey: survey)
+  }
+  /// The reader of WireGuard's own figures (the kernel's netlink family, wireguard-go's control
+  /// socket), with its bounds: what `status` and `watch` show under a WireGuard tunnel.
+  /// `survey`: the walk of /proc a one-off command shares with its manager detector.
+  static func wireGuard(survey: TunProcessSurvey? = nil) -> any WireGuardSource { WireGuardReader(survey: survey) }
+
+  /// The lengths a new window gets: options, then the configuration file, then the built-in ones.
+  static func lengths(_ parsed: ParsedCommand) -> SessionLengths {
+    let builtIn = SessionLengths.builtIn
+    return SessionLengths(
+      session: parsed[CommonOptions.sessionLength] ?? builtIn.session,
+      pause: parsed[CommonOptions.pauseLength] ?? builtIn.pause)
+  }
+
+  /// The `status` use case as the command's options build it: its sampler over `store`, and —
+  /// sharing one walk of /proc, at most — WireGuard's reader and the tunnels' manager detector.
+  static func statusReader(_ parsed: ParsedCommand, _ context: CommandContext, store: Store?) throws -> StatusReader {
+    let survey = TunProcessSurvey()
+    return StatusReader(
+      sampler: sampler(parsed, context), store: store, wireGuard: wireGuard(survey: survey),
+      managers: try managerDetector(parsed, survey: survey))
+  }
+}

@@ -1,0 +1,160 @@
+import VPNStatModel
+import VPNStatRender
+
+// HTTP as `record --listen` speaks it, in one place: the request head it reads, the format an
+// `Accept` header negotiates, and the responses it writes. All pure; the server's sockets are
+// `MetricsServer`'s.
+
+/// The head of an HTTP request: what the metrics server needs of it.
+public struct HTTPRequestHead: Hashable, Sendable {
+  public var method: String
+  public var target: String
+  public var version: String
+  /// Every `Accept` header, joined with commas (as HTTP allows); nil without one.
+  public var accept: String?
+
+  /// What the bytes received so far hold.
+  public enum Parsed: Hashable, Sendable {
+    /// The head has not ended yet.
+    case incomplete
+    case complete(HTTPRequestHead)
+    /// Not an HTTP request head.
+    case malformed
+  }
+
+  /// The path the target names, without its query: an origin-form target's own
+  /// (`/metrics?x`), an absolute-form one's after its scheme and authority
+  /// (`http://host:9586/metrics`, which RFC 9112 §3.2.2 says a server must accept); "" for any
+  /// other form (`*`, `host:port`) or scheme.
+  public var path: String {
+    var rest = Substring(target)
+    if !rest.hasPrefix("/") {
+      let lowered = rest.prefix(8).lowercased()
+      let scheme = lowered.hasPrefix("http://") ? 7 : lowered.hasPrefix("https://") ? 8 : nil
+      guard let scheme else { return "" }
+      rest = rest.dropFirst(scheme)
+      // The authority ends at the path, the query or the end (an empty path is "/").
+      let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+      rest = rest[end...]
+      if !rest.hasPrefix("/") { rest = Substring("/" + rest) }
+    }
+    return String(rest.prefix { $0 != "?" && $0 != "#" })
+  }
+
+  /// Parses `bytes` up to the blank line that ends the head (CRLF CRLF; bare LFs are accepted).
+  public static func parse(_ bytes: [UInt8]) -> Parsed {
+    var lines: [ArraySlice<UInt8>] = []
+    var lineStart = 0
+    var ended = false
+    for i in bytes.indices where bytes[i] == 0x0A {
+      var line = bytes[lineStart..<i]
+      if line.last == 0x0D { line = line.dropLast() }
+      lineStart = i + 1
+      if line.isEmpty {
+        // Blank lines before the request line are tolerated (RFC 9112 §2.2).
+        if lines.isEmpty { continue }
+        ended = true
+        break
+      }
+      lines.append(line)
+    }
+    guard ended else {
+      // Garbage is refused as soon as it shows, not when the head would have ended.
+      let partial = bytes[lineStart...].filter { $0 != 0x0D }[...]
+      let soFar = lines.enumerated().allSatisfy { valid($1, requestLine: $0 == 0) }
+      return soFar && valid(partial, requestLine: lines.isEmpty) ? .incomplete : .malformed
+    }
+    let words = lines[0].split(separator: 0x20, omittingEmptySubsequences: false)
+    guard words.count == 3, valid(lines[0], requestLine: true) else { return .malformed }
+    let method = String(decoding: words[0], as: UTF8.self)
+    let target = String(decoding: words[1], as: UTF8.self)
+    let version = String(decoding: words[2], as: UTF8.self)
+    guard !method.isEmpty, method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A || $0 == 0x2D }), !target.isEmpty,
+      version.hasPrefix("HTTP/1.")
+    else { return .malformed }
+    var accept: [String] = []
+    for line in lines.dropFirst() {
+      guard valid(line, requestLine: false), let colon = line.firstIndex(of: 0x3A), colon > line.startIndex else {
+        return .malformed
+      }
+      let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+      if name == "accept" {
+        accept.append(String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: " \t"))
+      }
+    }
+    return .complete(
+      HTTPRequestHead(
+        method: method, target: target, version: version,
+        accept: accept.isEmpty ? nil : accept.joined(separator: ",")))
+  }
+
+  /// Printable ASCII (and tabs in headers): anything else has no place in a request head.
+  private static func valid(_ line: ArraySlice<UInt8>, requestLine: Bool) -> Bool {
+    line.allSatisfy { ($0 >= 0x20 && $0 < 0x7F) || (!requestLine && $0 == 0x09) }
+  }
+}
+
+extension OpenMetrics.Format {
+  /// The format an HTTP `Accept` header asks for: OpenMetrics when it names
+  /// `application/openmetrics-text` with a weight no lower than the plain text format's (as
+  /// Prometheus asks), the Prometheus text format otherwise — also without the header, as the
+  /// text format is what any other client reads.
+  public static func negotiated(accept: String?) -> OpenMetrics.Format {
+    guard let accept else { return .prometheus }
+    var openMetrics = 0.0
+    var text = 0.0
+    for range in accept.split(separator: ",") {
+      let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: " \t").lowercased() }
+      guard let type = parts.first else { continue }
+      var weight = 1.0
+      for parameter in parts.dropFirst() where parameter.hasPrefix("q=") {
+        weight = Double(parameter.dropFirst(2)).map { min(max($0, 0), 1) } ?? 0
+      }
+      switch type {
+      case "application/openmetrics-text": openMetrics = max(openMetrics, weight)
+      case "text/plain", "text/*", "*/*": text = max(text, weight)
+      default: break
+      }
+    }
+    return openMetrics > 0 && openMetrics >= text ? .openmetrics : .prometheus
+  }
+
+  /// The `Content-Type` a response in this format carries.
+  public var contentType: String {
+    switch self {
+    case .openmetrics: "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    case .prometheus: "text/plain; version=0.0.4; charset=utf-8"
+    }
+  }
+}
+
+/// An HTTP/1.1 response as bytes: the status line, the headers (always `Connection: close`:
+/// one request per connection), the body.
+public enum HTTPResponse {
+  public static func render(
+    status: Int, reason: String, contentType: String = "text/plain; charset=utf-8", body: [UInt8],
+    headers: [(String, String)] = []
+  ) -> [UInt8] {
+    var head = "HTTP/1.1 \(status) \(reason)\r\n"
+    head += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
+    head += "Cache-Control: no-store\r\n"
+    for (name, value) in headers { head += "\(name): \(value)\r\n" }
+    head += "\r\n"
+    return Array(head.utf8) + body
+  }
+
+  /// A response's head alone (up to and with the blank line): the answer to HEAD, whose
+  /// Content-Length still says the body GET would get.
+  public static func head(of response: [UInt8]) -> [UInt8] {
+    let end = [UInt8]("\r\n\r\n".utf8)
+    for i in 0..<max(0, response.count - 3) where response[i..<(i + 4)].elementsEqual(end) {
+      return Array(response[..<(i + 4)])
+    }
+    return response
+  }
+
+  /// A short plain-text answer for an error status.
+  public static func error(_ status: Int, _ reason: String, headers: [(String, String)] = []) -> [UInt8] {
+    render(status: status, reason: reason, body: Array("\(status) \(reason)\n".utf8), headers: headers)
+  }
+}

@@ -1,0 +1,123 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatStore
+
+/// What a `status` report (or one refresh of `watch`) asks for.
+public struct StatusRequest: Sendable {
+  /// Which interfaces: names and classes (empty: all).
+  public var selection: InterfaceSelection
+  /// `status --rate`: a first sample this long before the report's, for rates. (`watch` has its
+  /// rates from its previous refresh.)
+  public var rateInterval: Duration?
+  /// The lengths a window opened now would get.
+  public var nextLengths: SessionLengths
+
+  public init(
+    selection: InterfaceSelection = InterfaceSelection(), rateInterval: Duration? = nil, nextLengths: SessionLengths
+  ) {
+    self.selection = selection
+    self.rateInterval = rateInterval
+    self.nextLengths = nextLengths
+  }
+}
+
+/// A status report: the snapshot rendered, and the names asked for that no interface has (the
+/// command says so, and fails when nothing else was found).
+public struct StatusReport {
+  public var snapshot: StatusSnapshot
+  /// The selected names missing from the sample, sorted.
+  public var missing: [InterfaceName]
+}
+
+/// The `status` use case, also each refresh of `watch`: from a request to the snapshot shown, in
+/// one call. It samples the kernel (the stored ledger advanced by the sample in memory: readers
+/// never write it — the order matters, every stored baseline is older than the sample),
+/// classifies and selects the interfaces, adds WireGuard's own figures, the session window at
+/// the trusted now, and who manages each tunnel.
+public struct StatusReader {
+  public var sampler: TrafficSampler
+  public let store: Store?
+  var ledgerView: LedgerView?
+  /// What shows WireGuard's own figures under a WireGuard tunnel; nil: nothing is shown.
+  public var wireGuard: (any WireGuardSource)?
+  /// Who manages each tunnel-class interface (and the session's tunnel); nil: not looked up.
+  public var managers: (any ManagerDetecting)?
+  /// Whether the database's health is said among the warnings: once for `status`; `watch`, which
+  /// reads every second, does not ask.
+  public var reportsStoreHealth: Bool
+  /// The sample of the last report: the next report's rates are against it.
+  public private(set) var previous: CounterSample?
+
+  public init(
+    sampler: TrafficSampler, store: Store?, wireGuard: (any WireGuardSource)? = nil,
+    managers: (any ManagerDetecting)? = nil, reportsStoreHealth: Bool = true
+  ) {
+    self.sampler = sampler
+    self.store = store
+    self.ledgerView = store.map(LedgerView.init(store:))
+    self.wireGuard = wireGuard
+    self.managers = managers
+    self.reportsStoreHealth = reportsStoreHealth
+  }
+
+  /// The report `request` asks for, at the time of this call's sample.
+  public mutating func report(_ request: StatusRequest) throws -> StatusReport {
+    if let interval = request.rateInterval {
+      previous = try sampler.sample()
+      sampler.clock.sleep(for: interval)
+    }
+    let read = try ReaderSample.take(&sampler, view: &ledgerView, health: reportsStoreHealth)
+    let sample = read.sample
+    var snapshot = StatusSnapshot.make(
+      sample: sample, catalog: &sampler.catalog, selection: request.selection, previous: previous, ledger: read.ledger)
+    snapshot.warnings += read.warnings
+    if var source = wireGuard {
+      snapshot.addWireGuard(sample: sample, catalog: &sampler.catalog, source: &source)
+      wireGuard = source
+    }
+    if let store {
+      snapshot.session = try SessionView.report(
+        SessionRequest(reading: sample.taken, sample: sample, ledger: read.ledger, nextLengths: request.nextLengths),
+        store: store, catalog: &sampler.catalog)
+    }
+    if let managers { snapshot.addManagers(managers, sample: sample) }
+    previous = sample
+    let missing = request.selection.names.sorted().filter { name in !sample.interfaces.contains { $0.name == name } }
+    return StatusReport(snapshot: snapshot, missing: missing)
+  }
+
+  /// Books link changes into the in-memory ledger (a tunnel torn down between reports keeps its
+  /// bytes) and keeps the reader's link table current.
+  public mutating func book(_ changes: [LinkNotifications.Change]) {
+    var observations: [LedgerObservation] = []
+    for change in changes {
+      if ledgerView != nil, let observation = sampler.observation(change) { observations.append(observation) }
+      sampler.apply(change)
+    }
+    if !observations.isEmpty { ledgerView?.book(observations) }
+  }
+}
+
+/// A reader's sample: the kernel's counters and, with a database, the ledger as of that sample
+/// (advanced in memory: readers never write it), with the warnings a report shows about both.
+public struct ReaderSample {
+  public var sample: CounterSample
+  public var ledger: Ledger?
+  public var warnings: [String]
+
+  /// One sample over `store`'s ledger (none without a database).
+  public static func take(_ sampler: inout TrafficSampler, store: Store?) throws -> ReaderSample {
+    var view = store.map(LedgerView.init(store:))
+    return try take(&sampler, view: &view, health: true)
+  }
+
+  static func take(_ sampler: inout TrafficSampler, view: inout LedgerView?, health: Bool) throws -> ReaderSample {
+    var warnings: [String] = []
+    if let problem = sampler.clock.bootIDProblem { warnings.append(problem) }
+    guard var reading = view else { return ReaderSample(sample: try sampler.sample(), ledger: nil, warnings: warnings) }
+    let (sample, ledger) = try reading.sample(&sampler)
+    view = reading
+    if health, let warning = try reading.store.health().warning(at: sample.taken.wall) { warnings.append(warning) }
+    return ReaderSample(sample: sample, ledger: ledger, warnings: warnings)
+  }
+}
