@@ -39,11 +39,13 @@ extension FlowCaptureTests {
     try proc.process(5002, comm: "dig\u{1B}[2J", sockets: [911])
     let resolver = SocketOwnerResolver(procRoot: proc.root, minimumInterval: .seconds(1))
     let aggregator = FlowAggregator(
-      localAddresses: [IPAddress(parsing: local)!, IPAddress(parsing: "fd00:5::1")!], resolver: resolver, idleTimeout: .seconds(10))
+      localAddresses: [IPAddress(parsing: local)!, IPAddress(parsing: "fd00:5::1")!], resolver: resolver,
+      idleTimeout: .seconds(10))
     let wall = Timestamp(seconds: 1_800_000_000)
     func send(_ port: UInt16, to remote: String, payload: Int, at seconds: Int64, incoming: Bool = false) {
       var packet = TestPacket(
-        source: remote.contains(":") ? "fd00:5::1" : local, destination: remote, ipProtocol: port % 2 == 0 ? 17 : 6, sourcePort: port,
+        source: remote.contains(":") ? "fd00:5::1" : local, destination: remote, ipProtocol: port % 2 == 0 ? 17 : 6,
+        sourcePort: port,
         destinationPort: 53, payload: payload, time: seconds * 1_000_000_000)
       if incoming {
         (packet.source, packet.destination) = (packet.destination, packet.source)
@@ -58,7 +60,8 @@ extension FlowCaptureTests {
       _ = resolver.resolve(&aggregator.table, at: seconds * 1_000_000_000, wall: wall, force: true)
       return aggregator.report(
         origin: .interface(InterfaceName("tun0"), index: 3), linkType: .rawIP, generatedAt: wall + .seconds(seconds),
-        startedAt: wall, intervalSeconds: 2, elapsedSeconds: Double(seconds), drops: CaptureDrops(dropped: 0, interfaceDropped: 0),
+        startedAt: wall, intervalSeconds: 2, elapsedSeconds: Double(seconds),
+        drops: CaptureDrops(dropped: 0, interfaceDropped: 0),
         interfaceCounters: TrafficCounts(rxBytes: 5000, txBytes: 9000, rxPackets: 4, txPackets: 9), restarts: 0,
         warnings: seconds > 20 ? ["late"] : [], captureTime: Timestamp(seconds: seconds))
     }

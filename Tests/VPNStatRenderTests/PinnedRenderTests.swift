@@ -65,11 +65,18 @@ struct PinnedRenderTests {
           for (optionName, display) in options {
             let lines = WatchScreen.render(snapshot, history: history, state: view, size: size, options: display)
             cases.append(
-              ("\(label) \(size.columns)x\(size.rows) \(viewName) \(optionName)", Array(lines.joined(separator: "\n").utf8)))
+              (
+                "\(label) \(size.columns)x\(size.rows) \(viewName) \(optionName)",
+                Array(lines.joined(separator: "\n").utf8)
+              ))
           }
         }
       }
-      cases.append(("\(label) plain lines", Array(WatchScreen.plainLines(snapshot, options: DisplayOptions()).joined(separator: "\n").utf8)))
+      cases.append(
+        (
+          "\(label) plain lines",
+          Array(WatchScreen.plainLines(snapshot, options: DisplayOptions()).joined(separator: "\n").utf8)
+        ))
     }
     PinnedOutput.expect(cases, named: "watch-screen.txt")
   }
@@ -147,7 +154,8 @@ struct PinnedRenderTests {
       TunnelControlReport(command: .disconnect, name: "x", outcome: .stillUp, recorded: false),
     ]
     for report in reports {
-      cases.append(("connect \(report.name) \(report.outcome)", TunnelControlJSON.render(report, generatedAt: Self.now)))
+      cases.append(
+        ("connect \(report.name) \(report.outcome)", TunnelControlJSON.render(report, generatedAt: Self.now)))
     }
     PinnedOutput.expect(cases, named: "json-documents.txt")
   }
@@ -181,7 +189,11 @@ extension ChartTests {
     let empty = TrafficHistory.make(
       buckets: [], granularity: .day, count: 30, now: now, grouping: .class, selection: InterfaceSelection(),
       calendar: utc)
-    cases.append(("svg empty", Array(HistorySVG.render([empty], session: nil, options: DisplayOptions(calendar: utc), generatedAt: now).utf8)))
+    cases.append(
+      (
+        "svg empty",
+        Array(HistorySVG.render([empty], session: nil, options: DisplayOptions(calendar: utc), generatedAt: now).utf8)
+      ))
     cases.append(("json empty", HistoryJSON.render(empty)))
     PinnedOutput.expect(cases, named: "history.txt")
   }
