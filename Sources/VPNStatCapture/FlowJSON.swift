@@ -14,46 +14,66 @@ public enum FlowJSON {
     var json = JSONWriter(capacity: 1024 + min(snapshot.flows.count, limit) * 400)
     json.beginObject()
     json.envelope(generatedAt: snapshot.generatedAt, estimateNotes: snapshot.estimateNotes)
-    switch snapshot.origin {
-    case .interface(let name, let index):
-      json.name(name, key: "interface", encodingKey: "name_encoding")
-      json.key("interface_index")
-      if let index { json.number(Int(index)) } else { json.null() }
-      json.key("file")
-      json.null()
-    case .file(let path):
-      json.name(nil, key: "interface", encodingKey: "name_encoding")
-      json.key("interface_index")
-      json.null()
-      json.key("file")
-      json.string(path)
+    writeOrigin(snapshot, into: &json)
+    writeCapture(snapshot, into: &json)
+    let seconds = snapshot.intervalSeconds
+    json.key("flows")
+    json.beginArray()
+    for report in snapshot.flows.prefix(limit) { write(report, seconds: seconds, into: &json) }
+    json.endArray()
+    json.key("hosts")
+    json.beginArray()
+    for host in snapshot.hosts.prefix(limit) {
+      json.beginObject()
+      json.field("address", host.key.description)
+      writeGroup(host, seconds: seconds, into: &json)
+      json.endObject()
     }
-    json.key("link_type")
-    json.string(snapshot.linkType.name)
-    json.key("started_at")
-    json.string(snapshot.startedAt.rfc3339(fractionDigits: 3))
-    json.key("interval_seconds")
-    json.number(snapshot.intervalSeconds)
-    json.key("elapsed_seconds")
-    json.number(snapshot.elapsedSeconds)
+    json.endArray()
+    json.key("processes")
+    json.beginArray()
+    for process in snapshot.processes.prefix(limit) {
+      json.beginObject()
+      json.field("pid", process.key.map { Int($0.pid) })
+      json.field("command", process.key?.command)
+      writeGroup(process, seconds: seconds, into: &json)
+      json.endObject()
+    }
+    json.endArray()
+    json.field("warnings", snapshot.warnings)
+    json.endObject()
+    return json.bytes
+  }
+
+  /// Where the packets came from: an interface (and its index, when known) or a file.
+  static func writeOrigin(_ snapshot: FlowSnapshot, into json: inout JSONWriter) {
+    let (name, index, file): (InterfaceName?, Int?, String?) =
+      switch snapshot.origin {
+      case .interface(let name, let index): (name, index.map { Int($0) }, nil)
+      case .file(let path): (nil, nil, path)
+      }
+    json.name(name, key: "interface", encodingKey: "name_encoding")
+    json.field("interface_index", index)
+    json.field("file", file)
+    json.field("link_type", snapshot.linkType.name)
+  }
+
+  /// The capture itself: when and for how long, what it caught and dropped, against what the
+  /// interface counted.
+  static func writeCapture(_ snapshot: FlowSnapshot, into json: inout JSONWriter) {
+    json.field("started_at", snapshot.startedAt.rfc3339(fractionDigits: 3))
+    json.field("interval_seconds", snapshot.intervalSeconds)
+    json.field("elapsed_seconds", snapshot.elapsedSeconds)
     json.key("captured")
     json.beginObject()
-    json.key("packets")
-    json.number(snapshot.captured.packets)
-    json.key("bytes")
-    json.number(snapshot.captured.bytes)
-    json.key("link_bytes")
-    json.number(snapshot.captured.linkBytes)
-    json.key("non_ip_packets")
-    json.number(snapshot.captured.nonIPPackets)
-    json.key("interval_packets")
-    json.number(snapshot.capturedInterval.packets)
-    json.key("interval_bytes")
-    json.number(snapshot.capturedInterval.bytes)
-    json.key("dropped")
-    json.number(snapshot.drops?.dropped)
-    json.key("if_dropped")
-    json.number(snapshot.drops?.interfaceDropped)
+    json.field("packets", snapshot.captured.packets)
+    json.field("bytes", snapshot.captured.bytes)
+    json.field("link_bytes", snapshot.captured.linkBytes)
+    json.field("non_ip_packets", snapshot.captured.nonIPPackets)
+    json.field("interval_packets", snapshot.capturedInterval.packets)
+    json.field("interval_bytes", snapshot.capturedInterval.bytes)
+    json.field("dropped", snapshot.drops?.dropped)
+    json.field("if_dropped", snapshot.drops?.interfaceDropped)
     json.endObject()
     json.key("interface_counters")
     if let counters = snapshot.interfaceCounters {
@@ -63,83 +83,37 @@ public enum FlowJSON {
     } else {
       json.null()
     }
-    json.key("coverage")
-    json.number(snapshot.coverage)
-    json.key("capture_restarts")
-    json.number(snapshot.restarts)
-    let seconds = snapshot.intervalSeconds
+    json.field("coverage", snapshot.coverage)
+    json.field("capture_restarts", snapshot.restarts)
+  }
 
-    json.key("flows")
-    json.beginArray()
-    for report in snapshot.flows.prefix(limit) {
-      let flow = report.flow
-      json.beginObject()
-      json.key("protocol")
-      json.string(PacketParser.protocolName(flow.ipProtocol))
-      json.key("ip_version")
-      json.number(flow.localAddress.isIPv4 ? 4 : 6)
-      json.key("local_address")
-      json.string(flow.localAddress.description)
-      json.key("local_port")
-      if flow.portsKnown { json.number(Int(flow.localPort)) } else { json.null() }
-      json.key("remote_address")
-      json.string(flow.remoteAddress.description)
-      json.key("remote_port")
-      if flow.portsKnown { json.number(Int(flow.remotePort)) } else { json.null() }
-      json.trafficCounts(flow.counts)
-      writeRates(report.interval, seconds: seconds, into: &json)
-      json.key("first_seen_at")
-      json.string(flow.firstSeen.rfc3339(fractionDigits: 3))
-      json.key("last_seen_at")
-      json.string(flow.lastSeen.rfc3339(fractionDigits: 3))
-      json.key("local_by")
-      json.string(flow.localBy.rawValue)
-      json.key("pid")
-      if let owner = flow.owner { json.number(Int(owner.pid)) } else { json.null() }
-      json.key("command")
-      json.string(flow.owner?.command)
-      json.key("attribution")
-      json.string(attributionName(flow.attribution))
-      json.key("unknown_bytes")
-      json.number(flow.unknownCounts.bytes)
-      json.endObject()
-    }
-    json.endArray()
-
-    json.key("hosts")
-    json.beginArray()
-    for host in snapshot.hosts.prefix(limit) {
-      json.beginObject()
-      json.key("address")
-      json.string(host.key.description)
-      json.trafficCounts(host.total)
-      writeRates(host.interval, seconds: seconds, into: &json)
-      json.key("flows")
-      json.number(host.flows)
-      json.endObject()
-    }
-    json.endArray()
-
-    json.key("processes")
-    json.beginArray()
-    for process in snapshot.processes.prefix(limit) {
-      json.beginObject()
-      json.key("pid")
-      if let owner = process.key { json.number(Int(owner.pid)) } else { json.null() }
-      json.key("command")
-      json.string(process.key?.command)
-      json.trafficCounts(process.total)
-      writeRates(process.interval, seconds: seconds, into: &json)
-      json.key("flows")
-      json.number(process.flows)
-      json.endObject()
-    }
-    json.endArray()
-
-    json.key("warnings")
-    json.strings(snapshot.warnings)
+  /// One flow: its ends, its traffic and rates, when it was seen, and whose it is.
+  static func write(_ report: FlowSnapshot.FlowReport, seconds: Double, into json: inout JSONWriter) {
+    let flow = report.flow
+    json.beginObject()
+    json.field("protocol", PacketParser.protocolName(flow.ipProtocol))
+    json.field("ip_version", flow.localAddress.isIPv4 ? 4 : 6)
+    json.field("local_address", flow.localAddress.description)
+    json.field("local_port", flow.portsKnown ? Int(flow.localPort) : nil)
+    json.field("remote_address", flow.remoteAddress.description)
+    json.field("remote_port", flow.portsKnown ? Int(flow.remotePort) : nil)
+    json.trafficCounts(flow.counts)
+    writeRates(report.interval, seconds: seconds, into: &json)
+    json.field("first_seen_at", flow.firstSeen.rfc3339(fractionDigits: 3))
+    json.field("last_seen_at", flow.lastSeen.rfc3339(fractionDigits: 3))
+    json.field("local_by", flow.localBy.rawValue)
+    json.field("pid", flow.owner.map { Int($0.pid) })
+    json.field("command", flow.owner?.command)
+    json.field("attribution", attributionName(flow.attribution))
+    json.field("unknown_bytes", flow.unknownCounts.bytes)
     json.endObject()
-    return json.bytes
+  }
+
+  /// A host's or a process's totals, rates and number of flows.
+  static func writeGroup<Key>(_ group: FlowSnapshot.GroupReport<Key>, seconds: Double, into json: inout JSONWriter) {
+    json.trafficCounts(group.total)
+    writeRates(group.interval, seconds: seconds, into: &json)
+    json.field("flows", group.flows)
   }
 
   static func attributionName(_ attribution: Attribution) -> String {
@@ -152,9 +126,7 @@ public enum FlowJSON {
   }
 
   static func writeRates(_ interval: TrafficCounts, seconds: Double, into json: inout JSONWriter) {
-    json.key("rx_bytes_per_second")
-    json.number(seconds > 0 ? Double(interval.rxBytes) / seconds : nil)
-    json.key("tx_bytes_per_second")
-    json.number(seconds > 0 ? Double(interval.txBytes) / seconds : nil)
+    json.field("rx_bytes_per_second", seconds > 0 ? Double(interval.rxBytes) / seconds : nil)
+    json.field("tx_bytes_per_second", seconds > 0 ? Double(interval.txBytes) / seconds : nil)
   }
 }

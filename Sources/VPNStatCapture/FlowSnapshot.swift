@@ -89,8 +89,8 @@ public final class FlowAggregator {
   public var table: FlowTable
   public let resolver: SocketOwnerResolver?
   public let idleTimeout: Duration
-  private var retiredHosts: [IPAddress: (counts: TrafficCounts, flows: Int)] = [:]
-  private var retiredProcesses: [SocketOwner?: (counts: TrafficCounts, flows: Int)] = [:]
+  /// The traffic of flows that went idle and left the table.
+  private var retired = GroupTotals()
   private var reportedHosts: [IPAddress: TrafficCounts] = [:]
   private var reportedProcesses: [SocketOwner?: TrafficCounts] = [:]
   private var reportedTotals = CaptureTotals()
@@ -120,64 +120,19 @@ public final class FlowAggregator {
     interfaceCounters: TrafficCounts?,
     restarts: Int, warnings: [String], captureTime: Timestamp?
   ) -> FlowSnapshot {
-    var hosts = retiredHosts
-    var processes = retiredProcesses
+    var groups = retired
     var flowReports: [FlowSnapshot.FlowReport] = []
     flowReports.reserveCapacity(table.flows.count)
     for flow in table.flows {
       flowReports.append(FlowSnapshot.FlowReport(flow: flow, interval: flow.counts - flow.reported))
-      hosts[flow.remoteAddress, default: (TrafficCounts(), 0)].counts += flow.counts
-      hosts[flow.remoteAddress, default: (TrafficCounts(), 0)].flows += 1
-      let known = flow.attributedCounts
-      if let owner = flow.owner {
-        processes[owner, default: (TrafficCounts(), 0)].counts += known
-        processes[owner, default: (TrafficCounts(), 0)].flows += 1
-      }
-      let unknown = flow.unknownCounts
-      if flow.owner == nil || unknown.packets > 0 {
-        processes[nil, default: (TrafficCounts(), 0)].counts += unknown
-        processes[nil, default: (TrafficCounts(), 0)].flows += 1
-      }
-    }
-    func byActivity<T>(
-      _ a: (interval: TrafficCounts, total: TrafficCounts, tie: T),
-      _ b: (interval: TrafficCounts, total: TrafficCounts, tie: T), _ tieLess: (T, T) -> Bool
-    ) -> Bool {
-      if a.interval.bytes != b.interval.bytes { return a.interval.bytes > b.interval.bytes }
-      if a.total.bytes != b.total.bytes { return a.total.bytes > b.total.bytes }
-      return tieLess(a.tie, b.tie)
+      groups.add(flow)
     }
     flowReports.sort {
-      byActivity(($0.interval, $0.flow.counts, $0.flow), ($1.interval, $1.flow.counts, $1.flow)) {
+      Self.byActivity(($0.interval, $0.flow.counts, $0.flow), ($1.interval, $1.flow.counts, $1.flow)) {
         a, b in
         (a.remoteAddress, a.remotePort, a.localPort, a.ipProtocol) < (
           b.remoteAddress, b.remotePort, b.localPort, b.ipProtocol
         )
-      }
-    }
-    var hostReports = hosts.map { address, value in
-      FlowSnapshot.GroupReport(
-        key: address, total: value.counts,
-        interval: value.counts - (reportedHosts[address] ?? TrafficCounts()),
-        flows: value.flows)
-    }
-    hostReports.sort {
-      byActivity(($0.interval, $0.total, $0.key), ($1.interval, $1.total, $1.key), <)
-    }
-    var processReports = processes.map { owner, value in
-      FlowSnapshot.GroupReport(
-        key: owner, total: value.counts,
-        interval: value.counts - (reportedProcesses[owner] ?? TrafficCounts()), flows: value.flows)
-    }
-    processReports.sort {
-      byActivity(($0.interval, $0.total, $0.key), ($1.interval, $1.total, $1.key)) { a, b in
-        // Unknown last among equals; then by pid.
-        switch (a, b) {
-        case (nil, _): false
-        case (_, nil): true
-        case (let x?, let y?):
-          x.pid != y.pid ? x.pid < y.pid : (x.command ?? "") < (y.command ?? "")
-        }
       }
     }
     var capturedInterval = CaptureTotals()
@@ -189,28 +144,88 @@ public final class FlowAggregator {
       origin: origin, linkType: linkType, generatedAt: generatedAt, startedAt: startedAt,
       intervalSeconds: intervalSeconds, elapsedSeconds: elapsedSeconds, captured: table.totals,
       capturedInterval: capturedInterval, drops: drops, interfaceCounters: interfaceCounters,
-      restarts: restarts, flows: flowReports, hosts: hostReports, processes: processReports,
+      restarts: restarts, flows: flowReports, hosts: hostReports(groups), processes: processReports(groups),
       processesLookedUp: resolver != nil, warnings: warnings)
+    startNextInterval(reported: groups, captureTime: captureTime)
+    return snapshot
+  }
 
-    // The next interval starts here.
-    reportedTotals = table.totals
-    reportedHosts = hosts.mapValues(\.counts)
-    reportedProcesses = processes.mapValues(\.counts)
-    table.markReported()
-    if let captureTime {
-      for flow in table.removeIdle(before: captureTime - idleTimeout) {
-        retiredHosts[flow.remoteAddress, default: (TrafficCounts(), 0)].counts += flow.counts
-        retiredHosts[flow.remoteAddress, default: (TrafficCounts(), 0)].flows += 1
-        if let owner = flow.owner {
-          retiredProcesses[owner, default: (TrafficCounts(), 0)].counts += flow.attributedCounts
-          retiredProcesses[owner, default: (TrafficCounts(), 0)].flows += 1
-        }
-        if flow.owner == nil || flow.unknownCounts.packets > 0 {
-          retiredProcesses[nil, default: (TrafficCounts(), 0)].counts += flow.unknownCounts
-          retiredProcesses[nil, default: (TrafficCounts(), 0)].flows += 1
+  /// The hosts, most active first.
+  private func hostReports(_ groups: GroupTotals) -> [FlowSnapshot.GroupReport<IPAddress>] {
+    var reports = groups.hosts.map { address, value in
+      FlowSnapshot.GroupReport(
+        key: address, total: value.counts,
+        interval: value.counts - (reportedHosts[address] ?? TrafficCounts()),
+        flows: value.flows)
+    }
+    reports.sort {
+      Self.byActivity(($0.interval, $0.total, $0.key), ($1.interval, $1.total, $1.key), <)
+    }
+    return reports
+  }
+
+  /// The processes, most active first; the unknown last among equals.
+  private func processReports(_ groups: GroupTotals) -> [FlowSnapshot.GroupReport<SocketOwner?>] {
+    var reports = groups.processes.map { owner, value in
+      FlowSnapshot.GroupReport(
+        key: owner, total: value.counts,
+        interval: value.counts - (reportedProcesses[owner] ?? TrafficCounts()), flows: value.flows)
+    }
+    reports.sort {
+      Self.byActivity(($0.interval, $0.total, $0.key), ($1.interval, $1.total, $1.key)) { a, b in
+        // Unknown last among equals; then by pid.
+        switch (a, b) {
+        case (nil, _): false
+        case (_, nil): true
+        case (let x?, let y?):
+          x.pid != y.pid ? x.pid < y.pid : (x.command ?? "") < (y.command ?? "")
         }
       }
     }
-    return snapshot
+    return reports
+  }
+
+  /// Most bytes this interval first, then most bytes in all, then `tieLess`.
+  private static func byActivity<T>(
+    _ a: (interval: TrafficCounts, total: TrafficCounts, tie: T),
+    _ b: (interval: TrafficCounts, total: TrafficCounts, tie: T), _ tieLess: (T, T) -> Bool
+  ) -> Bool {
+    if a.interval.bytes != b.interval.bytes { return a.interval.bytes > b.interval.bytes }
+    if a.total.bytes != b.total.bytes { return a.total.bytes > b.total.bytes }
+    return tieLess(a.tie, b.tie)
+  }
+
+  /// Marks what was reported, and retires the flows idle since before `captureTime` less
+  /// `idleTimeout` into the retired totals.
+  private func startNextInterval(reported groups: GroupTotals, captureTime: Timestamp?) {
+    reportedTotals = table.totals
+    reportedHosts = groups.hosts.mapValues(\.counts)
+    reportedProcesses = groups.processes.mapValues(\.counts)
+    table.markReported()
+    guard let captureTime else { return }
+    for flow in table.removeIdle(before: captureTime - idleTimeout) { retired.add(flow) }
+  }
+}
+
+/// Traffic summed per remote host and per owning process (nil: bytes no process was found
+/// for), with the number of flows in each.
+struct GroupTotals {
+  var hosts: [IPAddress: (counts: TrafficCounts, flows: Int)] = [:]
+  var processes: [SocketOwner?: (counts: TrafficCounts, flows: Int)] = [:]
+
+  /// Counts `flow` in its host, and in its owner for what was attributed and in the unknown for
+  /// the rest.
+  mutating func add(_ flow: Flow) {
+    hosts[flow.remoteAddress, default: (TrafficCounts(), 0)].counts += flow.counts
+    hosts[flow.remoteAddress, default: (TrafficCounts(), 0)].flows += 1
+    if let owner = flow.owner {
+      processes[owner, default: (TrafficCounts(), 0)].counts += flow.attributedCounts
+      processes[owner, default: (TrafficCounts(), 0)].flows += 1
+    }
+    let unknown = flow.unknownCounts
+    if flow.owner == nil || unknown.packets > 0 {
+      processes[nil, default: (TrafficCounts(), 0)].counts += unknown
+      processes[nil, default: (TrafficCounts(), 0)].flows += 1
+    }
   }
 }

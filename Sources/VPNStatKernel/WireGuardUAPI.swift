@@ -21,22 +21,35 @@ public enum WireGuardUAPI {
 
   /// Parses one answer to `get=1`.
   public static func parse(_ answer: [UInt8]) throws(WireGuardUnavailable) -> WireGuardDevice {
-    var device = WireGuardDevice()
-    var peer: PeerFields?
-    var finished = false
-    var lineNumber = 0
+    var reader = AnswerReader()
     var start = 0
     while start < answer.count {
       let end = answer[start...].firstIndex(of: 0x0A) ?? answer.count
       let line = answer[start..<end]
       start = end + 1
-      lineNumber += 1
-      if finished {
+      reader.lineNumber += 1
+      if reader.finished {
         guard line.isEmpty, start >= answer.count else {
-          throw .malformed("line \(lineNumber) follows the errno line")
+          throw .malformed("line \(reader.lineNumber) follows the errno line")
         }
         break
       }
+      try reader.read(line)
+    }
+    guard reader.finished else { throw .malformed("the answer ends before its errno line") }
+    return reader.device
+  }
+
+  /// An answer while its lines are read: the device so far, the peer being read, and whether
+  /// the `errno=` line has come.
+  struct AnswerReader {
+    var device = WireGuardDevice()
+    var peer: PeerFields?
+    var finished = false
+    var lineNumber = 0
+
+    /// One `key=value` line: a key this parser does not know is skipped, one it knows is read.
+    mutating func read(_ line: ArraySlice<UInt8>) throws(WireGuardUnavailable) {
       guard let equals = line.firstIndex(of: 0x3D) else {
         throw .malformed(
           line.isEmpty ? "line \(lineNumber) is empty before errno" : "line \(lineNumber) is not key=value")
@@ -48,41 +61,51 @@ public enum WireGuardUAPI {
         guard keyBytes.count <= 64, keyBytes.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F }) else {
           throw .malformed("line \(lineNumber) has no valid key")
         }
-        continue
+        return
       }
-      func number<T: FixedWidthInteger & UnsignedInteger>(_ type: T.Type) throws(WireGuardUnavailable) -> T {
-        guard let parsed = parseUnsigned(value).flatMap({ T(exactly: $0) }) else {
-          throw .malformed("line \(lineNumber): \(key.rawValue) is not a number")
-        }
-        return parsed
+      if key.belongsToPeer {
+        guard peer != nil else { throw .malformed("line \(lineNumber): \(key.rawValue) before any public_key") }
+        try readPeerField(key, value)
+      } else {
+        try readDeviceField(key, value)
       }
-      if key.belongsToPeer, peer == nil {
-        throw .malformed("line \(lineNumber): \(key.rawValue) before any public_key")
-      }
+    }
+
+    /// A device's line: its port and mark, a peer's start, the end.
+    mutating func readDeviceField(_ key: Key, _ value: ArraySlice<UInt8>) throws(WireGuardUnavailable) {
       switch key {
-      case .privateKey, .presharedKey:
-        // Secrets: not validated, not kept, not quoted.
-        continue
       case .errno:
-        let code = try number(UInt32.self)
+        let code = try Self.number(UInt32.self, key, value, line: lineNumber)
         if code != 0 { throw .failed("wireguard-go answered errno=\(code)") }
         if let peer { device.peers.append(try peer.make(lineNumber)) }
         peer = nil
         finished = true
       case .listenPort:
         guard peer == nil else { throw .malformed("line \(lineNumber): listen_port inside a peer") }
-        device.listenPort = try number(UInt16.self)
+        device.listenPort = try Self.number(UInt16.self, key, value, line: lineNumber)
       case .fwmark:
         guard peer == nil else { throw .malformed("line \(lineNumber): fwmark inside a peer") }
-        _ = try number(UInt32.self)
+        _ = try Self.number(UInt32.self, key, value, line: lineNumber)
       case .publicKey:
         guard let publicKey = WireGuardKey(hex: value) else {
           throw .malformed("line \(lineNumber): public_key is not 64 hexadecimal digits")
         }
         if let previous = peer { device.peers.append(try previous.make(lineNumber)) }
         peer = PeerFields(key: publicKey)
+      case .privateKey:
+        // A secret: not validated, not kept, not quoted.
+        return
+      default:
+        // A peer's key: `readPeerField` reads it.
+        return
+      }
+    }
+
+    /// A line of the peer being read.
+    mutating func readPeerField(_ key: Key, _ value: ArraySlice<UInt8>) throws(WireGuardUnavailable) {
+      switch key {
       case .protocolVersion:
-        _ = try number(UInt32.self)
+        _ = try Self.number(UInt32.self, key, value, line: lineNumber)
       case .endpoint:
         // An address and a port as wireguard-go prints them: printable ASCII, short.
         guard !value.isEmpty, value.count <= 128, value.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
@@ -90,28 +113,42 @@ public enum WireGuardUAPI {
         }
         peer?.endpoint = String(decoding: value, as: UTF8.self)
       case .handshakeSeconds:
-        peer?.seconds = try number(UInt64.self)
+        peer?.seconds = try Self.number(UInt64.self, key, value, line: lineNumber)
       case .handshakeNanoseconds:
-        let nanoseconds = try number(UInt64.self)
+        let nanoseconds = try Self.number(UInt64.self, key, value, line: lineNumber)
         guard nanoseconds < 1_000_000_000 else {
           throw .malformed("line \(lineNumber): last_handshake_time_nsec is not below one second")
         }
         peer?.nanoseconds = nanoseconds
       case .rxBytes:
-        peer?.rxBytes = try number(UInt64.self)
+        peer?.rxBytes = try Self.number(UInt64.self, key, value, line: lineNumber)
       case .txBytes:
-        peer?.txBytes = try number(UInt64.self)
+        peer?.txBytes = try Self.number(UInt64.self, key, value, line: lineNumber)
       case .keepalive:
-        peer?.keepalive = try number(UInt16.self)
+        peer?.keepalive = try Self.number(UInt16.self, key, value, line: lineNumber)
       case .allowedIP:
         peer?.allowedIPs += 1
         if let range = IPRange(parsing: value), (peer?.ranges.count ?? .max) < WireGuardPeer.keptRanges {
           peer?.ranges.append(range)
         }
+      case .presharedKey:
+        // A secret: not validated, not kept, not quoted.
+        return
+      default:
+        // A device's key: `readDeviceField` reads it.
+        return
       }
     }
-    guard finished else { throw .malformed("the answer ends before its errno line") }
-    return device
+
+    /// `value` as a number of `type`; an error names the line and the key, never the value.
+    static func number<T: FixedWidthInteger & UnsignedInteger>(
+      _ type: T.Type, _ key: Key, _ value: ArraySlice<UInt8>, line lineNumber: Int
+    ) throws(WireGuardUnavailable) -> T {
+      guard let parsed = parseUnsigned(value).flatMap({ T(exactly: $0) }) else {
+        throw .malformed("line \(lineNumber): \(key.rawValue) is not a number")
+      }
+      return parsed
+    }
   }
 
   /// The keys of a `get=1` answer this parser reads (and the two it skips).

@@ -117,40 +117,59 @@ public enum HistorySVG {
   static func panel(_ history: TrafficHistory, session: SessionReport?, options: DisplayOptions) -> String {
     var out =
       "<text x=\"\(plotLeft)\" y=\"20\" font-size=\"15\" font-weight=\"bold\">\(escape(title(history)))</text>\n"
-    // The time slots: every row of the range asked for, and any a series has besides.
-    var bounds = span(history)
-    for series in history.series {
-      for row in series.rows { bounds[row.start] = row.end }
-    }
-    let slots = bounds.keys.sorted()
-    let plotWidth = Double(plotRight - plotLeft)
-    let plotHeight = Double(plotBottom - plotTop)
-    guard history.series.contains(where: { !$0.rows.isEmpty }), !slots.isEmpty else {
+    let capLimit = capLine(for: history, session: session)
+    guard let plot = Plot(history, capLimit: capLimit, rawBytes: options.rawBytes) else {
       out +=
         "<rect x=\"\(plotLeft)\" y=\"\(plotTop)\" width=\"\(plotRight - plotLeft)\" height=\"\(plotBottom - plotTop)\" fill=\"none\" stroke=\"#cccccc\"/>\n"
       out +=
         "<text x=\"\((plotLeft + plotRight) / 2)\" y=\"\((plotTop + plotBottom) / 2)\" text-anchor=\"middle\" fill=\"#777777\">no traffic recorded in this range</text>\n"
       return out
     }
-    var totals = [UInt64](repeating: 0, count: slots.count)
-    let index = Dictionary(uniqueKeysWithValues: slots.enumerated().map { ($1, $0) })
-    for series in history.series {
-      for row in series.rows { totals[index[row.start]!] &+= row.traffic.bytes }
+    out += grid(plot, options: options)
+    if let window = session?.window { out += shading(window, plot) }
+    out += bars(history, plot, options: options)
+    if let capLimit { out += capLine(capLimit, plot, options: options) }
+    out += axes(history, plot)
+    return out
+  }
+
+  /// Where a panel's values and times fall: the time slots (every row of the range asked for,
+  /// and any a series has besides), the y axis' top and step, and the mappings to x and y.
+  struct Plot {
+    /// Each slot's start and end.
+    let bounds: [Int64: Int64]
+    let slots: [Int64]
+    /// A slot's position, by its start.
+    let index: [Int64: Int]
+    let top: UInt64
+    let step: UInt64
+    let slotWidth: Double
+
+    /// nil when there is nothing to draw.
+    init?(_ history: TrafficHistory, capLimit: UInt64?, rawBytes: Bool) {
+      var bounds = HistorySVG.span(history)
+      for series in history.series {
+        for row in series.rows { bounds[row.start] = row.end }
+      }
+      let slots = bounds.keys.sorted()
+      guard history.series.contains(where: { !$0.rows.isEmpty }), !slots.isEmpty else { return nil }
+      var totals = [UInt64](repeating: 0, count: slots.count)
+      let index = Dictionary(uniqueKeysWithValues: slots.enumerated().map { ($1, $0) })
+      for series in history.series {
+        for row in series.rows { totals[index[row.start]!] &+= row.traffic.bytes }
+      }
+      (top, step) = HistorySVG.scale(max(totals.max() ?? 0, capLimit ?? 0), rawBytes: rawBytes)
+      self.bounds = bounds
+      self.slots = slots
+      self.index = index
+      slotWidth = Double(plotRight - plotLeft) / Double(slots.count)
     }
-    let capLimit = capLine(for: history, session: session)
-    let (top, step) = scale(max(totals.max() ?? 0, capLimit ?? 0), rawBytes: options.rawBytes)
-    func y(_ value: UInt64) -> Double { Double(plotBottom) - Double(value) / Double(top) * plotHeight }
-    // Grid and y-axis labels.
-    for multiple in 0...(top / step) {
-      let tick = multiple * step
-      let ty = format(y(tick))
-      out += "<line x1=\"\(plotLeft)\" y1=\"\(ty)\" x2=\"\(plotRight)\" y2=\"\(ty)\" stroke=\"#e0e0e0\"/>"
-      out +=
-        "<text x=\"\(plotLeft - 8)\" y=\"\(format(y(tick) + 4))\" text-anchor=\"end\" font-size=\"11\">"
-        + escape(options.rawBytes ? String(tick) : options.size(tick)) + "</text>\n"
+
+    func y(_ value: UInt64) -> Double {
+      Double(plotBottom) - Double(value) / Double(top) * Double(plotBottom - plotTop)
     }
-    // Time to x: each slot a fixed width, time linear within it (days and months vary in length).
-    let slotWidth = plotWidth / Double(slots.count)
+
+    /// Time to x: each slot a fixed width, time linear within it (days and months vary in length).
     func x(_ time: Int64) -> Double {
       if time <= slots[0] { return Double(plotLeft) }
       guard let i = slots.lastIndex(where: { $0 <= time }) else { return Double(plotLeft) }
@@ -158,58 +177,85 @@ public enum HistorySVG {
       let within = min(1, Double(time - slots[i]) / Double(max(end - slots[i], 1)))
       return Double(plotLeft) + (Double(i) + within) * slotWidth
     }
-    // The session window and its pause, where they fall in this range.
-    if let window = session?.window {
-      let rangeEnd = bounds[slots[slots.count - 1]]!
-      for (from, to, colour, label) in [
-        (window.openedAt, window.sessionEndsAt, "#2e7d32", "session"),
-        (window.sessionEndsAt, window.pauseEndsAt, "#c62828", "pause"),
-      ] where to.seconds > slots[0] && from.seconds < rangeEnd {
-        let x0 = x(from.seconds)
-        let x1 = max(x(to.seconds), x0 + 2)
-        out +=
-          "<rect x=\"\(format(x0))\" y=\"\(plotTop)\" width=\"\(format(x1 - x0))\" height=\"\(plotBottom - plotTop)\" fill=\"\(colour)\" fill-opacity=\"0.15\"><title>\(label)</title></rect>"
-        // Named inside the shading where it is wide enough; the key in the corner names it anyway.
-        if x1 - x0 >= 48 {
-          out +=
-            "<text x=\"\(format(x0 + 3))\" y=\"\(plotTop + 12)\" font-size=\"10\" fill=\"\(colour)\">\(label)</text>"
-        }
-        out += "\n"
-      }
+  }
+
+  /// The grid and the y-axis labels.
+  static func grid(_ plot: Plot, options: DisplayOptions) -> String {
+    var out = ""
+    for multiple in 0...(plot.top / plot.step) {
+      let tick = multiple * plot.step
+      let ty = format(plot.y(tick))
+      out += "<line x1=\"\(plotLeft)\" y1=\"\(ty)\" x2=\"\(plotRight)\" y2=\"\(ty)\" stroke=\"#e0e0e0\"/>"
+      out +=
+        "<text x=\"\(plotLeft - 8)\" y=\"\(format(plot.y(tick) + 4))\" text-anchor=\"end\" font-size=\"11\">"
+        + escape(options.rawBytes ? String(tick) : options.size(tick)) + "</text>\n"
     }
-    // The bars, stacked in series order from the bottom.
-    var stacked = [UInt64](repeating: 0, count: slots.count)
+    return out
+  }
+
+  /// The session window and its pause, where they fall in this range.
+  static func shading(_ window: SessionWindow, _ plot: Plot) -> String {
+    var out = ""
+    let slots = plot.slots
+    let rangeEnd = plot.bounds[slots[slots.count - 1]]!
+    for (from, to, colour, label) in [
+      (window.openedAt, window.sessionEndsAt, "#2e7d32", "session"),
+      (window.sessionEndsAt, window.pauseEndsAt, "#c62828", "pause"),
+    ] where to.seconds > slots[0] && from.seconds < rangeEnd {
+      let x0 = plot.x(from.seconds)
+      let x1 = max(plot.x(to.seconds), x0 + 2)
+      out +=
+        "<rect x=\"\(format(x0))\" y=\"\(plotTop)\" width=\"\(format(x1 - x0))\" height=\"\(plotBottom - plotTop)\" fill=\"\(colour)\" fill-opacity=\"0.15\"><title>\(label)</title></rect>"
+      // Named inside the shading where it is wide enough; the key in the corner names it anyway.
+      if x1 - x0 >= 48 {
+        out +=
+          "<text x=\"\(format(x0 + 3))\" y=\"\(plotTop + 12)\" font-size=\"10\" fill=\"\(colour)\">\(label)</text>"
+      }
+      out += "\n"
+    }
+    return out
+  }
+
+  /// The bars, stacked in series order from the bottom, each with its tooltip.
+  static func bars(_ history: TrafficHistory, _ plot: Plot, options: DisplayOptions) -> String {
+    var out = ""
+    var stacked = [UInt64](repeating: 0, count: plot.slots.count)
+    let slotWidth = plot.slotWidth
     let barWidth = max(1, slotWidth * 0.8)
     for (seriesIndex, series) in history.series.enumerated() {
       let fill = seriesColour(series, index: seriesIndex, panel: history)
       for row in series.rows where row.traffic.bytes > 0 {
-        let i = index[row.start]!
+        let i = plot.index[row.start]!
         let base = stacked[i]
         stacked[i] &+= row.traffic.bytes
-        let top = y(stacked[i])
-        let height = max(0.5, y(base) - top)
+        let top = plot.y(stacked[i])
+        let height = max(0.5, plot.y(base) - top)
         out +=
           "<rect x=\"\(format(Double(plotLeft) + Double(i) * slotWidth + (slotWidth - barWidth) / 2))\" y=\"\(format(top))\" width=\"\(format(barWidth))\" height=\"\(format(height))\" fill=\"\(fill)\">"
         out +=
           "<title>\(escape(seriesName(series))) \(escape(HistoryTable.label(row.start, history))): \(escape(options.estimate(row.traffic.bytes)))</title></rect>\n"
       }
     }
-    // The data cap of this panel's period.
-    if let capLimit {
-      let cy = format(y(capLimit))
-      out +=
-        "<line x1=\"\(plotLeft)\" y1=\"\(cy)\" x2=\"\(plotRight)\" y2=\"\(cy)\" stroke=\"#c62828\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>"
-      out +=
-        "<text x=\"\(plotRight)\" y=\"\(format(y(capLimit) - 4))\" text-anchor=\"end\" font-size=\"11\" fill=\"#c62828\" stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">"
-        + escape("data cap \(options.matching(limit: capLimit).size(capLimit))") + "</text>\n"
-    }
-    // Axes and the x-axis labels: at most 12, evenly spaced.
-    out += "<line x1=\"\(plotLeft)\" y1=\"\(plotTop)\" x2=\"\(plotLeft)\" y2=\"\(plotBottom)\" stroke=\"#444444\"/>"
+    return out
+  }
+
+  /// The data cap of this panel's period: a dashed line at its limit, labelled.
+  static func capLine(_ capLimit: UInt64, _ plot: Plot, options: DisplayOptions) -> String {
+    let cy = format(plot.y(capLimit))
+    return
+      "<line x1=\"\(plotLeft)\" y1=\"\(cy)\" x2=\"\(plotRight)\" y2=\"\(cy)\" stroke=\"#c62828\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>"
+      + "<text x=\"\(plotRight)\" y=\"\(format(plot.y(capLimit) - 4))\" text-anchor=\"end\" font-size=\"11\" fill=\"#c62828\" stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">"
+      + escape("data cap \(options.matching(limit: capLimit).size(capLimit))") + "</text>\n"
+  }
+
+  /// The axes and the x-axis labels: at most 12, evenly spaced.
+  static func axes(_ history: TrafficHistory, _ plot: Plot) -> String {
+    var out = "<line x1=\"\(plotLeft)\" y1=\"\(plotTop)\" x2=\"\(plotLeft)\" y2=\"\(plotBottom)\" stroke=\"#444444\"/>"
     out +=
       "<line x1=\"\(plotLeft)\" y1=\"\(plotBottom)\" x2=\"\(plotRight)\" y2=\"\(plotBottom)\" stroke=\"#444444\"/>\n"
-    let labelStep = max(1, (slots.count + 11) / 12)
-    for (i, start) in slots.enumerated() where i % labelStep == 0 {
-      let lx = format(Double(plotLeft) + (Double(i) + 0.5) * slotWidth)
+    let labelStep = max(1, (plot.slots.count + 11) / 12)
+    for (i, start) in plot.slots.enumerated() where i % labelStep == 0 {
+      let lx = format(Double(plotLeft) + (Double(i) + 0.5) * plot.slotWidth)
       out +=
         "<text x=\"\(lx)\" y=\"\(plotBottom + 16)\" text-anchor=\"middle\" font-size=\"11\">"
         + escape(tickLabel(start, history)) + "</text>"

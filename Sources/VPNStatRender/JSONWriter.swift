@@ -213,6 +213,47 @@ public struct JSONWriter {
     let scaled = (value * 1000).rounded() / 1000
     output.append("\(scaled)")
   }
+  // A key and its value in one call, `null` when the value is nil: the shape nearly every
+  // field of the JSON contract has.
+
+  @inline(__always)
+  public mutating func field(_ name: StaticString, _ value: String?) {
+    key(name)
+    string(value)
+  }
+  @inline(__always)
+  public mutating func field(_ name: StaticString, _ value: UInt64?) {
+    key(name)
+    number(value)
+  }
+  @inline(__always)
+  public mutating func field(_ name: StaticString, _ value: Int?) {
+    key(name)
+    if let value { number(value) } else { null() }
+  }
+  @inline(__always)
+  public mutating func field(_ name: StaticString, _ value: Int64?) {
+    key(name)
+    if let value { number(value) } else { null() }
+  }
+  /// A rate or ratio, as `number(_: Double?)` writes it.
+  @inline(__always)
+  public mutating func field(_ name: StaticString, _ value: Double?) {
+    key(name)
+    number(value)
+  }
+  @inline(__always)
+  public mutating func field(_ name: StaticString, _ value: Bool?) {
+    key(name)
+    if let value { bool(value) } else { null() }
+  }
+  /// An array of strings (notes, warnings).
+  @inline(__always)
+  public mutating func field(_ name: StaticString, _ values: [String]) {
+    key(name)
+    strings(values)
+  }
+
   /// An interface name under `key`, and how to read it under `encodingKey`; both null for none.
   /// A name of printable ASCII without a quote or a backslash (most of them) is written as its
   /// bytes, without making a String of it.
@@ -247,29 +288,19 @@ public struct JSONWriter {
 
   /// The four traffic counts every report writes, under their contract names.
   public mutating func trafficCounts(_ counts: TrafficCounts) {
-    key("rx_bytes")
-    number(counts.rxBytes)
-    key("tx_bytes")
-    number(counts.txBytes)
-    key("rx_packets")
-    number(counts.rxPackets)
-    key("tx_packets")
-    number(counts.txPackets)
+    field("rx_bytes", counts.rxBytes)
+    field("tx_bytes", counts.txBytes)
+    field("rx_packets", counts.rxPackets)
+    field("tx_packets", counts.txPackets)
   }
 
   /// The envelope every vpnstat JSON object opens with: schema version, time, the estimate flag
   /// and, when given, the notes saying why.
   public mutating func envelope(generatedAt: Timestamp, estimateNotes: [String]?) {
-    key("schema_version")
-    number(StatusJSON.schemaVersion)
-    key("generated_at")
-    string(generatedAt.rfc3339(fractionDigits: 3))
-    key("estimate")
-    bool(true)
-    if let estimateNotes {
-      key("estimate_notes")
-      strings(estimateNotes)
-    }
+    field("schema_version", StatusJSON.schemaVersion)
+    field("generated_at", generatedAt.rfc3339(fractionDigits: 3))
+    field("estimate", true)
+    if let estimateNotes { field("estimate_notes", estimateNotes) }
   }
 
   public mutating func bool(_ value: Bool) {

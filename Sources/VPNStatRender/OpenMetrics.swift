@@ -63,79 +63,106 @@ public enum OpenMetrics {
 
   /// The per-interface counters, then the per-class ones.
   static func writeLedger(_ entries: [LedgerEntry], into out: inout MetricsText) {
+    writeInterfaceCounters(entries, into: &out)
+    writeClassCounters(entries, into: &out)
+  }
+
+  /// The seven counters of every interface, `_created` with each in OpenMetrics.
+  static func writeInterfaceCounters(_ entries: [LedgerEntry], into out: inout MetricsText) {
     // `interface="…",class="…"` and the creation time of each entry, made once for all seven
     // metrics, into one buffer each (offsets mark the entries), and the totals as plain values:
     // the loops below then touch no reference-counted storage.
-    var labels = OutputBytes(capacity: entries.count * 48)
-    var created = OutputBytes(capacity: entries.count * 16)
-    var labelEnds: [Int] = []
-    var createdEnds: [Int] = []
+    let labels = EntryLabels(entries)
     let totals = entries.map(\.totals)
-    labelEnds.reserveCapacity(entries.count)
-    createdEnds.reserveCapacity(entries.count)
-    var name: [UInt8] = []
-    for entry in entries {
-      labels.append("interface=\"")
-      name.removeAll(keepingCapacity: true)
-      appendLabel(entry.name, to: &name)
-      labels.append(name)
-      labels.append("\",class=\"")
-      labels.append(entry.interfaceClass.rawValue)
-      labels.append(0x22)
-      labelEnds.append(labels.count)
-      MetricsText.appendSeconds(entry.totals.firstSeenAt, to: &created)
-      createdEnds.append(created.count)
-    }
-    let perInterface: [(name: String, unit: String?, help: String)] = [
-      (
-        "vpnstat_interface_receive_bytes", "bytes",
-        "Bytes received, bridged across counter resets and wraps (estimate)."
-      ),
-      (
-        "vpnstat_interface_transmit_bytes", "bytes",
-        "Bytes transmitted, bridged across counter resets and wraps (estimate)."
-      ),
-      ("vpnstat_interface_receive_packets", nil, "Packets received (estimate)."),
-      ("vpnstat_interface_transmit_packets", nil, "Packets transmitted (estimate)."),
-      ("vpnstat_interface_resets", nil, "Counter resets bridged (interface recreated or rebooted)."),
-      ("vpnstat_interface_wraps", nil, "32-bit counter wraps bridged."),
-      ("vpnstat_interface_discarded", nil, "Samples discarded as faster than plausible."),
-    ]
-    labels.withBytes { labelBytes in
-      created.withBytes { createdBytes in
-        for (metric, family) in perInterface.enumerated() {
+    labels.labels.withBytes { labelBytes in
+      labels.created.withBytes { createdBytes in
+        for (metric, family) in interfaceFamilies.enumerated() {
           out.family(family.name, .counter, unit: family.unit, help: family.help)
           let sampleName = out.sampleName(family.name, .counter)
           let createdName = Array((family.name + "_created").utf8)
           var labelStart = 0
           var createdStart = 0
           for i in totals.indices {
-            let label = UnsafeBufferPointer(rebasing: labelBytes[labelStart..<labelEnds[i]])
-            let value: UInt64
-            switch metric {
-            case 0: value = totals[i].traffic.rxBytes
-            case 1: value = totals[i].traffic.txBytes
-            case 2: value = totals[i].traffic.rxPackets
-            case 3: value = totals[i].traffic.txPackets
-            case 4: value = totals[i].resets
-            case 5: value = totals[i].wraps
-            default: value = totals[i].discarded
-            }
+            let label = UnsafeBufferPointer(rebasing: labelBytes[labelStart..<labels.labelEnds[i]])
             out.begin(sampleName, labels: label)
-            out.bytes.appendDecimal(value)
+            out.bytes.appendDecimal(interfaceValue(metric, of: totals[i]))
             out.bytes.append(0x0A)
             if out.format == .openmetrics {
               out.begin(createdName, labels: label)
-              out.bytes.append(UnsafeBufferPointer(rebasing: createdBytes[createdStart..<createdEnds[i]]))
+              out.bytes.append(UnsafeBufferPointer(rebasing: createdBytes[createdStart..<labels.createdEnds[i]]))
               out.bytes.append(0x0A)
             }
-            labelStart = labelEnds[i]
-            createdStart = createdEnds[i]
+            labelStart = labels.labelEnds[i]
+            createdStart = labels.createdEnds[i]
             out.passOnIfFull()
           }
         }
       }
     }
+  }
+
+  /// Each entry's label set and creation time, written once into one buffer each; the offsets
+  /// where each entry's ends.
+  struct EntryLabels {
+    var labels: OutputBytes
+    var created: OutputBytes
+    var labelEnds: [Int] = []
+    var createdEnds: [Int] = []
+
+    init(_ entries: [LedgerEntry]) {
+      labels = OutputBytes(capacity: entries.count * 48)
+      created = OutputBytes(capacity: entries.count * 16)
+      labelEnds.reserveCapacity(entries.count)
+      createdEnds.reserveCapacity(entries.count)
+      var name: [UInt8] = []
+      for entry in entries {
+        labels.append("interface=\"")
+        name.removeAll(keepingCapacity: true)
+        OpenMetrics.appendLabel(entry.name, to: &name)
+        labels.append(name)
+        labels.append("\",class=\"")
+        labels.append(entry.interfaceClass.rawValue)
+        labels.append(0x22)
+        labelEnds.append(labels.count)
+        MetricsText.appendSeconds(entry.totals.firstSeenAt, to: &created)
+        createdEnds.append(created.count)
+      }
+    }
+  }
+
+  /// The per-interface families, in the order written; `interfaceValue` reads each one's value.
+  static let interfaceFamilies: [(name: String, unit: String?, help: String)] = [
+    (
+      "vpnstat_interface_receive_bytes", "bytes",
+      "Bytes received, bridged across counter resets and wraps (estimate)."
+    ),
+    (
+      "vpnstat_interface_transmit_bytes", "bytes",
+      "Bytes transmitted, bridged across counter resets and wraps (estimate)."
+    ),
+    ("vpnstat_interface_receive_packets", nil, "Packets received (estimate)."),
+    ("vpnstat_interface_transmit_packets", nil, "Packets transmitted (estimate)."),
+    ("vpnstat_interface_resets", nil, "Counter resets bridged (interface recreated or rebooted)."),
+    ("vpnstat_interface_wraps", nil, "32-bit counter wraps bridged."),
+    ("vpnstat_interface_discarded", nil, "Samples discarded as faster than plausible."),
+  ]
+
+  /// The value of the family at `metric` in `interfaceFamilies`.
+  @inline(__always)
+  static func interfaceValue(_ metric: Int, of totals: LedgerTotals) -> UInt64 {
+    switch metric {
+    case 0: totals.traffic.rxBytes
+    case 1: totals.traffic.txBytes
+    case 2: totals.traffic.rxPackets
+    case 3: totals.traffic.txPackets
+    case 4: totals.resets
+    case 5: totals.wraps
+    default: totals.discarded
+    }
+  }
+
+  /// The bytes of each class, summed over its interfaces.
+  static func writeClassCounters(_ entries: [LedgerEntry], into out: inout MetricsText) {
     var classes: [InterfaceClass: LedgerTotals] = [:]
     for entry in entries {
       classes[entry.interfaceClass] = classes[entry.interfaceClass].map { $0 + entry.totals } ?? entry.totals

@@ -69,83 +69,15 @@ public struct DisplayOptions: Sendable {
 /// sums, and the footer that says why every figure is an estimate.
 public enum StatusTable {
   public static func render(_ snapshot: StatusSnapshot, options: DisplayOptions) -> String {
-    let hasLedger = snapshot.interfaces.contains { $0.ledger != nil }
-    let hasRates = snapshot.interfaces.contains { $0.rate != nil }
-    var columns = [
-      TextTable.Column("INTERFACE"), TextTable.Column("STATE"),
-      TextTable.Column("RX", alignRight: true), TextTable.Column("TX", alignRight: true),
-    ]
-    if hasRates {
-      columns += [TextTable.Column("RX/S", alignRight: true), TextTable.Column("TX/S", alignRight: true)]
-    }
-    columns += [
-      TextTable.Column("RX PKTS", alignRight: true), TextTable.Column("TX PKTS", alignRight: true),
-    ]
-    if hasLedger {
-      columns += [
-        TextTable.Column("TOTAL RX", alignRight: true), TextTable.Column("TOTAL TX", alignRight: true),
-        TextTable.Column("RESETS", alignRight: true),
-      ]
-    }
-    columns.append(TextTable.Column("CLASS BY"))
-    let hasManagers = snapshot.interfaces.contains { $0.manager != nil }
-    if hasManagers { columns.append(TextTable.Column("MANAGER")) }
-    var table = TextTable(columns: columns)
+    let shown = Shown(snapshot)
+    var table = TextTable(columns: shown.columns)
     let classes = snapshot.classes
     for interfaceClass in InterfaceClass.allCases {
       let members = snapshot.interfaces.filter { $0.interfaceClass == interfaceClass }
       guard let summary = classes[interfaceClass], !members.isEmpty else { continue }
-      var cells = [
-        TextTable.Cell("\(interfaceClass.rawValue) (\(summary.interfaces))", .bold),
-        TextTable.Cell(""), TextTable.Cell(options.estimate(summary.counters.rxBytes), .bold),
-        TextTable.Cell(options.estimate(summary.counters.txBytes), .bold),
-      ]
-      if hasRates {
-        cells += [
-          TextTable.Cell(options.rate(summary.rate?.rxBytesPerSecond), .bold),
-          TextTable.Cell(options.rate(summary.rate?.txBytesPerSecond), .bold),
-        ]
-      }
-      cells += [
-        TextTable.Cell(Units.grouped(summary.counters.rxPackets)),
-        TextTable.Cell(Units.grouped(summary.counters.txPackets)),
-      ]
-      if hasLedger {
-        cells += [
-          TextTable.Cell(options.estimate(summary.totals?.traffic.rxBytes), .bold),
-          TextTable.Cell(options.estimate(summary.totals?.traffic.txBytes), .bold),
-          TextTable.Cell(summary.totals.map { String($0.resets) } ?? "–"),
-        ]
-      }
-      if hasManagers { cells.append(TextTable.Cell("")) }
-      table.add(cells)
+      table.add(shown.classRow(interfaceClass, summary, options: options))
       for report in members {
-        var row = [
-          TextTable.Cell("  " + options.name(report.name)),
-          TextTable.Cell(report.state.rawValue, report.state == .up ? .green : report.state == .down ? .red : .yellow),
-          TextTable.Cell(options.estimate(report.counters.traffic.rxBytes)),
-          TextTable.Cell(options.estimate(report.counters.traffic.txBytes)),
-        ]
-        if hasRates {
-          row += [
-            TextTable.Cell(options.rate(report.rate?.rxBytesPerSecond)),
-            TextTable.Cell(options.rate(report.rate?.txBytesPerSecond)),
-          ]
-        }
-        row += [
-          TextTable.Cell(Units.grouped(report.counters.traffic.rxPackets)),
-          TextTable.Cell(Units.grouped(report.counters.traffic.txPackets)),
-        ]
-        if hasLedger {
-          row += [
-            TextTable.Cell(options.estimate(report.ledger?.traffic.rxBytes)),
-            TextTable.Cell(options.estimate(report.ledger?.traffic.txBytes)),
-            TextTable.Cell(report.ledger.map { String($0.resets) } ?? "–"),
-          ]
-        }
-        row.append(TextTable.Cell(report.classBy.rawValue, .dim))
-        if hasManagers { row.append(TextTable.Cell(report.manager?.kind.rawValue ?? "")) }
-        table.add(row)
+        table.add(shown.interfaceRow(report, options: options))
         if let wireguard = report.wireguard {
           let style: TextStyle = wireguard.device == nil ? .yellow : .cyan
           for line in WireGuardText.lines(wireguard, at: snapshot.generatedAt, options: options) {
@@ -169,6 +101,102 @@ public enum StatusTable {
     lines.append("")
     lines += footer(snapshot, color: options.color)
     return lines.joined(separator: "\n") + "\n"
+  }
+
+  /// The optional columns a snapshot fills: rates once there is a previous sample, the ledger's
+  /// totals when there is a ledger, the manager when one was looked for.
+  struct Shown {
+    var rates: Bool
+    var ledger: Bool
+    var managers: Bool
+
+    init(_ snapshot: StatusSnapshot) {
+      ledger = snapshot.interfaces.contains { $0.ledger != nil }
+      rates = snapshot.interfaces.contains { $0.rate != nil }
+      managers = snapshot.interfaces.contains { $0.manager != nil }
+    }
+
+    var columns: [TextTable.Column] {
+      var columns = [
+        TextTable.Column("INTERFACE"), TextTable.Column("STATE"),
+        TextTable.Column("RX", alignRight: true), TextTable.Column("TX", alignRight: true),
+      ]
+      if rates {
+        columns += [TextTable.Column("RX/S", alignRight: true), TextTable.Column("TX/S", alignRight: true)]
+      }
+      columns += [
+        TextTable.Column("RX PKTS", alignRight: true), TextTable.Column("TX PKTS", alignRight: true),
+      ]
+      if ledger {
+        columns += [
+          TextTable.Column("TOTAL RX", alignRight: true), TextTable.Column("TOTAL TX", alignRight: true),
+          TextTable.Column("RESETS", alignRight: true),
+        ]
+      }
+      columns.append(TextTable.Column("CLASS BY"))
+      if managers { columns.append(TextTable.Column("MANAGER")) }
+      return columns
+    }
+
+    /// A class's sums, bold but for the packet counts.
+    func classRow(_ interfaceClass: InterfaceClass, _ summary: ClassSummary, options: DisplayOptions)
+      -> [TextTable.Cell]
+    {
+      var cells = [
+        TextTable.Cell("\(interfaceClass.rawValue) (\(summary.interfaces))", .bold),
+        TextTable.Cell(""), TextTable.Cell(options.estimate(summary.counters.rxBytes), .bold),
+        TextTable.Cell(options.estimate(summary.counters.txBytes), .bold),
+      ]
+      if rates {
+        cells += [
+          TextTable.Cell(options.rate(summary.rate?.rxBytesPerSecond), .bold),
+          TextTable.Cell(options.rate(summary.rate?.txBytesPerSecond), .bold),
+        ]
+      }
+      cells += [
+        TextTable.Cell(Units.grouped(summary.counters.rxPackets)),
+        TextTable.Cell(Units.grouped(summary.counters.txPackets)),
+      ]
+      if ledger {
+        cells += [
+          TextTable.Cell(options.estimate(summary.totals?.traffic.rxBytes), .bold),
+          TextTable.Cell(options.estimate(summary.totals?.traffic.txBytes), .bold),
+          TextTable.Cell(summary.totals.map { String($0.resets) } ?? "–"),
+        ]
+      }
+      if managers { cells.append(TextTable.Cell("")) }
+      return cells
+    }
+
+    /// One interface, its state in the colour of the state.
+    func interfaceRow(_ report: InterfaceReport, options: DisplayOptions) -> [TextTable.Cell] {
+      var row = [
+        TextTable.Cell("  " + options.name(report.name)),
+        TextTable.Cell(report.state.rawValue, report.state == .up ? .green : report.state == .down ? .red : .yellow),
+        TextTable.Cell(options.estimate(report.counters.traffic.rxBytes)),
+        TextTable.Cell(options.estimate(report.counters.traffic.txBytes)),
+      ]
+      if rates {
+        row += [
+          TextTable.Cell(options.rate(report.rate?.rxBytesPerSecond)),
+          TextTable.Cell(options.rate(report.rate?.txBytesPerSecond)),
+        ]
+      }
+      row += [
+        TextTable.Cell(Units.grouped(report.counters.traffic.rxPackets)),
+        TextTable.Cell(Units.grouped(report.counters.traffic.txPackets)),
+      ]
+      if ledger {
+        row += [
+          TextTable.Cell(options.estimate(report.ledger?.traffic.rxBytes)),
+          TextTable.Cell(options.estimate(report.ledger?.traffic.txBytes)),
+          TextTable.Cell(report.ledger.map { String($0.resets) } ?? "–"),
+        ]
+      }
+      row.append(TextTable.Cell(report.classBy.rawValue, .dim))
+      if managers { row.append(TextTable.Cell(report.manager?.kind.rawValue ?? "")) }
+      return row
+    }
   }
 
   /// What RX and TOTAL RX count, under a table that has both.

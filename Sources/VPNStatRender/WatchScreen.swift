@@ -41,6 +41,9 @@ public enum WatchScreen {
     var groupCell: (ClassSummary) -> String
   }
 
+  /// A line of the screen and the style it is shown in; colour is applied to whole lines at the end.
+  typealias StyledLine = (text: String, style: TextStyle)
+
   public static func render(
     _ snapshot: StatusSnapshot, history: RateHistory, state: WatchViewState, size: TerminalSize,
     options: DisplayOptions
@@ -55,61 +58,96 @@ public enum WatchScreen {
     options.color = false
     options.rawBytes = false
     options.bits = state.bits
-    var lines: [(String, TextStyle)] = []
     // Positions in the snapshot, not copies of its (large) reports: a thousand of them are
     // counted and grouped at every refresh, and only a screenful is ever read in full.
     let reports = snapshot.interfaces
     let shown = reports.indices.filter { state.classFilter == nil || reports[$0].interfaceClass == state.classFilter }
     let hasLedger = shown.contains { reports[$0].ledger != nil }
 
+    var lines = [titleLine(snapshot, state: state, width: width, options: options)]
+    lines += sessionLines(snapshot.session, options: options)
+    if state.showHelp { lines += helpLines(hasLedger: hasLedger) }
+    lines.append(("", .plain))
+
+    // Decide which rows fit first, then measure only those: with a thousand interfaces only a
+    // screenful is ever formatted.
+    var rows = Self.rows(snapshot, shown: shown)
+    // Room for rows: below the header line, above the estimate note.
+    let bodyLimit = max(height - lines.count - 2, 0)
+    var hidden = 0
+    if rows.count > bodyLimit {
+      hidden = rows.count - max(bodyLimit - 1, 0)
+      rows = Array(rows.prefix(max(bodyLimit - 1, 0)))
+    }
+    let table = Table(
+      rows: rows, columns: columns(hasLedger: hasLedger, options: options), reports: reports, width: width,
+      ellipsis: ellipsis, options: options)
+    lines += table.lines(history: history, at: snapshot.generatedAt)
+    if shown.isEmpty {
+      let filterName = state.classFilter?.rawValue ?? "all"
+      lines.append((state.classFilter == nil ? "no interfaces" : "no \(filterName) interfaces (press c)", .dim))
+    }
+    if hidden > 0 {
+      lines.append(("… \(hidden) more lines (enlarge the terminal, or press c to filter)", .dim))
+    }
+    lines.append(("≈ estimates: interface counters include protocol overhead and are per interface, not per app", .dim))
+    return fitted(lines, width: width, height: height, ellipsis: ellipsis, color: color, options: options)
+  }
+
+  /// The first line: what is shown and how often, the time, and the keys at the right when they fit.
+  static func titleLine(_ snapshot: StatusSnapshot, state: WatchViewState, width: Int, options: DisplayOptions)
+    -> StyledLine
+  {
     let filterName = state.classFilter?.rawValue ?? "all"
     let title =
       "vpnstat watch · \(snapshot.source.rawValue) · every \(intervalText(state.interval)) · \(snapshot.generatedAt.localClockTime(in: options.calendar, withSeconds: true))"
     let keys = "q quit · c class: \(filterName) · b \(state.bits ? "bits" : "bytes") · ? help"
-    if TerminalText.width(title) + 3 + TerminalText.width(keys) <= width {
-      lines.append(
-        (
-          title + String(repeating: " ", count: width - TerminalText.width(title) - TerminalText.width(keys)) + keys,
-          .bold
-        ))
-    } else {
-      lines.append((title, .bold))
+    guard TerminalText.width(title) + 3 + TerminalText.width(keys) <= width else { return (title, .bold) }
+    return (
+      title + String(repeating: " ", count: width - TerminalText.width(title) - TerminalText.width(keys)) + keys,
+      .bold
+    )
+  }
+
+  /// The session's headline in the colour of its state and its details; without a database, why there is none.
+  static func sessionLines(_ session: SessionReport?, options: DisplayOptions) -> [StyledLine] {
+    guard let session else {
+      return [("session: no database (run vpnstat record, or give --db) · figures are the kernel's", .dim)]
     }
-    if let session = snapshot.session {
-      let style: TextStyle =
-        switch session.state {
-        case .active, .unlimited: .green
-        case .paused, .expired: .red
-        case .none: .plain
-        }
-      lines.append((SessionText.headline(session, calendar: options.calendar), style))
-      for detail in SessionText.details(session, options: options) { lines.append((detail, .plain)) }
-    } else {
-      lines.append(("session: no database (run vpnstat record, or give --db) · figures are the kernel's", .dim))
-    }
-    if state.showHelp {
-      lines.append(("", .plain))
-      for help in [
+    let style: TextStyle =
+      switch session.state {
+      case .active, .unlimited: .green
+      case .paused, .expired: .red
+      case .none: .plain
+      }
+    return [(SessionText.headline(session, calendar: options.calendar), style)]
+      + SessionText.details(session, options: options).map { ($0, .plain) }
+  }
+
+  /// The `?` overlay: the keys, and what the figure columns shown count.
+  static func helpLines(hasLedger: Bool) -> [StyledLine] {
+    let help =
+      [
         "q, Ctrl-C  quit", "c          cycle the class shown (all, then each class present)",
         "b          figures in bits or bytes", "?          this help",
         "RX/S TX/S are rates over the last interval;",
       ]
-        + (hasLedger
-          ? [
-            "TOTAL RX, TOTAL TX are the ledger's totals, bridged across resets (interface",
-            "recreated, reboot) and 32-bit wraps; RESETS counts the resets.",
-          ]
-          : [
-            "RX, TX are the kernel's counters of the current instance: they restart when the",
-            "interface is recreated (a database keeps totals across that: vpnstat record).",
-          ])
-        + ["wg: under a WireGuard tunnel, its latest handshake and its peers' encrypted transfer."]
-      {
-        lines.append(("  " + help, .yellow))
-      }
-    }
-    lines.append(("", .plain))
+      + (hasLedger
+        ? [
+          "TOTAL RX, TOTAL TX are the ledger's totals, bridged across resets (interface",
+          "recreated, reboot) and 32-bit wraps; RESETS counts the resets.",
+        ]
+        : [
+          "RX, TX are the kernel's counters of the current instance: they restart when the",
+          "interface is recreated (a database keeps totals across that: vpnstat record).",
+        ])
+      + ["wg: under a WireGuard tunnel, its latest handshake and its peers' encrypted transfer."]
+    return [("", .plain)] + help.map { ("  " + $0, .yellow) }
+  }
 
+  /// The figure columns: rates always, then the ledger's totals when there is a ledger, else the
+  /// kernel's counters.
+  static func columns(hasLedger: Bool, options: DisplayOptions) -> [Column] {
     var columns: [Column] = [
       Column(header: "STATE", alignRight: false, priority: 3, cell: { $0.state.rawValue }, groupCell: { _ in "" }),
       Column(
@@ -141,16 +179,21 @@ public enum WatchScreen {
           groupCell: { options.estimate($0.counters.txBytes) }),
       ]
     }
+    return columns
+  }
 
-    // Decide which rows fit first, then measure only those: with a thousand interfaces only a
-    // screenful is ever formatted.
-    enum Row {
-      case group(InterfaceClass, Int, ClassSummary)
-      /// The report at this position in the snapshot.
-      case member(Int)
-      /// The line under a WireGuard tunnel: its own handshake and encrypted transfer.
-      case wireguard(WireGuardStatus)
-    }
+  /// A row of the table.
+  enum Row {
+    case group(InterfaceClass, Int, ClassSummary)
+    /// The report at this position in the snapshot.
+    case member(Int)
+    /// The line under a WireGuard tunnel: its own handshake and encrypted transfer.
+    case wireguard(WireGuardStatus)
+  }
+
+  /// Every row of the interfaces shown: a class, then its members, each WireGuard tunnel with its line.
+  static func rows(_ snapshot: StatusSnapshot, shown: [Int]) -> [Row] {
+    let reports = snapshot.interfaces
     let summaries = snapshot.classes
     var rows: [Row] = []
     for interfaceClass in InterfaceClass.allCases {
@@ -162,13 +205,63 @@ public enum WatchScreen {
         if let wireguard = reports[member].wireguard { rows.append(.wireguard(wireguard)) }
       }
     }
-    // Room for rows: below the header line, above the estimate note.
-    let bodyLimit = max(height - lines.count - 2, 0)
-    var hidden = 0
-    if rows.count > bodyLimit {
-      hidden = rows.count - max(bodyLimit - 1, 0)
-      rows = Array(rows.prefix(max(bodyLimit - 1, 0)))
+    return rows
+  }
+
+  /// The rows that fit, laid out: the name column, the columns kept at this width (lowest
+  /// priority dropped first) and the room left for the sparkline.
+  struct Table {
+    let rows: [Row]
+    let columns: [Column]
+    let reports: [InterfaceReport]
+    let width: Int
+    let ellipsis: String
+    let options: DisplayOptions
+    var nameWidth: Int
+    /// The columns kept, by position in `columns`, and their widths.
+    var kept: [Int]
+    var keptWidths: [Int]
+    /// Each row's texts in the kept columns.
+    var cellTexts: [[String]]
+    var sparkWidth: Int {
+      max(0, min(60, width - fixedWidth - 2))
     }
+    var fixedWidth: Int { nameWidth + keptWidths.reduce(0) { $0 + $1 + 2 } }
+
+    init(
+      rows: [Row], columns: [Column], reports: [InterfaceReport], width: Int, ellipsis: String,
+      options: DisplayOptions
+    ) {
+      self.rows = rows
+      self.columns = columns
+      self.reports = reports
+      self.width = width
+      self.ellipsis = ellipsis
+      self.options = options
+      nameWidth = 0
+      kept = Array(columns.indices)
+      keptWidths = []
+      cellTexts = []
+      nameWidth = min(max(rows.map { TerminalText.width(label($0)) }.max() ?? 9, 10), max(10, width / 3))
+      let allTexts = rows.map { row in columns.map { text($0, row) } }
+      func widths(_ indices: [Int]) -> [Int] {
+        indices.map { c in
+          allTexts.reduce(TerminalText.width(columns[c].header)) { max($0, TerminalText.width($1[c])) }
+        }
+      }
+      // Drop columns, lowest priority first, until the fixed part leaves at least 6 cells of
+      // sparkline (or nothing more can go).
+      keptWidths = widths(kept)
+      while fixedWidth + 8 > width, kept.count > 1,
+        let lowest = kept.indices.min(by: { columns[kept[$0]].priority < columns[kept[$1]].priority })
+      {
+        kept.remove(at: lowest)
+        keptWidths = widths(kept)
+      }
+      let keptColumns = kept
+      cellTexts = allTexts.map { texts in keptColumns.map { texts[$0] } }
+    }
+
     func label(_ row: Row) -> String {
       switch row {
       case .group(let interfaceClass, let count, _): "\(interfaceClass.rawValue) (\(count))"
@@ -176,6 +269,7 @@ public enum WatchScreen {
       case .wireguard: ""
       }
     }
+
     func text(_ column: Column, _ row: Row) -> String {
       switch row {
       case .group(_, _, let summary): column.groupCell(summary)
@@ -183,26 +277,6 @@ public enum WatchScreen {
       case .wireguard: ""
       }
     }
-    let nameWidth = min(max(rows.map { TerminalText.width(label($0)) }.max() ?? 9, 10), max(10, width / 3))
-    var cellTexts = rows.map { row in columns.map { text($0, row) } }
-    func widths(_ indices: [Int]) -> [Int] {
-      indices.map { c in
-        cellTexts.reduce(TerminalText.width(columns[c].header)) { max($0, TerminalText.width($1[c])) }
-      }
-    }
-    // Drop columns, lowest priority first, until the fixed part leaves at least 6 cells of
-    // sparkline (or nothing more can go).
-    var kept = Array(columns.indices)
-    var keptWidths = widths(kept)
-    func fixedWidth() -> Int { nameWidth + keptWidths.reduce(0) { $0 + $1 + 2 } }
-    while fixedWidth() + 8 > width, kept.count > 1,
-      let lowest = kept.indices.min(by: { columns[kept[$0]].priority < columns[kept[$1]].priority })
-    {
-      kept.remove(at: lowest)
-      keptWidths = widths(kept)
-    }
-    cellTexts = cellTexts.map { texts in kept.map { texts[$0] } }
-    let sparkWidth = max(0, min(60, width - fixedWidth() - 2))
 
     func line(_ first: String, _ rest: [String], spark: String) -> String {
       var out = TerminalText.pad(TerminalText.truncate(first, to: nameWidth, ellipsis: ellipsis), to: nameWidth)
@@ -213,34 +287,41 @@ public enum WatchScreen {
       return TerminalText.truncate(out.trimmingTrailingSpaces, to: width, ellipsis: ellipsis)
     }
 
-    lines.append((line("INTERFACE", kept.map { columns[$0].header }, spark: sparkWidth > 0 ? "RECENT" : ""), .bold))
-    for (i, row) in rows.enumerated() {
-      switch row {
-      case .group:
-        lines.append((line(label(row), cellTexts[i], spark: ""), .bold))
-      case .member(let at):
-        lines.append(
-          (
-            line(label(row), cellTexts[i], spark: history.sparkline(for: reports[at].name, width: sparkWidth)),
-            reports[at].state == .up ? .plain : .dim
-          ))
-      case .wireguard(let status):
-        lines.append(
-          (
-            "    " + WireGuardText.summary(status, at: snapshot.generatedAt, options: options),
-            status.device == nil ? .yellow : .cyan
-          ))
+    /// The header and a line per row: classes bold, interfaces that are not up dim, each with
+    /// its sparkline, a WireGuard tunnel's line under it.
+    func lines(history: RateHistory, at now: Timestamp) -> [StyledLine] {
+      let sparkWidth = self.sparkWidth
+      var lines: [StyledLine] = [
+        (line("INTERFACE", kept.map { columns[$0].header }, spark: sparkWidth > 0 ? "RECENT" : ""), .bold)
+      ]
+      for (i, row) in rows.enumerated() {
+        switch row {
+        case .group:
+          lines.append((line(label(row), cellTexts[i], spark: ""), .bold))
+        case .member(let at):
+          lines.append(
+            (
+              line(label(row), cellTexts[i], spark: history.sparkline(for: reports[at].name, width: sparkWidth)),
+              reports[at].state == .up ? .plain : .dim
+            ))
+        case .wireguard(let status):
+          lines.append(
+            (
+              "    " + WireGuardText.summary(status, at: now, options: options),
+              status.device == nil ? .yellow : .cyan
+            ))
+        }
       }
+      return lines
     }
-    if shown.isEmpty {
-      lines.append((state.classFilter == nil ? "no interfaces" : "no \(filterName) interfaces (press c)", .dim))
-    }
-    if hidden > 0 {
-      lines.append(("… \(hidden) more lines (enlarge the terminal, or press c to filter)", .dim))
-    }
-    lines.append(("≈ estimates: interface counters include protocol overhead and are per interface, not per app", .dim))
+  }
 
-    // Fit the height: the note and the title matter most; cut the middle if it must be.
+  /// The lines cut to the terminal: the note and the title matter most, so the middle goes if
+  /// it must; every line sanitised, cut to the width and styled.
+  static func fitted(
+    _ lines: [StyledLine], width: Int, height: Int, ellipsis: String, color: Bool, options: DisplayOptions
+  ) -> [String] {
+    var lines = lines
     if lines.count > height {
       let note = lines.removeLast()
       lines = Array(lines.prefix(max(height - 1, 0))) + (height >= 2 ? [note] : [])

@@ -81,32 +81,24 @@ public enum WireGuardJSON {
     }
     let device = status.device
     json.beginObject()
-    json.key("found_by")
-    json.string(status.evidence.rawValue)
-    json.key("source")
-    json.string(status.source?.rawValue)
-    json.key("unavailable")
-    json.string(status.unavailable?.description)
-    json.key("listen_port")
-    json.number(device?.listenPort.map { UInt64($0) })
+    json.field("found_by", status.evidence.rawValue)
+    json.field("source", status.source?.rawValue)
+    json.field("unavailable", status.unavailable?.description)
+    json.field("listen_port", device?.listenPort.map { UInt64($0) })
     writeHandshake(device?.latestHandshake, at: now, into: &json)
     json.key("peers")
     json.beginArray()
     for peer in device?.peers ?? [] {
       json.beginObject()
-      json.key("public_key")
-      json.string(peer.publicKey.base64)
-      json.key("endpoint")
-      json.string(peer.endpoint)
+      json.field("public_key", peer.publicKey.base64)
+      json.field("endpoint", peer.endpoint)
       writeHandshake(peer.latestHandshake, at: now, into: &json)
-      json.key("rx_bytes")
-      json.number(peer.rxBytes)
-      json.key("tx_bytes")
-      json.number(peer.txBytes)
-      json.key("persistent_keepalive_seconds")
-      json.number(peer.persistentKeepaliveSeconds == 0 ? nil : UInt64(peer.persistentKeepaliveSeconds))
-      json.key("allowed_ips_count")
-      json.number(peer.allowedIPs)
+      json.field("rx_bytes", peer.rxBytes)
+      json.field("tx_bytes", peer.txBytes)
+      json.field(
+        "persistent_keepalive_seconds",
+        peer.persistentKeepaliveSeconds == 0 ? nil : UInt64(peer.persistentKeepaliveSeconds))
+      json.field("allowed_ips_count", peer.allowedIPs)
       json.endObject()
     }
     json.endArray()
@@ -114,9 +106,7 @@ public enum WireGuardJSON {
   }
 
   static func writeHandshake(_ instant: Timestamp?, at now: Timestamp, into json: inout JSONWriter) {
-    json.key("latest_handshake")
-    json.string(instant?.rfc3339(fractionDigits: 3))
-    json.key("latest_handshake_age_seconds")
-    json.number(instant.map { UInt64(WireGuardText.ageSeconds($0, at: now)) })
+    json.field("latest_handshake", instant?.rfc3339(fractionDigits: 3))
+    json.field("latest_handshake_age_seconds", instant.map { UInt64(WireGuardText.ageSeconds($0, at: now)) })
   }
 }
