@@ -31,31 +31,41 @@ public struct UnsavedTraffic: Sendable {
   private var sums: [Key: (interfaceClass: InterfaceClass, traffic: TrafficCounts)] = [:]
   /// The bucket starts of the last time booked: every booking of one sample has the same time,
   /// and a calendar conversion per booking would cost more than the sum.
-  private var lastStarts: (seconds: Int64, starts: [Int64])?
+  private var lastStarts: (seconds: Int64, starts: [(granularity: TrafficGranularity, start: Int64)])?
 
   public init() {}
 
   public var isEmpty: Bool { sums.isEmpty }
 
+  /// Forgets every sum, keeping the table's room for the next save interval's.
+  public mutating func removeAll() { sums.removeAll(keepingCapacity: true) }
+
   public mutating func add(_ booked: [BookedTraffic], calendar: any LocalCalendar) {
-    for entry in booked where !entry.delta.traffic.isZero {
-      let seconds = entry.wall.seconds
-      let starts: [Int64]
-      if let last = lastStarts, last.seconds == seconds {
-        starts = last.starts
-      } else {
-        starts = TrafficGranularity.allCases.map { $0.start(of: entry.wall, in: calendar) }
-        lastStarts = (seconds, starts)
-      }
-      for (granularity, start) in zip(TrafficGranularity.allCases, starts) {
-        let key = Key(granularity: granularity, start: start, name: entry.name)
-        if let sum = sums[key] {
-          sums[key] = (entry.interfaceClass, sum.traffic + entry.delta.traffic)
-        } else {
-          sums[key] = (entry.interfaceClass, entry.delta.traffic)
-        }
-      }
+    for entry in booked { add(entry, calendar: calendar) }
+  }
+
+  /// Adds one booking to the buckets that hold its time, each sum changed where it lies.
+  public mutating func add(_ entry: BookedTraffic, calendar: any LocalCalendar) {
+    guard !entry.delta.traffic.isZero else { return }
+    let seconds = entry.wall.seconds
+    let starts: [(granularity: TrafficGranularity, start: Int64)]
+    if let last = lastStarts, last.seconds == seconds {
+      starts = last.starts
+    } else {
+      starts = TrafficGranularity.allCases.map { ($0, $0.start(of: entry.wall, in: calendar)) }
+      lastStarts = (seconds, starts)
     }
+    for (granularity, start) in starts {
+      let key = Key(granularity: granularity, start: start, name: entry.name)
+      Self.book(entry, into: &sums[key, default: (entry.interfaceClass, .zero)])
+    }
+  }
+
+  private static func book(
+    _ entry: BookedTraffic, into sum: inout (interfaceClass: InterfaceClass, traffic: TrafficCounts)
+  ) {
+    sum.interfaceClass = entry.interfaceClass
+    sum.traffic += entry.delta.traffic
   }
 
   /// The traffic booked into `granularity`'s buckets starting at `start` (Unix seconds) or later,
@@ -153,15 +163,33 @@ public struct CheckpointedLedger: Sendable {
     saveRequested || !unsaved.isEmpty || ledger.entries.values.contains { saved[$0.name] != $0 }
   }
 
-  /// Advances the ledger in memory. A save is asked for at once when memory holds what a reader
+  /// Advances the ledger in memory, in place. A save is asked for at once for a name seen for the
+  /// first time, for what the ledger had to bridge or refuse, and when memory holds what a reader
   /// could not work out from the stored ledger and the kernel's counters (`outrunsReaders`).
+  /// Returns what the ledger bridged or refused.
   @discardableResult
-  public mutating func advance(_ observations: [LedgerObservation], calendar: any LocalCalendar) -> LedgerAdvance {
-    if observations.contains(where: { ledger.entries[$0.name] == nil }) { saveRequested = true }
-    let advance = ledger.advance(observations)
-    unsaved.add(advance.booked, calendar: calendar)
-    if !advance.events.isEmpty || advance.booked.contains(where: outrunsReaders) { saveRequested = true }
-    return advance
+  public mutating func advance(_ observations: [LedgerObservation], calendar: any LocalCalendar) -> [LedgerEvent] {
+    var events: [LedgerEvent] = []
+    var saveNow = false
+    // The fields the closure changes are moved out of `self` while the ledger changes, so each
+    // table is changed where it lies.
+    var unsaved = self.unsaved
+    self.unsaved = UnsavedTraffic()
+    let saved = self.saved
+    ledger.advance(observations) { change in
+      if change.isNew { saveNow = true }
+      if let event = change.event {
+        events.append(event)
+        saveNow = true
+      }
+      if let booked = change.booked {
+        unsaved.add(booked, calendar: calendar)
+        if !saveNow, Self.outrunsReaders(change.entry, booked, saved: saved) { saveNow = true }
+      }
+    }
+    self.unsaved = unsaved
+    if saveNow { saveRequested = true }
+    return events
   }
 
   /// How far a counter may grow past its stored baseline before it is saved: half of a 32-bit
@@ -180,9 +208,12 @@ public struct CheckpointedLedger: Sendable {
   /// writer's own samples reads the same as one that grew 2³² less; the writer books the least
   /// the readings allow, and readers agree with it. Only a faster sample or a 64-bit reader sees
   /// more.
-  func outrunsReaders(_ booked: BookedTraffic) -> Bool {
-    guard let entry = ledger.entries[booked.name], let stored = saved[booked.name] else { return true }
+  static func outrunsReaders(
+    _ entry: LedgerEntry, _ booked: BookedTraffic, saved: [InterfaceName: LedgerEntry]
+  ) -> Bool {
+    guard let stored = saved[booked.name] else { return true }
     if entry.baseline.instance != stored.baseline.instance { return true }
+    // `entry` already holds this booking: its totals are where the next sample's would start.
     let next = entry.totals.traffic - stored.totals.traffic + booked.delta.traffic
     let margin = Self.readerMargin
     return next.rxBytes >= margin || next.txBytes >= margin || next.rxPackets >= margin || next.txPackets >= margin
@@ -213,7 +244,7 @@ public struct CheckpointedLedger: Sendable {
   /// The checkpoint was committed: memory and database agree.
   public mutating func saved(_ checkpoint: LedgerCheckpoint) {
     for entry in checkpoint.entries { saved[entry.name] = entry }
-    unsaved = UnsavedTraffic()
+    unsaved.removeAll()
     saveRequested = false
   }
 
