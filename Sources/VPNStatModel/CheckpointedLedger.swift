@@ -23,12 +23,16 @@ public struct LedgerCheckpoint: Sendable {
 /// lands in the same 5-minute, hour, day and month rows, so a checkpoint writes each of those
 /// rows once however many samples it covers.
 public struct UnsavedTraffic: Sendable {
-  struct Key: Hashable {
+  /// One bucket's sum for one name.
+  struct Sum {
     var granularity: TrafficGranularity
     var start: Int64
-    var name: InterfaceName
+    var interfaceClass: InterfaceClass
+    var traffic: TrafficCounts
   }
-  private var sums: [Key: (interfaceClass: InterfaceClass, traffic: TrafficCounts)] = [:]
+  /// Per name, the sums of its buckets: a booking looks its name up once, then finds its few
+  /// buckets (one per granularity, two where a save interval crosses a bucket's end) by a scan.
+  private var sums: [InterfaceName: [Sum]] = [:]
   /// The bucket starts of the last time booked: every booking of one sample has the same time,
   /// and a calendar conversion per booking would cost more than the sum.
   private var lastStarts: (seconds: Int64, starts: [(granularity: TrafficGranularity, start: Int64)])?
@@ -55,17 +59,30 @@ public struct UnsavedTraffic: Sendable {
       starts = TrafficGranularity.allCases.map { ($0, $0.start(of: entry.wall, in: calendar)) }
       lastStarts = (seconds, starts)
     }
-    for (granularity, start) in starts {
-      let key = Key(granularity: granularity, start: start, name: entry.name)
-      Self.book(entry, into: &sums[key, default: (entry.interfaceClass, .zero)])
+    if let index = sums.index(forKey: entry.name) {
+      Self.book(entry, in: starts, into: &sums.values[index])
+    } else {
+      var list: [Sum] = []
+      list.reserveCapacity(starts.count)
+      Self.book(entry, in: starts, into: &list)
+      sums[entry.name] = list
     }
   }
 
   private static func book(
-    _ entry: BookedTraffic, into sum: inout (interfaceClass: InterfaceClass, traffic: TrafficCounts)
+    _ entry: BookedTraffic, in starts: [(granularity: TrafficGranularity, start: Int64)], into list: inout [Sum]
   ) {
-    sum.interfaceClass = entry.interfaceClass
-    sum.traffic += entry.delta.traffic
+    for (granularity, start) in starts {
+      if let i = list.firstIndex(where: { $0.granularity == granularity && $0.start == start }) {
+        list[i].interfaceClass = entry.interfaceClass
+        list[i].traffic += entry.delta.traffic
+      } else {
+        list.append(
+          Sum(
+            granularity: granularity, start: start, interfaceClass: entry.interfaceClass,
+            traffic: entry.delta.traffic))
+      }
+    }
   }
 
   /// The traffic booked into `granularity`'s buckets starting at `start` (Unix seconds) or later,
@@ -73,14 +90,16 @@ public struct UnsavedTraffic: Sendable {
   public func traffic(
     _ granularity: TrafficGranularity, since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName?
   ) -> TrafficCounts {
-    var sum = TrafficCounts.zero
-    for (key, value) in sums
-    where key.granularity == granularity && key.start >= start
-      && (interfaceClass == nil || value.interfaceClass == interfaceClass) && (name == nil || key.name == name)
-    {
-      sum += value.traffic
+    var total = TrafficCounts.zero
+    for (key, list) in sums where name == nil || key == name {
+      for sum in list
+      where sum.granularity == granularity && sum.start >= start
+        && (interfaceClass == nil || sum.interfaceClass == interfaceClass)
+      {
+        total += sum.traffic
+      }
     }
-    return sum
+    return total
   }
 
   /// What a reader's ledger holds past the stored one, where the next save would book it: per
@@ -105,29 +124,33 @@ public struct UnsavedTraffic: Sendable {
   /// The unsaved buckets of `granularity` starting at `start` (Unix seconds) or later: what to
   /// add to the stored ones of that granularity for the traffic as it stands now.
   public func buckets(_ granularity: TrafficGranularity, since start: Int64) -> [TrafficBucket] {
-    sums.compactMap { key, sum in
-      guard key.granularity == granularity, key.start >= start else { return nil }
-      return TrafficBucket(name: key.name, start: key.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+    sums.flatMap { name, list in
+      list.compactMap { sum in
+        guard sum.granularity == granularity, sum.start >= start else { return nil }
+        return TrafficBucket(name: name, start: sum.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+      }
     }
   }
 
   /// Forgets what was booked for `name` (another writer booked it).
   public mutating func remove(_ name: InterfaceName) {
-    sums = sums.filter { $0.key.name != name }
+    sums[name] = nil
   }
 
   /// One row per bucket, ordered as the table's key (granularity, start, name) so a checkpoint
   /// touches the pages of the bucket table in order.
   public var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] {
-    sums.sorted { a, b in
-      (a.key.granularity.rawValue, a.key.start) != (b.key.granularity.rawValue, b.key.start)
-        ? (a.key.granularity.rawValue, a.key.start) < (b.key.granularity.rawValue, b.key.start)
-        : a.key.name < b.key.name
-    }.map { key, sum in
-      (
-        key.granularity,
-        TrafficBucket(name: key.name, start: key.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
-      )
+    sums.flatMap { name, list in
+      list.map { sum in
+        (
+          sum.granularity,
+          TrafficBucket(name: name, start: sum.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+        )
+      }
+    }.sorted { a, b in
+      (a.granularity.rawValue, a.bucket.start) != (b.granularity.rawValue, b.bucket.start)
+        ? (a.granularity.rawValue, a.bucket.start) < (b.granularity.rawValue, b.bucket.start)
+        : a.bucket.name < b.bucket.name
     }
   }
 }
