@@ -97,6 +97,8 @@ public struct Recorder {
       lastProblem = nil
     }
     for event in step.events { log.event(LedgerEventText.line(event)) }
+    // What the save built (rows, statements, the stored ledger's new copy) is freed by now.
+    if step.saved { ProcessMemory.trimHeap() }
     guard let sample = step.sample else { return }
     lastSample = sample
     for problem in sample.problems {
@@ -166,6 +168,8 @@ public enum RecorderLoop {
     }
     var samples = 1
     try recorder.sample()
+    // Started, opened, checked and saved once: what only that needed need not stay resident.
+    ProcessMemory.releaseStartUp()
     while count.map({ samples < $0 }) ?? true {
       var watched = [signals.descriptor, timer.descriptor]
       if let notifications { watched.append(notifications.descriptor) }
