@@ -112,6 +112,10 @@ enum RecordBenchmark {
       "record: \(ifbCount) ifb devices (+ lo), every counter moving (one 60-byte frame per interface per second),"
         + " all at once, measured over \(Int(elapsed)) s after \(warmUp) s of start-up; databases on disk in /var/tmp",
       at: 0)
+    // vnstatd of the same run: the anchor of the recorder's resident memory and CPU (issue 22).
+    let anchor = subjects.indices.first { subjects[$0].label.hasPrefix("vnstatd") }.flatMap { i in
+      before[i].flatMap { start in after[i].map { ($0, $0.since(start, seconds: elapsed)) } }
+    }
     for (i, subject) in subjects.enumerated() {
       guard let start = before[i], let end = after[i] else {
         notes.append("  \(subject.label): EXITED during the measurement")
@@ -127,6 +131,18 @@ enum RecordBenchmark {
         line += " — target ≤ 1 MiB/min and < 0.5 %: \(met ? "met" : "MISSED")"
       }
       notes.append(line)
+      if subject.label.hasPrefix("vpnstat record"), let (vnstatd, vnstatdCost) = anchor {
+        let rss = Double(end.residentKiB) / Double(max(vnstatd.residentKiB, 1))
+        let cpu = vnstatdCost.cpuPercent > 0 ? fixed(cost.cpuPercent / vnstatdCost.cpuPercent, 2) + "×" : "n/a"
+        var ratio =
+          "    against vnstatd in this run: resident \(fixed(rss, 2))× (\(end.residentKiB) kB / \(vnstatd.residentKiB) kB),"
+          + " CPU \(cpu) (\(fixed(cost.cpuPercent, 3)) % / \(fixed(vnstatdCost.cpuPercent, 3)) %)"
+        if ifbCount >= 1000 {
+          let met = end.residentKiB <= 6 * 1024 && cost.cpuPercent <= 0.2
+          ratio += " — target ≤ 6 MiB and ≤ 0.2 %: \(met ? "met" : "MISSED")"
+        }
+        notes.append(ratio)
+      }
     }
     return notes
   }

@@ -142,11 +142,12 @@ public struct LedgerKeeper {
   /// Takes link notifications in: the final counters of a deleted instance ask for a save.
   public mutating func book(_ observations: [LedgerObservation], deleted: Bool) -> [LedgerEvent] {
     guard !observations.isEmpty else { return [] }
-    if var memory {
-      let advance = memory.advance(observations, calendar: store.calendar)
-      if deleted { memory.requestSave() }
-      self.memory = memory
-      return advance.events
+    // Changed through the optional, where it lies: a copy would make the ledger's tables copy.
+    if memory != nil {
+      let calendar = store.calendar
+      let events = memory?.advance(observations, calendar: calendar) ?? []
+      if deleted { memory?.requestSave() }
+      return events
     }
     view.book(observations)
     // A reader keeps the deleted instance's counters for the save that may make it the writer
@@ -196,20 +197,23 @@ public struct LedgerKeeper {
 
   /// A sample outside any transaction, advancing memory (or the reader's view).
   private mutating func advance(_ sampler: inout TrafficSampler) throws -> Step {
-    guard var memory else {
+    guard memory != nil else {
       let (sample, _) = try view.sample(&sampler)
       return Step(sample: sample)
     }
     // Another process committed: what it stored of names this one does not write shows (a
     // database that cannot be read now is read at a later step).
     if let version = try? store.dataVersion(), version != absorbedVersion, let stored = try? store.loadLedger() {
-      memory.absorb(stored)
+      memory?.absorb(stored)
       absorbedVersion = version
     }
     let sample = try sampler.sample()
-    let advance = memory.advance(sampler.observations(sample), calendar: store.calendar)
-    self.memory = memory
-    return Step(sample: sample, events: advance.events)
+    // Advanced through the optional, in place: a copy held here would make every sample copy the
+    // whole table.
+    let observations = sampler.observations(sample)
+    let calendar = store.calendar
+    let events = memory?.advance(observations, calendar: calendar) ?? []
+    return Step(sample: sample, events: events)
   }
 
   /// The checkpoint, if this process may write: nil when another holds the lock (the caller
@@ -249,18 +253,18 @@ public struct LedgerKeeper {
     let calendar = store.calendar
     let store = self.store
     var sample: CounterSample?
-    let (updated, advance, checkpoint) = try store.saveLedger(now: attempt.wall) {
-      stored -> ((CheckpointedLedger, LedgerAdvance, LedgerCheckpoint), LedgerCheckpoint) in
+    let (updated, events, checkpoint) = try store.saveLedger(now: attempt.wall) {
+      stored -> ((CheckpointedLedger, [LedgerEvent], LedgerCheckpoint), LedgerCheckpoint) in
       var memory = starting ?? CheckpointedLedger(stored: stored)
       memory.absorb(stored)
       if !pending.isEmpty { memory.advance(pending, calendar: calendar) }
       let taken = try sampler.sample()
       sample = taken
-      let advance = memory.advance(sampler.observations(taken), calendar: calendar)
+      let events = memory.advance(sampler.observations(taken), calendar: calendar)
       // The trusted clock goes with the checkpoint rather than with every sample.
       _ = try store.trustedNow(taken.taken, writing: true)
       let checkpoint = memory.checkpoint
-      return ((memory, advance, checkpoint), checkpoint)
+      return ((memory, events, checkpoint), checkpoint)
     }
     var memory = updated
     memory.saved(checkpoint)
@@ -269,6 +273,6 @@ public struct LedgerKeeper {
     unbooked = []
     writer = nil
     lastSave = sample?.taken.boottime ?? attempt.boottime
-    return Step(sample: sample, events: advance.events, saved: true)
+    return Step(sample: sample, events: events, saved: true)
   }
 }

@@ -26,10 +26,13 @@ public struct Recorder {
   let writeTextfile: ([UInt8], String) throws -> Void
   /// The database problem last logged, so a long outage is one line, not one per tick.
   public private(set) var lastProblem: String?
-  /// The recorder's current view: its last sample and the ledger as of it (in memory, ahead of
-  /// the last checkpoint). What the textfile shows, and what anything serving metrics from the
-  /// running recorder reads.
-  public private(set) var current: (sample: CounterSample, ledger: Ledger)?
+  /// The recorder's current view: its last sample and the ledger in memory (ahead of the last
+  /// checkpoint; link notifications since the sample included). What the textfile shows, and
+  /// what anything serving metrics from the running recorder reads.
+  public var current: (sample: CounterSample, ledger: Ledger)? { lastSample.map { ($0, keeper.ledger) } }
+  /// Only the sample is kept: a copy of the ledger kept here would make the next sample copy the
+  /// whole table before changing it.
+  private var lastSample: CounterSample?
   /// The session window as last seen, and SQLite's count of other connections' commits then: a
   /// window opened or ended by an enforcer is saved with the ledger at once.
   private var sessionSeen: (version: Int64, record: SessionRecord)?
@@ -94,8 +97,10 @@ public struct Recorder {
       lastProblem = nil
     }
     for event in step.events { log.event(LedgerEventText.line(event)) }
+    // What the save built (rows, statements, the stored ledger's new copy) is freed by now.
+    if step.saved { ProcessMemory.trimHeap() }
     guard let sample = step.sample else { return }
-    current = (sample, keeper.ledger)
+    lastSample = sample
     for problem in sample.problems {
       log.event("\(problem.name.terminalText): \(TerminalText.sanitize(problem.message))")
     }
@@ -163,6 +168,8 @@ public enum RecorderLoop {
     }
     var samples = 1
     try recorder.sample()
+    // Started, opened, checked and saved once: what only that needed need not stay resident.
+    ProcessMemory.releaseStartUp()
     while count.map({ samples < $0 }) ?? true {
       var watched = [signals.descriptor, timer.descriptor]
       if let notifications { watched.append(notifications.descriptor) }

@@ -23,37 +23,64 @@ public struct LedgerCheckpoint: Sendable {
 /// lands in the same 5-minute, hour, day and month rows, so a checkpoint writes each of those
 /// rows once however many samples it covers.
 public struct UnsavedTraffic: Sendable {
-  struct Key: Hashable {
+  /// One bucket's sum for one name.
+  struct Sum {
     var granularity: TrafficGranularity
     var start: Int64
-    var name: InterfaceName
+    var interfaceClass: InterfaceClass
+    var traffic: TrafficCounts
   }
-  private var sums: [Key: (interfaceClass: InterfaceClass, traffic: TrafficCounts)] = [:]
+  /// Per name, the sums of its buckets: a booking looks its name up once, then finds its few
+  /// buckets (one per granularity, two where a save interval crosses a bucket's end) by a scan.
+  private var sums: [InterfaceName: [Sum]] = [:]
   /// The bucket starts of the last time booked: every booking of one sample has the same time,
   /// and a calendar conversion per booking would cost more than the sum.
-  private var lastStarts: (seconds: Int64, starts: [Int64])?
+  private var lastStarts: (seconds: Int64, starts: [(granularity: TrafficGranularity, start: Int64)])?
 
   public init() {}
 
   public var isEmpty: Bool { sums.isEmpty }
 
+  /// Forgets every sum, keeping the table's room for the next save interval's.
+  public mutating func removeAll() { sums.removeAll(keepingCapacity: true) }
+
   public mutating func add(_ booked: [BookedTraffic], calendar: any LocalCalendar) {
-    for entry in booked where !entry.delta.traffic.isZero {
-      let seconds = entry.wall.seconds
-      let starts: [Int64]
-      if let last = lastStarts, last.seconds == seconds {
-        starts = last.starts
+    for entry in booked { add(entry, calendar: calendar) }
+  }
+
+  /// Adds one booking to the buckets that hold its time, each sum changed where it lies.
+  public mutating func add(_ entry: BookedTraffic, calendar: any LocalCalendar) {
+    guard !entry.delta.traffic.isZero else { return }
+    let seconds = entry.wall.seconds
+    let starts: [(granularity: TrafficGranularity, start: Int64)]
+    if let last = lastStarts, last.seconds == seconds {
+      starts = last.starts
+    } else {
+      starts = TrafficGranularity.allCases.map { ($0, $0.start(of: entry.wall, in: calendar)) }
+      lastStarts = (seconds, starts)
+    }
+    if let index = sums.index(forKey: entry.name) {
+      Self.book(entry, in: starts, into: &sums.values[index])
+    } else {
+      var list: [Sum] = []
+      list.reserveCapacity(starts.count)
+      Self.book(entry, in: starts, into: &list)
+      sums[entry.name] = list
+    }
+  }
+
+  private static func book(
+    _ entry: BookedTraffic, in starts: [(granularity: TrafficGranularity, start: Int64)], into list: inout [Sum]
+  ) {
+    for (granularity, start) in starts {
+      if let i = list.firstIndex(where: { $0.granularity == granularity && $0.start == start }) {
+        list[i].interfaceClass = entry.interfaceClass
+        list[i].traffic += entry.delta.traffic
       } else {
-        starts = TrafficGranularity.allCases.map { $0.start(of: entry.wall, in: calendar) }
-        lastStarts = (seconds, starts)
-      }
-      for (granularity, start) in zip(TrafficGranularity.allCases, starts) {
-        let key = Key(granularity: granularity, start: start, name: entry.name)
-        if let sum = sums[key] {
-          sums[key] = (entry.interfaceClass, sum.traffic + entry.delta.traffic)
-        } else {
-          sums[key] = (entry.interfaceClass, entry.delta.traffic)
-        }
+        list.append(
+          Sum(
+            granularity: granularity, start: start, interfaceClass: entry.interfaceClass,
+            traffic: entry.delta.traffic))
       }
     }
   }
@@ -63,14 +90,16 @@ public struct UnsavedTraffic: Sendable {
   public func traffic(
     _ granularity: TrafficGranularity, since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName?
   ) -> TrafficCounts {
-    var sum = TrafficCounts.zero
-    for (key, value) in sums
-    where key.granularity == granularity && key.start >= start
-      && (interfaceClass == nil || value.interfaceClass == interfaceClass) && (name == nil || key.name == name)
-    {
-      sum += value.traffic
+    var total = TrafficCounts.zero
+    for (key, list) in sums where name == nil || key == name {
+      for sum in list
+      where sum.granularity == granularity && sum.start >= start
+        && (interfaceClass == nil || sum.interfaceClass == interfaceClass)
+      {
+        total += sum.traffic
+      }
     }
-    return sum
+    return total
   }
 
   /// What a reader's ledger holds past the stored one, where the next save would book it: per
@@ -95,29 +124,33 @@ public struct UnsavedTraffic: Sendable {
   /// The unsaved buckets of `granularity` starting at `start` (Unix seconds) or later: what to
   /// add to the stored ones of that granularity for the traffic as it stands now.
   public func buckets(_ granularity: TrafficGranularity, since start: Int64) -> [TrafficBucket] {
-    sums.compactMap { key, sum in
-      guard key.granularity == granularity, key.start >= start else { return nil }
-      return TrafficBucket(name: key.name, start: key.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+    sums.flatMap { name, list in
+      list.compactMap { sum in
+        guard sum.granularity == granularity, sum.start >= start else { return nil }
+        return TrafficBucket(name: name, start: sum.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+      }
     }
   }
 
   /// Forgets what was booked for `name` (another writer booked it).
   public mutating func remove(_ name: InterfaceName) {
-    sums = sums.filter { $0.key.name != name }
+    sums[name] = nil
   }
 
   /// One row per bucket, ordered as the table's key (granularity, start, name) so a checkpoint
   /// touches the pages of the bucket table in order.
   public var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] {
-    sums.sorted { a, b in
-      (a.key.granularity.rawValue, a.key.start) != (b.key.granularity.rawValue, b.key.start)
-        ? (a.key.granularity.rawValue, a.key.start) < (b.key.granularity.rawValue, b.key.start)
-        : a.key.name < b.key.name
-    }.map { key, sum in
-      (
-        key.granularity,
-        TrafficBucket(name: key.name, start: key.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
-      )
+    sums.flatMap { name, list in
+      list.map { sum in
+        (
+          sum.granularity,
+          TrafficBucket(name: name, start: sum.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+        )
+      }
+    }.sorted { a, b in
+      (a.granularity.rawValue, a.bucket.start) != (b.granularity.rawValue, b.bucket.start)
+        ? (a.granularity.rawValue, a.bucket.start) < (b.granularity.rawValue, b.bucket.start)
+        : a.bucket.name < b.bucket.name
     }
   }
 }
@@ -153,15 +186,33 @@ public struct CheckpointedLedger: Sendable {
     saveRequested || !unsaved.isEmpty || ledger.entries.values.contains { saved[$0.name] != $0 }
   }
 
-  /// Advances the ledger in memory. A save is asked for at once when memory holds what a reader
+  /// Advances the ledger in memory, in place. A save is asked for at once for a name seen for the
+  /// first time, for what the ledger had to bridge or refuse, and when memory holds what a reader
   /// could not work out from the stored ledger and the kernel's counters (`outrunsReaders`).
+  /// Returns what the ledger bridged or refused.
   @discardableResult
-  public mutating func advance(_ observations: [LedgerObservation], calendar: any LocalCalendar) -> LedgerAdvance {
-    if observations.contains(where: { ledger.entries[$0.name] == nil }) { saveRequested = true }
-    let advance = ledger.advance(observations)
-    unsaved.add(advance.booked, calendar: calendar)
-    if !advance.events.isEmpty || advance.booked.contains(where: outrunsReaders) { saveRequested = true }
-    return advance
+  public mutating func advance(_ observations: [LedgerObservation], calendar: any LocalCalendar) -> [LedgerEvent] {
+    var events: [LedgerEvent] = []
+    var saveNow = false
+    // The fields the closure changes are moved out of `self` while the ledger changes, so each
+    // table is changed where it lies.
+    var unsaved = self.unsaved
+    self.unsaved = UnsavedTraffic()
+    let saved = self.saved
+    ledger.advance(observations) { change in
+      if change.isNew { saveNow = true }
+      if let event = change.event {
+        events.append(event)
+        saveNow = true
+      }
+      if let booked = change.booked {
+        unsaved.add(booked, calendar: calendar)
+        if !saveNow, Self.outrunsReaders(change.entry, booked, saved: saved) { saveNow = true }
+      }
+    }
+    self.unsaved = unsaved
+    if saveNow { saveRequested = true }
+    return events
   }
 
   /// How far a counter may grow past its stored baseline before it is saved: half of a 32-bit
@@ -180,9 +231,12 @@ public struct CheckpointedLedger: Sendable {
   /// writer's own samples reads the same as one that grew 2³² less; the writer books the least
   /// the readings allow, and readers agree with it. Only a faster sample or a 64-bit reader sees
   /// more.
-  func outrunsReaders(_ booked: BookedTraffic) -> Bool {
-    guard let entry = ledger.entries[booked.name], let stored = saved[booked.name] else { return true }
+  static func outrunsReaders(
+    _ entry: LedgerEntry, _ booked: BookedTraffic, saved: [InterfaceName: LedgerEntry]
+  ) -> Bool {
+    guard let stored = saved[booked.name] else { return true }
     if entry.baseline.instance != stored.baseline.instance { return true }
+    // `entry` already holds this booking: its totals are where the next sample's would start.
     let next = entry.totals.traffic - stored.totals.traffic + booked.delta.traffic
     let margin = Self.readerMargin
     return next.rxBytes >= margin || next.txBytes >= margin || next.rxPackets >= margin || next.txPackets >= margin
@@ -213,7 +267,7 @@ public struct CheckpointedLedger: Sendable {
   /// The checkpoint was committed: memory and database agree.
   public mutating func saved(_ checkpoint: LedgerCheckpoint) {
     for entry in checkpoint.entries { saved[entry.name] = entry }
-    unsaved = UnsavedTraffic()
+    unsaved.removeAll()
     saveRequested = false
   }
 

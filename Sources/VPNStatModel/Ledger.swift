@@ -172,62 +172,91 @@ public struct Ledger: Sendable {
   /// rules give, unless it is faster than plausible, in which case it is discarded and counted.
   public mutating func advance(_ observations: [LedgerObservation]) -> LedgerAdvance {
     var result = LedgerAdvance()
+    advance(observations) { change in
+      result.changed.append(change.entry)
+      if let booked = change.booked { result.booked.append(booked) }
+      if let event = change.event { result.events.append(event) }
+    }
+    return result
+  }
+
+  /// What one name's observation changed, as `advance` makes the change.
+  public struct Change {
+    /// The entry as it now stands.
+    public var entry: LedgerEntry
+    /// True when the name was seen for the first time.
+    public var isNew: Bool
+    /// The traffic booked, if any.
+    public var booked: BookedTraffic?
+    /// What had to be bridged or refused, if anything.
+    public var event: LedgerEvent?
+  }
+
+  /// `advance(_:)` without collecting: each entry is changed where it lies in the table (no copy
+  /// of the table, and no array that grows with the interfaces), and each change is handed to
+  /// `report` as it is made — what a writer advancing every second keeps.
+  public mutating func advance(_ observations: [LedgerObservation], reporting report: (Change) -> Void) {
     for observation in observations {
-      let new = observation.baseline
-      guard var entry = entries[observation.name] else {
+      guard let index = entries.index(forKey: observation.name) else {
+        let new = observation.baseline
         let entry = LedgerEntry(
           name: observation.name, interfaceClass: observation.interfaceClass, baseline: new,
           totals: LedgerTotals(firstSeenAt: new.wall))
         entries[observation.name] = entry
-        result.changed.append(entry)
+        report(Change(entry: entry, isNew: true, booked: nil, event: nil))
         continue
       }
-      let old = entry.baseline
-      // A reading stamped before the baseline of the same instance is old news; one whose
-      // counters are below it too (CounterDelta says nil). Neither moves the baseline back.
-      if old.instance.index == new.instance.index, BootIdentity.same(old, new) != false,
-        new.boottime < old.boottime
-      {
-        continue
-      }
-      guard let delta = CounterDelta.between(old, new) else { continue }
-      entry.interfaceClass = observation.interfaceClass
-      entry.baseline = new
-      if delta.kind == .growth && delta.traffic.isZero {
-        // Nothing to book; keep the stored baseline as it was, so idle interfaces cost no write.
-        continue
-      }
-      let seconds = Self.window(from: old, to: new)
-      let allowed = observation.plausibleBytesPerSecond * (seconds + 1)
-      func event(_ kind: LedgerEvent.Kind) -> LedgerEvent {
-        LedgerEvent(
-          name: observation.name, kind: kind, delta: delta, indexes: (old.instance.index, new.instance.index),
-          seconds: seconds, plausibleBytesPerSecond: observation.plausibleBytesPerSecond)
-      }
-      if Double(delta.traffic.rxBytes) > allowed || Double(delta.traffic.txBytes) > allowed {
-        entry.totals.discarded += 1
-        result.events.append(event(.discarded))
-      } else {
-        entry.totals.traffic += delta.traffic
-        switch delta.kind {
-        case .growth: break
-        case .reset:
-          entry.totals.resets += 1
-          result.events.append(event(.reset))
-        case .wrap:
-          entry.totals.wraps += 1
-          result.events.append(event(.wrap))
-        }
-        if !delta.traffic.isZero {
-          result.booked.append(
-            BookedTraffic(
-              name: observation.name, interfaceClass: observation.interfaceClass, wall: new.wall, delta: delta))
-        }
-      }
-      entries[observation.name] = entry
-      result.changed.append(entry)
+      if let change = Self.advance(&entries.values[index], with: observation) { report(change) }
     }
-    return result
+  }
+
+  /// One known name's step: nil when the entry stays as it was (old news, or an idle interface).
+  private static func advance(_ entry: inout LedgerEntry, with observation: LedgerObservation) -> Change? {
+    let new = observation.baseline
+    let old = entry.baseline
+    // A reading stamped before the baseline of the same instance is old news; one whose
+    // counters are below it too (CounterDelta says nil). Neither moves the baseline back.
+    if old.instance.index == new.instance.index, BootIdentity.same(old, new) != false,
+      new.boottime < old.boottime
+    {
+      return nil
+    }
+    guard let delta = CounterDelta.between(old, new) else { return nil }
+    if delta.kind == .growth && delta.traffic.isZero {
+      // Nothing to book; keep the stored baseline as it was, so idle interfaces cost no write.
+      return nil
+    }
+    entry.interfaceClass = observation.interfaceClass
+    entry.baseline = new
+    let seconds = window(from: old, to: new)
+    let allowed = observation.plausibleBytesPerSecond * (seconds + 1)
+    func event(_ kind: LedgerEvent.Kind) -> LedgerEvent {
+      LedgerEvent(
+        name: observation.name, kind: kind, delta: delta, indexes: (old.instance.index, new.instance.index),
+        seconds: seconds, plausibleBytesPerSecond: observation.plausibleBytesPerSecond)
+    }
+    var booked: BookedTraffic?
+    var bridged: LedgerEvent?
+    if Double(delta.traffic.rxBytes) > allowed || Double(delta.traffic.txBytes) > allowed {
+      entry.totals.discarded += 1
+      bridged = event(.discarded)
+    } else {
+      entry.totals.traffic += delta.traffic
+      switch delta.kind {
+      case .growth: break
+      case .reset:
+        entry.totals.resets += 1
+        bridged = event(.reset)
+      case .wrap:
+        entry.totals.wraps += 1
+        bridged = event(.wrap)
+      }
+      if !delta.traffic.isZero {
+        booked = BookedTraffic(
+          name: observation.name, interfaceClass: observation.interfaceClass, wall: new.wall, delta: delta)
+      }
+    }
+    return Change(entry: entry, isNew: false, booked: booked, event: bridged)
   }
 
   /// Seconds between two baselines: CLOCK_BOOTTIME within one boot; after a reboot, the new

@@ -37,6 +37,8 @@ public final class Store {
   static let applicationID: Int64 = 0x7670_6E73
   /// The schema version this vpnstat writes; migrations bring older ones up to it.
   public static let schemaVersion: Int64 = Int64(migrations.count)
+  /// A writer's page cache, KiB (`PRAGMA cache_size`; SQLite's default is 2000).
+  public static let writerCacheKiB = 512
 
   /// Opens the database at `location` for `intent`. Returns nil when it does not exist (or is an
   /// empty file) and the intent does not create it. Throws `StoreError`, never rewriting a file it
@@ -151,6 +153,10 @@ public final class Store {
       }
       return true
     }
+    // A writer runs for good: SQLite's default page cache (2 MiB) would fill with pages read once
+    // by the check below and stay that size. A save touches the ledger's table and the current
+    // buckets, some 500 KiB at a thousand interfaces; the rest is read again from the OS's cache.
+    try guarded { try connection.execute("PRAGMA cache_size = -\(Self.writerCacheKiB)") }
     // Nothing writes to a file found damaged: look at every page before the first write.
     if version > 0, let problem = try guarded({ try integrityProblem() }) {
       throw StoreError.corrupt(path: location.path, detail: problem)

@@ -67,4 +67,9 @@ static inline int clinux_pidfd_send_signal(int pidfd, int sig) { return pidfd_se
 int clinux_peer_credentials(int fd, int *pid, unsigned int *uid);
 static inline unsigned long clinux_tunsetpersist(void) { return TUNSETPERSIST; }
 
+/// The executable's own code (its first executable, non-writable PT_LOAD segment, from
+/// dl_iterate_phdr, which needs _GNU_SOURCE: see shim.c): 0, or -1 when none was found.
+int clinux_program_text(uintptr_t *start, uintptr_t *end);
+#include <malloc.h>
+
 #endif
