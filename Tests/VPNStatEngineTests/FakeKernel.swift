@@ -113,8 +113,8 @@ final class FakeKernel: @unchecked Sendable {
   }
 }
 
-/// The fake kernel as the enforcer's `LinkController`.
-struct FakeLinks: LinkController {
+/// The fake kernel as the enforcer's `LinkTable`.
+struct FakeLinks: LinkTable {
   let kernel: FakeKernel
   func link(named name: InterfaceName) throws -> LinkRecord? {
     kernel.links.first { $0.value.name == name }.flatMap { kernel.record($0.key) }

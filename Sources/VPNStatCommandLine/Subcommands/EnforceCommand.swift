@@ -83,7 +83,7 @@ enum EnforceCommand: Subcommand {
     }
     // Tunnels only: an interface of another class that bears the name now is refused at once
     // (one that appears later is left alone by the enforcer itself).
-    if let link = try? LinkControl().link(named: tunnel) {
+    if let link = try? NetlinkLinkTable().link(named: tunnel) {
       var catalog = InterfaceCatalog(classifier: CommonOptions.classifier(parsed))
       let entry = catalog.entry(for: link)
       if let refusal = NotATunnel.check(link.name, entry.interfaceClass, by: entry.evidence) {
@@ -124,10 +124,10 @@ enum EnforceCommand: Subcommand {
     }
     let lock = try ProcessLock(
       path: location.lockPath("enforce-\(tunnel.escaped)"), role: "vpnstat enforce \(tunnel.escaped)")
-    let links: LinkControl
+    let links: NetlinkLinkTable
     let alarm: WallClockDeadline
     do {
-      links = try LinkControl()
+      links = try NetlinkLinkTable()
       alarm = try WallClockDeadline()
     } catch {
       throw GeneralFailure(.unavailable, "cannot open a netlink socket to watch \(tunnel.terminalText): \(error)")
@@ -135,7 +135,7 @@ enum EnforceCommand: Subcommand {
     let disconnect: any DisconnectAction
     switch choice {
     case nil:
-      disconnect = CommandAction(arguments: parsed.bytes(exec), timeout: parsed[execTimeout] ?? .seconds(10))
+      disconnect = ExecAction(arguments: parsed.bytes(exec), timeout: parsed[execTimeout] ?? .seconds(10))
     case .linkDown: disconnect = LinkDownAction(links: links)
     case .delete: disconnect = LinkDownAction(links: links, deleting: true)
     case .manager(let kind):
@@ -169,7 +169,7 @@ enum EnforceCommand: Subcommand {
     switch choice {
     case .manager(.networkManager): return true
     case .manager(nil):
-      guard FileSystem.exists(detector.networkManagerDirectory), let link = try? LinkControl().link(named: tunnel)
+      guard FileSystem.exists(detector.networkManagerDirectory), let link = try? NetlinkLinkTable().link(named: tunnel)
       else { return false }
       return detector.manager(of: tunnel, kind: link.attributes.kind).kind == .networkManager
     default: return false

@@ -52,7 +52,7 @@ public struct Enforcer {
   var sampler: TrafficSampler
   let lengths: SessionLengths
   let action: any DisconnectAction
-  let links: any LinkController
+  let links: any LinkTable
   let alarm: any DeadlineAlarm
   let log: any EventLog
   /// The calendar the log's clock times are in.
@@ -128,7 +128,7 @@ public struct Enforcer {
 
   public init(
     tunnel: InterfaceName, store: Store?, openStore: @escaping () throws -> Store? = { nil }, sampler: TrafficSampler,
-    lengths: SessionLengths, action: (any DisconnectAction)?, links: any LinkController, alarm: any DeadlineAlarm,
+    lengths: SessionLengths, action: (any DisconnectAction)?, links: any LinkTable, alarm: any DeadlineAlarm,
     log: any EventLog, calendar: any LocalCalendar, runner: any ProgramRunner = ChildProgramRunner(),
     presence: EnforcerPresenceFile? = nil, saveInterval: Duration = Recorder.defaultSaveInterval,
     ledgerLock: any LedgerWriterLock = UncontendedLedgerLock(), spool: EnforcerSpool? = nil
@@ -498,7 +498,7 @@ public struct Enforcer {
           details.append(text + "; fell back to link-down")
           actionFailed = true
         }
-        _ = KernelLinkControl(links: links).stop(device.name, reason: reason)
+        _ = DirectLinkControl(links: links).stop(device.name, reason: reason)
         down = confirmation.deviceDown(index, timeout: .seconds(2))
         if !down {
           if details.isEmpty { details.append("link-down") }
