@@ -143,21 +143,23 @@ enum EnforceCommand: Subcommand {
         kind: kind, detector: detector, runner: detector.runner, links: links, units: detector.units)
     }
     var enforcer = Enforcer(
-      tunnel: tunnel, store: store,
-      openStore: {
-        switch opener.outcome() {
-        case .opened(let store): return store
-        case .failed(let error): throw error
-        case .pending, .taken: return nil
-        }
-      },
+      tunnel: tunnel, action: disconnect, lengths: CommonOptions.lengths(parsed),
       sampler: CommonOptions.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
-      lengths: CommonOptions.lengths(parsed), action: disconnect, links: links, alarm: alarm,
-      log: StandardErrorLog(context: context), calendar: context.calendar, runner: detector.runner,
-      presence: EnforcerPresenceFile(location: location, tunnel: tunnel),
-      saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
-      ledgerLock: LedgerLockFile(location, role: "vpnstat enforce \(tunnel.escaped)"),
-      spool: EnforcerSpool(location: location))
+      storage: EnforcerStorage(
+        store: store,
+        open: {
+          switch opener.outcome() {
+          case .opened(let store): return store
+          case .failed(let error): throw error
+          case .pending, .taken: return nil
+          }
+        },
+        saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
+        ledgerLock: LedgerLockFile(location, role: "vpnstat enforce \(tunnel.escaped)"),
+        spool: EnforcerSpool(location: location), presence: EnforcerPresenceFile(location: location, tunnel: tunnel)),
+      environment: EnforcerEnvironment(
+        links: links, alarm: alarm, log: StandardErrorLog(context: context), calendar: context.calendar,
+        holdRelease: ManagerHoldRelease(runner: detector.runner)))
     try EnforcerLoop.run(&enforcer, alarm: alarm, checkInterval: parsed[interval] ?? .seconds(5))
     withExtendedLifetime(lock) {}
     return .success
