@@ -32,7 +32,8 @@ let package = Package(
     // names and classes, the session window, the trusted clock. No C, no I/O.
     .target(name: "VPNStatModel"),
     // The bottom layer: file descriptors, Errno, netlink framing, clocks and timers, signals,
-    // child processes, terminal modes, locks and files. The only code that calls libc.
+    // child processes, terminal modes, locks and files, the session bus (vpnstat's own D-Bus
+    // client). The only code that calls libc.
     .target(name: "VPNStatSystem", dependencies: ["VPNStatModel", "CLinux"]),
     // What the kernel says: the counter readers (netlink, sysfs, getifaddrs), link
     // notifications, link control, the clocks and the local calendar as model values.
@@ -108,6 +109,9 @@ let package = Package(
       name: "VPNStatModelTests",
       dependencies: ["VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSystem", "VPNStatTestSupport"]),
     .testTarget(
+      name: "VPNStatSystemTests",
+      dependencies: ["VPNStatSystem", "VPNStatModel", "VPNStatTestSupport"]),
+    .testTarget(
       name: "VPNStatKernelTests",
       dependencies: ["VPNStatKernel", "VPNStatEngine", "VPNStatModel", "VPNStatSystem", "VPNStatTestSupport"]),
     .testTarget(
@@ -133,8 +137,8 @@ let package = Package(
     .testTarget(
       name: "EndToEndTests",
       dependencies: [
-        "VPNStatCommandLine", "VPNStatEngine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSimulation",
-        "VPNStatTestSupport",
+        "VPNStatCommandLine", "VPNStatEngine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSystem",
+        "VPNStatSimulation", "VPNStatTestSupport",
       ]),
   ],
   swiftLanguageModes: [.v6]

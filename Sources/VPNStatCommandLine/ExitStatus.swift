@@ -19,7 +19,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
   /// database locked by another process). Hooks treat it as a refusal.
   case undecided = 66
   /// Something needed is not there: no such interface, no database where one is needed, no
-  /// netlink socket, no libpcap.
+  /// netlink socket, no libpcap, no session bus or notification server.
   case unavailable = 69
   /// An internal error: a bug, please report it.
   case software = 70
@@ -108,6 +108,7 @@ extension ExitStatus {
       case .untrusted: return (.noPermission, error.description)
       }
     case let error as UntrustedFile: return (.noPermission, error.description)
+    case let error as NotificationFailure: return (.unavailable, error.description)
     case let error as AtomicFile.Failure:
       return (error.error.meansNotPermitted ? .noPermission : .ioError, error.description)
     case let error as Errno where error.rawValue == Errno.brokenPipe.rawValue:

@@ -6,7 +6,8 @@ import VPNStatSystem
 public enum VPNStat {
   /// The subcommands, in the order help lists them.
   static let subcommands: [any Subcommand.Type] = [
-    StatusCommand.self, WatchCommand.self, SessionCommand.self, PlanCommand.self, EnforceCommand.self,
+    ReportCommand.self, StatusCommand.self, WatchCommand.self, SessionCommand.self, PlanCommand.self,
+    EnforceCommand.self,
     ConnectCommand.self, DisconnectCommand.self,
     RecordCommand.self, HistoryCommand.self, AlertCommand.self, ExportCommand.self, FlowsCommand.self,
     CompletionsCommand.self,

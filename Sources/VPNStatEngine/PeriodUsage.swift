@@ -1,9 +1,59 @@
 import VPNStatModel
 import VPNStatStore
 
-/// A period's traffic, for data caps and alerts: what the ledger booked into the daily buckets
-/// since the period began, plus — for a reader, whose own sample advanced the ledger in memory
-/// and is never written — how far that sample moved the totals past the stored ones.
+/// The traffic buckets as one process sees them now: the stored ones, plus what its own ledger
+/// holds and the database does not have yet, in the buckets the next save books it into. For a
+/// reader that is how far its sample moved the totals past the stored ones (`UnsavedTraffic
+/// (reading:past:)`: the current bucket of each granularity); for a writer between checkpoints,
+/// what it booked per bucket since its last one. Every reader of buckets — `history` in every
+/// form, `report`, `alert`, a data cap's usage (the gate, `session`, `watch`, the enforcer) —
+/// reads them through this, so every command gives the figure `status`'s totals give.
+public struct RecordedTraffic {
+  public let store: Store
+  /// What the stored buckets lack.
+  public let unsaved: UnsavedTraffic
+
+  /// Runs `read` on the buckets as a reader whose sample advanced `ledger` (the stored ledger as
+  /// it loaded it; nil: no sample, the stored buckets alone) sees them. One read transaction
+  /// holds the stored ledger compared with and every bucket `read` reads, so a save committed
+  /// meanwhile is counted once: in the buckets, and not again in the sample.
+  public static func reading<T>(_ store: Store, ledger: Ledger?, _ read: (RecordedTraffic) throws -> T) throws -> T {
+    try store.snapshot {
+      let unsaved = try ledger.map {
+        UnsavedTraffic(reading: $0, past: try store.loadLedger(), calendar: store.calendar)
+      }
+      return try read(RecordedTraffic(store: store, unsaved: unsaved ?? UnsavedTraffic()))
+    }
+  }
+
+  /// The same for a process that keeps the ledger (`LedgerKeeper`): while it writes, the stored
+  /// buckets and what it booked since its last checkpoint, in the bucket each booking fell in;
+  /// while it reads, as any reader.
+  public static func reading<T>(_ keeper: LedgerKeeper, _ read: (RecordedTraffic) throws -> T) throws -> T {
+    guard let memory = keeper.memory else {
+      return try reading(keeper.store, ledger: keeper.ledger, read)
+    }
+    return try keeper.store.snapshot { try read(RecordedTraffic(store: keeper.store, unsaved: memory.unsavedTraffic)) }
+  }
+
+  /// The buckets of `granularity` from `since` (Unix seconds) on: the stored ones, then the
+  /// unsaved ones (a bucket may appear in both; whoever sums them adds them).
+  public func buckets(_ granularity: TrafficGranularity, since: Int64) throws -> [TrafficBucket] {
+    try store.buckets(granularity, since: since) + unsaved.buckets(granularity, since: since)
+  }
+
+  /// The traffic in the daily buckets from `start` (a local midnight, Unix seconds) on, of
+  /// `interfaceClass` or of the interface `name` (nil: any): a period's usage.
+  public func usage(since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws
+    -> TrafficCounts
+  {
+    try store.usage(since: start, of: interfaceClass, name: name)
+      + unsaved.traffic(.day, since: start, of: interfaceClass, name: name)
+  }
+}
+
+/// A period's traffic, for data caps and alerts: the daily buckets since the period began, as
+/// the process measuring sees them (`RecordedTraffic`).
 public enum PeriodUsage {
   /// The traffic of `interfaceClass` (or of the interface `name`; nil: any) from `start` (a
   /// local midnight, Unix seconds) on. `ledger`: the stored ledger as this process advanced it.
@@ -11,30 +61,14 @@ public enum PeriodUsage {
     _ store: Store, since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil,
     ledger: Ledger? = nil
   ) throws -> TrafficCounts {
-    var used = try store.usage(since: start, of: interfaceClass, name: name)
-    if let ledger {
-      var advanced = TrafficCounts.zero
-      for entry in ledger.entries.values
-      where (interfaceClass == nil || entry.interfaceClass == interfaceClass) && (name == nil || entry.name == name) {
-        advanced += entry.totals.traffic
-      }
-      used += advanced - (try store.ledgerTotals(of: interfaceClass, name: name))
-    }
-    return used
+    try RecordedTraffic.reading(store, ledger: ledger) { try $0.usage(since: start, of: interfaceClass, name: name) }
   }
 
-  /// The same for a process that keeps the ledger (`LedgerKeeper`). While it writes, the saved
-  /// daily buckets plus what it booked per day since its last checkpoint: its buckets are saved
-  /// only every save interval, and a cap crossed between checkpoints must count at the sample
-  /// that crosses it, in the period the traffic fell in. While it reads, as any reader.
+  /// The same for a process that keeps the ledger (`LedgerKeeper`).
   public static func measure(
     _ keeper: LedgerKeeper, since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil
   ) throws -> TrafficCounts {
-    guard let memory = keeper.memory else {
-      return try measure(keeper.store, since: start, of: interfaceClass, name: name, ledger: keeper.ledger)
-    }
-    return try keeper.store.usage(since: start, of: interfaceClass, name: name)
-      + memory.unsavedDailyTraffic(since: start, of: interfaceClass, name: name)
+    try RecordedTraffic.reading(keeper) { try $0.usage(since: start, of: interfaceClass, name: name) }
   }
 
   /// Where the data cap stands at `now`: the tunnel class's traffic in the cap's current period.

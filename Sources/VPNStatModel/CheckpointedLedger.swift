@@ -73,6 +73,34 @@ public struct UnsavedTraffic: Sendable {
     return sum
   }
 
+  /// What a reader's ledger holds past the stored one, where the next save would book it: per
+  /// name, how far `ledger`'s totals grew past `stored`'s (each counter at least zero: a save
+  /// newer than the reader's sample is not taken back), in the buckets of every granularity that
+  /// hold the name's latest reading — its current bucket, as a writer booking the same reading
+  /// would. The class is the reader's, as its totals have it.
+  public init(reading ledger: Ledger, past stored: Ledger, calendar: any LocalCalendar) {
+    self.init()
+    var booked: [BookedTraffic] = []
+    for (name, entry) in ledger.entries {
+      let grown = entry.totals.traffic - (stored.entries[name]?.totals.traffic ?? entry.totals.traffic)
+      guard !grown.isZero else { continue }
+      booked.append(
+        BookedTraffic(
+          name: name, interfaceClass: entry.interfaceClass, wall: entry.baseline.wall,
+          delta: CounterDelta(grown, kind: .growth)))
+    }
+    add(booked, calendar: calendar)
+  }
+
+  /// The unsaved buckets of `granularity` starting at `start` (Unix seconds) or later: what to
+  /// add to the stored ones of that granularity for the traffic as it stands now.
+  public func buckets(_ granularity: TrafficGranularity, since start: Int64) -> [TrafficBucket] {
+    sums.compactMap { key, sum in
+      guard key.granularity == granularity, key.start >= start else { return nil }
+      return TrafficBucket(name: key.name, start: key.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+    }
+  }
+
   /// Forgets what was booked for `name` (another writer booked it).
   public mutating func remove(_ name: InterfaceName) {
     sums = sums.filter { $0.key.name != name }
@@ -174,14 +202,8 @@ public struct CheckpointedLedger: Sendable {
     }
   }
 
-  /// What the daily buckets from `start` (a local midnight, Unix seconds) on lack until the next
-  /// checkpoint, of one class or one name (nil: any): a period's usage between checkpoints is
-  /// the saved buckets plus this.
-  public func unsavedDailyTraffic(
-    since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil
-  ) -> TrafficCounts {
-    unsaved.traffic(.day, since: start, of: interfaceClass, name: name)
-  }
+  /// What memory booked per bucket since the last checkpoint: the buckets as stored lack it.
+  public var unsavedTraffic: UnsavedTraffic { unsaved }
 
   /// What a checkpoint would write now.
   public var checkpoint: LedgerCheckpoint {

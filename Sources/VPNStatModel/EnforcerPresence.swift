@@ -14,9 +14,13 @@ public struct EnforcerPresence: Hashable, Sendable {
   public var tunnel: InterfaceName
   /// What it holds for the pause, to be given back when the pause ends.
   public var holds: [ManagerHold]
+  /// The lengths it opens windows with (`--session-length`, `--pause-length`): the next
+  /// window's, whatever a reader's own options say. Nil from an enforcer older than this field.
+  public var lengths: SessionLengths?
 
   public init(
-    pid: Int32, startTime: UInt64?, since: Timestamp, action: String, tunnel: InterfaceName, holds: [ManagerHold] = []
+    pid: Int32, startTime: UInt64?, since: Timestamp, action: String, tunnel: InterfaceName, holds: [ManagerHold] = [],
+    lengths: SessionLengths? = nil
   ) {
     self.pid = pid
     self.startTime = startTime
@@ -24,6 +28,7 @@ public struct EnforcerPresence: Hashable, Sendable {
     self.action = action
     self.tunnel = tunnel
     self.holds = holds
+    self.lengths = lengths
   }
 
   /// The file's text: one `key=value` a line (values never hold a line break: the interface in
@@ -33,6 +38,9 @@ public struct EnforcerPresence: Hashable, Sendable {
       "pid=\(pid)", "start_time=\(startTime.map(String.init) ?? "")", "since=\(since.rfc3339(fractionDigits: 3))",
       "action=\(Self.oneLine(action))", "interface=\(tunnel.escaped)",
     ]
+    if let lengths {
+      lines += ["session_length_ns=\(lengths.session.nanoseconds)", "pause_length_ns=\(lengths.pause.nanoseconds)"]
+    }
     lines += holds.map { "hold=\($0.text)" }
     return lines.joined(separator: "\n") + "\n"
   }
@@ -56,9 +64,16 @@ public struct EnforcerPresence: Hashable, Sendable {
       let since = Timestamp(rfc3339: sinceText), let action = values["action"], let name = values["interface"],
       !name.isEmpty
     else { return nil }
+    // Lengths that do not read as positive nanoseconds are no lengths: readers show their own.
+    var lengths: SessionLengths?
+    if let session = values["session_length_ns"].flatMap({ Int64($0) }), session > 0,
+      let pause = values["pause_length_ns"].flatMap({ Int64($0) }), pause > 0
+    {
+      lengths = SessionLengths(session: .nanoseconds(session), pause: .nanoseconds(pause))
+    }
     self.init(
       pid: pid, startTime: values["start_time"].flatMap { UInt64($0) }, since: since, action: action,
-      tunnel: InterfaceName(parsingEscaped: name), holds: holds)
+      tunnel: InterfaceName(parsingEscaped: name), holds: holds, lengths: lengths)
   }
 
   static func oneLine(_ text: String) -> String {

@@ -24,7 +24,7 @@ public struct SessionReport: Hashable, Sendable {
   public var now: Timestamp
   /// The current window, when there is one that is not fully over.
   public var window: SessionWindow?
-  /// The lengths the next window will have.
+  /// The lengths the next window will have: the running enforcer's (`nextLengths(given:…)`).
   public var nextLengths: SessionLengths
   /// Tunnel-class traffic since the window opened (an estimate); nil without a window.
   public var usage: TrafficCounts?
@@ -50,6 +50,20 @@ public struct SessionReport: Hashable, Sendable {
     return window.pauseEndsAt - now
   }
 
+  /// The lengths the next window will be opened with. Only an enforcer opens windows, so while
+  /// one runs they are its own: the lengths it says it uses, else (an enforcer from before it
+  /// said so) those of the window it opened on its tunnel. With no enforcer running they are
+  /// `given` (the reader's options, configuration file or built-in lengths): what an enforcer
+  /// started with the same configuration would use.
+  public static func nextLengths(given: SessionLengths, record: SessionRecord, enforcer: EnforcerPresence?)
+    -> SessionLengths
+  {
+    guard let enforcer else { return given }
+    if let lengths = enforcer.lengths { return lengths }
+    if let window = record.window, record.tunnel == enforcer.tunnel { return window.lengths }
+    return given
+  }
+
   /// The report of `record` at `now`. `tunnelUp` tells an expired session (tunnel still up) from
   /// a paused one; `tunnelTotals` are the current tunnel-class ledger totals, for the usage;
   /// `dataCap` is the record's cap against its period's traffic. A reached cap refuses
@@ -61,7 +75,8 @@ public struct SessionReport: Hashable, Sendable {
   ) -> SessionReport {
     var report = SessionReport(
       plan: record.plan, state: .none, canConnect: record.canConnect(at: now) && dataCap?.reached != true, now: now,
-      window: nil, nextLengths: nextLengths, usage: nil, tunnel: record.tunnel, lastStop: lastStop, dataCap: dataCap,
+      window: nil, nextLengths: Self.nextLengths(given: nextLengths, record: record, enforcer: enforcer), usage: nil,
+      tunnel: record.tunnel, lastStop: lastStop, dataCap: dataCap,
       enforcer: enforcer)
     guard record.plan == .free else {
       report.state = .unlimited

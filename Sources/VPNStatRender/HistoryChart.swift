@@ -6,15 +6,20 @@ import VPNStatModel
 /// of its period. Written here, with no plotting dependency: bars, lines and text are all an SVG
 /// needs, and every browser and image viewer reads it.
 public enum HistorySVG {
-  /// The document's geometry, in pixels.
+  /// The document's geometry, in pixels: three panels fit in 960 × 700, so the whole picture
+  /// shows in a laptop's browser window (1280 × 720 and up) without scrolling.
   static let width = 960
-  static let headerHeight = 118
-  static let panelHeight = 270
+  static let headerHeight = 100
+  static let panelHeight = 196
+  static let bottomMargin = 12
   static let plotLeft = 96
   static let plotRight = 930
   /// Within a panel: its title, the plot, the tick labels under it.
-  static let plotTop = 34
-  static let plotBottom = 226
+  static let plotTop = 28
+  static let plotBottom = 166
+
+  /// The document's height for `panels` panels.
+  static func height(panels: Int) -> Int { headerHeight + panels * panelHeight + bottomMargin }
 
   /// The colour of each class, and a palette for series grouped by interface.
   static func colour(_ interfaceClass: InterfaceClass) -> String {
@@ -34,22 +39,22 @@ public enum HistorySVG {
   public static func render(
     _ panels: [TrafficHistory], session: SessionReport?, options: DisplayOptions, generatedAt: Timestamp
   ) -> String {
-    let height = headerHeight + panels.count * panelHeight + 24
+    let height = Self.height(panels: panels.count)
     var svg = """
       <?xml version="1.0" encoding="UTF-8"?>
       <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)" \
       font-family="DejaVu Sans, Verdana, Arial, sans-serif" font-size="12" fill="#222222">
       <title>vpnstat history</title>
       <rect x="0" y="0" width="\(width)" height="\(height)" fill="#ffffff"/>
-      <text x="24" y="32" font-size="20" font-weight="bold">vpnstat · traffic per \(panels.first?.grouping == .interface ? "interface" : "class")</text>
-      <text x="24" y="52" fill="#555555">generated \(escape(generatedAt.localDateTime(in: options.calendar))) · ≈ every figure is an estimate from interface counters</text>
+      <text x="24" y="30" font-size="20" font-weight="bold">vpnstat · traffic per \(panels.first?.grouping == .interface ? "interface" : "class")</text>
+      <text x="24" y="48" fill="#555555">generated \(escape(generatedAt.localDateTime(in: options.calendar))) · ≈ every figure is an estimate from interface counters</text>
 
       """
-    var line = 74
+    var line = 68
     if let session {
       let (text, colour) = sessionLine(session, options: options)
       svg += "<text x=\"24\" y=\"\(line)\" fill=\"\(colour)\">\(escape(text))</text>\n"
-      line += 20
+      line += 18
       if let cap = session.dataCap {
         svg +=
           "<text x=\"24\" y=\"\(line)\" fill=\"\(cap.reached ? "#c62828" : "#222222")\">"
@@ -111,7 +116,7 @@ public enum HistorySVG {
   /// the x-axis labels.
   static func panel(_ history: TrafficHistory, session: SessionReport?, options: DisplayOptions) -> String {
     var out =
-      "<text x=\"\(plotLeft)\" y=\"22\" font-size=\"15\" font-weight=\"bold\">\(escape(title(history)))</text>\n"
+      "<text x=\"\(plotLeft)\" y=\"20\" font-size=\"15\" font-weight=\"bold\">\(escape(title(history)))</text>\n"
     // The time slots: every row of the range asked for, and any a series has besides.
     var bounds = span(history)
     for series in history.series {
@@ -196,7 +201,7 @@ public enum HistorySVG {
         "<line x1=\"\(plotLeft)\" y1=\"\(cy)\" x2=\"\(plotRight)\" y2=\"\(cy)\" stroke=\"#c62828\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>"
       out +=
         "<text x=\"\(plotRight)\" y=\"\(format(y(capLimit) - 4))\" text-anchor=\"end\" font-size=\"11\" fill=\"#c62828\" stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">"
-        + escape("data cap \(options.size(capLimit))") + "</text>\n"
+        + escape("data cap \(options.matching(limit: capLimit).size(capLimit))") + "</text>\n"
     }
     // Axes and the x-axis labels: at most 12, evenly spaced.
     out += "<line x1=\"\(plotLeft)\" y1=\"\(plotTop)\" x2=\"\(plotLeft)\" y2=\"\(plotBottom)\" stroke=\"#444444\"/>"

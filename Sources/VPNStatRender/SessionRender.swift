@@ -217,6 +217,7 @@ public enum DataCapText {
   public static func line(
     _ status: DataCapStatus, options: DisplayOptions, label: String = "data cap", refuses: Bool = true
   ) -> String {
+    let options = options.matching(limit: status.cap.limitBytes)
     let used = usage(status, options: options)
     let end = status.periodEnd.localDateTime(in: options.calendar)
     if status.reached {
@@ -227,6 +228,7 @@ public enum DataCapText {
 
   /// `≈ 5.02 MiB of 4.77 MiB this day (105 %)`: used, the limit, the period and the share.
   public static func usage(_ status: DataCapStatus, options: DisplayOptions) -> String {
+    let options = options.matching(limit: status.cap.limitBytes)
     let limit = options.size(status.cap.limitBytes)
     return
       "\(options.estimate(status.usedBytes)) of \(limit) this \(status.cap.period.label) (\(percent(status.percent)))"

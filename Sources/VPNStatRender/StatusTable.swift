@@ -28,6 +28,16 @@ public struct DisplayOptions: Sendable {
     self.calendar = calendar
   }
 
+  /// The options for figures shown against a limit of `bytes`: unless units were chosen, the
+  /// prefixes the limit reads round in (`UnitSystem.natural`), so `--limit 10GB` shows as
+  /// 10.0 GB, and the traffic beside it in GB too.
+  public func matching(limit bytes: UInt64) -> DisplayOptions {
+    guard units == nil, let natural = UnitSystem.natural(for: bytes) else { return self }
+    var options = self
+    options.units = natural
+    return options
+  }
+
   /// A byte figure, marked as an estimate.
   public func estimate(_ bytes: UInt64) -> String {
     "≈ " + (rawBytes ? String(bytes) : scaled(bytes))
@@ -161,6 +171,10 @@ public enum StatusTable {
     return lines.joined(separator: "\n") + "\n"
   }
 
+  /// What RX and TOTAL RX count, under a table that has both.
+  static let columnNote =
+    "RX, TX: since the interface was created; TOTAL RX, TX: since vpnstat first saw it, across resets."
+
   /// The two-line estimate note every table ends with.
   static func estimateNote(color: Bool) -> [String] {
     [
@@ -173,14 +187,19 @@ public enum StatusTable {
     ]
   }
 
-  /// The estimate note, then the reader and any problems.
+  /// The estimate note, what the columns count, then the reader and any problems.
   static func footer(_ snapshot: StatusSnapshot, color: Bool) -> [String] {
     var lines = estimateNote(color: color)
+    if snapshot.interfaces.contains(where: { $0.ledger != nil }) {
+      lines.append(TextStyle.dim.apply("  " + columnNote, color: color))
+    }
     if snapshot.interfaces.contains(where: { $0.wireguard?.device != nil }) {
       lines.append(TextStyle.dim.apply("  " + WireGuardText.note, color: color))
     }
+    // How each manager was found; a tunnel no manager runs says so in its MANAGER cell alone
+    // (`none`): that is not a problem, and a line under every table would read like one.
     for report in snapshot.interfaces {
-      guard let manager = report.manager else { continue }
+      guard let manager = report.manager, manager.kind != .none else { continue }
       lines.append(
         TextStyle.dim.apply("\(report.name.terminalText): \(TunnelManagerText.describe(manager))", color: color))
     }

@@ -6,6 +6,30 @@ public enum UnitSystem: String, Sendable, CaseIterable {
   case iec, si
 }
 
+extension UnitSystem {
+  /// The prefixes `bytes` reads exactly in — the three significant figures sizes are shown
+  /// with, at its largest prefix — when it does in one system only: SI for 10,000,000,000 B
+  /// (10.0 GB; 9.3132… GiB), IEC for 2,147,483,648 B (2.00 GiB; 2.1474… GB); nil otherwise
+  /// (11,550 B is neither). A size a person typed as `10GB` or `2GiB` is shown as typed.
+  public static func natural(for bytes: UInt64) -> UnitSystem? {
+    func round(_ base: UInt64) -> Bool {
+      guard bytes >= base else { return false }
+      var prefix = base
+      while bytes / prefix >= base, prefix <= UInt64.max / base { prefix *= base }
+      let whole = bytes / prefix
+      // The decimals `Units.fixed` shows: two below 10, one below 100, none above.
+      let scale: UInt64 = whole < 10 ? 100 : whole < 100 ? 10 : 1
+      let (high, low) = (bytes % prefix).multipliedFullWidth(by: scale)
+      return prefix.dividingFullWidth((high, low)).remainder == 0
+    }
+    switch (round(1000), round(1024)) {
+    case (true, false): return .si
+    case (false, true): return .iec
+    default: return nil
+    }
+  }
+}
+
 /// Human figures: sizes and rates in bytes or bits with IEC or SI prefixes, durations.
 public enum Units {
   /// `512 B`, `1.5 KiB`, `12.3 MiB`, `1.02 GiB`: three significant figures, IEC units.
@@ -40,6 +64,12 @@ public enum Units {
       unit += 1
     }
     return fixed(value) + " " + names[unit]
+  }
+
+  /// A limit someone typed (`--data-cap`, `--limit`): in the prefixes it reads exactly in
+  /// (`UnitSystem.natural`), else IEC — `5MB` is `5.00 MB`, `2GiB` is `2.00 GiB`.
+  public static func limit(_ bytes: UInt64) -> String {
+    size(bytes, units: UnitSystem.natural(for: bytes) ?? .iec)
   }
 
   /// A number with thousands separators: `1 234 567` (thin spaces would confuse some terminals).

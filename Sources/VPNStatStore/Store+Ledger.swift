@@ -92,6 +92,21 @@ extension Store {
     return (result.ledger, result.advance)
   }
 
+  /// Runs `read` in one read transaction: every query in it sees the database as of one commit,
+  /// so a ledger and buckets read there agree (no save falls between them).
+  public func snapshot<T>(_ read: () throws -> T) throws -> T {
+    try guarded { try connection.transaction(immediate: false, read) }
+  }
+
+  /// When a writer last stored the trusted clock — every checkpoint does, and every decision
+  /// of an enforcer — or nil when none has: how current the saved ledger is, for a report that
+  /// says so.
+  public func lastSaved() throws -> Timestamp? {
+    try guarded {
+      try connection.scalar("SELECT wall FROM trusted_clock WHERE id = 1").map { Timestamp(nanoseconds: $0) }
+    }
+  }
+
   /// SQLite's count of commits by other connections since this one last looked: a reader
   /// reloads the ledger only when it moved.
   public func dataVersion() throws -> Int64 {

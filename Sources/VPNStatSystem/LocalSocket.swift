@@ -43,28 +43,27 @@ public enum LocalSocketExchange {
   }
 
   /// Connects to the socket at `path`, sends `request`, and reads until `isComplete` holds for
-  /// everything read so far. Fails when no byte arrives for `idle` (the one wait is
-  /// `waitForReadable`), when the exchange takes longer than `total`, or when the answer exceeds
+  /// everything read so far. Fails when no byte arrives for `idle` (`ExchangeBudget`, through the
+  /// one wait), when the exchange takes longer than `total`, or when the answer exceeds
   /// `limit` bytes. The descriptor is non-blocking from the start, so not even `connect` can hang.
   /// With `peer`, the request goes out only when the kernel says that process or user serves it.
   public static func exchange(
     path: SystemPath, request: [UInt8], limit: Int, idle: Duration, total: Duration, peer: Peer? = nil,
     isComplete: ([UInt8]) -> Bool
   ) throws(Failure) -> [UInt8] {
-    let started = SystemClock.monotonic
+    let budget = ExchangeBudget(idle: idle, total: total)
     let fd: FileDescriptor
     do {
-      fd = FileDescriptor(
-        rawValue: try retryingInterrupts {
-          socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        })
-    } catch let error as Errno {
-      throw .system(error)
+      fd = try UnixStreamSocket.open()
     } catch {
-      throw .system(.invalidArgument)
+      throw .system(error)
     }
     defer { fd.close() }
-    try connect(fd, to: path)
+    do {
+      try UnixStreamSocket.connect(fd, to: .path(path))
+    } catch {
+      throw .system(error)
+    }
     if let peer {
       var pid: Int32 = 0
       var user: UInt32 = 0
@@ -94,25 +93,14 @@ public enum LocalSocketExchange {
 
     var answer: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 16_384)
-    let totalNanoseconds = total.nanoseconds
-    let idleNanoseconds = idle.nanoseconds
     while true {
-      let elapsed = SystemClock.monotonic - started
-      if elapsed >= totalNanoseconds { throw .timedOut(total) }
-      let wait = min(idleNanoseconds, totalNanoseconds - elapsed)
-      let waitStarted = SystemClock.monotonic
-      let ready: [FileDescriptor]
       do {
-        ready = try waitForReadable([fd], timeout: .nanoseconds(wait))
+        try budget.waitUntilReady(fd)
       } catch {
-        throw .system(error as? Errno ?? .invalidArgument)
-      }
-      if ready.isEmpty {
-        // A signal cuts poll short and returns nothing: only a full idle wait is a timeout.
-        if SystemClock.monotonic - waitStarted >= wait {
-          throw .timedOut(wait < idleNanoseconds ? total : idle)
+        switch error {
+        case .timedOut(let limit): throw .timedOut(limit)
+        case .system(let error): throw .system(error)
         }
-        continue
       }
       let count: Int
       do {
@@ -132,26 +120,98 @@ public enum LocalSocketExchange {
       if isComplete(answer) { return answer }
     }
   }
+}
 
-  private static func connect(_ fd: FileDescriptor, to path: SystemPath) throws(Failure) {
+/// The time one exchange with another program may take: no byte for `idle`, or all of it longer
+/// than `total`, ends it, whatever the peer does meanwhile. Every wait of the exchange draws on it.
+struct ExchangeBudget {
+  enum Failure: Error {
+    /// No byte came for the idle time, or the whole exchange took its total.
+    case timedOut(Duration)
+    case system(Errno)
+  }
+
+  let idle: Duration
+  let total: Duration
+  let started = SystemClock.monotonic
+
+  /// Returns when `fd` is readable (with `writing`: writable), through the one wait
+  /// (`waitForReadiness`), or throws which limit passed first.
+  func waitUntilReady(_ fd: FileDescriptor, writing: Bool = false) throws(Failure) {
+    let totalNanoseconds = total.nanoseconds
+    let idleNanoseconds = idle.nanoseconds
+    while true {
+      let elapsed = SystemClock.monotonic - started
+      if elapsed >= totalNanoseconds { throw .timedOut(total) }
+      let wait = min(idleNanoseconds, totalNanoseconds - elapsed)
+      let waitStarted = SystemClock.monotonic
+      let ready: (readable: [FileDescriptor], writable: [FileDescriptor])
+      do {
+        ready = try waitForReadiness(
+          reading: writing ? [] : [fd], writing: writing ? [fd] : [], timeout: .nanoseconds(wait))
+      } catch {
+        throw .system(error as? Errno ?? .invalidArgument)
+      }
+      if !ready.readable.isEmpty || !ready.writable.isEmpty { return }
+      // A signal cuts poll short and returns nothing: only a full idle wait is a timeout.
+      if SystemClock.monotonic - waitStarted >= wait {
+        throw .timedOut(wait < idleNanoseconds ? total : idle)
+      }
+    }
+  }
+}
+
+/// Where an AF_UNIX socket is: a file system path, or a name in the network namespace's abstract
+/// namespace (Linux; the session bus of many desktops listens there).
+public enum UnixSocketName: Hashable, Sendable {
+  case path(SystemPath)
+  case abstract([UInt8])
+}
+
+/// The AF_UNIX stream sockets vpnstat connects to another program's: made non-blocking from
+/// the start, so no call on them can hang.
+enum UnixStreamSocket {
+  /// A new non-blocking, close-on-exec AF_UNIX stream socket.
+  static func open() throws(Errno) -> FileDescriptor {
+    do {
+      return FileDescriptor(
+        rawValue: try retryingInterrupts {
+          socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        })
+    } catch {
+      throw error as? Errno ?? .invalidArgument
+    }
+  }
+
+  /// Connects `fd` to `name`: ENOENT (no socket), EACCES (not ours), ECONNREFUSED (nobody
+  /// listens), EAGAIN (its backlog is full), ENAMETOOLONG (the name does not fit a sockaddr).
+  static func connect(_ fd: FileDescriptor, to name: UnixSocketName) throws(Errno) {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let capacity = MemoryLayout.size(ofValue: address.sun_path)
-    guard path.bytes.count < capacity, !path.bytes.contains(0) else { throw .system(Errno(rawValue: ENAMETOOLONG)) }
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      for (index, byte) in path.bytes.enumerated() { raw[index] = byte }
+    // A path ends in a NUL that the length counts; an abstract name starts with one and is
+    // exactly as long as its bytes (a NUL inside it is part of the name).
+    let bytes: [UInt8]
+    switch name {
+    case .path(let path):
+      guard !path.bytes.contains(0) else { throw Errno(rawValue: ENAMETOOLONG) }
+      bytes = path.bytes + [0]
+    case .abstract(let name):
+      bytes = [0] + name
     }
-    let length = socklen_t(MemoryLayout<sa_family_t>.size + path.bytes.count + 1)
+    guard bytes.count <= capacity else { throw Errno(rawValue: ENAMETOOLONG) }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (index, byte) in bytes.enumerated() { raw[index] = byte }
+    }
+    let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
     do {
       _ = try withUnsafePointer(to: &address) { pointer in
         try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
           try retryingInterrupts { Glibc.connect(fd.rawValue, socketAddress, length) }
         }
       }
-    } catch let error as Errno {
-      throw .system(error)
     } catch {
-      throw .system(.invalidArgument)
+      throw error as? Errno ?? .invalidArgument
     }
   }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import VPNStatModel
+@testable import VPNStatRender
 @testable import VPNStatSimulation
 @testable import VPNStatStore
 @testable import VPNStatTestSupport
@@ -83,26 +84,28 @@ struct ChartPictureTests {
       [
         "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
         "--user-data-dir=" + directory.file("chromium"),
-        "--screenshot=" + png, "--window-size=1000,1000", "file://" + svg,
+        "--screenshot=" + png, "--window-size=1280,720", "file://" + svg,
       ], environment: ["HOME": directory.path], timeout: 60)
     try #require(FileManager.default.fileExists(atPath: png), "chromium wrote no picture: \(shot.errors)")
-    // Each panel: its plot area (bars) and the strip of y-axis labels left of it.
+    // Each panel: its plot area (bars) and the strip of y-axis labels left of it — all three
+    // inside a 1280 × 720 window, a laptop's.
     var rectangles: [String] = []
+    let (plotTop, plotBottom) = (HistorySVG.plotTop, HistorySVG.plotBottom)
     for panel in 0..<3 {
-      let top = 118 + panel * 270
-      rectangles.append("97,\(top + 35),930,\(top + 226)")
-      rectangles.append("0,\(top + 30),94,\(top + 232)")
+      let top = HistorySVG.headerHeight + panel * HistorySVG.panelHeight
+      rectangles.append("97,\(top + plotTop + 1),930,\(top + plotBottom)")
+      rectangles.append("0,\(top + plotTop - 4),94,\(top + plotBottom + 6)")
     }
     rectangles.append("0,0,960,60")  // the title
     let counted = try python(Self.pixelCounter, [png] + rectangles)
     try #require(counted.status == 0, "\(counted.errors)")
     let lines = counted.output.split(separator: "\n").map { $0.split(separator: " ").compactMap { Int($0) } }
-    #expect(lines.first == [1000, 1000])
+    #expect(lines.first == [1280, 720])
     for panel in 0..<3 {
       let plot = lines[1 + panel * 2]
       let axis = lines[2 + panel * 2]
       // Hours and days are full of bars; the months panel has one or two (a month of data).
-      let least = panel < 2 ? (930 - 97) * 191 / 10 : 2000
+      let least = panel < 2 ? (930 - 97) * (plotBottom - plotTop - 1) / 10 : 1500
       #expect(plot[0] > least, "panel \(panel): only \(plot[0]) coloured pixels in the plot")
       #expect(axis[1] > 200, "panel \(panel): no y-axis labels (\(axis[1]) dark pixels)")
     }

@@ -53,7 +53,8 @@ struct DataCapKernelTests {
     let gate = try t.ns.vpnstat("session", "check", "--db", t.db)
     #expect(gate.status == 75)
     #expect(gate.errors.contains("data cap reached: ≈ "), "\(gate.errors)")
-    #expect(gate.errors.contains("of 4.77 MiB this day"), "\(gate.errors)")
+    // In the units the cap was given in (5MB), not 4.77 MiB.
+    #expect(gate.errors.contains("of 5.00 MB this day"), "\(gate.errors)")
     #expect(gate.errors.contains("you can reconnect when the day rolls over"), "\(gate.errors)")
     #expect(try alert() == 1)
     // Brought up again while the cap holds: down at once, recorded data-cap again.

@@ -376,4 +376,30 @@ struct DocumentationTests {
       #expect(inReadme, "README.md 'JSON output' has no table row for '\(key)'")
     }
   }
+
+  // MARK: - (e) examples that do what they say
+
+  @Test(
+    "no example acts on `alert`'s status with `||`: any non-zero status would read as crossed, a missing database (69) and a typo (64) too"
+  )
+  func alertExamplesTestForOne() throws {
+    let files = [Self.readme, Self.manPage, Built.packageRoot.appendingPathComponent("contrib/README.md").path]
+    for file in files {
+      let lines = try Self.text(file).split(separator: "\n", omittingEmptySubsequences: false)
+      for (number, line) in lines.enumerated() {
+        guard let alert = line.range(of: "alert") else { continue }
+        let after = line[alert.upperBound...]
+        #expect(
+          !after.contains("||") && !after.contains("\\(br\\(br"),
+          "\(file):\(number + 1): `alert … ||` acts on every non-zero status; test `[ $? -eq 1 ]`: \(line)")
+        // A crontab line needs its five schedule fields.
+        if after.contains("mail") && !line.contains("if [") {
+          let fields = line.split(separator: " ").prefix(5)
+          #expect(
+            fields.count == 5 && fields.allSatisfy { $0.allSatisfy { "0123456789*/,-".contains($0) } },
+            "\(file):\(number + 1): a cron line without a schedule: \(line)")
+        }
+      }
+    }
+  }
 }

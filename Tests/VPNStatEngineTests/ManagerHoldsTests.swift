@@ -46,9 +46,11 @@ struct ManagerHoldsTests {
     let directory = try TemporaryDirectory("holds")
     let log = CapturedLog()
     var (holds, file) = holds(directory, ScriptedRelease([]), log: log)
-    holds.announce(tunnel: InterfaceName("wg0"), action: "auto", since: Timestamp(seconds: 1_800_000_000))
+    holds.announce(
+      tunnel: InterfaceName("wg0"), action: "auto", lengths: .release, since: Timestamp(seconds: 1_800_000_000))
     let said = try #require(file.read())
     #expect(said.pid == 4242 && said.startTime == 7 && said.action == "auto" && said.holds.isEmpty)
+    #expect(said.lengths == .release)
     holds.hold(Holding())
     holds.hold(Holding())
     #expect(holds.held == [Self.hold])
@@ -62,7 +64,8 @@ struct ManagerHoldsTests {
     let log = CapturedLog()
     let release = ScriptedRelease([false, true])
     var (holds, file) = holds(directory, release, log: log)
-    holds.announce(tunnel: InterfaceName("wg0"), action: "auto", since: Timestamp(seconds: 1_800_000_000))
+    holds.announce(
+      tunnel: InterfaceName("wg0"), action: "auto", lengths: .release, since: Timestamp(seconds: 1_800_000_000))
     holds.hold(Holding())
     holds.giveBack(all: false)
     #expect(holds.held == [Self.hold])
@@ -87,12 +90,14 @@ struct ManagerHoldsTests {
       EnforcerPresence(
         pid: 999_999, startTime: 1, since: Timestamp(seconds: 1_799_999_000), action: "auto",
         tunnel: InterfaceName("wg0"), holds: [Self.hold]))
-    holds.announce(tunnel: InterfaceName("wg0"), action: "link-down", since: Timestamp(seconds: 1_800_000_000))
+    holds.announce(
+      tunnel: InterfaceName("wg0"), action: "link-down", lengths: .release, since: Timestamp(seconds: 1_800_000_000))
     #expect(holds.held == [Self.hold])
     #expect(log.contains("taking over what the previous enforcer (pid 999999) held"))
     #expect(file.read()?.pid == 4242 && file.read()?.holds == [Self.hold])
     var (same, _) = self.holds(directory, ScriptedRelease([]), log: CapturedLog())
-    same.announce(tunnel: InterfaceName("wg0"), action: "auto", since: Timestamp(seconds: 1_800_000_001))
+    same.announce(
+      tunnel: InterfaceName("wg0"), action: "auto", lengths: .release, since: Timestamp(seconds: 1_800_000_001))
     #expect(same.held.isEmpty, "its own file's holds taken for a predecessor's")
     same.withdraw()
     #expect(file.read() == nil)

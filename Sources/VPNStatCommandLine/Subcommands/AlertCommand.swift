@@ -44,13 +44,12 @@ enum AlertCommand: Subcommand {
     let now = try store.trustedNow(sample.taken)
     let cap = DataCap(limitBytes: limitBytes, period: CommonOptions.period(parsed))
     let start = cap.period.start(of: now, in: store.calendar)
-    var used = TrafficCounts.zero
     let classes = selection.names.isEmpty ? (selection.classes.isEmpty ? [.tunnel] : selection.classes.sorted()) : []
-    for name in selection.names.sorted() {
-      used += try PeriodUsage.measure(store, since: start, of: nil, name: name, ledger: ledger)
-    }
-    for interfaceClass in classes {
-      used += try PeriodUsage.measure(store, since: start, of: interfaceClass, ledger: ledger)
+    let used = try RecordedTraffic.reading(store, ledger: ledger) { traffic in
+      var used = TrafficCounts.zero
+      for name in selection.names.sorted() { used += try traffic.usage(since: start, of: nil, name: name) }
+      for interfaceClass in classes { used += try traffic.usage(since: start, of: interfaceClass) }
+      return used
     }
     let status = cap.status(used: used, at: now, in: store.calendar)
     let subject =

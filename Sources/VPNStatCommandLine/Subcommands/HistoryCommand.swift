@@ -67,7 +67,8 @@ enum HistoryCommand: Subcommand {
     options: views.map(\.option.spec) + [
       top.spec, since.spec, until.spec, CommonOptions.monthStartDay.spec, by.spec, CommonOptions.interface.spec,
       CommonOptions.only.spec, CommonOptions.json.spec, graph.spec, svg.spec, CommonOptions.bytes.spec,
-      CommonOptions.noColor.spec, CommonOptions.db.spec,
+      CommonOptions.noColor.spec, CommonOptions.db.spec, CommonOptions.source.spec, CommonOptions.classOverride.spec,
+      CommonOptions.maxRate.spec, CommonOptions.sysfsRoot.spec,
     ] + CommonOptions.figures)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
@@ -97,7 +98,11 @@ enum HistoryCommand: Subcommand {
     guard let store = try context.openStore(location, intent: .read) else {
       throw GeneralFailure(.unavailable, "no database at \(location.path); vpnstat record creates it")
     }
-    let now = context.clock.now().wall
+    // The traffic since the last save is in the current rows, as `status` counts it in the
+    // totals: this command's own sample, past the stored ledger.
+    var sampler = CommonOptions.sampler(parsed, context)
+    let sampled = try readerSample(&sampler, store: store, context)
+    let now = sampled?.sample.taken.wall ?? context.clock.now().wall
     let calendar = context.calendar
     let monthStartDay = parsed[CommonOptions.monthStartDay] ?? 1
     let sinceBound = parsed[since].map { $0.start(in: calendar) }
@@ -107,9 +112,9 @@ enum HistoryCommand: Subcommand {
     }
 
     /// The history of one view: the last N rows, or the range asked for.
-    func history(_ view: View, count: Int?) throws -> TrafficHistory {
+    func history(_ view: View, _ traffic: RecordedTraffic) throws -> TrafficHistory {
       let rows = HistoryRows(view.granularity, monthStartDay: monthStartDay)
-      let count = count ?? parsed[view.option] ?? view.option.implied ?? 1
+      let count = parsed[view.option] ?? view.option.implied ?? 1
       // Without --since: the last N rows (all the days kept, for --top without a count).
       let from =
         sinceBound
@@ -117,7 +122,7 @@ enum HistoryCommand: Subcommand {
           ? rows.start(ofLast: view.granularity.retainedBuckets, at: now, in: calendar)
           : rows.start(ofLast: count, at: now, in: calendar))
       var made = TrafficHistory.make(
-        buckets: try store.buckets(rows.source, since: rows.start(of: Timestamp(seconds: from), in: calendar)),
+        buckets: try traffic.buckets(rows.source, since: rows.start(of: Timestamp(seconds: from), in: calendar)),
         rows: rows, from: from, until: untilBound, now: now, grouping: grouping, selection: selection,
         calendar: calendar)
       made.since = sinceBound.map { Timestamp(seconds: $0) }
@@ -128,13 +133,13 @@ enum HistoryCommand: Subcommand {
     let display = CommonOptions.display(parsed, context)
     if let file = parsed[svg] {
       // One panel for the view given; hours, days and months otherwise.
-      let panels = try (given.isEmpty ? views.dropFirst().map { ($0, Optional<Int>.none) } : [(given[0], nil)]).map {
-        try history($0.0, count: $0.1)
+      let shown = given.isEmpty ? Array(views.dropFirst()) : [given[0]]
+      let panels = try RecordedTraffic.reading(store, ledger: sampled?.ledger) { traffic in
+        try shown.map { try history($0, traffic) }
       }
-      var catalog = InterfaceCatalog()
       let session = try SessionView.report(
-        store, reading: context.clock.now(), sample: nil, catalog: &catalog, ledger: nil,
-        nextLengths: CommonOptions.lengths(parsed))
+        store, reading: sampled?.sample.taken ?? context.clock.now(), sample: sampled?.sample,
+        catalog: &sampler.catalog, ledger: sampled?.ledger, nextLengths: CommonOptions.lengths(parsed))
       let picture = HistorySVG.render(panels, session: session, options: display, generatedAt: now)
       if file.hasSuffix("/") {
         throw UsageError(
@@ -143,7 +148,9 @@ enum HistoryCommand: Subcommand {
       try context.writeFile(Array(picture.utf8), named: file)
       return .success
     }
-    var result = try history(given.first ?? defaultView, count: nil)
+    var result = try RecordedTraffic.reading(store, ledger: sampled?.ledger) {
+      try history(given.first ?? defaultView, $0)
+    }
     if let n = parsed[top] { result = result.top(n) }
     if parsed.has(CommonOptions.json) {
       try context.write(HistoryJSON.render(result) + [0x0A])
@@ -155,5 +162,22 @@ enum HistoryCommand: Subcommand {
           : HistoryTable.render(result, options: display, width: width))
     }
     return .success
+  }
+
+  /// A reader's sample of the kernel over the stored ledger, for the traffic not saved yet; nil,
+  /// with a warning, when the counters cannot be read (then the saved buckets alone are shown).
+  static func readerSample(_ sampler: inout TrafficSampler, store: Store, _ context: CommandContext) throws -> (
+    sample: CounterSample, ledger: Ledger
+  )? {
+    do {
+      let (sample, ledger, warnings) = try CommonOptions.sample(&sampler, store: store)
+      for warning in warnings { context.warn(warning) }
+      return ledger.map { (sample, $0) }
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      context.warn("cannot read the interfaces' counters (\(error)): showing what was saved, without the traffic since")
+      return nil
+    }
   }
 }

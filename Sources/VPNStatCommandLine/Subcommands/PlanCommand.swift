@@ -80,6 +80,6 @@ enum PlanCommand: Subcommand {
   /// `data cap: 2.00 GiB per month from the 15th`, or nothing without a cap.
   static func capLine(_ cap: DataCap?) -> String {
     guard let cap else { return "" }
-    return "data cap: \(Units.bytes(cap.limitBytes)) (\(cap.limitBytes) bytes) per \(cap.period.label)\n"
+    return "data cap: \(Units.limit(cap.limitBytes)) (\(cap.limitBytes) bytes) per \(cap.period.label)\n"
   }
 }

@@ -11,6 +11,14 @@ enum StatusCommand: Subcommand {
 
   static let spec = CommandSpec(
     name: "status", abstract: "Show traffic per interface and class, and the session window.",
+    discussion: """
+      RX and TX are the kernel's counters for the interface's current instance (since it was
+      created: a tunnel's restart at every reconnect). TOTAL RX and TOTAL TX, shown when there
+      is a database, are the ledger's totals since vpnstat first saw the name, bridged across
+      every reset and wrap it saw, and include the traffic since the last save. MANAGER says who
+      manages each tunnel (none: link-down is how it is stopped). For today and this month, run
+      vpnstat report.
+      """,
     options: [
       CommonOptions.json.spec, CommonOptions.source.spec, CommonOptions.interface.spec, CommonOptions.only.spec,
       CommonOptions.classOverride.spec, CommonOptions.bytes.spec, CommonOptions.noColor.spec, rate.spec,

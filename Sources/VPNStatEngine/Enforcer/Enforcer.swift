@@ -142,7 +142,7 @@ public struct Enforcer {
     // What an earlier enforcer could not write comes first: a window it opened decides this up.
     if database.store != nil { takeSpool() }
     advanceLedger()
-    managerHolds.announce(tunnel: tunnel, action: action.label, since: clock.now().wall)
+    managerHolds.announce(tunnel: tunnel, action: action.label, lengths: rules.lengths, since: clock.now().wall)
     log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
     if let link = try environment.links.link(named: tunnel) {
       if let transition = followed.start(link, catalog: &sampler.catalog) { try follow(transition) }

@@ -22,16 +22,17 @@ struct ManagerHolds {
   }
 
   /// Says where everyone can see it that this enforcer holds `tunnel` (disconnecting with
-  /// `action`, since `since`), and takes over what a predecessor that died (kill -9, a crash)
+  /// `action`, opening windows of `lengths`, since `since`), and takes over what a predecessor that died (kill -9, a crash)
   /// still held of the manager.
-  mutating func announce(tunnel: InterfaceName, action: String, since: Timestamp) {
+  mutating func announce(tunnel: InterfaceName, action: String, lengths: SessionLengths, since: Timestamp) {
     guard let file else { return }
     if let previous = file.read(), !previous.holds.isEmpty, previous.pid != process.pid {
       held = previous.holds
       log.event("taking over what the previous enforcer (pid \(previous.pid)) held: \(Self.describe(held))")
     }
     presence = EnforcerPresence(
-      pid: process.pid, startTime: process.startTime, since: since, action: action, tunnel: tunnel, holds: held)
+      pid: process.pid, startTime: process.startTime, since: since, action: action, tunnel: tunnel, holds: held,
+      lengths: lengths)
     writePresence()
   }
 
