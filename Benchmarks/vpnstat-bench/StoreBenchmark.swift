@@ -136,7 +136,7 @@ enum EnforceBenchmark {
   }
 
   static func measure(db: String, cycles: Int, ip ipRun: ([String]) throws -> Void, label: String) throws -> String {
-    let control = try LinkControl()
+    let control = try NetlinkLinkTable()
     var latencies: [Int64] = []
     var failures = 0
     for _ in 0..<cycles {

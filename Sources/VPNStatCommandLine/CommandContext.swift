@@ -33,7 +33,7 @@ public struct CommandContext: Sendable {
   /// The process as it is: its standard streams, environment, user, clocks and time zone.
   public static func process() -> CommandContext {
     CommandContext(
-      environmentVariables: ProcessIdentity.environment, isRoot: ProcessIdentity.isRoot, clock: SystemTimeSource(),
+      environmentVariables: CurrentProcess.environment, isRoot: CurrentProcess.isRoot, clock: SystemTimeSource(),
       calendar: SystemCalendar())
   }
 

@@ -203,7 +203,7 @@ public enum ManagerRefusal {
 /// once a second.
 public struct ConnectionProbe {
   let runner: any ProgramRunner
-  let links: any LinkController
+  let links: any LinkTable
   var wireGuard: any WireGuardSource
   let datagrams: any HandshakeDatagrams
   /// When the last datagrams went (CLOCK_MONOTONIC nanoseconds), and where the last went.
@@ -228,7 +228,7 @@ public struct ConnectionProbe {
   }
 
   public init(
-    runner: any ProgramRunner, links: any LinkController, wireGuard: any WireGuardSource,
+    runner: any ProgramRunner, links: any LinkTable, wireGuard: any WireGuardSource,
     datagrams: any HandshakeDatagrams = DeviceDatagrams()
   ) {
     self.runner = runner

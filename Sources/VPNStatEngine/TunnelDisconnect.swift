@@ -10,13 +10,13 @@ import VPNStatModel
 public struct TunnelDisconnect {
   let target: TunnelTarget
   let name: String
-  let links: any LinkController
+  let links: any LinkTable
   let clock: any TimeSource
   /// How long the kernel and the manager may take to confirm, once the manager returned.
   let timeout: Duration
 
   public init(
-    _ target: TunnelTarget, name: String, links: any LinkController, clock: any TimeSource, timeout: Duration
+    _ target: TunnelTarget, name: String, links: any LinkTable, clock: any TimeSource, timeout: Duration
   ) {
     self.target = target
     self.name = name

@@ -85,11 +85,11 @@ public enum TunnelNameError: Error, Sendable, CustomStringConvertible {
 /// once.
 public struct TunnelResolver {
   public var detector: ManagerDetector
-  public var links: any LinkController
+  public var links: any LinkTable
   /// Classifies an interface named NAME (sysfs and the user's `--class` overrides).
   public var catalog: InterfaceCatalog
 
-  public init(detector: ManagerDetector, links: any LinkController, catalog: InterfaceCatalog = InterfaceCatalog()) {
+  public init(detector: ManagerDetector, links: any LinkTable, catalog: InterfaceCatalog = InterfaceCatalog()) {
     self.detector = detector
     self.links = links
     self.catalog = catalog
@@ -204,7 +204,7 @@ public struct TunnelResolver {
     if plausible, let link = try? links.link(named: interface) {
       let manager = detector.manager(of: interface, kind: link.attributes.kind)
       var control = ManagerAction.control(for: manager, runner: runner, links: links)
-      if manager.kind == .none { control = KernelLinkControl(links: links, tunnel: interface) }
+      if manager.kind == .none { control = DirectLinkControl(links: links, tunnel: interface) }
       var catalog = catalog
       found.append(TunnelTarget(manager: manager, control: control, device: interface, link: catalog.entry(for: link)))
     } else {

@@ -33,7 +33,7 @@ public struct InterfaceCatalog {
     entry(name: sample.name, index: sample.index, link: sample.link)
   }
 
-  /// The entry for a link the kernel described (`LinkControl.link(named:)`): how `connect`,
+  /// The entry for a link the kernel described (`NetlinkLinkTable.link(named:)`): how `connect`,
   /// `disconnect` and `enforce` learn the class of the interface they would act on.
   public mutating func entry(for link: LinkRecord) -> Entry {
     entry(name: link.name, index: link.index, link: link.attributes)

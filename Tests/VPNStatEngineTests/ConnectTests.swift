@@ -253,7 +253,7 @@ struct ConnectTests {
   @Test("a tunnel no manager runs: raised with link-up, real once up and running")
   func bareTun() throws {
     let change = kernel.add("tun9", up: false)
-    let control = KernelLinkControl(links: FakeLinks(kernel: kernel), tunnel: InterfaceName("tun9"))
+    let control = DirectLinkControl(links: FakeLinks(kernel: kernel), tunnel: InterfaceName("tun9"))
     var attempt = attempt(control, runner: FakeWgQuick(kernel))
     attempt.handle(.start)
     ConnectLoop.run(&attempt)
@@ -262,7 +262,7 @@ struct ConnectTests {
     #expect(attempt.report.detail == "tun9 is up and running")
     // A name that is gone: refused, not waited for.
     var gone = self.attempt(
-      KernelLinkControl(links: FakeLinks(kernel: kernel), tunnel: InterfaceName("tun8")), runner: FakeWgQuick(kernel))
+      DirectLinkControl(links: FakeLinks(kernel: kernel), tunnel: InterfaceName("tun8")), runner: FakeWgQuick(kernel))
     gone.handle(.start)
     #expect(gone.state == .refused("tun8 does not exist"))
   }

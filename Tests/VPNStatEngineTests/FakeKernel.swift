@@ -113,8 +113,8 @@ final class FakeKernel: @unchecked Sendable {
   }
 }
 
-/// The fake kernel as the enforcer's `LinkController`.
-struct FakeLinks: LinkController {
+/// The fake kernel as the enforcer's `LinkTable`.
+struct FakeLinks: LinkTable {
   let kernel: FakeKernel
   func link(named name: InterfaceName) throws -> LinkRecord? {
     kernel.links.first { $0.value.name == name }.flatMap { kernel.record($0.key) }
@@ -223,12 +223,14 @@ final class EnforcerBench: @unchecked Sendable {
       disconnect = ManagerAction(kind: manager.kind, detector: manager.detector, runner: manager.runner, links: links)
     }
     enforcer = Enforcer(
-      tunnel: InterfaceName("wg0"), store: present ? store : nil, openStore: openStore, sampler: sampler,
-      lengths: lengths,
-      action: disconnect, links: links, alarm: alarm, log: log, calendar: FixedOffsetCalendar.utc,
-      runner: manager?.runner ?? ChildProgramRunner(),
-      presence: presence ? EnforcerPresenceFile(location: location, tunnel: InterfaceName("wg0")) : nil,
-      saveInterval: saveInterval, ledgerLock: ledgerLock, spool: spool ? EnforcerSpool(location: location) : nil)
+      tunnel: InterfaceName("wg0"), action: disconnect, lengths: lengths, sampler: sampler,
+      storage: EnforcerStorage(
+        store: present ? store : nil, open: openStore, saveInterval: saveInterval, ledgerLock: ledgerLock,
+        spool: spool ? EnforcerSpool(location: location) : nil,
+        presence: presence ? EnforcerPresenceFile(location: location, tunnel: InterfaceName("wg0")) : nil),
+      environment: EnforcerEnvironment(
+        links: links, alarm: alarm, log: log, calendar: FixedOffsetCalendar.utc,
+        holdRelease: ManagerHoldRelease(runner: manager?.runner ?? ChildProgramRunner())))
   }
 
   /// The spool beside this bench's database.

@@ -95,10 +95,12 @@ enum TunnelCommand {
 
   /// The one tunnel NAME names — refused (64) when it is a kernel interface whose class is not
   /// `tunnel` (`NotATunnel`), before anything is started or stopped.
-  static func resolve(_ name: String, _ parsed: ParsedCommand) throws -> (TunnelTarget, TunnelResolver, LinkControl) {
-    let links: LinkControl
+  static func resolve(_ name: String, _ parsed: ParsedCommand) throws -> (
+    TunnelTarget, TunnelResolver, NetlinkLinkTable
+  ) {
+    let links: NetlinkLinkTable
     do {
-      links = try LinkControl()
+      links = try NetlinkLinkTable()
     } catch {
       throw GeneralFailure(.unavailable, "cannot open a netlink socket to ask about interfaces: \(error)")
     }

@@ -81,7 +81,7 @@ enum EnforceCommand: Subcommand {
     }
     // Tunnels only: an interface of another class that bears the name now is refused at once
     // (one that appears later is left alone by the enforcer itself).
-    if let link = try? LinkControl().link(named: tunnel) {
+    if let link = try? NetlinkLinkTable().link(named: tunnel) {
       var catalog = InterfaceCatalog(classifier: CommandServices.classifier(parsed))
       let entry = catalog.entry(for: link)
       if let refusal = NotATunnel.check(link.name, entry.interfaceClass, by: entry.evidence) {
@@ -122,10 +122,10 @@ enum EnforceCommand: Subcommand {
     }
     let lock = try ProcessLock(
       path: location.lockPath("enforce-\(tunnel.escaped)"), role: "vpnstat enforce \(tunnel.escaped)")
-    let links: LinkControl
+    let links: NetlinkLinkTable
     let alarm: WallClockDeadline
     do {
-      links = try LinkControl()
+      links = try NetlinkLinkTable()
       alarm = try WallClockDeadline()
     } catch {
       throw GeneralFailure(.unavailable, "cannot open a netlink socket to watch \(tunnel.terminalText): \(error)")
@@ -133,7 +133,7 @@ enum EnforceCommand: Subcommand {
     let disconnect: any DisconnectAction
     switch choice {
     case nil:
-      disconnect = CommandAction(arguments: parsed.bytes(exec), timeout: parsed[execTimeout] ?? .seconds(10))
+      disconnect = ExecAction(arguments: parsed.bytes(exec), timeout: parsed[execTimeout] ?? .seconds(10))
     case .linkDown: disconnect = LinkDownAction(links: links)
     case .delete: disconnect = LinkDownAction(links: links, deleting: true)
     case .manager(let kind):
@@ -141,21 +141,23 @@ enum EnforceCommand: Subcommand {
         kind: kind, detector: detector, runner: detector.runner, links: links, units: detector.units)
     }
     var enforcer = Enforcer(
-      tunnel: tunnel, store: store,
-      openStore: {
-        switch opener.outcome() {
-        case .opened(let store): return store
-        case .failed(let error): throw error
-        case .pending, .taken: return nil
-        }
-      },
+      tunnel: tunnel, action: disconnect, lengths: CommandServices.lengths(parsed),
       sampler: CommandServices.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
-      lengths: CommandServices.lengths(parsed), action: disconnect, links: links, alarm: alarm,
-      log: StandardErrorLog(context: context), calendar: context.calendar, runner: detector.runner,
-      presence: EnforcerPresenceFile(location: location, tunnel: tunnel),
-      saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
-      ledgerLock: LedgerLockFile(location, role: "vpnstat enforce \(tunnel.escaped)"),
-      spool: EnforcerSpool(location: location))
+      storage: EnforcerStorage(
+        store: store,
+        open: {
+          switch opener.outcome() {
+          case .opened(let store): return store
+          case .failed(let error): throw error
+          case .pending, .taken: return nil
+          }
+        },
+        saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
+        ledgerLock: LedgerLockFile(location, role: "vpnstat enforce \(tunnel.escaped)"),
+        spool: EnforcerSpool(location: location), presence: EnforcerPresenceFile(location: location, tunnel: tunnel)),
+      environment: EnforcerEnvironment(
+        links: links, alarm: alarm, log: StandardErrorLog(context: context), calendar: context.calendar,
+        holdRelease: ManagerHoldRelease(runner: detector.runner)))
     try EnforcerLoop.run(&enforcer, alarm: alarm, checkInterval: parsed[interval] ?? .seconds(5))
     withExtendedLifetime(lock) {}
     return .success
@@ -167,7 +169,7 @@ enum EnforceCommand: Subcommand {
     switch choice {
     case .manager(.networkManager): return true
     case .manager(nil):
-      guard FileSystem.exists(detector.networkManagerDirectory), let link = try? LinkControl().link(named: tunnel)
+      guard FileSystem.exists(detector.networkManagerDirectory), let link = try? NetlinkLinkTable().link(named: tunnel)
       else { return false }
       return detector.manager(of: tunnel, kind: link.attributes.kind).kind == .networkManager
     default: return false

@@ -6,11 +6,11 @@ import VPNStatSystem
   import Glibc
 #endif
 
-/// Asking the kernel about one link and setting it down, up or deleting it, over netlink: how the
-/// enforcer takes a tunnel down (`--action link-down`, `--action delete`, and the fallback of
-/// every other action) and how it confirms that any action really did; how `connect` raises a
-/// tunnel no manager runs.
-public final class LinkControl {
+/// The kernel's table of network links, over rtnetlink: one link asked about by name or
+/// ifindex, set down or up, or deleted (the engine's `LinkTable`). How the enforcer takes a
+/// tunnel down (`--action link-down`, `--action delete`, and the fallback of every other action)
+/// and how it confirms that any action really did; how `connect` raises a tunnel no manager runs.
+public final class NetlinkLinkTable {
   let socket: NetlinkSocket
 
   public init() throws { socket = try NetlinkSocket() }

@@ -6,10 +6,10 @@ import VPNStatModel
 /// answered to `stop` counts. The waiting goes through the clock, so a test's manual clock makes
 /// it instant.
 public struct StopConfirmation {
-  let links: any LinkController
+  let links: any LinkTable
   let clock: any TimeSource
 
-  public init(links: any LinkController, clock: any TimeSource) {
+  public init(links: any LinkTable, clock: any TimeSource) {
     self.links = links
     self.clock = clock
   }

@@ -1,34 +1,6 @@
 import VPNStatKernel
 import VPNStatModel
 
-/// How the enforcer disconnects one tunnel: which control to stop it with, chosen when the
-/// disconnect happens (the same name may be wg-quick's now and NetworkManager's later).
-public protocol DisconnectAction {
-  /// As `--action` names it (`auto`, `link-down`, `wg-quick`, …) or `exec PROGRAM`.
-  var label: String { get }
-  func control(for link: LinkRecord) -> any ManagerControl
-}
-
-/// `--action link-down` and `--action delete`: the kernel alone.
-public struct LinkDownAction: DisconnectAction {
-  let control: KernelLinkControl
-  public init(links: any LinkController, deleting: Bool = false) {
-    control = KernelLinkControl(links: links, deleting: deleting)
-  }
-  public var label: String { control.label }
-  public func control(for link: LinkRecord) -> any ManagerControl { control }
-}
-
-/// `--exec COMMAND ARG…`.
-public struct CommandAction: DisconnectAction {
-  let command: CommandControl
-  public init(arguments: [[UInt8]], timeout: Duration) {
-    command = CommandControl(arguments: arguments, timeout: timeout)
-  }
-  public var label: String { command.label }
-  public func control(for link: LinkRecord) -> any ManagerControl { command }
-}
-
 /// `--action auto` (the default) and `--action networkmanager|systemd|wg-quick|openvpn`: stop
 /// the tunnel through its manager, found when the disconnect happens. `auto` uses whatever
 /// manages it (link-down for none); a named kind uses that manager when it is the one found, or
@@ -42,10 +14,10 @@ public struct ManagerAction: DisconnectAction {
   /// Units the configuration names, for `--action systemd` when systemd was not asked.
   let units: [InterfaceName: String]
   let runner: any ProgramRunner
-  let links: any LinkController
+  let links: any LinkTable
 
   public init(
-    kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner, links: any LinkController,
+    kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner, links: any LinkTable,
     units: [InterfaceName: String] = [:]
   ) {
     self.kind = kind
@@ -81,12 +53,12 @@ public struct ManagerAction: DisconnectAction {
       return MissingManagerControl(
         label: "networkmanager", reason: "no NetworkManager connection on \(name.terminalText) (\(found.evidence))")
     case .none:
-      return KernelLinkControl(links: links)
+      return DirectLinkControl(links: links)
     }
   }
 
   /// The control for a manager that was found.
-  public static func control(for manager: TunnelManager, runner: any ProgramRunner, links: any LinkController)
+  public static func control(for manager: TunnelManager, runner: any ProgramRunner, links: any LinkTable)
     -> any ManagerControl
   {
     switch manager.kind {
@@ -100,6 +72,6 @@ public struct ManagerAction: DisconnectAction {
       if let process = manager.process { return OpenVPNControl(process: process, manager: manager) }
     case .none: break
     }
-    return KernelLinkControl(links: links)
+    return DirectLinkControl(links: links)
   }
 }

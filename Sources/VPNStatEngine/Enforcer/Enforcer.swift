@@ -1,0 +1,427 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatRender
+
+/// `vpnstat enforce IFACE`: the watchdog for one tunnel, living as long as the tunnel's limit must
+/// hold — the Linux form of the iOS tunnel extension that owns the timer. It applies the
+/// on-tunnel-up rule whenever the tunnel appears or comes up (whoever raised it), disconnects at
+/// the wall-clock deadline, takes the tunnel down at once during the pause, and records why every
+/// session ended. It also keeps the ledger of the tunnel (`LedgerKeeper`), so the window's usage
+/// is live: saved every save interval and at once for a deleted instance, a window it opens and
+/// its stop — while no recorder runs; while one does, the recorder writes and this reads.
+///
+/// Disconnect first, record after: the decision is made from what the enforcer holds in memory
+/// (the session record and the trusted clock, refreshed from the database whenever it can be
+/// read), and nothing the database does — locked by another user's reader, full, read-only —
+/// delays taking the tunnel down. What could not be written is kept, in memory and in the spool
+/// beside the database (`EnforcerSpool`), and written when it can: by this enforcer, or by the
+/// next one to start.
+///
+/// The tunnel is the device that bears the name when it comes up, followed by its ifindex: a
+/// rename does not take it out of reach. A device moved to another network namespace is out of
+/// reach, and recorded as escaped. One enforcer per tunnel, in one network namespace.
+///
+/// A state machine: `handle(_:)` takes one event at a time. `EnforcerLoop` feeds it from the
+/// kernel (link notifications, the wall-clock timer, a periodic tick, signals); tests feed it
+/// directly, with a manual clock and a fake kernel. It coordinates parts that each do one job and
+/// are tested alone: `FollowedDevices` (which devices are under the limit), `WindowGuard` (the
+/// rule), `SessionMemory` (the session and the trusted clock as last known), `EnforcerDatabase`
+/// (the store, the ledger, outages), `PendingWrites` (what the database has not taken, and the
+/// spool), `Takedown` (one device down, confirmed), `ManagerHolds` (the manager held off for the
+/// pause, the presence file), `DataCapCheck`, `SleepDetector` and `TrustedAlarm`.
+public struct Enforcer {
+  /// What can happen to an enforcer.
+  public enum Event: Sendable {
+    /// It starts: look at the tunnel as it is.
+    case started
+    /// A link notification (any link: the enforcer picks its own).
+    case link(LinkNotifications.Change)
+    /// Notifications were lost (the socket overflowed): look at the tunnel again.
+    case notificationsLost
+    /// The wall-clock alarm fired, or the wall clock was set.
+    case alarm
+    /// The periodic safety net.
+    case tick
+    /// Asked to stop (SIGTERM, SIGINT, SIGHUP).
+    case stop
+  }
+
+  /// One device under the limit.
+  public struct Device: Equatable, Sendable {
+    public var name: InterfaceName
+    public var up: Bool
+  }
+
+  /// The name given on the command line: any device that bears it is under the limit.
+  public let tunnel: InterfaceName
+  let environment: EnforcerEnvironment
+  var sampler: TrafficSampler
+  let rules: WindowGuard
+  var followed: FollowedDevices
+  var session = SessionMemory()
+  var database: EnforcerDatabase
+  var pending: PendingWrites
+  var takedown: Takedown
+  var managerHolds: ManagerHolds
+  var cap: DataCapCheck
+  var deadline: TrustedAlarm
+  var sleep = SleepDetector()
+
+  /// `action`: how to disconnect (nil: link-down).
+  public init(
+    tunnel: InterfaceName, action: (any DisconnectAction)?, lengths: SessionLengths, sampler: TrafficSampler,
+    storage: EnforcerStorage, environment: EnforcerEnvironment
+  ) {
+    self.tunnel = tunnel
+    self.environment = environment
+    self.sampler = sampler
+    let log = environment.log
+    rules = WindowGuard(lengths: lengths)
+    followed = FollowedDevices(tunnel: tunnel, log: log)
+    database = EnforcerDatabase(storage, tunnel: tunnel, log: log)
+    pending = PendingWrites(spool: storage.spool, log: log)
+    takedown = Takedown(
+      action: action ?? LinkDownAction(links: environment.links), links: environment.links, clock: sampler.clock,
+      log: log)
+    managerHolds = ManagerHolds(
+      file: storage.presence, release: environment.holdRelease, process: environment.process, log: log)
+    cap = DataCapCheck(calendar: environment.calendar)
+    deadline = TrustedAlarm(alarm: environment.alarm)
+  }
+
+  var clock: any TimeSource { sampler.clock }
+  var log: any EventLog { environment.log }
+  public var action: any DisconnectAction { takedown.action }
+  /// The devices under the limit, by ifindex: the one named `tunnel`, and any of them renamed.
+  public var devices: [Int32: Device] { followed.byIndex }
+  /// The deadline the alarm is armed for (in trusted time), if any.
+  public var armed: Timestamp? { deadline.armed }
+  /// The session as last read (or as changed here and not yet written); nil until read once.
+  public var record: SessionRecord? { session.record }
+  /// The stops the database has not taken yet, in order.
+  public var pendingStops: [StopRecord] { pending.stops }
+  /// The data cap against its period's traffic as last read.
+  public var dataCap: DataCapStatus? { cap.status }
+  /// What is held of the tunnel's manager for the pause, given back when connecting is allowed
+  /// again or the enforcer stops.
+  public var holds: [ManagerHold] { managerHolds.held }
+  /// The tunnel-class totals after the last ledger advance: the usage base of a new window.
+  var tunnelTotals: TrafficCounts { database.tunnelTotals }
+
+  /// Takes one event. Throws only what the kernel refuses (the alarm, a link query); the
+  /// database never makes it throw.
+  public mutating func handle(_ event: Event) throws {
+    if case .started = event {
+      sleep.start(clock.now())
+      try start()
+      try giveBackHolds()
+      return
+    }
+    try noteSleep()
+    switch event {
+    case .started: break
+    case .link(let change): try handle(change)
+    case .notificationsLost: try resynchronise()
+    case .alarm: try check()
+    case .tick:
+      if database.store == nil { reopen() }
+      flush()
+      refresh()
+      advanceLedger()
+      try check()
+      try checkDataCap()
+    case .stop:
+      try stop()
+      return
+    }
+    try giveBackHolds()
+  }
+
+  private mutating func start() throws {
+    refresh()
+    // What an earlier enforcer could not write comes first: a window it opened decides this up.
+    if database.store != nil { takeSpool() }
+    advanceLedger()
+    managerHolds.announce(tunnel: tunnel, action: action.label, lengths: rules.lengths, since: clock.now().wall)
+    log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
+    if let link = try environment.links.link(named: tunnel) {
+      if let transition = followed.start(link, catalog: &sampler.catalog) { try follow(transition) }
+    } else {
+      log.event("\(tunnel.terminalText) does not exist (yet): waiting for it to appear")
+    }
+  }
+
+  // MARK: - Events
+
+  private mutating func handle(_ change: LinkNotifications.Change) throws {
+    guard followed.concerns(change, catalog: &sampler.catalog) else {
+      sampler.apply(change)
+      return
+    }
+    let observation = sampler.observation(change)
+    sampler.apply(change)
+    // The decision first; the ledger (a database write) after it.
+    defer { if let observation { advanceLedger(notified: [observation], deleted: change.deleted) } }
+    let (transition, renamed) = followed.apply(change)
+    if renamed { sampler.recorded.names.insert(change.record.name) }
+    if let transition { try follow(transition) }
+  }
+
+  private mutating func follow(_ transition: FollowedDevices.Transition) throws {
+    switch transition {
+    case .cameUp(let index): try tunnelCameUp(index)
+    case .wentDown(let gone, let wasUp): try tunnelWentDown(gone: gone, wasUp: wasUp)
+    case .escaped(let name, let namespace): try escaped(name, namespace: namespace)
+    }
+  }
+
+  /// The on-tunnel-up rule, decided on the freshest record that can be read, applied at once.
+  private mutating func tunnelCameUp(_ index: Int32) throws {
+    refresh()
+    let now = trustedNow()
+    switch rules.tunnelUp(session.record, capReached: capReached(at: now), at: now) {
+    case .unknown:
+      log.event(
+        "\(tunnel.terminalText) came up but the session window cannot be read (\(database.outage.problem ?? "no database")): holding it down"
+      )
+      try disconnect(reason: .undecided, at: now)
+    case .disconnect(let reason):
+      try disconnect(reason: reason, at: now)
+    case .unlimited:
+      try arm(nil)
+    case .open(let window, var opened):
+      let device = followed.byIndex[index]?.name ?? tunnel
+      opened.tunnel = device
+      opened.usageBase = tunnelTotals
+      session.adopt(opened)
+      pending.open(PendingWrites.Window(window: window, tunnel: device, usageBase: tunnelTotals))
+      log.event(
+        "\(tunnel.terminalText) up: opened a window until \(clockTime(window.sessionEndsAt)) (\(Self.duration(window.lengths.session)), then a \(Self.duration(window.lengths.pause)) pause)"
+      )
+      try arm(window.sessionEndsAt)
+      flush()
+      // Saved with the window, so the stored totals and its usage base agree for every reader.
+      advanceLedger(saveNow: true)
+    case .resume(let window):
+      log.event("\(tunnel.terminalText) up inside the window: \(Self.duration(window.sessionEndsAt - now)) left")
+      try arm(window.sessionEndsAt)
+    }
+  }
+
+  private mutating func tunnelWentDown(gone: Bool, wasUp: Bool) throws {
+    guard !followed.anyUp else { return }
+    try arm(nil)
+    guard wasUp || gone else { return }
+    let now = trustedNow()
+    guard let reason = rules.stopWhenDown(gone: gone, session.record, at: now) else { return }
+    pending.add(StopRecord(at: now, interface: tunnel, reason: reason))
+    flush()
+    log.event(
+      "\(tunnel.terminalText) \(gone ? "went away" : "was taken down") by something else: recorded '\(reason.rawValue)'"
+    )
+  }
+
+  /// A followed device moved to another network namespace: it lives on where this enforcer
+  /// cannot see or take it down. Said loudly and recorded, whatever the session's state.
+  private mutating func escaped(_ name: InterfaceName, namespace: Int32) throws {
+    let now = trustedNow()
+    let detail = "\(name.terminalText) was moved to another network namespace (netnsid \(namespace)), out of reach"
+    log.event("\(detail): the limit no longer holds for it")
+    pending.add(StopRecord(at: now, interface: name, reason: .escaped, detail: detail))
+    flush()
+    if !followed.anyUp { try arm(nil) }
+  }
+
+  /// The deadline check, on the alarm, the periodic tick, a clock change and a wake from sleep.
+  private mutating func check() throws {
+    let now = trustedNow()
+    let upIndex = followed.up.first?.index
+    switch rules.check(session.record, at: now, linkUp: upIndex != nil, armed: deadline.armed) {
+    case .wait:
+      // The wall clock was set since the alarm was: the same trusted deadline falls elsewhere.
+      if let armed = deadline.armed, deadline.moved(wallTime(of: armed)) { try arm(armed) }
+    case .disarm: try arm(nil)
+    case .arm(let deadline): try arm(deadline)
+    case .disconnect: try disconnect(reason: .freeLimit, at: now)
+    case .tunnelUp: if let upIndex { try tunnelCameUp(upIndex) }
+    }
+  }
+
+  /// The data cap check, after each sample: a followed device up with the cap reached goes down
+  /// as at a session deadline, recorded as `data-cap`.
+  private mutating func checkDataCap() throws {
+    let now = trustedNow()
+    guard followed.anyUp, capReached(at: now) else { return }
+    try disconnect(reason: .dataCap, at: now)
+  }
+
+  private mutating func capReached(at now: Timestamp) -> Bool {
+    cap.reached(session.record?.dataCap, keeper: database.keeper, at: now, outage: &database.outage)
+  }
+
+  private mutating func noteSleep() throws {
+    guard let slept = sleep.slept(clock.now()) else { return }
+    log.event("woke from \(Units.duration(seconds: slept / 1_000_000_000)) of sleep: checking the deadline")
+    try check()
+  }
+
+  /// After lost notifications: the kernel's view of the tunnel's name and of every followed device.
+  private mutating func resynchronise() throws {
+    if let transition = try followed.resynchronise(environment.links, catalog: &sampler.catalog) {
+      try follow(transition)
+    }
+  }
+
+  private mutating func stop() throws {
+    try arm(nil)
+    // Nobody enforces the pause once this enforcer is gone: give the manager back its settings.
+    try giveBackHolds(all: true)
+    managerHolds.withdraw()
+    advanceLedger(saveNow: true)
+    refresh()
+    let now = trustedNow()
+    if followed.anyUp, rules.sessionRuns(session.record, at: now) {
+      pending.add(StopRecord(at: now, interface: tunnel, reason: .stopped, detail: "enforcer stopped"))
+    }
+    flush()
+    if let left = pending.leftAtStop(problem: database.outage.problem) { log.event(left) }
+    log.event("stopped enforcing on \(tunnel.terminalText)")
+  }
+
+  // MARK: - Actions
+
+  /// Takes every device under the limit down, for `reason` (`Takedown`: the action's control,
+  /// the kernel's word and the manager's, link-down where the control did not do it). At the
+  /// deadline and in the pause the manager is held off (NetworkManager's autoconnect) until the
+  /// pause ends. Only then is the stop recorded (or kept for later). The one way the enforcer
+  /// disconnects, whatever the reason.
+  private mutating func disconnect(reason: StopReason, at now: Timestamp) throws {
+    try arm(nil)
+    var details: [String] = []
+    var confirmed = true
+    for (index, device) in followed.up {
+      switch takedown.takeDown(index, device, reason: reason, details: &details) {
+      case .vanished:
+        followed.markDown(index)
+      case .down(let control):
+        if let control, reason == .freeLimit || reason == .pause { managerHolds.hold(control) }
+        followed.markDown(index)
+      case .stillUp:
+        confirmed = false
+      }
+    }
+    log.event(
+      "\(tunnel.terminalText): \(why(reason)): disconnected" + (confirmed ? "" : " — FAILED, the link is still up"))
+    let detail = details.isEmpty ? nil : details.joined(separator: "; ")
+    pending.add(StopRecord(at: now, interface: tunnel, reason: reason, detail: detail))
+    flush()
+  }
+
+  private func why(_ reason: StopReason) -> String {
+    switch reason {
+    case .freeLimit: "free session over"
+    case .undecided: "session unknown"
+    case .dataCap: cap.reachedText
+    default: "up during the free plan's pause"
+    }
+  }
+
+  /// Gives back what is held once the pause is over (or the window was reset, or the plan is
+  /// premium) — or, with `all`, now. Until then the alarm waits for the pause's end. A session
+  /// never read keeps it held until it can be read.
+  private mutating func giveBackHolds(all: Bool = false) throws {
+    guard !managerHolds.held.isEmpty else { return }
+    let now = trustedNow()
+    let pause = rules.pause(session.record, at: now)
+    if !all, session.record == nil || pause != nil {
+      if deadline.armed == nil, let end = pause?.pauseEndsAt { try arm(end) }
+      return
+    }
+    managerHolds.giveBack(all: all)
+    if deadline.armed != nil, !followed.anyUp { try arm(nil) }
+  }
+
+  /// Arms the alarm for `target` (trusted time); nil disarms.
+  private mutating func arm(_ target: Timestamp?) throws {
+    let wall = target.map { wallTime(of: $0) }
+    try deadline.arm(target, wall: wall)
+  }
+
+  /// Where a trusted instant falls on the wall clock now.
+  private mutating func wallTime(of instant: Timestamp) -> Timestamp {
+    let reading = clock.now()
+    return TrustedAlarm.wall(of: instant, trustedNow: trustedNow(reading), wallNow: reading.wall)
+  }
+
+  // MARK: - The database, when it answers
+
+  private mutating func trustedNow(_ reading: ClockReading? = nil) -> Timestamp {
+    session.now(reading ?? clock.now())
+  }
+
+  /// Reads the session and the trusted clock; on failure keeps what memory holds (and says so
+  /// once). A window opened here and not yet written is kept over the stored record.
+  private mutating func refresh() {
+    guard let store = database.store else { return }
+    do {
+      try session.refresh(from: store, clock: clock, keepingRecord: pending.window != nil)
+      recovered()
+    } catch {
+      database.outage.failed(error)
+    }
+  }
+
+  /// Writes what is pending (`PendingWrites`: the spool keeps what the database refuses).
+  private mutating func flush() {
+    adopt(pending.flush(to: database.store, trusted: session.trusted, outage: &database.outage))
+  }
+
+  /// Takes in and writes what the spool holds.
+  private mutating func takeSpool() {
+    guard let store = database.store else { return }
+    adopt(pending.takeSpool(into: store, trusted: session.trusted, outage: &database.outage))
+  }
+
+  /// What the database holds after a write of a window: followed, and its deadline armed when
+  /// another process changed it meanwhile.
+  private mutating func adopt(_ written: PendingWrites.Written) {
+    if let record = written.adopted { session.adopt(record) }
+    if let rearm = written.rearm, followed.anyUp { try? arm(rearm) }
+  }
+
+  private mutating func advanceLedger(
+    notified: [LedgerObservation] = [], deleted: Bool = false, saveNow: Bool = false
+  ) {
+    database.advanceLedger(&sampler, notified: notified, deleted: deleted, saveNow: saveNow)
+  }
+
+  private mutating func reopen() {
+    guard database.reopen() else { return }
+    refresh()
+    takeSpool()
+    recovered()
+  }
+
+  private mutating func recovered() {
+    database.outage.recovered(nothingPending: pending.isEmpty)
+  }
+
+  private func describe() -> String {
+    guard let record = session.record else {
+      return "session window unknown (\(database.outage.problem ?? "no database"))"
+    }
+    let cap = record.dataCap.map { "; data cap \(Units.bytes($0.limitBytes)) per \($0.period.label)" } ?? ""
+    guard record.plan == .free else { return "plan premium: no session window" + cap }
+    guard let window = record.window else { return "no window yet" + cap }
+    return "window until \(clockTime(window.sessionEndsAt)), pause until \(clockTime(window.pauseEndsAt))" + cap
+  }
+
+  /// A length as the log says it, to the second (down).
+  private static func duration(_ length: Duration) -> String {
+    Units.duration(seconds: length.nanoseconds / 1_000_000_000)
+  }
+
+  private func clockTime(_ instant: Timestamp) -> String {
+    instant.localClockTime(in: environment.calendar, withSeconds: true)
+  }
+}

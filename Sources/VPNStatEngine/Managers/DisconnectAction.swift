@@ -1,0 +1,30 @@
+import VPNStatKernel
+import VPNStatModel
+
+/// How the enforcer disconnects one tunnel: which control to stop it with, chosen when the
+/// disconnect happens (the same name may be wg-quick's now and NetworkManager's later).
+public protocol DisconnectAction {
+  /// As `--action` names it (`auto`, `link-down`, `wg-quick`, …) or `exec PROGRAM`.
+  var label: String { get }
+  func control(for link: LinkRecord) -> any ManagerControl
+}
+
+/// `--action link-down` and `--action delete`: the kernel alone.
+public struct LinkDownAction: DisconnectAction {
+  let control: DirectLinkControl
+  public init(links: any LinkTable, deleting: Bool = false) {
+    control = DirectLinkControl(links: links, deleting: deleting)
+  }
+  public var label: String { control.label }
+  public func control(for link: LinkRecord) -> any ManagerControl { control }
+}
+
+/// `--exec PROGRAM ARG…`: the operator's own program (`ExecControl`).
+public struct ExecAction: DisconnectAction {
+  let control: ExecControl
+  public init(arguments: [[UInt8]], timeout: Duration) {
+    control = ExecControl(arguments: arguments, timeout: timeout)
+  }
+  public var label: String { control.label }
+  public func control(for link: LinkRecord) -> any ManagerControl { control }
+}

@@ -1,0 +1,54 @@
+import VPNStatModel
+
+/// Controls one tunnel through whatever manages it: NetworkManager, a systemd unit, wg-quick,
+/// OpenVPN, or the kernel's link itself. One conformance per kind of manager; the enforcer's
+/// disconnect and `vpnstat disconnect` are `stop` through one of them, `vpnstat connect` is
+/// `start`.
+///
+/// `stop` and `start` only ask. Nothing they say proves the tunnel stopped or runs: a stop is
+/// confirmed by the kernel (the device down or gone) and then `isStopped`, the manager's own
+/// state; a start by its `proofs` (`ConnectionProbe`).
+public protocol ManagerControl {
+  /// A few words for logs and stop records: "wg-quick /etc/wireguard/wg0.conf".
+  var label: String { get }
+  /// The manager this control drives; nil for a command or the kernel alone.
+  var manager: TunnelManager? { get }
+  /// Asks the manager to stop the tunnel.
+  func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome
+  /// The manager's own word that the tunnel is stopped, once the kernel says the device is down
+  /// (`deviceGone`: it no longer exists); nil when the manager has no state beyond the kernel's.
+  func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool?
+  /// Keeps the manager from bringing the tunnel back by itself during the pause; returns what to
+  /// give back when the pause ends, or nil when nothing had to be held.
+  func holdForPause() -> ManagerHold?
+  /// Asks the manager to start the tunnel, waiting at most `timeout` for its answer: accepted
+  /// is all a success says.
+  func start(timeout: Duration) -> StartOutcome
+  /// The interface the tunnel runs on, when the manager can say before or after a start
+  /// (wg-quick's from its file name, NetworkManager's from the active connection).
+  func device() -> InterfaceName?
+  /// What proves a tunnel this control started is real, in order: all must hold.
+  var proofs: [ConnectionProof] { get }
+}
+
+extension ManagerControl {
+  public var manager: TunnelManager? { nil }
+  public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? { nil }
+  public func holdForPause() -> ManagerHold? { nil }
+  public func start(timeout: Duration) -> StartOutcome { .refused("\(label) cannot start a tunnel") }
+  public func device() -> InterfaceName? { nil }
+  public var proofs: [ConnectionProof] { [] }
+}
+
+/// What a manager said to a start. `connect` believes it only as far as "accepted": the tunnel
+/// is real when its proofs hold.
+public enum StartOutcome: Hashable, Sendable {
+  case accepted
+  case refused(String)
+}
+
+/// What an action said of itself. The enforcer believes the kernel and the manager, not this.
+public enum DisconnectOutcome: Hashable, Sendable {
+  case done
+  case failed(String)
+}
