@@ -38,19 +38,26 @@ func vpnstatForOtherUsers(in directory: TemporaryDirectory) throws -> String {
 func builtForOtherUsers(_ program: String, in directory: TemporaryDirectory) throws -> String {
   let copy = directory.file((program as NSString).lastPathComponent)
   if !FileManager.default.fileExists(atPath: copy) {
-    try writeExecutable(try Data(contentsOf: URL(fileURLWithPath: program)), to: copy)
+    // Copied by cp, not by this process: a child another test forks while this process holds
+    // the copy open for writing keeps it open until that child's exec, and running the copy
+    // then fails with ETXTBSY ("Text file busy", seen under load even with O_CLOEXEC). cp's
+    // descriptor is in cp alone, which forks nothing.
+    let copied = try run("/bin/cp", [program, copy])
+    guard copied.status == 0 else { throw TestSetupError("cp \(program) \(copy): \(copied.errors)") }
+    chmod(copy, 0o755)
   }
   return copy
 }
 
-/// Writes a program (a copy, a script) that anyone may run, mode 0755. Written through a
-/// close-on-exec descriptor: a child another test spawns meanwhile must not inherit it open for
-/// writing, or executing the program fails with ETXTBSY for as long as that child lives.
+/// Writes a program (a script) that anyone may run, mode 0755: the bytes into a side file, then
+/// copied into place by cp (see `builtForOtherUsers`: this process never holds the program
+/// itself open for writing, so no child forked meanwhile can make running it fail with ETXTBSY).
 func writeExecutable(_ data: Data, to path: String) throws {
-  let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
-  guard fd >= 0 else { throw TestSetupError("cannot create \(path)") }
-  _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-  close(fd)
+  let side = path + ".written"
+  try data.write(to: URL(fileURLWithPath: side))
+  defer { try? FileManager.default.removeItem(atPath: side) }
+  let copied = try run("/bin/cp", [side, path])
+  guard copied.status == 0 else { throw TestSetupError("cp \(side) \(path): \(copied.errors)") }
   chmod(path, 0o755)
 }
 
