@@ -11,12 +11,10 @@ let package = Package(
   name: "vpnstat",
   products: [
     .executable(name: "vpnstat", targets: ["vpnstat"]),
-    .library(
-      name: "VPNStat",
-      targets: [
-        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
-        "VPNStatCapture",
-      ]),
+    // The library's API: the counter, ledger and session rules as values (`public`). Every other
+    // target shares its declarations inside this package only (`package`, SE-0386): the tests,
+    // the benchmark and the executable see them; nothing outside is promised them.
+    .library(name: "VPNStat", targets: ["VPNStatModel"]),
   ],
   targets: [
     // C shim: netlink, if_arp, tun and timerfd headers; function-like macros as static inline.
@@ -45,7 +43,9 @@ let package = Package(
     // Packet capture and flow attribution (`vpnstat flows`): the only user of libpcap.
     .target(
       name: "VPNStatCapture",
-      dependencies: ["VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatRender", "CPcap", "CPcapLoader"]),
+      dependencies: [
+        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatRender", "CLinux", "CPcap", "CPcapLoader",
+      ]),
     // The use cases: sampler, recorder, enforcer, live view, the ledger as readers see it. They
     // reach the kernel, the store, the clock and the log through protocols.
     .target(
@@ -68,7 +68,7 @@ let package = Package(
     // symbols (2.3 ms → 1.0 ms to start), and the binary runs without the toolchain. libpcap is
     // still loaded at run time by `flows` (CPcapLoader), which needs the build machine's glibc.
     .executableTarget(
-      name: "vpnstat", dependencies: ["VPNStatCommandLine"],
+      name: "vpnstat", dependencies: ["VPNStatCommandLine", "VPNStatSystem"],
       linkerSettings: [.unsafeFlags(["-static-executable"], .when(configuration: .release))]),
 
     // The benchmark's floors in plain C (the netlink dumps, the kept sysfs files) and its traffic

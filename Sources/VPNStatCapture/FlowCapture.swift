@@ -9,33 +9,33 @@ import VPNStatSystem
 #endif
 
 /// What a `flows` run was asked to do, from the command line.
-public struct FlowCaptureOptions: Sendable {
+package struct FlowCaptureOptions: Sendable {
   /// A BPF filter expression (libpcap syntax).
-  public var filter: String?
+  package var filter: String?
   /// Bytes kept of each packet: headers are all vpnstat needs, and lengths come from the IP header.
-  public var snapshotLength: Int32 = 256
+  package var snapshotLength: Int32 = 256
   /// Time between reports; files: slices of packet time (nil: one report for the whole file).
-  public var interval: Duration?
+  package var interval: Duration?
   /// Stop after this many reports.
-  public var count: Int?
+  package var count: Int?
   /// Addresses to treat as this host's (besides the interfaces' own, for live captures).
-  public var localAddresses: [IPAddress] = []
+  package var localAddresses: [IPAddress] = []
   /// Look up processes (live only).
-  public var processes = true
-  public var procRoot: SystemPath = "/proc"
+  package var processes = true
+  package var procRoot: SystemPath = "/proc"
   /// At most one /proc walk per this time, to find owners of new flows.
-  public var lookupInterval: Duration = .milliseconds(200)
+  package var lookupInterval: Duration = .milliseconds(200)
   /// Flows without packets for this long leave the flow list (their traffic stays in the totals).
-  public var idleTimeout: Duration = .seconds(300)
+  package var idleTimeout: Duration = .seconds(300)
   /// Save what is captured to this pcap file.
-  public var writePath: String?
+  package var writePath: String?
 
-  public init() {}
+  package init() {}
 }
 
 /// Addresses of this host's interfaces (getifaddrs): a packet from one of them is outgoing.
-public enum LocalAddresses {
-  public static func current() -> Set<IPAddress> {
+package enum LocalAddresses {
+  package static func current() -> Set<IPAddress> {
     var result = Set<IPAddress>()
     var list: UnsafeMutablePointer<ifaddrs>?
     guard getifaddrs(&list) == 0 else { return result }
@@ -102,9 +102,9 @@ struct InterfaceCounterWindow {
 
 /// `vpnstat flows IFACE`: captures live, reports every interval, and follows the interface when
 /// it is recreated (a new tunnel instance is captured as soon as it exists).
-public final class LiveFlowCapture {
-  public let interface: InterfaceName
-  public let options: FlowCaptureOptions
+package final class LiveFlowCapture {
+  package let interface: InterfaceName
+  package let options: FlowCaptureOptions
   let clock: any TimeSource
   let open: (InterfaceName) throws -> any LivePacketSource
   private let aggregator: FlowAggregator
@@ -120,7 +120,7 @@ public final class LiveFlowCapture {
   private var counters: InterfaceCounterWindow
 
   /// Opens the capture (errors here end the command: 77, 69, 64) and the capture file.
-  public init(
+  package init(
     interface: InterfaceName, options: FlowCaptureOptions,
     clock: any TimeSource = SystemTimeSource(),
     open: ((InterfaceName) throws -> any LivePacketSource)? = nil
@@ -155,13 +155,13 @@ public final class LiveFlowCapture {
   }
 
   /// The line tcpdump also prints, for stderr: the capture is running from here on.
-  public var listeningMessage: String {
+  package var listeningMessage: String {
     "listening on \(interface.terminalText), link-type \(linkType.name), snapshot length \(options.snapshotLength) bytes"
   }
 
   /// Captures until `options.count` reports were made or SIGINT/SIGTERM arrives (the interval
   /// in progress is then reported too). `emit` gets every report.
-  public func run(emit: (FlowSnapshot) throws -> Void) throws {
+  package func run(emit: (FlowSnapshot) throws -> Void) throws {
     // SIGINT and SIGTERM as a readable descriptor, so the loop can stop cleanly (report the
     // interval in progress, flush the file) instead of dying mid-write.
     let signals = try SignalChannel.stopping()
@@ -297,12 +297,12 @@ public final class LiveFlowCapture {
 
 /// `vpnstat flows --read FILE`: the same accounting over a capture file, reported once for the
 /// whole file or per slice of packet time with `--interval`.
-public final class FileFlowCapture {
-  public let source: PcapFileSource
-  public let options: FlowCaptureOptions
+package final class FileFlowCapture {
+  package let source: PcapFileSource
+  package let options: FlowCaptureOptions
   let clock: any TimeSource
 
-  public init(path: String, options: FlowCaptureOptions, clock: any TimeSource = SystemTimeSource())
+  package init(path: String, options: FlowCaptureOptions, clock: any TimeSource = SystemTimeSource())
     throws(CaptureError)
   {
     source = try PcapFileSource(path: path, filter: options.filter)
@@ -312,7 +312,7 @@ public final class FileFlowCapture {
 
   /// Reads the whole file. A truncated or corrupt file still reports what was read before the
   /// damage, then fails with 65.
-  public func run(emit: (FlowSnapshot) throws -> Void) throws {
+  package func run(emit: (FlowSnapshot) throws -> Void) throws {
     let aggregator = FlowAggregator(
       localAddresses: Set(options.localAddresses), resolver: nil, idleTimeout: options.idleTimeout)
     let writer = try options.writePath.map { (path) throws(CaptureError) in

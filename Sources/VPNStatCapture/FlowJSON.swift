@@ -5,11 +5,11 @@ import VPNStatSystem
 
 /// `flows --json`: one compact object per report (NDJSON), schema version 1. The fields are
 /// listed in vpnstat(1); `null` where a value is unknown.
-public enum FlowJSON {
+package enum FlowJSON {
 
   /// The report as one JSON object (no trailing newline). `top` limits the flow, host and
   /// process lists to the most active.
-  public static func render(_ snapshot: FlowSnapshot, top: Int? = nil) -> [UInt8] {
+  package static func render(_ snapshot: FlowSnapshot, top: Int? = nil) -> [UInt8] {
     let limit = top ?? Int.max
     var json = JSONWriter(capacity: 1024 + min(snapshot.flows.count, limit) * 400)
     json.beginObject()

@@ -1,67 +1,66 @@
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
-import VPNStatSystem
 
 /// One report of `vpnstat flows`: everything the renderers show, as plain values. Rendering is
 /// a pure function of this (and display options).
-public struct FlowSnapshot: Sendable {
+package struct FlowSnapshot: Sendable {
   /// What was captured: a live interface (its current ifindex, nil while it is gone) or a file.
-  public enum Origin: Sendable, Equatable {
+  package enum Origin: Sendable, Equatable {
     case interface(InterfaceName, index: Int32?)
     case file(String)
   }
 
   /// One flow as reported: totals since the capture began and the traffic of this interval.
-  public struct FlowReport: Sendable {
-    public var flow: Flow
-    public var interval: TrafficCounts
+  package struct FlowReport: Sendable {
+    package var flow: Flow
+    package var interval: TrafficCounts
   }
 
   /// A remote host (or a process): totals since the start, this interval, how many flows.
-  public struct GroupReport<Key: Sendable>: Sendable {
-    public var key: Key
-    public var total: TrafficCounts
-    public var interval: TrafficCounts
-    public var flows: Int
+  package struct GroupReport<Key: Sendable>: Sendable {
+    package var key: Key
+    package var total: TrafficCounts
+    package var interval: TrafficCounts
+    package var flows: Int
   }
 
-  public var origin: Origin
-  public var linkType: CaptureLinkType
-  public var generatedAt: Timestamp
+  package var origin: Origin
+  package var linkType: CaptureLinkType
+  package var generatedAt: Timestamp
   /// When the capture began (files: the first packet's time).
-  public var startedAt: Timestamp
+  package var startedAt: Timestamp
   /// The time this report covers: since the previous report (files: the packet-time slice).
-  public var intervalSeconds: Double
+  package var intervalSeconds: Double
   /// The time since the capture began.
-  public var elapsedSeconds: Double
-  public var captured: CaptureTotals
+  package var elapsedSeconds: Double
+  package var captured: CaptureTotals
   /// Captured in this interval only.
-  public var capturedInterval: CaptureTotals
+  package var capturedInterval: CaptureTotals
   /// libpcap's drop counts (nil for files).
-  public var drops: CaptureDrops?
+  package var drops: CaptureDrops?
   /// The interface's kernel counters over the same time as `captured` (nil for files, or when
   /// no counter reader worked).
-  public var interfaceCounters: TrafficCounts?
+  package var interfaceCounters: TrafficCounts?
   /// How many times the capture was reopened on a new instance of the interface.
-  public var restarts: Int
-  public var flows: [FlowReport]
-  public var hosts: [GroupReport<IPAddress>]
+  package var restarts: Int
+  package var flows: [FlowReport]
+  package var hosts: [GroupReport<IPAddress>]
   /// Processes by owner; the nil key is "unknown".
-  public var processes: [GroupReport<SocketOwner?>]
+  package var processes: [GroupReport<SocketOwner?>]
   /// Whether processes were looked up at all (live capture without `--no-processes`).
-  public var processesLookedUp: Bool
-  public var warnings: [String]
+  package var processesLookedUp: Bool
+  package var warnings: [String]
 
   /// Captured frame bytes against the interface's counters over the same time: nil when the
   /// counters are unknown or did not move.
-  public var coverage: Double? {
+  package var coverage: Double? {
     guard let counters = interfaceCounters, counters.bytes > 0 else { return nil }
     return Double(captured.linkBytes) / Double(counters.bytes)
   }
 
   /// Why these figures are estimates; part of every report.
-  public var estimateNotes: [String] {
+  package var estimateNotes: [String] {
     var notes = [
       "capture sees packets at one point of the stack, on this interface only: traffic the kernel drops before that point, and traffic of other interfaces, is not in it",
       "bytes are IP packet lengths from the IP header (what a tunnel's counters count); link_bytes and coverage use frame lengths as the interface counts them (Ethernet adds 14 bytes a frame)",
@@ -85,17 +84,17 @@ public struct FlowSnapshot: Sendable {
 
 /// The accumulating state of one `flows` run: the flow table, process attribution, and the
 /// totals of flows that went idle, turned into a `FlowSnapshot` at each report.
-public final class FlowAggregator {
-  public var table: FlowTable
-  public let resolver: SocketOwnerResolver?
-  public let idleTimeout: Duration
+package final class FlowAggregator {
+  package var table: FlowTable
+  package let resolver: SocketOwnerResolver?
+  package let idleTimeout: Duration
   /// The traffic of flows that went idle and left the table.
   private var retired = GroupTotals()
   private var reportedHosts: [IPAddress: TrafficCounts] = [:]
   private var reportedProcesses: [SocketOwner?: TrafficCounts] = [:]
   private var reportedTotals = CaptureTotals()
 
-  public init(
+  package init(
     localAddresses: Set<IPAddress>, resolver: SocketOwnerResolver?,
     idleTimeout: Duration = .seconds(300)
   ) {
@@ -106,14 +105,14 @@ public final class FlowAggregator {
 
   /// Adds one captured frame.
   @inline(__always)
-  public func add(_ packet: CapturedPacket, link: CaptureLinkType) {
+  package func add(_ packet: CapturedPacket, link: CaptureLinkType) {
     table.add(frame: packet.bytes, wireLength: packet.wireLength, link: link, at: packet.timestamp)
   }
 
   /// Builds the report and starts the next interval: rates restart, and flows idle for longer
   /// than `idleTimeout` (capture time, up to `captureTime`) leave the flow list, their traffic
   /// staying in the host and process totals.
-  public func report(
+  package func report(
     origin: FlowSnapshot.Origin, linkType: CaptureLinkType, generatedAt: Timestamp,
     startedAt: Timestamp,
     intervalSeconds: Double, elapsedSeconds: Double, drops: CaptureDrops?,

@@ -1,11 +1,10 @@
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
-import VPNStatSystem
 
 /// A conversation's 5-tuple in canonical order (the lower endpoint first), so that both
 /// directions of one conversation find the same entry with a single hash lookup.
-public struct FlowKey: Hashable, Sendable {
+package struct FlowKey: Hashable, Sendable {
   var a: IPAddress
   var b: IPAddress
   /// Port of `a` in the high half, of `b` in the low half.
@@ -37,7 +36,7 @@ public struct FlowKey: Hashable, Sendable {
     )
   }
 
-  public func hash(into hasher: inout Hasher) {
+  package func hash(into hasher: inout Hasher) {
     // Three words instead of seven fields: the hash is on the per-packet path.
     hasher.combine(a.high ^ (b.high &* 0x9E37_79B9_7F4A_7C15))
     hasher.combine(a.low ^ (UInt64(ports) << 8 | UInt64(ipProtocol)))
@@ -46,7 +45,7 @@ public struct FlowKey: Hashable, Sendable {
 }
 
 /// Why one endpoint of a flow was taken to be this host's.
-public enum LocalEvidence: String, Sendable, Hashable {
+package enum LocalEvidence: String, Sendable, Hashable {
   /// The Linux cooked header said the packet was outgoing or incoming (`any`).
   case packetType = "packet_type"
   /// One endpoint is an address of this host (or given with `--local`).
@@ -61,18 +60,18 @@ public enum LocalEvidence: String, Sendable, Hashable {
 }
 
 /// Who holds a socket: the process, and its command name from /proc/PID/comm.
-public struct SocketOwner: Hashable, Sendable {
-  public var pid: Int32
+package struct SocketOwner: Hashable, Sendable {
+  package var pid: Int32
   /// nil when the process ended before its name could be read.
-  public var command: String?
-  public init(pid: Int32, command: String?) {
+  package var command: String?
+  package init(pid: Int32, command: String?) {
     self.pid = pid
     self.command = command
   }
 }
 
 /// Where a flow stands in finding its process.
-public enum Attribution: Hashable, Sendable {
+package enum Attribution: Hashable, Sendable {
   /// Not looked up yet (it will be, at the latest when the interval ends).
   case pending
   /// A socket of this process carries the flow.
@@ -86,39 +85,39 @@ public enum Attribution: Hashable, Sendable {
 }
 
 /// One conversation: its endpoints seen from this host, its traffic, and its owner.
-public struct Flow: Sendable {
-  public var ipProtocol: UInt8
-  public var portsKnown: Bool
-  public var localAddress: IPAddress
-  public var localPort: UInt16
-  public var remoteAddress: IPAddress
-  public var remotePort: UInt16
-  public var localBy: LocalEvidence
-  public var counts = TrafficCounts()
-  public var firstSeen: Timestamp
-  public var lastSeen: Timestamp
-  public var attribution: Attribution
+package struct Flow: Sendable {
+  package var ipProtocol: UInt8
+  package var portsKnown: Bool
+  package var localAddress: IPAddress
+  package var localPort: UInt16
+  package var remoteAddress: IPAddress
+  package var remotePort: UInt16
+  package var localBy: LocalEvidence
+  package var counts = TrafficCounts()
+  package var firstSeen: Timestamp
+  package var lastSeen: Timestamp
+  package var attribution: Attribution
   /// The traffic counted before an owner was found after a failed lookup: it stays with
   /// "unknown" (the earlier socket may not have been this one).
-  public var unattributed = TrafficCounts()
+  package var unattributed = TrafficCounts()
   /// The counts at the last report, for per-interval rates.
   var reported = TrafficCounts()
 
   /// Whether the key's first endpoint is the local one.
   var localIsA: Bool
 
-  public var owner: SocketOwner? {
+  package var owner: SocketOwner? {
     if case .owned(let owner) = attribution { return owner }
     return nil
   }
 
   /// The part of the traffic that belongs to `owner` (all of it once owned, minus what was
   /// counted before a late match).
-  public var attributedCounts: TrafficCounts {
+  package var attributedCounts: TrafficCounts {
     owner == nil ? TrafficCounts() : counts - unattributed
   }
   /// The part that belongs to "unknown".
-  public var unknownCounts: TrafficCounts { owner == nil ? counts : unattributed }
+  package var unknownCounts: TrafficCounts { owner == nil ? counts : unattributed }
 
   /// Swaps local and remote (a socket proved the other endpoint local).
   mutating func reorient() {
@@ -132,43 +131,43 @@ public struct Flow: Sendable {
 }
 
 /// What was captured as a whole, including what is not a flow.
-public struct CaptureTotals: Hashable, Sendable {
+package struct CaptureTotals: Hashable, Sendable {
   /// Every frame read.
-  public var packets: UInt64 = 0
+  package var packets: UInt64 = 0
   /// IP bytes of IP packets (from the IP headers): what `flows` add up to.
-  public var bytes: UInt64 = 0
+  package var bytes: UInt64 = 0
   /// Original frame lengths as the capture reports them, link headers included.
-  public var linkBytes: UInt64 = 0
+  package var linkBytes: UInt64 = 0
   /// Frames that are not IPv4/IPv6 (ARP …) or whose IP header was cut short.
-  public var nonIPPackets: UInt64 = 0
-  public init() {}
+  package var nonIPPackets: UInt64 = 0
+  package init() {}
 }
 
 /// Every flow seen, by key: the per-packet aggregation. Deciding which endpoint is local happens
 /// once, when a flow is created; each later packet costs one hash lookup and four additions.
-public struct FlowTable {
-  public private(set) var flows: [Flow] = []
+package struct FlowTable {
+  package private(set) var flows: [Flow] = []
   var keys: [FlowKey] = []
   var index: [FlowKey: Int] = [:]
-  public private(set) var totals = CaptureTotals()
+  package private(set) var totals = CaptureTotals()
   /// Addresses of this host (interface addresses and `--local`): decide direction.
-  public var localAddresses: Set<IPAddress>
+  package var localAddresses: Set<IPAddress>
   /// Whether new TCP/UDP flows should be looked up in /proc (live capture with processes).
-  public var attributionEnabled: Bool
+  package var attributionEnabled: Bool
   /// Positions of the flows waiting for their first lookup: a lookup pass visits only these,
   /// not the whole table.
   private var pending: [Int] = []
-  public var pendingCount: Int { pending.count }
+  package var pendingCount: Int { pending.count }
   private var lastKey: FlowKey?
   private var lastIndex = 0
 
-  public init(localAddresses: Set<IPAddress> = [], attributionEnabled: Bool = false) {
+  package init(localAddresses: Set<IPAddress> = [], attributionEnabled: Bool = false) {
     self.localAddresses = localAddresses
     self.attributionEnabled = attributionEnabled
   }
 
   /// Parses one frame and adds it.
-  public mutating func add(
+  package mutating func add(
     frame bytes: UnsafeRawBufferPointer, wireLength: Int, link: CaptureLinkType, at time: Timestamp
   ) {
     add(
@@ -177,7 +176,7 @@ public struct FlowTable {
   }
 
   /// Adds a parsed frame; `linkLength` is its length as the interface counts it.
-  public mutating func add(_ frame: ParsedFrame, linkLength: Int, at time: Timestamp) {
+  package mutating func add(_ frame: ParsedFrame, linkLength: Int, at time: Timestamp) {
     totals.packets &+= 1
     totals.linkBytes &+= UInt64(linkLength)
     guard case .ip(let packet) = frame else {
@@ -263,7 +262,7 @@ public struct FlowTable {
   /// owner becomes unmatched; without it, it stays pending for a fresher socket table.
   /// Returns how many flows are still pending.
   @discardableResult
-  public mutating func attribute(
+  package mutating func attribute(
     final: Bool, retryUnmatched: Bool, now: Timestamp,
     _ lookup: (_ flow: Flow) -> (owner: SocketOwner, reversed: Bool)?
   ) -> Int {

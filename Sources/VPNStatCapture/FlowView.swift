@@ -2,7 +2,6 @@ import CLinux
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
-import VPNStatSystem
 
 #if canImport(Glibc)
   import Glibc
@@ -10,13 +9,13 @@ import VPNStatSystem
 
 /// `vpnstat flows` for people: the refreshing terminal screen (fitted to its size) and the
 /// plain per-report blocks written when stdout is not a terminal. Pure functions of a snapshot.
-public enum FlowView {
+package enum FlowView {
   /// How a person asked to see flows.
-  public struct Options: Sendable {
-    public var display: DisplayOptions
+  package struct Options: Sendable {
+    package var display: DisplayOptions
     /// At most this many flows, hosts and processes (`--top`).
-    public var top: Int?
-    public init(display: DisplayOptions = DisplayOptions(), top: Int? = nil) {
+    package var top: Int?
+    package init(display: DisplayOptions = DisplayOptions(), top: Int? = nil) {
       self.display = display
       self.top = top
     }
@@ -24,7 +23,7 @@ public enum FlowView {
 
   /// The screen: no line wider than `width`, no more than `height` lines. Sections shrink to
   /// fit, flows keep most of the room; names and commands are sanitized.
-  public static func render(_ snapshot: FlowSnapshot, width: Int, height: Int, options: Options)
+  package static func render(_ snapshot: FlowSnapshot, width: Int, height: Int, options: Options)
     -> String
   {
     let width = max(width, 20)
@@ -62,7 +61,7 @@ public enum FlowView {
 
   /// One report as plain text for pipes and logs: the header, then every process, flow and host
   /// (or `--top` of each), then the notes, then a blank line.
-  public static func renderPlain(_ snapshot: FlowSnapshot, options: Options) -> String {
+  package static func renderPlain(_ snapshot: FlowSnapshot, options: Options) -> String {
     let top = options.top ?? Int.max
     var lines = header(snapshot, options: options)
     for warning in snapshot.warnings { lines.append("warning: " + TerminalText.sanitize(warning)) }

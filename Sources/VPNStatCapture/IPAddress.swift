@@ -1,7 +1,6 @@
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
-import VPNStatSystem
 
 #if canImport(Glibc)
   import Glibc
@@ -10,17 +9,17 @@ import VPNStatSystem
 /// An IPv4 or IPv6 address as two 64-bit words in network order, IPv4 held as `::ffff:a.b.c.d`.
 /// Fixed size and trivially hashable so the packet path never allocates; the same form
 /// `/proc/net/*6` uses for dual-stack sockets, so an IPv4 flow matches a v4-mapped socket.
-public struct IPAddress: Hashable, Comparable, Sendable, CustomStringConvertible {
-  public var high: UInt64
-  public var low: UInt64
+package struct IPAddress: Hashable, Comparable, Sendable, CustomStringConvertible {
+  package var high: UInt64
+  package var low: UInt64
 
-  public init(high: UInt64, low: UInt64) {
+  package init(high: UInt64, low: UInt64) {
     self.high = high
     self.low = low
   }
 
   /// An IPv4 address from its 32-bit value in host order (`0xA9FE0001` = 169.254.0.1).
-  public init(ipv4 value: UInt32) {
+  package init(ipv4 value: UInt32) {
     high = 0
     low = 0x0000_FFFF_0000_0000 | UInt64(value)
   }
@@ -44,14 +43,14 @@ public struct IPAddress: Hashable, Comparable, Sendable, CustomStringConvertible
     self.init(high: high, low: low)
   }
 
-  public var isIPv4: Bool { high == 0 && low >> 32 == 0xFFFF }
+  package var isIPv4: Bool { high == 0 && low >> 32 == 0xFFFF }
   /// `0.0.0.0` or `::`: what a socket bound to every address shows as its local address.
-  public var isUnspecified: Bool {
+  package var isUnspecified: Bool {
     (high == 0 && low == 0) || (isIPv4 && UInt32(truncatingIfNeeded: low) == 0)
   }
 
   /// Multicast (224.0.0.0/4, ff00::/8) or the IPv4 limited broadcast: never a flow's sender.
-  public var isMulticastOrBroadcast: Bool {
+  package var isMulticastOrBroadcast: Bool {
     if isIPv4 {
       let value = UInt32(truncatingIfNeeded: low)
       return value >> 28 == 0xE || value == 0xFFFF_FFFF
@@ -59,13 +58,13 @@ public struct IPAddress: Hashable, Comparable, Sendable, CustomStringConvertible
     return high >> 56 == 0xFF
   }
 
-  public static let unspecified = IPAddress(high: 0, low: 0)
+  package static let unspecified = IPAddress(high: 0, low: 0)
 
-  public static func < (a: IPAddress, b: IPAddress) -> Bool {
+  package static func < (a: IPAddress, b: IPAddress) -> Bool {
     a.high != b.high ? a.high < b.high : a.low < b.low
   }
 
-  var networkBytes: [UInt8] {
+  package var networkBytes: [UInt8] {
     var out = [UInt8](repeating: 0, count: 16)
     for i in 0..<8 {
       out[i] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(i)))
@@ -75,7 +74,7 @@ public struct IPAddress: Hashable, Comparable, Sendable, CustomStringConvertible
   }
 
   /// Dotted quad for IPv4, RFC 5952 text for IPv6 (as `inet_ntop` writes them).
-  public var description: String {
+  package var description: String {
     let bytes = networkBytes
     if isIPv4 { return bytes[12...].map { String($0) }.joined(separator: ".") }
     var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
@@ -87,7 +86,7 @@ public struct IPAddress: Hashable, Comparable, Sendable, CustomStringConvertible
   }
 
   /// Parses IPv4 dotted-quad or IPv6 text; nil for anything else.
-  public init?(parsing text: String) {
+  package init?(parsing text: String) {
     var v4 = in_addr()
     if inet_pton(AF_INET, text, &v4) == 1 {
       self.init(ipv4: UInt32(bigEndian: v4.s_addr))

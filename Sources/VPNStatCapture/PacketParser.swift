@@ -6,14 +6,14 @@ import VPNStatSystem
 
 /// The link-layer framings vpnstat reads: what the kernel gives on a tun or wireguard device
 /// (raw IP), on tap and veth (Ethernet), and on `any` (Linux cooked v1 or v2).
-public enum CaptureLinkType: Hashable, Sendable {
+package enum CaptureLinkType: Hashable, Sendable {
   case rawIP
   case ethernet
   case linuxCooked
   case linuxCooked2
 
   /// The framing for a libpcap DLT value; nil for framings vpnstat does not parse.
-  public init?(dlt: Int32) {
+  package init?(dlt: Int32) {
     switch dlt {
     case DLT_RAW, 101, DLT_IPV4, DLT_IPV6: self = .rawIP
     case DLT_EN10MB: self = .ethernet
@@ -24,7 +24,7 @@ public enum CaptureLinkType: Hashable, Sendable {
   }
 
   /// The DLT value the capture files vpnstat writes carry.
-  public var dlt: Int32 {
+  package var dlt: Int32 {
     switch self {
     case .rawIP: DLT_RAW
     case .ethernet: DLT_EN10MB
@@ -35,7 +35,7 @@ public enum CaptureLinkType: Hashable, Sendable {
 
   /// Bytes of header that libpcap made up (Linux cooked headers) rather than the interface
   /// carried: not part of what the interface's counters count.
-  public var pseudoHeaderLength: Int {
+  package var pseudoHeaderLength: Int {
     switch self {
     case .rawIP, .ethernet: 0
     case .linuxCooked: 16
@@ -44,39 +44,39 @@ public enum CaptureLinkType: Hashable, Sendable {
   }
 
   /// libpcap's name for the framing (`RAW`, `EN10MB`, `LINUX_SLL`, `LINUX_SLL2`).
-  public var name: String { Self.name(dlt: dlt) }
+  package var name: String { Self.name(dlt: dlt) }
 
   /// libpcap's name for any DLT value, or `DLT n` when libpcap has none.
-  public static func name(dlt: Int32) -> String {
+  package static func name(dlt: Int32) -> String {
     guard let name = pcap_datalink_val_to_name(dlt) else { return "DLT \(dlt)" }
     return String(cString: name)
   }
 }
 
 /// Which way a packet went, seen from this host.
-public enum PacketDirection: Sendable, Hashable {
+package enum PacketDirection: Sendable, Hashable {
   case received
   case transmitted
 }
 
 /// What the flow table needs from one IP packet: the 5-tuple, the IP length, and the direction
 /// when the link header says it (Linux cooked headers carry the packet type).
-public struct PacketSummary: Sendable, Equatable {
-  public var source: IPAddress
-  public var destination: IPAddress
-  public var sourcePort: UInt16
-  public var destinationPort: UInt16
-  public var ipProtocol: UInt8
+package struct PacketSummary: Sendable, Equatable {
+  package var source: IPAddress
+  package var destination: IPAddress
+  package var sourcePort: UInt16
+  package var destinationPort: UInt16
+  package var ipProtocol: UInt8
   /// False for ICMP and protocols without ports, non-first fragments, and transport headers cut
   /// off by the snapshot length: such packets are keyed by protocol and addresses alone.
-  public var portsKnown: Bool
+  package var portsKnown: Bool
   /// The packet's length from its IP header (what a tun's kernel counters count).
-  public var ipLength: UInt32
-  public var direction: PacketDirection?
+  package var ipLength: UInt32
+  package var direction: PacketDirection?
 }
 
 /// The result of parsing one captured frame.
-public enum ParsedFrame: Sendable, Equatable {
+package enum ParsedFrame: Sendable, Equatable {
   case ip(PacketSummary)
   /// Not IPv4 or IPv6 (ARP, LLDP …): counted, not a flow.
   case notIP
@@ -86,10 +86,10 @@ public enum ParsedFrame: Sendable, Equatable {
 
 /// Reads link, IP and transport headers straight from the captured bytes. A pure function:
 /// no allocation, no copies; every read is bounds-checked against what was captured.
-public enum PacketParser {
+package enum PacketParser {
   /// Parses a frame. `wireLength` is the frame's original length (pcap's `len`), used when the
   /// IP header carries no length (TSO/GSO super-packets with a zero total length).
-  public static func parse(
+  package static func parse(
     _ bytes: UnsafeRawBufferPointer, wireLength: Int, link: CaptureLinkType
   ) -> ParsedFrame {
     var offset = 0
@@ -224,7 +224,7 @@ public enum PacketParser {
   }
 
   /// The name vpnstat shows for an IP protocol number.
-  public static func protocolName(_ number: UInt8) -> String {
+  package static func protocolName(_ number: UInt8) -> String {
     switch number {
     case 1: "icmp"
     case 2: "igmp"

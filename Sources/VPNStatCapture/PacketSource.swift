@@ -10,8 +10,8 @@ import VPNStatSystem
 
 /// Why a capture could not start or go on: what kind of trouble (the command line maps each kind
 /// to an exit status) and a message for people.
-public struct CaptureError: Error, CustomStringConvertible {
-  public enum Kind: Sendable {
+package struct CaptureError: Error, CustomStringConvertible {
+  package enum Kind: Sendable {
     /// Capturing needs CAP_NET_RAW, or a file may not be read.
     case notPermitted
     /// No such interface or file, an interface that is not up, no libpcap.
@@ -25,13 +25,13 @@ public struct CaptureError: Error, CustomStringConvertible {
     /// libpcap failed where it never should.
     case internalFailure
   }
-  public var kind: Kind
-  public var message: String
-  public init(_ kind: Kind, _ message: String) {
+  package var kind: Kind
+  package var message: String
+  package init(_ kind: Kind, _ message: String) {
     self.kind = kind
     self.message = message
   }
-  public var description: String { message }
+  package var description: String { message }
 
   static func noPermission(_ interface: InterfaceName, _ detail: String) -> CaptureError {
     CaptureError(
@@ -57,13 +57,13 @@ public struct CaptureError: Error, CustomStringConvertible {
 }
 
 /// One captured frame. `bytes` points into the source's buffer: valid until its next `next()`.
-public struct CapturedPacket {
-  public var timestamp: Timestamp
+package struct CapturedPacket {
+  package var timestamp: Timestamp
   /// The frame's length on the wire (pcap's `len`); `bytes` may hold less (the snapshot length).
-  public var wireLength: Int
-  public var bytes: UnsafeRawBufferPointer
+  package var wireLength: Int
+  package var bytes: UnsafeRawBufferPointer
 
-  public init(timestamp: Timestamp, wireLength: Int, bytes: UnsafeRawBufferPointer) {
+  package init(timestamp: Timestamp, wireLength: Int, bytes: UnsafeRawBufferPointer) {
     self.timestamp = timestamp
     self.wireLength = wireLength
     self.bytes = bytes
@@ -71,12 +71,12 @@ public struct CapturedPacket {
 }
 
 /// Drop counts from libpcap's statistics (`pcap_stats`), since the capture was opened.
-public struct CaptureDrops: Hashable, Sendable {
+package struct CaptureDrops: Hashable, Sendable {
   /// Dropped because the capture buffer was full (`ps_drop`).
-  public var dropped: UInt64
+  package var dropped: UInt64
   /// Dropped by the interface or its driver (`ps_ifdrop`).
-  public var interfaceDropped: UInt64
-  public init(dropped: UInt64 = 0, interfaceDropped: UInt64 = 0) {
+  package var interfaceDropped: UInt64
+  package init(dropped: UInt64 = 0, interfaceDropped: UInt64 = 0) {
     self.dropped = dropped
     self.interfaceDropped = interfaceDropped
   }
@@ -88,14 +88,14 @@ public struct CaptureDrops: Hashable, Sendable {
 
 /// Where packets come from: a live interface or a capture file. The flow code only sees this,
 /// so tests can drive it with packets they made.
-public protocol PacketSource: AnyObject {
+package protocol PacketSource: AnyObject {
   var linkType: CaptureLinkType { get }
   /// The next packet, or nil when none is waiting (live) or the file has ended.
   func next() throws(CaptureError) -> CapturedPacket?
 }
 
 /// A live capture: a source that can be polled and can report drops.
-public protocol LivePacketSource: PacketSource {
+package protocol LivePacketSource: PacketSource {
   /// A descriptor that becomes readable when packets wait (poll(2)).
   var selectableDescriptor: Int32 { get }
   /// The ifindex of the instance being captured (0 for `any`).
@@ -162,17 +162,17 @@ enum Pcap {
 }
 
 /// A capture file read with libpcap (pcap, and pcapng as far as libpcap reads it).
-public final class PcapFileSource: PacketSource {
-  public let path: String
-  public let linkType: CaptureLinkType
+package final class PcapFileSource: PacketSource {
+  package let path: String
+  package let linkType: CaptureLinkType
   let handle: OpaquePointer
   private var header: UnsafeMutablePointer<pcap_pkthdr>?
   private var data: UnsafePointer<UInt8>?
   /// Packets and their captured bytes returned so far (to say where a broken file broke).
-  public private(set) var packetsRead: UInt64 = 0
-  public private(set) var bytesRead: UInt64 = 0
+  package private(set) var packetsRead: UInt64 = 0
+  package private(set) var bytesRead: UInt64 = 0
 
-  public init(path: String, filter: String? = nil) throws(CaptureError) {
+  package init(path: String, filter: String? = nil) throws(CaptureError) {
     self.path = path
     let shown = TerminalText.sanitize(path)
     // "-" is standard input (libpcap reads it): `tcpdump -w - | vpnstat flows --read -`.
@@ -206,7 +206,7 @@ public final class PcapFileSource: PacketSource {
 
   deinit { pcap_close(handle) }
 
-  public func next() throws(CaptureError) -> CapturedPacket? {
+  package func next() throws(CaptureError) -> CapturedPacket? {
     switch pcap_next_ex(handle, &header, &data) {
     case 1:
       guard let header, let data else { return nil }
@@ -233,16 +233,16 @@ public final class PcapFileSource: PacketSource {
   }
 
   /// The snapshot length the file was written with.
-  public var snapshotLength: Int32 { pcap_snapshot(handle) }
+  package var snapshotLength: Int32 { pcap_snapshot(handle) }
 }
 
 /// A live capture on one interface with libpcap: immediate mode (packets reach vpnstat as they
 /// come, not when a buffer block fills), non-blocking reads driven by poll(2).
-public final class PcapLiveSource: LivePacketSource {
-  public let interface: InterfaceName
-  public let linkType: CaptureLinkType
-  public let interfaceIndex: Int32
-  public let selectableDescriptor: Int32
+package final class PcapLiveSource: LivePacketSource {
+  package let interface: InterfaceName
+  package let linkType: CaptureLinkType
+  package let interfaceIndex: Int32
+  package let selectableDescriptor: Int32
   let handle: OpaquePointer
   private var header: UnsafeMutablePointer<pcap_pkthdr>?
   private var data: UnsafePointer<UInt8>?
@@ -250,7 +250,7 @@ public final class PcapLiveSource: LivePacketSource {
 
   /// Opens and activates the capture. Errors: no permission (77, names CAP_NET_RAW), no such
   /// interface (69), bad filter (64), a link type vpnstat cannot parse (69).
-  public init(
+  package init(
     interface: InterfaceName, snapshotLength: Int32, bufferSize: Int32 = 4 << 20,
     filter: String? = nil
   ) throws(CaptureError) {
@@ -313,7 +313,7 @@ public final class PcapLiveSource: LivePacketSource {
 
   deinit { close() }
 
-  public func close() {
+  package func close() {
     guard !closed else { return }
     closed = true
     pcap_close(handle)
@@ -321,7 +321,7 @@ public final class PcapLiveSource: LivePacketSource {
 
   /// The next waiting packet. A capture whose interface went down or away fails with 69 and
   /// libpcap's words; the caller decides whether to follow the interface.
-  public func next() throws(CaptureError) -> CapturedPacket? {
+  package func next() throws(CaptureError) -> CapturedPacket? {
     switch pcap_next_ex(handle, &header, &data) {
     case 1:
       guard let header, let data else { return nil }
@@ -342,7 +342,7 @@ public final class PcapLiveSource: LivePacketSource {
     }
   }
 
-  public func drops() -> CaptureDrops? {
+  package func drops() -> CaptureDrops? {
     var stats = pcap_stat()
     guard pcap_stats(handle, &stats) == 0 else { return nil }
     return CaptureDrops(dropped: UInt64(stats.ps_drop), interfaceDropped: UInt64(stats.ps_ifdrop))
@@ -351,13 +351,13 @@ public final class PcapLiveSource: LivePacketSource {
 
 /// Saves captured frames as a pcap file (nanosecond timestamps), flushed at every report so a
 /// reader of the file sees whole intervals.
-public final class CaptureFileWriter {
-  public let linkType: CaptureLinkType
+package final class CaptureFileWriter {
+  package let linkType: CaptureLinkType
   private let deadHandle: OpaquePointer
   private let dumper: OpaquePointer
   private var closed = false
 
-  public init(path: String, linkType: CaptureLinkType, snapshotLength: Int32) throws(CaptureError) {
+  package init(path: String, linkType: CaptureLinkType, snapshotLength: Int32) throws(CaptureError) {
     self.linkType = linkType
     guard
       let dead = pcap_open_dead_with_tstamp_precision(
@@ -378,7 +378,7 @@ public final class CaptureFileWriter {
 
   deinit { close() }
 
-  public func write(_ packet: CapturedPacket) {
+  package func write(_ packet: CapturedPacket) {
     var header = pcap_pkthdr()
     header.ts.tv_sec = Int(packet.timestamp.nanoseconds.floorDivided(by: 1_000_000_000))
     header.ts.tv_usec = Int(packet.timestamp.nanoseconds - Int64(header.ts.tv_sec) * 1_000_000_000)
@@ -388,13 +388,13 @@ public final class CaptureFileWriter {
     pcap_dump(user, &header, packet.bytes.baseAddress?.assumingMemoryBound(to: UInt8.self))
   }
 
-  public func flush() throws(CaptureError) {
+  package func flush() throws(CaptureError) {
     guard pcap_dump_flush(dumper) == 0 else {
       throw CaptureError(.cannotWrite, "cannot write the capture file: \(Errno.current)")
     }
   }
 
-  public func close() {
+  package func close() {
     guard !closed else { return }
     closed = true
     pcap_dump_close(dumper)

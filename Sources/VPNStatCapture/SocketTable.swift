@@ -231,16 +231,16 @@ struct SocketInodeOwners {
 /// Finds the process behind each flow: socket inodes from /proc/net mapped to pids through
 /// /proc/PID/fd. Rescans only when a flow misses the tables it has, and at most once per
 /// `minimumInterval`, so a busy host does not pay for a /proc walk per new connection.
-public final class SocketOwnerResolver {
-  public let procRoot: SystemPath
-  public let minimumInterval: Duration
+package final class SocketOwnerResolver {
+  package let procRoot: SystemPath
+  package let minimumInterval: Duration
   private var sockets = SocketTable()
   private var inodeOwners = SocketInodeOwners()
   private var lastScan: Int64?
   /// How many times /proc was walked (for tests and the cost note).
-  public private(set) var scans = 0
+  package private(set) var scans = 0
 
-  public init(procRoot: SystemPath = "/proc", minimumInterval: Duration = .milliseconds(200)) {
+  package init(procRoot: SystemPath = "/proc", minimumInterval: Duration = .milliseconds(200)) {
     self.procRoot = procRoot
     self.minimumInterval = minimumInterval
   }
@@ -276,13 +276,13 @@ public final class SocketOwnerResolver {
   }
 
   /// Whether the rate limit allows a rescan at this time.
-  public func mayRescan(at monotonicNanoseconds: Int64) -> Bool {
+  package func mayRescan(at monotonicNanoseconds: Int64) -> Bool {
     guard let lastScan else { return true }
     return monotonicNanoseconds - lastScan >= minimumInterval.nanoseconds
   }
 
   /// When the next rescan is allowed (nil: now).
-  public func nextRescan() -> Int64? {
+  package func nextRescan() -> Int64? {
     lastScan.map { $0 + minimumInterval.nanoseconds }
   }
 
@@ -320,7 +320,7 @@ public final class SocketOwnerResolver {
   /// in hand; when some miss, /proc is read again if the rate limit allows (or `force`), and
   /// what still misses then is unmatched. Returns whether /proc was read.
   @discardableResult
-  public func resolve(
+  package func resolve(
     _ table: inout FlowTable, at monotonicNanoseconds: Int64, wall: Timestamp, force: Bool
   )
     -> Bool

@@ -8,36 +8,36 @@ import VPNStatSystem
 
 /// A wrong command line: what was wrong, with the offending word, and a suggestion where one is
 /// close. Exits 64 (EX_USAGE).
-public struct UsageError: Error, Equatable, Sendable, CustomStringConvertible {
-  public var message: String
+package struct UsageError: Error, Equatable, Sendable, CustomStringConvertible {
+  package var message: String
   /// The command path the error belongs to (`vpnstat session check`), for the help hint.
-  public var commandPath: String
-  public init(_ message: String, commandPath: String = "vpnstat") {
+  package var commandPath: String
+  package init(_ message: String, commandPath: String = "vpnstat") {
     self.message = message
     self.commandPath = commandPath
   }
-  public var description: String { message }
+  package var description: String { message }
 }
 
 /// The result of parsing: which command, which options with which values, which positionals.
-public struct ParsedCommand: Sendable {
+package struct ParsedCommand: Sendable {
   /// The command names from the top, e.g. `["vpnstat", "session", "check"]`.
-  public var path: [String]
-  public var spec: CommandSpec
+  package var path: [String]
+  package var spec: CommandSpec
   /// Values by option long name, in command-line order; flags map to `[""]` per occurrence.
-  public var values: [String: [String]]
-  public var positionals: [String]
+  package var values: [String: [String]]
+  package var positionals: [String]
   /// The exact bytes of a remainder option's words (`--exec`), by long name: a command's
   /// arguments are passed on as given, also when they are not UTF-8.
-  public var remainderBytes: [String: [[UInt8]]] = [:]
-  public var helpRequested = false
-  public var versionRequested = false
+  package var remainderBytes: [String: [[UInt8]]] = [:]
+  package var helpRequested = false
+  package var versionRequested = false
   /// How many names of `path` were typed: `vpnstat --json` runs `vpnstat status` but typed only
   /// `vpnstat`, and the help an error points to is that of what was typed.
-  public var typedCount: Int?
+  package var typedCount: Int?
 
   /// The command as typed, for messages (`vpnstat`, not the `vpnstat status` it ran).
-  public var commandPath: String { path.prefix(typedCount ?? path.count).joined(separator: " ") }
+  package var commandPath: String { path.prefix(typedCount ?? path.count).joined(separator: " ") }
 
   /// Whether the option with this long name was given (for the parser and the config file;
   /// commands ask with the typed `Option` or `Flag`).
@@ -49,12 +49,12 @@ public struct ParsedCommand: Sendable {
 /// Parses the arguments as the kernel passed them (without the program name) against `root`.
 /// Options and positionals are read as text (`argumentText`); a remainder option keeps its
 /// words' bytes too, in `remainderBytes`.
-public func parseCommandLine(rawArguments: [[UInt8]], root: CommandSpec) throws -> ParsedCommand {
+package func parseCommandLine(rawArguments: [[UInt8]], root: CommandSpec) throws -> ParsedCommand {
   try parseCommandLine(rawArguments.map(argumentText), raw: rawArguments, root: root)
 }
 
 /// Parses `arguments` (without the program name) against `root`.
-public func parseCommandLine(_ arguments: [String], root: CommandSpec) throws -> ParsedCommand {
+package func parseCommandLine(_ arguments: [String], root: CommandSpec) throws -> ParsedCommand {
   try parseCommandLine(arguments, raw: arguments.map { Array($0.utf8) }, root: root)
 }
 

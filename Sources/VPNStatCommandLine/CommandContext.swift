@@ -6,17 +6,17 @@ import VPNStatSystem
 /// Everything a command may reach of the process: its streams, its environment, who it runs
 /// as, the clock and the calendar. Subcommands go through it, never to the process directly,
 /// so a test can run any of them in-process with its own streams, environment and clock.
-public struct CommandContext: Sendable {
-  public var standardInput: FileDescriptor
-  public var standardOutput: FileDescriptor
-  public var standardError: FileDescriptor
-  public var environmentVariables: [String: String]
+package struct CommandContext: Sendable {
+  package var standardInput: FileDescriptor
+  package var standardOutput: FileDescriptor
+  package var standardError: FileDescriptor
+  package var environmentVariables: [String: String]
   /// Root reads only the system's configuration file, never one in a home.
-  public var isRoot: Bool
-  public var clock: any TimeSource
-  public var calendar: any LocalCalendar
+  package var isRoot: Bool
+  package var clock: any TimeSource
+  package var calendar: any LocalCalendar
 
-  public init(
+  package init(
     standardInput: FileDescriptor = .standardInput, standardOutput: FileDescriptor = .standardOutput,
     standardError: FileDescriptor = .standardError, environmentVariables: [String: String], isRoot: Bool,
     clock: any TimeSource, calendar: any LocalCalendar
@@ -31,13 +31,13 @@ public struct CommandContext: Sendable {
   }
 
   /// The process as it is: its standard streams, environment, user, clocks and time zone.
-  public static func process() -> CommandContext {
+  package static func process() -> CommandContext {
     CommandContext(
       environmentVariables: CurrentProcess.environment, isRoot: CurrentProcess.isRoot, clock: SystemTimeSource(),
       calendar: SystemCalendar())
   }
 
-  public func environment(_ name: String) -> String? { environmentVariables[name] }
+  package func environment(_ name: String) -> String? { environmentVariables[name] }
 
   /// Colour only on a terminal, and never under `NO_COLOR` (any non-empty value), `TERM=dumb`
   /// or `--no-color`.

@@ -9,20 +9,20 @@ import VPNStatSystem
 /// The declared shape of one command: its options, positional arguments and subcommands.
 /// Follows swift-argument-parser's conventions: `--name value` and `--name=value`, `-n value`,
 /// `--` ends options, `-h/--help` everywhere, `--version` at the top.
-public struct CommandSpec: Sendable {
-  public var name: String
-  public var abstract: String
-  public var usage: String?
-  public var discussion: String?
-  public var options: [OptionSpec]
-  public var positionals: [PositionalSpec]
-  public var subcommands: [CommandSpec]
+package struct CommandSpec: Sendable {
+  package var name: String
+  package var abstract: String
+  package var usage: String?
+  package var discussion: String?
+  package var options: [OptionSpec]
+  package var positionals: [PositionalSpec]
+  package var subcommands: [CommandSpec]
   /// The subcommand run when none is named (`vpnstat` → `status`, `session` → `status`).
-  public var defaultSubcommand: String?
+  package var defaultSubcommand: String?
   /// Options that may not be given together, in the order they are checked.
-  public var exclusions: [Exclusion]
+  package var exclusions: [Exclusion]
 
-  public init(
+  package init(
     name: String, abstract: String, usage: String? = nil, discussion: String? = nil,
     options: [OptionSpec] = [], positionals: [PositionalSpec] = [], subcommands: [CommandSpec] = [],
     defaultSubcommand: String? = nil, exclusions: [Exclusion] = []
@@ -41,34 +41,34 @@ public struct CommandSpec: Sendable {
 
 /// Options a command refuses together, declared with its spec and checked by the parser, once,
 /// after the command line is read: the usage error (64) says `message`.
-public struct Exclusion: Sendable {
+package struct Exclusion: Sendable {
   /// One option as an exclusion counts it: given at all, or only given with a value of its own
   /// (`--days 5`, not `--days` alone, which means its default).
-  public struct Member: Sendable {
-    public var long: String
-    public var onlyWithValue: Bool
-    public init(_ option: OptionSpec, onlyWithValue: Bool = false) {
+  package struct Member: Sendable {
+    package var long: String
+    package var onlyWithValue: Bool
+    package init(_ option: OptionSpec, onlyWithValue: Bool = false) {
       self.long = option.long
       self.onlyWithValue = onlyWithValue
     }
   }
 
   /// Broken when members of more than one group are given.
-  public var groups: [[Member]]
-  public var message: String
+  package var groups: [[Member]]
+  package var message: String
 
   /// At most one of `options`.
-  public static func atMostOne(of options: [OptionSpec], _ message: String) -> Exclusion {
+  package static func atMostOne(of options: [OptionSpec], _ message: String) -> Exclusion {
     Exclusion(groups: options.map { [Member($0)] }, message: message)
   }
 
   /// Nothing of `first` with anything of `second`.
-  public static func notBoth(_ first: [Member], _ second: [Member], _ message: String) -> Exclusion {
+  package static func notBoth(_ first: [Member], _ second: [Member], _ message: String) -> Exclusion {
     Exclusion(groups: [first, second], message: message)
   }
 
   /// Nothing of `first` with anything of `second`.
-  public static func notBoth(_ first: [OptionSpec], _ second: [OptionSpec], _ message: String) -> Exclusion {
+  package static func notBoth(_ first: [OptionSpec], _ second: [OptionSpec], _ message: String) -> Exclusion {
     notBoth(first.map { Member($0) }, second.map { Member($0) }, message)
   }
 
@@ -86,7 +86,7 @@ public struct Exclusion: Sendable {
 
 /// What a value can be, declared once with its option or positional: a fixed set is what the
 /// parser accepts and what help lists, and every kind is what shell completion offers.
-public enum ValueSet: Sendable, Equatable {
+package enum ValueSet: Sendable, Equatable {
   /// Whatever the option's parser accepts (a duration, a rate, a count): nothing to offer.
   case free
   /// One of these words (`--source netlink`).
@@ -101,7 +101,7 @@ public enum ValueSet: Sendable, Equatable {
   case command
 
   /// The words of a fixed set; empty for the others.
-  public var words: [String] {
+  package var words: [String] {
     switch self {
     case .oneOf(let words), .listOf(let words): words
     default: []
@@ -116,8 +116,8 @@ public enum ValueSet: Sendable, Equatable {
 }
 
 /// One option. `long` is the canonical key (without dashes) the parsed result is read by.
-public struct OptionSpec: Sendable {
-  public enum Arity: Sendable, Equatable {
+package struct OptionSpec: Sendable {
+  package enum Arity: Sendable, Equatable {
     /// `--bytes`: present or not.
     case flag
     /// `--interval 2s`: always takes a value.
@@ -129,21 +129,21 @@ public struct OptionSpec: Sendable {
     case remainder(String)
   }
 
-  public var long: String
-  public var short: Character?
-  public var arity: Arity
-  public var repeatable: Bool
-  public var help: String
+  package var long: String
+  package var short: Character?
+  package var arity: Arity
+  package var repeatable: Bool
+  package var help: String
   /// Checks a value as the option reads it, for `optionalValue` and for early, clear errors.
-  public var accepts: @Sendable (String) -> Bool
+  package var accepts: @Sendable (String) -> Bool
   /// What `accepts` wants, in words, for the error about a value it refused.
-  public var expected: String?
+  package var expected: String?
   /// Whether the configuration file may set it (`name = value`; a flag as `name = yes|no`).
-  public var configurable: Bool
+  package var configurable: Bool
   /// What its value can be.
-  public var values: ValueSet
+  package var values: ValueSet
 
-  public init(
+  package init(
     _ long: String, short: Character? = nil, _ arity: Arity = .flag, repeatable: Bool = false,
     configurable: Bool = false, help: String, accepts: @escaping @Sendable (String) -> Bool = { _ in true },
     expected: String? = nil, values: ValueSet = .free
@@ -169,7 +169,7 @@ public struct OptionSpec: Sendable {
   }
 
   /// How the option shows in messages: `--interval <duration>`.
-  public var display: String {
+  package var display: String {
     switch arity {
     case .flag: "--\(long)"
     case .value(let name), .optionalValue(let name): "--\(long) <\(name)>"
@@ -186,13 +186,14 @@ public struct OptionSpec: Sendable {
 }
 
 /// One positional argument.
-public struct PositionalSpec: Sendable {
-  public var name: String
-  public var help: String
-  public var optional: Bool
-  public var repeating: Bool
-  public var values: ValueSet
-  public init(_ name: String, help: String, optional: Bool = false, repeating: Bool = false, values: ValueSet = .free) {
+package struct PositionalSpec: Sendable {
+  package var name: String
+  package var help: String
+  package var optional: Bool
+  package var repeating: Bool
+  package var values: ValueSet
+  package init(_ name: String, help: String, optional: Bool = false, repeating: Bool = false, values: ValueSet = .free)
+  {
     self.name = name
     self.help = help
     self.optional = optional

@@ -7,7 +7,7 @@ import VPNStatStore
 import VPNStatSystem
 
 /// The exit statuses vpnstat documents (sysexits.h numbering), one meaning each.
-public enum ExitStatus: Int32, Sendable, CaseIterable {
+package enum ExitStatus: Int32, Sendable, CaseIterable {
   case success = 0
   /// `alert`: the period's traffic has reached the limit (vnStat's `--alert`).
   case limitReached = 1
@@ -37,20 +37,20 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
 
 /// A failure the command line itself describes (no database where one is needed, a missing
 /// directory): its message and its exit status.
-public struct GeneralFailure: Error, Sendable, CustomStringConvertible {
-  public var exitStatus: ExitStatus
-  public var message: String
-  public init(_ exitStatus: ExitStatus, _ message: String) {
+package struct GeneralFailure: Error, Sendable, CustomStringConvertible {
+  package var exitStatus: ExitStatus
+  package var message: String
+  package init(_ exitStatus: ExitStatus, _ message: String) {
     self.exitStatus = exitStatus
     self.message = message
   }
-  public var description: String { message }
+  package var description: String { message }
 }
 
 extension ExitStatus {
   /// How a `connect` or `disconnect` ends, by its outcome: the other place, beside errors, that
   /// statuses are given.
-  public static func of(_ outcome: TunnelControlReport.Outcome) -> ExitStatus {
+  package static func of(_ outcome: TunnelControlReport.Outcome) -> ExitStatus {
     switch outcome {
     case .connected, .disconnected, .notConnected: .success
     case .timedOut, .refused, .gaveUp, .stillUp: .unavailable
@@ -62,7 +62,7 @@ extension ExitStatus {
 
   /// How an error ends the process, and what it says: the one place the library's domain
   /// errors become exit statuses. Nil message: nothing to say (a closed output pipe).
-  public static func of(_ error: any Error) -> (status: ExitStatus, message: String?) {
+  package static func of(_ error: any Error) -> (status: ExitStatus, message: String?) {
     switch error {
     case let error as UsageError: return (.usage, error.message)
     case let failure as GeneralFailure: return (failure.exitStatus, failure.message)

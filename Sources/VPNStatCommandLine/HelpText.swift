@@ -1,13 +1,10 @@
-import VPNStatCapture
 import VPNStatEngine
 import VPNStatKernel
 import VPNStatModel
-import VPNStatRender
-import VPNStatStore
 import VPNStatSystem
 
 /// The `--help` text of a command, generated from its spec so it cannot drift from the parser.
-public func helpText(for spec: CommandSpec, path: [String]) -> String {
+package func helpText(for spec: CommandSpec, path: [String]) -> String {
   var out = "OVERVIEW: \(spec.abstract)\n\n"
   let name = path.joined(separator: " ")
   if let usage = spec.usage {

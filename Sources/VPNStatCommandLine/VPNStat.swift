@@ -3,7 +3,7 @@ import VPNStatSystem
 
 /// The command line as a library: what `vpnstat` does with its arguments, in a context. The
 /// executable is one call to `main`; tests call it in-process with their own context.
-public enum VPNStat {
+package enum VPNStat {
   /// The subcommands, in the order help lists them.
   static let subcommands: [any Subcommand.Type] = [
     ReportCommand.self, StatusCommand.self, WatchCommand.self, SessionCommand.self, PlanCommand.self,
@@ -22,7 +22,7 @@ public enum VPNStat {
 
   /// Runs the command line `arguments` (without the program name, as bytes: they need not be
   /// UTF-8) and says how it ended. Every error ends here, mapped by `ExitStatus.of`.
-  public static func main(arguments: [[UInt8]], context: CommandContext) -> ExitStatus {
+  package static func main(arguments: [[UInt8]], context: CommandContext) -> ExitStatus {
     do {
       var parsed = try parseCommandLine(rawArguments: arguments, root: rootSpec)
       if !parsed.helpRequested && !parsed.versionRequested {

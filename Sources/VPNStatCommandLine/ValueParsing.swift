@@ -4,7 +4,6 @@ import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
 import VPNStatStore
-import VPNStatSystem
 
 // Every parser of sizes, numbers, durations and rates reads a value the same way: whitespace
 // around it is ignored (` 5`, `1MiB ` as a shell or a configuration line may leave it), inside
@@ -13,14 +12,14 @@ import VPNStatSystem
 /// The durations every option accepts: at least 1 ms (less rounds to nothing a timer or a slice
 /// of packet time can use: `0.0000000001` made watch and record spin and flows divide by zero),
 /// at most 100 days.
-public let durationRange: ClosedRange<Duration> = .milliseconds(1) ... .seconds(100 * 86_400)
+package let durationRange: ClosedRange<Duration> = .milliseconds(1) ... .seconds(100 * 86_400)
 
 /// What a duration option expects, for its usage errors.
-public let durationExpectation = "a duration from 1ms to 100d, such as 500ms, 90s, 15m or 1h30m"
+package let durationExpectation = "a duration from 1ms to 100d, such as 500ms, 90s, 15m or 1h30m"
 
 /// Durations as people type them: `500ms`, `90s`, `15m`, `1h`, `1.5s`, `1h30m`; a bare number is
 /// seconds. Nil for anything else and for anything outside `durationRange`.
-public func parseDuration(_ text: String) -> Duration? {
+package func parseDuration(_ text: String) -> Duration? {
   var total: Double = 0
   var rest = Substring(text.trimmingASCIIWhitespace)
   guard !rest.isEmpty else { return nil }
@@ -56,14 +55,14 @@ public func parseDuration(_ text: String) -> Duration? {
 }
 
 /// A positive count (`--count 3`).
-public func parsePositiveInt(_ text: String) -> Int? {
+package func parsePositiveInt(_ text: String) -> Int? {
   guard let value = Int(text.trimmingASCIIWhitespace), value > 0 else { return nil }
   return value
 }
 
 /// A count within `range` (`--hours 24`); nil for anything else, also for a number too large
 /// for an Int.
-public func parseCount(_ text: String, in range: ClosedRange<Int>) -> Int? {
+package func parseCount(_ text: String, in range: ClosedRange<Int>) -> Int? {
   guard let value = Int(text.trimmingASCIIWhitespace), range.contains(value) else { return nil }
   return value
 }
@@ -77,7 +76,7 @@ extension String {
 
 /// A traffic rate as people write one, in bytes per second: `10Gbit`, `100Mbit/s`, `1GiB`,
 /// `500MB/s`; nil for anything else.
-public func parseRate(_ text: String) -> Double? {
+package func parseRate(_ text: String) -> Double? {
   var body = Substring(text.trimmingASCIIWhitespace)
   if body.hasSuffix("/s") { body = body.dropLast(2) }
   let numberEnd = body.firstIndex(where: { !($0.isASCII && ($0.isNumber || $0 == ".")) }) ?? body.endIndex
@@ -96,14 +95,14 @@ public func parseRate(_ text: String) -> Double? {
 }
 
 /// The largest size any option takes: 2⁶² bytes (4 EiB).
-public let largestSize: UInt64 = 1 << 62
+package let largestSize: UInt64 = 1 << 62
 
 /// What a size option expects, for its usage errors: its unit and its bounds.
-public let sizeExpectation = "a size from 1B to 4EiB such as 500MB, 2GiB or 1PiB"
+package let sizeExpectation = "a size from 1B to 4EiB such as 500MB, 2GiB or 1PiB"
 
 /// A size in bytes as people write one: `4096`, `64KiB`, `32MiB`, `2GB`, `1.5GiB`, `1PiB`; nil
 /// for anything else, for zero or less, and for more than 2⁶² bytes (`largestSize`).
-public func parseSize(_ text: String) -> UInt64? {
+package func parseSize(_ text: String) -> UInt64? {
   let body = Substring(text.trimmingASCIIWhitespace)
   let numberEnd = body.firstIndex(where: { !($0.isASCII && ($0.isNumber || $0 == ".")) }) ?? body.endIndex
   guard numberEnd > body.startIndex, let value = Double(body[..<numberEnd]), value > 0, value.isFinite else {

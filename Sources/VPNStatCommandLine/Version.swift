@@ -1,14 +1,12 @@
-import VPNStatCapture
 import VPNStatEngine
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
-import VPNStatStore
 import VPNStatSystem
 
 /// The version `vpnstat --version` prints, with the commit of the build (`vpnstatCommit`, written
 /// by the BuildCommit plugin); the Debian package takes its version from this line.
-public let vpnstatVersion = "0.1.0"
+package let vpnstatVersion = "0.1.0"
 
 /// What `vpnstat --version` prints: `vpnstat 0.1.0 (commit 9c96f2a1b2c3)`.
-public var versionLine: String { "vpnstat \(vpnstatVersion) (commit \(vpnstatCommit))" }
+package var versionLine: String { "vpnstat \(vpnstatVersion) (commit \(vpnstatCommit))" }

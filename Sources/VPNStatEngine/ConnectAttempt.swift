@@ -10,8 +10,8 @@ import VPNStatSystem
 /// `handle(.start)` asks the manager once; `handle(.check)` asks the proofs, in order (a proof
 /// that held stays held). `ConnectLoop` feeds the checks through the clock, so tests drive it
 /// with a manual clock, fake managers and a fake WireGuard source.
-public struct ConnectAttempt {
-  public enum State: Hashable, Sendable {
+package struct ConnectAttempt {
+  package enum State: Hashable, Sendable {
     case ready
     case accepted
     case connected
@@ -20,29 +20,29 @@ public struct ConnectAttempt {
     case gaveUp(String)
   }
 
-  public enum Event: Sendable {
+  package enum Event: Sendable {
     /// Ask the manager to start the tunnel.
     case start
     /// Look whether it is real yet (and whether the time is up).
     case check
   }
 
-  public let name: String
-  public let manager: TunnelManager
+  package let name: String
+  package let manager: TunnelManager
   let control: any ManagerControl
   var probe: ConnectionProbe
   let clock: any TimeSource
   /// From the start: for the manager's answer and the proofs together.
-  public let timeout: Duration
+  package let timeout: Duration
 
-  public private(set) var state: State = .ready
-  public private(set) var startedAt: Timestamp?
-  public private(set) var acceptedAt: Timestamp?
-  public private(set) var confirmedAt: Timestamp?
+  package private(set) var state: State = .ready
+  package private(set) var startedAt: Timestamp?
+  package private(set) var acceptedAt: Timestamp?
+  package private(set) var confirmedAt: Timestamp?
   /// What the last check saw of the proof it waited on ("no handshake yet").
-  public private(set) var waiting: String?
+  package private(set) var waiting: String?
   /// What proved it real.
-  public private(set) var proven: String?
+  package private(set) var proven: String?
   /// How many of the control's proofs have held.
   private var held = 0
   /// The start and the end on the monotonic clock: the timeout and the time taken do not move
@@ -50,7 +50,7 @@ public struct ConnectAttempt {
   private var startedMonotonic: Int64 = 0
   private var endedMonotonic: Int64?
 
-  public init(
+  package init(
     name: String, manager: TunnelManager, control: any ManagerControl, probe: ConnectionProbe, clock: any TimeSource,
     timeout: Duration
   ) {
@@ -62,7 +62,7 @@ public struct ConnectAttempt {
     self.timeout = timeout
   }
 
-  public var isFinished: Bool {
+  package var isFinished: Bool {
     switch state {
     case .ready, .accepted: false
     default: true
@@ -70,12 +70,12 @@ public struct ConnectAttempt {
   }
 
   /// What must hold before the tunnel counts as real.
-  public var proofs: [ConnectionProof] { control.proofs }
+  package var proofs: [ConnectionProof] { control.proofs }
 
   /// The interface, as the manager names it (or reported it once started).
-  public var device: InterfaceName? { probe.reportedDevice ?? control.device() }
+  package var device: InterfaceName? { probe.reportedDevice ?? control.device() }
 
-  public mutating func handle(_ event: Event) {
+  package mutating func handle(_ event: Event) {
     switch (event, state) {
     case (.start, .ready): start()
     case (.check, .accepted): check()
@@ -126,12 +126,12 @@ public struct ConnectAttempt {
   }
 
   /// How long until the timeout, from now.
-  public var remaining: Duration {
+  package var remaining: Duration {
     .nanoseconds(max(0, timeout.nanoseconds - (clock.now().monotonic - startedMonotonic)))
   }
 
   /// What happened, for the text and the JSON.
-  public var report: TunnelControlReport {
+  package var report: TunnelControlReport {
     // Proofs that named no device name the one the manager reported.
     let proofs = control.proofs.map { $0.on(probe.reportedDevice) }
     var report = TunnelControlReport(
@@ -165,10 +165,10 @@ public struct ConnectAttempt {
 
 /// Feeds a `ConnectAttempt` its checks: one at once, then one every `interval` until it is
 /// finished, waiting through its clock (a manual clock in tests makes the waits instant).
-public enum ConnectLoop {
-  public static let defaultInterval = Duration.milliseconds(100)
+package enum ConnectLoop {
+  package static let defaultInterval = Duration.milliseconds(100)
 
-  public static func run(_ attempt: inout ConnectAttempt, interval: Duration = defaultInterval) {
+  package static func run(_ attempt: inout ConnectAttempt, interval: Duration = defaultInterval) {
     attempt.handle(.check)
     while !attempt.isFinished {
       // The last wait ends at the timeout, so the final check comes when the time is up.
@@ -182,13 +182,13 @@ public enum ConnectLoop {
 /// Whether a manager's refusal says this user may not control it (NetworkManager's polkit,
 /// wg-quick's and systemctl's need for root): then `connect`/`disconnect` say so with the
 /// status for a missing permission.
-public enum ManagerRefusal {
+package enum ManagerRefusal {
   static let permissionWords = [
     "not authorized", "not authorised", "must be run as root", "access denied", "permission denied",
     "interactive authentication required", "operation not permitted",
   ]
 
-  public static func isPermission(_ message: String) -> Bool {
+  package static func isPermission(_ message: String) -> Bool {
     let lower = message.lowercased()
     return permissionWords.contains { lower.contains($0) }
   }
@@ -201,7 +201,7 @@ public enum ManagerRefusal {
 /// WireGuard shakes hands only when it has something to send, so while it has not, the probe
 /// gives it something: one empty datagram into the device per peer (`HandshakeProbe`), at most
 /// once a second.
-public struct ConnectionProbe {
+package struct ConnectionProbe {
   let runner: any ProgramRunner
   let links: any LinkTable
   var wireGuard: any WireGuardSource
@@ -215,10 +215,10 @@ public struct ConnectionProbe {
   var activationsBefore: [String: String] = [:]
   /// The device the manager reported once started (NetworkManager's IP-IFACE), for proofs
   /// that name none.
-  public private(set) var reportedDevice: InterfaceName?
+  package private(set) var reportedDevice: InterfaceName?
 
   /// What one check found.
-  public enum Verdict: Hashable, Sendable {
+  package enum Verdict: Hashable, Sendable {
     /// The proof holds; `at`: its own instant, when it has one (a handshake's).
     case holds(at: Timestamp?, String)
     /// Not yet: what was seen.
@@ -227,7 +227,7 @@ public struct ConnectionProbe {
     case failed(String)
   }
 
-  public init(
+  package init(
     runner: any ProgramRunner, links: any LinkTable, wireGuard: any WireGuardSource,
     datagrams: any HandshakeDatagrams = DeviceDatagrams()
   ) {
@@ -244,7 +244,7 @@ public struct ConnectionProbe {
     }
   }
 
-  public mutating func check(_ proof: ConnectionProof, since start: Timestamp, now: Int64) -> Verdict {
+  package mutating func check(_ proof: ConnectionProof, since start: Timestamp, now: Int64) -> Verdict {
     switch proof {
     case .networkManagerActivated(let uuid):
       // `connection up` returned with the activation made: from then on it is listed until it

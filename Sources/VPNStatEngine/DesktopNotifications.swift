@@ -3,7 +3,7 @@ import VPNStatSystem
 
 /// Where vpnstat's notices reach the person at the desktop: the seam `vpnstat notify` uses, so
 /// a test can record what it would show. The real one is `FreedesktopNotifications`.
-public protocol DesktopNotifications: AnyObject {
+package protocol DesktopNotifications: AnyObject {
   /// Shows `notification` — in the place of the one it replaces, when that is still shown —
   /// and returns the id the server gave it (the one to replace or close later).
   func notify(_ notification: DesktopNotification) throws(NotificationFailure) -> DesktopNotification.ID
@@ -12,23 +12,23 @@ public protocol DesktopNotifications: AnyObject {
 }
 
 /// The seam between the notifications and the session bus: one method call, its reply's body.
-public protocol BusMethodCalling: AnyObject {
+package protocol BusMethodCalling: AnyObject {
   func call(_ call: BusMethodCall) throws(SessionBusConnection.Failure) -> [BusValue]
 }
 
 extension SessionBusConnection: BusMethodCalling {}
 
 /// The notification server that answered, as it describes itself: what a message names.
-public struct NotificationServer: Hashable, Sendable, CustomStringConvertible {
-  public var name: String
-  public var vendor: String
-  public var version: String
+package struct NotificationServer: Hashable, Sendable, CustomStringConvertible {
+  package var name: String
+  package var vendor: String
+  package var version: String
   /// The version of the notification specification it follows.
-  public var specificationVersion: String
+  package var specificationVersion: String
   /// What it can do (`body`, `body-markup`, `actions`, `persistence`, …).
-  public var capabilities: [String]
+  package var capabilities: [String]
 
-  public init(name: String, vendor: String, version: String, specificationVersion: String, capabilities: [String]) {
+  package init(name: String, vendor: String, version: String, specificationVersion: String, capabilities: [String]) {
     self.name = name
     self.vendor = vendor
     self.version = version
@@ -38,17 +38,17 @@ public struct NotificationServer: Hashable, Sendable, CustomStringConvertible {
 
   /// True when it reads a body as markup (so `<`, `>` and `&` must be escaped to show as
   /// themselves).
-  public var readsMarkup: Bool { capabilities.contains("body-markup") }
+  package var readsMarkup: Bool { capabilities.contains("body-markup") }
 
   /// `dunst 1.9.0 (2022-06-27) by knopwob`: text from another program, made safe to print.
-  public var description: String {
+  package var description: String {
     TerminalText.sanitize("\(name) \(version) by \(vendor)")
   }
 }
 
 /// Why a notice could not reach the desktop. Every case means something needed is not there
 /// (the command line's 69).
-public enum NotificationFailure: Error, Hashable, Sendable, CustomStringConvertible {
+package enum NotificationFailure: Error, Hashable, Sendable, CustomStringConvertible {
   /// No session bus in this process's environment: it does not run in a desktop session.
   case noSessionBus(SessionBusUnavailable)
   /// The session bus could not be reached or would not take this connection.
@@ -63,7 +63,7 @@ public enum NotificationFailure: Error, Hashable, Sendable, CustomStringConverti
   /// The connection failed during a call (timed out, closed, broke the protocol).
   case bus(SessionBusConnection.Failure)
 
-  public var description: String {
+  package var description: String {
     switch self {
     case .noSessionBus(let reason): "\(reason); vpnstat notify runs in a desktop session"
     case .busUnreachable(let address, let failure):
@@ -82,19 +82,19 @@ public enum NotificationFailure: Error, Hashable, Sendable, CustomStringConverti
 /// (`org.freedesktop.Notifications`: dunst, mako, GNOME Shell, Plasma, xfce4-notifyd): vpnstat's
 /// own D-Bus client (`SessionBusConnection`), so `notify` needs nothing a desktop does not
 /// already run, and a machine without a desktop gets no new dependency.
-public final class FreedesktopNotifications: DesktopNotifications {
+package final class FreedesktopNotifications: DesktopNotifications {
   static let service = "org.freedesktop.Notifications"
   static let path = "/org/freedesktop/Notifications"
   /// The name servers show as the sender, and the `desktop-entry` hint.
   static let application = "vpnstat"
 
   /// Who answered (asked once, when connecting: it also proves a server is there).
-  public let server: NotificationServer
+  package let server: NotificationServer
   private let bus: any BusMethodCalling
 
   /// Connects to the session bus of a process with `environment` and asks its notification
   /// server who it is.
-  public static func connect(environment: [String: String], limits: SessionBusConnection.Limits = .standard)
+  package static func connect(environment: [String: String], limits: SessionBusConnection.Limits = .standard)
     throws(NotificationFailure) -> FreedesktopNotifications
   {
     let addresses: [SessionBusAddress]
@@ -113,7 +113,7 @@ public final class FreedesktopNotifications: DesktopNotifications {
   }
 
   /// Notifications over `bus`, whose server is asked who it is and what it can do.
-  public init(bus: any BusMethodCalling) throws(NotificationFailure) {
+  package init(bus: any BusMethodCalling) throws(NotificationFailure) {
     self.bus = bus
     let information = try Self.call(bus, "GetServerInformation")
     guard information.count == 4, case .string(let name) = information[0], case .string(let vendor) = information[1],
@@ -131,7 +131,7 @@ public final class FreedesktopNotifications: DesktopNotifications {
       capabilities: elements.compactMap { if case .string(let text) = $0 { text } else { nil } })
   }
 
-  public func notify(_ notification: DesktopNotification) throws(NotificationFailure) -> DesktopNotification.ID {
+  package func notify(_ notification: DesktopNotification) throws(NotificationFailure) -> DesktopNotification.ID {
     let reply = try Self.call(bus, "Notify", Self.arguments(notification, markup: server.readsMarkup))
     guard reply.count == 1, case .uint32(let id) = reply[0] else {
       throw .unexpectedAnswer(method: "Notify", signature: reply.map(\.signature).joined())
@@ -139,7 +139,7 @@ public final class FreedesktopNotifications: DesktopNotifications {
     return DesktopNotification.ID(id)
   }
 
-  public func close(_ id: DesktopNotification.ID) throws(NotificationFailure) {
+  package func close(_ id: DesktopNotification.ID) throws(NotificationFailure) {
     _ = try Self.call(bus, "CloseNotification", [.uint32(id.rawValue)])
   }
 

@@ -6,15 +6,15 @@ import VPNStatRender
 // `MetricsServer`'s.
 
 /// The head of an HTTP request: what the metrics server needs of it.
-public struct HTTPRequestHead: Hashable, Sendable {
-  public var method: String
-  public var target: String
-  public var version: String
+package struct HTTPRequestHead: Hashable, Sendable {
+  package var method: String
+  package var target: String
+  package var version: String
   /// Every `Accept` header, joined with commas (as HTTP allows); nil without one.
-  public var accept: String?
+  package var accept: String?
 
   /// What the bytes received so far hold.
-  public enum Parsed: Hashable, Sendable {
+  package enum Parsed: Hashable, Sendable {
     /// The head has not ended yet.
     case incomplete
     case complete(HTTPRequestHead)
@@ -26,7 +26,7 @@ public struct HTTPRequestHead: Hashable, Sendable {
   /// (`/metrics?x`), an absolute-form one's after its scheme and authority
   /// (`http://host:9586/metrics`, which RFC 9112 §3.2.2 says a server must accept); "" for any
   /// other form (`*`, `host:port`) or scheme.
-  public var path: String {
+  package var path: String {
     var rest = Substring(target)
     if !rest.hasPrefix("/") {
       let lowered = rest.prefix(8).lowercased()
@@ -42,7 +42,7 @@ public struct HTTPRequestHead: Hashable, Sendable {
   }
 
   /// Parses `bytes` up to the blank line that ends the head (CRLF CRLF; bare LFs are accepted).
-  public static func parse(_ bytes: [UInt8]) -> Parsed {
+  package static func parse(_ bytes: [UInt8]) -> Parsed {
     var lines: [ArraySlice<UInt8>] = []
     var lineStart = 0
     var ended = false
@@ -99,7 +99,7 @@ extension OpenMetrics.Format {
   /// `application/openmetrics-text` with a weight no lower than the plain text format's (as
   /// Prometheus asks), the Prometheus text format otherwise — also without the header, as the
   /// text format is what any other client reads.
-  public static func negotiated(accept: String?) -> OpenMetrics.Format {
+  package static func negotiated(accept: String?) -> OpenMetrics.Format {
     guard let accept else { return .prometheus }
     var openMetrics = 0.0
     var text = 0.0
@@ -120,7 +120,7 @@ extension OpenMetrics.Format {
   }
 
   /// The `Content-Type` a response in this format carries.
-  public var contentType: String {
+  package var contentType: String {
     switch self {
     case .openmetrics: "application/openmetrics-text; version=1.0.0; charset=utf-8"
     case .prometheus: "text/plain; version=0.0.4; charset=utf-8"
@@ -130,8 +130,8 @@ extension OpenMetrics.Format {
 
 /// An HTTP/1.1 response as bytes: the status line, the headers (always `Connection: close`:
 /// one request per connection), the body.
-public enum HTTPResponse {
-  public static func render(
+package enum HTTPResponse {
+  package static func render(
     status: Int, reason: String, contentType: String = "text/plain; charset=utf-8", body: [UInt8],
     headers: [(String, String)] = []
   ) -> [UInt8] {
@@ -145,7 +145,7 @@ public enum HTTPResponse {
 
   /// A response's head alone (up to and with the blank line): the answer to HEAD, whose
   /// Content-Length still says the body GET would get.
-  public static func head(of response: [UInt8]) -> [UInt8] {
+  package static func head(of response: [UInt8]) -> [UInt8] {
     let end = [UInt8]("\r\n\r\n".utf8)
     for i in 0..<max(0, response.count - 3) where response[i..<(i + 4)].elementsEqual(end) {
       return Array(response[..<(i + 4)])
@@ -154,7 +154,7 @@ public enum HTTPResponse {
   }
 
   /// A short plain-text answer for an error status.
-  public static func error(_ status: Int, _ reason: String, headers: [(String, String)] = []) -> [UInt8] {
+  package static func error(_ status: Int, _ reason: String, headers: [(String, String)] = []) -> [UInt8] {
     render(status: status, reason: reason, body: Array("\(status) \(reason)\n".utf8), headers: headers)
   }
 }

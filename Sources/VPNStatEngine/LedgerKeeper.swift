@@ -7,7 +7,7 @@ import VPNStatSystem
 /// Who may write the ledger of one database: one process at a time. A recorder claims it for
 /// as long as it runs; enforcers share it only while they save their tunnel, so none of them
 /// keeps a recorder out, and a recorder keeps them to reading (it books their tunnels too).
-public protocol LedgerWriterLock {
+package protocol LedgerWriterLock {
   /// A recorder's claim, kept until the lock goes away: true when this process holds it (now or
   /// already), false while another holds it (an enforcer saving: moments). Throws when the lock
   /// cannot be used at all.
@@ -19,17 +19,17 @@ public protocol LedgerWriterLock {
 
 /// The ledger lock beside the database (`DB.ledger.lock`, private to its owner like the other
 /// locks): exclusive for a recorder, shared for an enforcer's save.
-public struct LedgerLockFile: LedgerWriterLock {
+package struct LedgerLockFile: LedgerWriterLock {
   let path: String
   let role: String
   private var held: ProcessLock?
 
-  public init(_ location: StoreLocation, role: String) {
+  package init(_ location: StoreLocation, role: String) {
     path = location.lockPath("ledger")
     self.role = role
   }
 
-  public mutating func claim() throws -> Bool {
+  package mutating func claim() throws -> Bool {
     if held != nil { return true }
     do {
       held = try ProcessLock(path: path, role: role)
@@ -39,7 +39,7 @@ public struct LedgerLockFile: LedgerWriterLock {
     }
   }
 
-  public func sharing<T>(_ save: () throws -> T) throws -> (result: T?, holder: String?) {
+  package func sharing<T>(_ save: () throws -> T) throws -> (result: T?, holder: String?) {
     let lock: ProcessLock
     do {
       lock = try ProcessLock(path: path, role: role, shared: true)
@@ -56,10 +56,10 @@ public struct LedgerLockFile: LedgerWriterLock {
 }
 
 /// A lock no one else takes: a process alone with its database (tests, a database of one's own).
-public struct UncontendedLedgerLock: LedgerWriterLock {
-  public init() {}
-  public mutating func claim() throws -> Bool { true }
-  public func sharing<T>(_ save: () throws -> T) throws -> (result: T?, holder: String?) { (try save(), nil) }
+package struct UncontendedLedgerLock: LedgerWriterLock {
+  package init() {}
+  package mutating func claim() throws -> Bool { true }
+  package func sharing<T>(_ save: () throws -> T) throws -> (result: T?, holder: String?) { (try save(), nil) }
 }
 
 /// The ledger as a process that writes it keeps it (the recorder, an enforcer for its tunnel):
@@ -71,30 +71,30 @@ public struct UncontendedLedgerLock: LedgerWriterLock {
 /// Only the holder of the `LedgerWriterLock` writes. Without it the process reads, as every
 /// reader does (`LedgerView`: the stored ledger advanced in memory by its own samples, exact
 /// between checkpoints), and tries again at its next save: it takes over when the writer is gone.
-public struct LedgerKeeper {
+package struct LedgerKeeper {
   /// How the process holds the lock.
-  public enum Role: Sendable {
+  package enum Role: Sendable {
     /// Claims it for good at its first save (`record`).
     case recorder
     /// Shares it while saving, and only while no recorder holds it (`enforce`).
     case enforcer
   }
 
-  public let store: Store
-  public let saveInterval: Duration
-  public let role: Role
+  package let store: Store
+  package let saveInterval: Duration
+  package let role: Role
   var lock: any LedgerWriterLock
   /// The ledger in memory while this process writes it; nil while it reads.
-  public private(set) var memory: CheckpointedLedger?
+  package private(set) var memory: CheckpointedLedger?
   private var view: LedgerView
   /// SQLite's count of other connections' commits when memory last took in the stored ledger.
   private var absorbedVersion: Int64?
   /// CLOCK_BOOTTIME of the last save (or attempt to become the writer), nanoseconds.
   private var lastSave: Int64?
   /// Who writes the ledger while this process reads it, as last seen.
-  public private(set) var writer: String?
+  package private(set) var writer: String?
 
-  public init(store: Store, saveInterval: Duration, role: Role, lock: any LedgerWriterLock) {
+  package init(store: Store, saveInterval: Duration, role: Role, lock: any LedgerWriterLock) {
     self.store = store
     self.saveInterval = saveInterval
     self.role = role
@@ -103,13 +103,13 @@ public struct LedgerKeeper {
   }
 
   /// The ledger as this process sees it now.
-  public var ledger: Ledger { memory?.ledger ?? view.ledger }
+  package var ledger: Ledger { memory?.ledger ?? view.ledger }
 
   /// Whether this process writes the ledger now.
-  public var isWriting: Bool { memory != nil }
+  package var isWriting: Bool { memory != nil }
 
   /// Whether a save is due at `reading`: the interval passed since the last, or one was asked for.
-  public func isDue(at reading: ClockReading) -> Bool {
+  package func isDue(at reading: ClockReading) -> Bool {
     if memory?.saveRequested == true { return true }
     // A recorder kept out by an enforcer's save (moments) claims the lock at its next sample.
     if memory == nil && role == .recorder { return true }
@@ -118,7 +118,7 @@ public struct LedgerKeeper {
   }
 
   /// Asks for a save at once (the next `step` makes it).
-  public mutating func requestSave() {
+  package mutating func requestSave() {
     if memory == nil {
       lastSave = nil
     } else {
@@ -127,20 +127,20 @@ public struct LedgerKeeper {
   }
 
   /// What one step did.
-  public struct Step {
+  package struct Step {
     /// The sample taken, if the step took one.
-    public var sample: CounterSample?
+    package var sample: CounterSample?
     /// What the ledger bridged (resets, wraps, discarded samples): one log line each.
-    public var events: [LedgerEvent] = []
+    package var events: [LedgerEvent] = []
     /// Set when this step wrote a checkpoint.
-    public var saved = false
+    package var saved = false
     /// Why a due save could not be made (a busy or full database): everything stays in memory
     /// and the next step tries again.
-    public var problem: StoreError?
+    package var problem: StoreError?
   }
 
   /// Takes link notifications in: the final counters of a deleted instance ask for a save.
-  public mutating func book(_ observations: [LedgerObservation], deleted: Bool) -> [LedgerEvent] {
+  package mutating func book(_ observations: [LedgerObservation], deleted: Bool) -> [LedgerEvent] {
     guard !observations.isEmpty else { return [] }
     // Changed through the optional, where it lies: a copy would make the ledger's tables copy.
     if memory != nil {
@@ -164,7 +164,7 @@ public struct LedgerKeeper {
   /// One step: a sample, saved when due (the sample then read inside the save's transaction),
   /// else advancing the ledger in memory. A database that is busy or full leaves everything in
   /// memory and throws its `StoreError`; the next step tries again.
-  public mutating func step(_ sampler: inout TrafficSampler) throws -> Step {
+  package mutating func step(_ sampler: inout TrafficSampler) throws -> Step {
     var problem: StoreError?
     if isDue(at: sampler.clock.now()) {
       do {
@@ -191,7 +191,7 @@ public struct LedgerKeeper {
 
   /// Saves now, whether due or not, with a fresh sample (a stop, a test).
   @discardableResult
-  public mutating func saveNow(_ sampler: inout TrafficSampler) throws -> Step? {
+  package mutating func saveNow(_ sampler: inout TrafficSampler) throws -> Step? {
     try save(&sampler)
   }
 

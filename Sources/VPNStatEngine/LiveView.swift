@@ -9,8 +9,8 @@ import VPNStatSystem
 /// memory; the recorder keeps the stored one), and reads the session from the store (another
 /// process, the enforcer, changes it). The output is a full screen, plain lines or JSON lines,
 /// each a pure rendering of the last snapshot. `LiveViewLoop` runs it on a terminal or a pipe.
-public struct LiveView {
-  public enum Mode: Sendable {
+package struct LiveView {
+  package enum Mode: Sendable {
     /// A full-screen view on a terminal.
     case terminal
     /// One plain line per interface per interval (pipes, files).
@@ -20,28 +20,28 @@ public struct LiveView {
   }
 
   /// What a key press did.
-  public enum KeyEffect: Equatable, Sendable {
+  package enum KeyEffect: Equatable, Sendable {
     case none, redraw, quit
   }
 
   /// The use case each refresh runs (`status`'s, with rates against the previous refresh).
-  public var reader: StatusReader
-  public var store: Store? { reader.store }
-  public let selection: InterfaceSelection
-  public let nextLengths: SessionLengths
-  public var state: WatchViewState
+  package var reader: StatusReader
+  package var store: Store? { reader.store }
+  package let selection: InterfaceSelection
+  package let nextLengths: SessionLengths
+  package var state: WatchViewState
   /// Colour and the calendar clock times are shown in.
-  public var options: DisplayOptions
+  package var options: DisplayOptions
   /// What shows WireGuard's own figures under a WireGuard tunnel; nil: nothing is shown.
-  public var wireGuard: (any WireGuardSource)? {
+  package var wireGuard: (any WireGuardSource)? {
     get { reader.wireGuard }
     set { reader.wireGuard = newValue }
   }
-  public private(set) var history = RateHistory()
+  package private(set) var history = RateHistory()
   /// The last snapshot shown.
-  public private(set) var current: StatusSnapshot?
+  package private(set) var current: StatusSnapshot?
 
-  public init(
+  package init(
     sampler: TrafficSampler, store: Store?, selection: InterfaceSelection, interval: Duration,
     nextLengths: SessionLengths, options: DisplayOptions
   ) {
@@ -54,7 +54,7 @@ public struct LiveView {
 
   /// One refresh: a sample, the ledger, the session, as the snapshot now shown.
   @discardableResult
-  public mutating func refresh() throws -> StatusSnapshot {
+  package mutating func refresh() throws -> StatusSnapshot {
     let hadPrevious = reader.previous != nil
     let snapshot = try reader.report(StatusRequest(selection: selection, nextLengths: nextLengths)).snapshot
     if hadPrevious { history.record(snapshot) }
@@ -64,10 +64,10 @@ public struct LiveView {
 
   /// Books link changes into the in-memory ledger (a tunnel torn down between refreshes keeps
   /// its bytes) and keeps the reader's link table current.
-  public mutating func book(_ changes: [LinkNotifications.Change]) { reader.book(changes) }
+  package mutating func book(_ changes: [LinkNotifications.Change]) { reader.book(changes) }
 
   /// The keys of the full screen: q quits, c cycles the class, b bytes/bits, ? and h help.
-  public mutating func press(_ key: UInt8) -> KeyEffect {
+  package mutating func press(_ key: UInt8) -> KeyEffect {
     switch key {
     case UInt8(ascii: "q"), UInt8(ascii: "Q"): return .quit
     case UInt8(ascii: "c"):
@@ -80,13 +80,13 @@ public struct LiveView {
   }
 
   /// The full screen for a terminal of `size`.
-  public func screen(size: TerminalSize) -> [String] {
+  package func screen(size: TerminalSize) -> [String] {
     guard let current else { return [] }
     return WatchScreen.render(current, history: history, state: state, size: size, options: options)
   }
 
   /// What a pipe gets for the last refresh: plain lines, or one JSON line.
-  public func lines(_ mode: Mode) -> [UInt8] {
+  package func lines(_ mode: Mode) -> [UInt8] {
     guard let current else { return [] }
     switch mode {
     case .terminal: return []
@@ -103,8 +103,8 @@ public struct LiveView {
 /// The live view's life as a process: the first screen at once, then a refresh every interval
 /// (and on link changes), keys and resizes on a terminal, until `count` refreshes, `q`, a stop
 /// signal, or a reader that went away.
-public enum LiveViewLoop {
-  public static func run(
+package enum LiveViewLoop {
+  package static func run(
     _ view: inout LiveView, mode: LiveView.Mode, interval: Duration, count: Int?,
     output: FileDescriptor = .standardOutput, input: FileDescriptor = .standardInput
   ) throws {

@@ -5,13 +5,13 @@ import VPNStatSystem
 
 /// What `/metrics` serves: the recorder's figures after one sample — the ledger as it holds it
 /// in memory, the session, what the ledger could not see — and when they were taken.
-public struct MetricsSnapshot: Sendable {
-  public var ledger: Ledger
-  public var session: SessionReport?
-  public var health: StoreHealth?
-  public var takenAt: Timestamp
+package struct MetricsSnapshot: Sendable {
+  package var ledger: Ledger
+  package var session: SessionReport?
+  package var health: StoreHealth?
+  package var takenAt: Timestamp
 
-  public init(ledger: Ledger, session: SessionReport?, health: StoreHealth?, takenAt: Timestamp) {
+  package init(ledger: Ledger, session: SessionReport?, health: StoreHealth?, takenAt: Timestamp) {
     self.ledger = ledger
     self.session = session
     self.health = health
@@ -22,7 +22,7 @@ public struct MetricsSnapshot: Sendable {
 /// The metrics the recorder published last, shared with the thread that serves them: the
 /// recorder only swaps in a new snapshot (never waits for a client), the server renders each
 /// snapshot at most once per format, outside the lock.
-public final class MetricsExposition: Sendable {
+package final class MetricsExposition: Sendable {
   private struct State {
     var snapshot: MetricsSnapshot?
     var version = 0
@@ -30,10 +30,10 @@ public final class MetricsExposition: Sendable {
   }
   private let state = Mutex(State())
 
-  public init() {}
+  package init() {}
 
   /// Publishes the figures of a new sample.
-  public func publish(_ snapshot: MetricsSnapshot) {
+  package func publish(_ snapshot: MetricsSnapshot) {
     state.withLock {
       $0.snapshot = snapshot
       $0.version += 1
@@ -41,7 +41,7 @@ public final class MetricsExposition: Sendable {
   }
 
   /// The exposition of the last snapshot in `format`; nil before the first one.
-  public func body(_ format: OpenMetrics.Format) -> [UInt8]? {
+  package func body(_ format: OpenMetrics.Format) -> [UInt8]? {
     let (snapshot, version, cached) = state.withLock { ($0.snapshot, $0.version, $0.rendered[format]) }
     if let cached, cached.version == version { return cached.bytes }
     guard let snapshot else { return nil }
@@ -62,21 +62,21 @@ public final class MetricsExposition: Sendable {
 /// `Limits.requestTime` of connecting; at most `Limits.connections` at once (more are closed at
 /// once); a response not taken within `Limits.responseTime` is dropped. Every socket is
 /// non-blocking: a slow or hostile client costs one entry here, never a wait.
-public struct MetricsServer {
+package struct MetricsServer {
   /// The bounds on what a client may cost.
-  public struct Limits: Sendable {
+  package struct Limits: Sendable {
     /// Clients at once; when full, a new one takes the place of the oldest idle one (connected,
     /// nothing sent yet), so idle connections never lock a scrape out.
-    public var connections = 512
-    public var requestBytes = 8192
+    package var connections = 512
+    package var requestBytes = 8192
     /// How long a new connection may stay idle (nothing sent) before it is closed, unanswered.
-    public var firstByteTime: Duration = .seconds(2)
-    public var requestTime: Duration = .seconds(5)
-    public var responseTime: Duration = .seconds(10)
+    package var firstByteTime: Duration = .seconds(2)
+    package var requestTime: Duration = .seconds(5)
+    package var responseTime: Duration = .seconds(10)
     /// After a response, how long unread input is drained before closing (closing with input
     /// unread would reset the connection and could lose the response's end).
-    public var lingerTime: Duration = .seconds(2)
-    public init() {}
+    package var lingerTime: Duration = .seconds(2)
+    package init() {}
   }
 
   /// One client connection.
@@ -102,14 +102,14 @@ public struct MetricsServer {
     var isIdle: Bool { phase == .reading && received.isEmpty }
   }
 
-  public let listener: ListeningSocket
+  package let listener: ListeningSocket
   let exposition: MetricsExposition
   let clock: any TimeSource
-  public let limits: Limits
+  package let limits: Limits
   var connections: [Int32: Connection] = [:]
   var accepted: UInt64 = 0
 
-  public init(
+  package init(
     listener: ListeningSocket, exposition: MetricsExposition, clock: any TimeSource, limits: Limits = Limits()
   ) {
     self.listener = listener
@@ -119,13 +119,13 @@ public struct MetricsServer {
   }
 
   /// How many clients are connected now.
-  public var connectionCount: Int { connections.count }
+  package var connectionCount: Int { connections.count }
 
   /// Waits at most `timeout` (and never past the earliest client deadline) for the listener,
   /// the clients or `also`, handles what is ready, closes what is past its time. Returns the
   /// descriptors of `also` that are readable.
   @discardableResult
-  public mutating func step(timeout: Duration?, also: [FileDescriptor] = []) throws -> [FileDescriptor] {
+  package mutating func step(timeout: Duration?, also: [FileDescriptor] = []) throws -> [FileDescriptor] {
     let now = clock.now().monotonic
     var wait = timeout
     if let earliest = connections.values.map(\.deadline).min() {
@@ -152,7 +152,7 @@ public struct MetricsServer {
   }
 
   /// Closes every client (the server is stopping).
-  public mutating func closeAll() {
+  package mutating func closeAll() {
     for connection in connections.values { connection.descriptor.close() }
     connections = [:]
   }
@@ -296,9 +296,9 @@ public struct MetricsServer {
 }
 
 /// The metrics server's life: on a thread of its own, until `stop` is signalled.
-public enum MetricsServerLoop {
+package enum MetricsServerLoop {
   /// Starts `server` on a new thread; signal `stop` to end it (its clients are closed).
-  public static func start(_ server: MetricsServer, stop: WakeUp, log: @escaping @Sendable (String) -> Void) throws {
+  package static func start(_ server: MetricsServer, stop: WakeUp, log: @escaping @Sendable (String) -> Void) throws {
     let box = ServerBox(server)
     try BackgroundThread.start {
       var server = box.take()

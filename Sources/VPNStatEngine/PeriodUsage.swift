@@ -8,16 +8,16 @@ import VPNStatStore
 /// what it booked per bucket since its last one. Every reader of buckets — `history` in every
 /// form, `report`, `alert`, a data cap's usage (the gate, `session`, `watch`, the enforcer) —
 /// reads them through this, so every command gives the figure `status`'s totals give.
-public struct RecordedTraffic {
-  public let store: Store
+package struct RecordedTraffic {
+  package let store: Store
   /// What the stored buckets lack.
-  public let unsaved: UnsavedTraffic
+  package let unsaved: UnsavedTraffic
 
   /// Runs `read` on the buckets as a reader whose sample advanced `ledger` (the stored ledger as
   /// it loaded it; nil: no sample, the stored buckets alone) sees them. One read transaction
   /// holds the stored ledger compared with and every bucket `read` reads, so a save committed
   /// meanwhile is counted once: in the buckets, and not again in the sample.
-  public static func reading<T>(_ store: Store, ledger: Ledger?, _ read: (RecordedTraffic) throws -> T) throws -> T {
+  package static func reading<T>(_ store: Store, ledger: Ledger?, _ read: (RecordedTraffic) throws -> T) throws -> T {
     try store.snapshot {
       let unsaved = try ledger.map {
         UnsavedTraffic(reading: $0, past: try store.loadLedger(), calendar: store.calendar)
@@ -29,7 +29,7 @@ public struct RecordedTraffic {
   /// The same for a process that keeps the ledger (`LedgerKeeper`): while it writes, the stored
   /// buckets and what it booked since its last checkpoint, in the bucket each booking fell in;
   /// while it reads, as any reader.
-  public static func reading<T>(_ keeper: LedgerKeeper, _ read: (RecordedTraffic) throws -> T) throws -> T {
+  package static func reading<T>(_ keeper: LedgerKeeper, _ read: (RecordedTraffic) throws -> T) throws -> T {
     guard let memory = keeper.memory else {
       return try reading(keeper.store, ledger: keeper.ledger, read)
     }
@@ -38,13 +38,13 @@ public struct RecordedTraffic {
 
   /// The buckets of `granularity` from `since` (Unix seconds) on: the stored ones, then the
   /// unsaved ones (a bucket may appear in both; whoever sums them adds them).
-  public func buckets(_ granularity: TrafficGranularity, since: Int64) throws -> [TrafficBucket] {
+  package func buckets(_ granularity: TrafficGranularity, since: Int64) throws -> [TrafficBucket] {
     try store.buckets(granularity, since: since) + unsaved.buckets(granularity, since: since)
   }
 
   /// The traffic in the daily buckets from `start` (a local midnight, Unix seconds) on, of
   /// `interfaceClass` or of the interface `name` (nil: any): a period's usage.
-  public func usage(since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws
+  package func usage(since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws
     -> TrafficCounts
   {
     try store.usage(since: start, of: interfaceClass, name: name)
@@ -54,10 +54,10 @@ public struct RecordedTraffic {
 
 /// A period's traffic, for data caps and alerts: the daily buckets since the period began, as
 /// the process measuring sees them (`RecordedTraffic`).
-public enum PeriodUsage {
+package enum PeriodUsage {
   /// The traffic of `interfaceClass` (or of the interface `name`; nil: any) from `start` (a
   /// local midnight, Unix seconds) on. `ledger`: the stored ledger as this process advanced it.
-  public static func measure(
+  package static func measure(
     _ store: Store, since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil,
     ledger: Ledger? = nil
   ) throws -> TrafficCounts {
@@ -65,14 +65,14 @@ public enum PeriodUsage {
   }
 
   /// The same for a process that keeps the ledger (`LedgerKeeper`).
-  public static func measure(
+  package static func measure(
     _ keeper: LedgerKeeper, since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil
   ) throws -> TrafficCounts {
     try RecordedTraffic.reading(keeper) { try $0.usage(since: start, of: interfaceClass, name: name) }
   }
 
   /// Where the data cap stands at `now`: the tunnel class's traffic in the cap's current period.
-  public static func status(
+  package static func status(
     of cap: DataCap, _ store: Store, at now: Timestamp, ledger: Ledger? = nil
   ) throws -> DataCapStatus {
     let start = cap.period.start(of: now, in: store.calendar)
@@ -81,7 +81,7 @@ public enum PeriodUsage {
   }
 
   /// Where the data cap stands at `now` for a process that keeps the ledger.
-  public static func status(of cap: DataCap, _ keeper: LedgerKeeper, at now: Timestamp) throws -> DataCapStatus {
+  package static func status(of cap: DataCap, _ keeper: LedgerKeeper, at now: Timestamp) throws -> DataCapStatus {
     let start = cap.period.start(of: now, in: keeper.store.calendar)
     let used = try measure(keeper, since: start, of: .tunnel)
     return cap.status(used: used, at: now, in: keeper.store.calendar)

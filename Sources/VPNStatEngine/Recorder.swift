@@ -12,24 +12,24 @@ import VPNStatSystem
 ///
 /// `sample()` and `book(_:overflowed:)` are its steps; `RecorderLoop` runs them against the
 /// kernel's timers and notifications, tests call them directly.
-public struct Recorder {
-  public var sampler: TrafficSampler
-  public var keeper: LedgerKeeper
-  public var store: Store { keeper.store }
-  public var textfileDirectory: String?
+package struct Recorder {
+  package var sampler: TrafficSampler
+  package var keeper: LedgerKeeper
+  package var store: Store { keeper.store }
+  package var textfileDirectory: String?
   /// Where the figures of every sample are published for `record --listen` to serve.
-  public var exposition: MetricsExposition?
+  package var exposition: MetricsExposition?
   /// The lengths a next window would get, for the session gauges in the textfile.
-  public var nextLengths: SessionLengths
-  public let log: any EventLog
+  package var nextLengths: SessionLengths
+  package let log: any EventLog
   /// Writes the textfile (atomically, in production).
   let writeTextfile: ([UInt8], String) throws -> Void
   /// The database problem last logged, so a long outage is one line, not one per tick.
-  public private(set) var lastProblem: String?
+  package private(set) var lastProblem: String?
   /// The recorder's current view: its last sample and the ledger in memory (ahead of the last
   /// checkpoint; link notifications since the sample included). What the textfile shows, and
   /// what anything serving metrics from the running recorder reads.
-  public var current: (sample: CounterSample, ledger: Ledger)? { lastSample.map { ($0, keeper.ledger) } }
+  package var current: (sample: CounterSample, ledger: Ledger)? { lastSample.map { ($0, keeper.ledger) } }
   /// Only the sample is kept: a copy of the ledger kept here would make the next sample copy the
   /// whole table before changing it.
   private var lastSample: CounterSample?
@@ -37,7 +37,7 @@ public struct Recorder {
   /// window opened or ended by an enforcer is saved with the ledger at once.
   private var sessionSeen: (version: Int64, record: SessionRecord)?
 
-  public init(
+  package init(
     sampler: TrafficSampler, store: Store, textfileDirectory: String?, nextLengths: SessionLengths = .builtIn,
     saveInterval: Duration = Recorder.defaultSaveInterval, lock: any LedgerWriterLock = UncontendedLedgerLock(),
     log: any EventLog,
@@ -54,12 +54,12 @@ public struct Recorder {
   }
 
   /// How often the ledger is saved when nothing asks for a save sooner.
-  public static let defaultSaveInterval: Duration = .seconds(60)
+  package static let defaultSaveInterval: Duration = .seconds(60)
 
   /// Books link notifications: the final counters of deleted links (saved at once), kept current
   /// link tables. `overflowed`: the kernel dropped some, which is counted, said, and followed by
   /// a sample.
-  public mutating func book(_ changes: [LinkNotifications.Change], overflowed: Bool) throws {
+  package mutating func book(_ changes: [LinkNotifications.Change], overflowed: Bool) throws {
     var observations: [LedgerObservation] = []
     var deleted = false
     for change in changes {
@@ -84,7 +84,7 @@ public struct Recorder {
 
   /// One sample: advances the ledger in memory, or saves a checkpoint with the sample read inside
   /// its transaction when one is due (see `LedgerKeeper`); then the textfile.
-  public mutating func sample() throws {
+  package mutating func sample() throws {
     noteSessionChange()
     let step = try keeper.step(&sampler)
     if let problem = step.problem {
@@ -124,7 +124,7 @@ public struct Recorder {
 
   /// Before stopping: the last checkpoint, patiently; it throws when that fails, so the process
   /// says so in its exit status.
-  public mutating func finish(patience milliseconds: Int32) throws {
+  package mutating func finish(patience milliseconds: Int32) throws {
     store.setBusyTimeout(milliseconds: milliseconds)
     keeper.requestSave()
     try keeper.saveNow(&sampler)
@@ -146,12 +146,12 @@ public struct Recorder {
 
 /// The recorder's life as a process: a sample every interval, link notifications as they come,
 /// until `count` samples or a stop signal; the last advance saved before it returns.
-public enum RecorderLoop {
+package enum RecorderLoop {
   /// How long the last save before stopping may wait for a lock (the loop's saves wait only
   /// briefly, so notifications keep being read).
-  public static let finalPatienceMilliseconds: Int32 = 5000
+  package static let finalPatienceMilliseconds: Int32 = 5000
 
-  public static func run(
+  package static func run(
     _ recorder: inout Recorder, interval: Duration, count: Int?,
     notificationBuffer: Int32 = LinkNotifications.defaultReceiveBuffer
   ) throws {

@@ -6,22 +6,22 @@ import VPNStatSystem
 
 /// What a session report is asked for: the moment, what the kernel showed then, and what a new
 /// window would be.
-public struct SessionRequest {
+package struct SessionRequest {
   /// When: the trusted "now" is taken from it (never behind the store's last trusted time).
-  public var reading: ClockReading
+  package var reading: ClockReading
   /// Tells whether the tunnel is up; nil: it is not known to be.
-  public var sample: CounterSample?
+  package var sample: CounterSample?
   /// The ledger just advanced by `sample`: the current tunnel-class totals and a data cap's usage.
-  public var ledger: Ledger?
+  package var ledger: Ledger?
   /// The ledger of a process that keeps it (the recorder), in place of `ledger`.
-  public var keeper: LedgerKeeper?
+  package var keeper: LedgerKeeper?
   /// The lengths a window opened now would get.
-  public var nextLengths: SessionLengths
+  package var nextLengths: SessionLengths
   /// Who manages tunnels: with one, the session tunnel's manager is looked up (when the tunnel
   /// exists in `sample`).
-  public var detector: (any ManagerDetecting)?
+  package var detector: (any ManagerDetecting)?
 
-  public init(
+  package init(
     reading: ClockReading, sample: CounterSample? = nil, ledger: Ledger? = nil, keeper: LedgerKeeper? = nil,
     nextLengths: SessionLengths, detector: (any ManagerDetecting)? = nil
   ) {
@@ -37,11 +37,11 @@ public struct SessionRequest {
 /// How commands get the session as it stands now: the stored record at the trusted "now", with
 /// the tunnel's state from a sample and the usage from the ledger. The use cases `session status`
 /// and the gate (`session check`, `connect`) are one call each, from their request to a report.
-public enum SessionView {
+package enum SessionView {
   /// The report for `store` as `request` asks: the stored record at the trusted now, the
   /// tunnel's state from the sample, the totals and the data cap's usage from the ledger, and
   /// the enforcers running on the database (whether anything holds the tunnel).
-  public static func report(_ request: SessionRequest, store: Store, catalog: inout InterfaceCatalog) throws
+  package static func report(_ request: SessionRequest, store: Store, catalog: inout InterfaceCatalog) throws
     -> SessionReport
   {
     let record = try store.sessionRecord()
@@ -70,14 +70,14 @@ public enum SessionView {
   }
 
   /// The report of a database that has none: no window was ever opened.
-  public static func unopened(at now: Timestamp, nextLengths: SessionLengths) -> SessionReport {
+  package static func unopened(at now: Timestamp, nextLengths: SessionLengths) -> SessionReport {
     SessionReport.make(
       SessionRecord(), now: now, tunnelUp: false, nextLengths: nextLengths, tunnelTotals: nil, lastStop: nil)
   }
 
   /// `session status`: one reader's sample over the stored ledger, then the window at its time;
   /// without a database, a window never opened. The warnings are the sample's (`ReaderSample`).
-  public static func status(
+  package static func status(
     nextLengths: SessionLengths, detector: (any ManagerDetecting)?, sampler: TrafficSampler, store: Store?
   ) throws -> (report: SessionReport, at: Timestamp, warnings: [String]) {
     var sampler = sampler
@@ -99,7 +99,7 @@ public enum SessionView {
   /// paused) and a data cap's usage since the writers' last checkpoint come from a sample when
   /// one can be taken (the stored ledger advanced by it, as every reader sees it); the window's
   /// decision never needs it.
-  public static func gate(
+  package static func gate(
     _ location: StoreLocation, timeout: Duration, reading: ClockReading, nextLengths: SessionLengths,
     sampler: TrafficSampler, calendar: any LocalCalendar
   ) throws -> SessionReport {

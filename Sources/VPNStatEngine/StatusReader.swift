@@ -3,16 +3,16 @@ import VPNStatModel
 import VPNStatStore
 
 /// What a `status` report (or one refresh of `watch`) asks for.
-public struct StatusRequest: Sendable {
+package struct StatusRequest: Sendable {
   /// Which interfaces: names and classes (empty: all).
-  public var selection: InterfaceSelection
+  package var selection: InterfaceSelection
   /// `status --rate`: a first sample this long before the report's, for rates. (`watch` has its
   /// rates from its previous refresh.)
-  public var rateInterval: Duration?
+  package var rateInterval: Duration?
   /// The lengths a window opened now would get.
-  public var nextLengths: SessionLengths
+  package var nextLengths: SessionLengths
 
-  public init(
+  package init(
     selection: InterfaceSelection = InterfaceSelection(), rateInterval: Duration? = nil, nextLengths: SessionLengths
   ) {
     self.selection = selection
@@ -23,10 +23,10 @@ public struct StatusRequest: Sendable {
 
 /// A status report: the snapshot rendered, and the names asked for that no interface has (the
 /// command says so, and fails when nothing else was found).
-public struct StatusReport {
-  public var snapshot: StatusSnapshot
+package struct StatusReport {
+  package var snapshot: StatusSnapshot
   /// The selected names missing from the sample, sorted.
-  public var missing: [InterfaceName]
+  package var missing: [InterfaceName]
 }
 
 /// The `status` use case, also each refresh of `watch`: from a request to the snapshot shown, in
@@ -34,21 +34,21 @@ public struct StatusReport {
 /// never write it — the order matters, every stored baseline is older than the sample),
 /// classifies and selects the interfaces, adds WireGuard's own figures, the session window at
 /// the trusted now, and who manages each tunnel.
-public struct StatusReader {
-  public var sampler: TrafficSampler
-  public let store: Store?
+package struct StatusReader {
+  package var sampler: TrafficSampler
+  package let store: Store?
   var ledgerView: LedgerView?
   /// What shows WireGuard's own figures under a WireGuard tunnel; nil: nothing is shown.
-  public var wireGuard: (any WireGuardSource)?
+  package var wireGuard: (any WireGuardSource)?
   /// Who manages each tunnel-class interface (and the session's tunnel); nil: not looked up.
-  public var managers: (any ManagerDetecting)?
+  package var managers: (any ManagerDetecting)?
   /// Whether the database's health is said among the warnings: once for `status`; `watch`, which
   /// reads every second, does not ask.
-  public var reportsStoreHealth: Bool
+  package var reportsStoreHealth: Bool
   /// The sample of the last report: the next report's rates are against it.
-  public private(set) var previous: CounterSample?
+  package private(set) var previous: CounterSample?
 
-  public init(
+  package init(
     sampler: TrafficSampler, store: Store?, wireGuard: (any WireGuardSource)? = nil,
     managers: (any ManagerDetecting)? = nil, reportsStoreHealth: Bool = true
   ) {
@@ -61,7 +61,7 @@ public struct StatusReader {
   }
 
   /// The report `request` asks for, at the time of this call's sample.
-  public mutating func report(_ request: StatusRequest) throws -> StatusReport {
+  package mutating func report(_ request: StatusRequest) throws -> StatusReport {
     if let interval = request.rateInterval {
       previous = try sampler.sample()
       sampler.clock.sleep(for: interval)
@@ -88,7 +88,7 @@ public struct StatusReader {
 
   /// Books link changes into the in-memory ledger (a tunnel torn down between reports keeps its
   /// bytes) and keeps the reader's link table current.
-  public mutating func book(_ changes: [LinkNotifications.Change]) {
+  package mutating func book(_ changes: [LinkNotifications.Change]) {
     var observations: [LedgerObservation] = []
     for change in changes {
       if ledgerView != nil, let observation = sampler.observation(change) { observations.append(observation) }
@@ -100,13 +100,13 @@ public struct StatusReader {
 
 /// A reader's sample: the kernel's counters and, with a database, the ledger as of that sample
 /// (advanced in memory: readers never write it), with the warnings a report shows about both.
-public struct ReaderSample {
-  public var sample: CounterSample
-  public var ledger: Ledger?
-  public var warnings: [String]
+package struct ReaderSample {
+  package var sample: CounterSample
+  package var ledger: Ledger?
+  package var warnings: [String]
 
   /// One sample over `store`'s ledger (none without a database).
-  public static func take(_ sampler: inout TrafficSampler, store: Store?) throws -> ReaderSample {
+  package static func take(_ sampler: inout TrafficSampler, store: Store?) throws -> ReaderSample {
     var view = store.map(LedgerView.init(store:))
     return try take(&sampler, view: &view, health: true)
   }

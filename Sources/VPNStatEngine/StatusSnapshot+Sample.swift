@@ -2,12 +2,11 @@ import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
 import VPNStatStore
-import VPNStatSystem
 
 extension StatusSnapshot {
   /// Builds the report of one sample: classifies each interface (through the catalog's cache),
   /// applies the selection, and adds rates against `previous` where the instance is the same.
-  public static func make(
+  package static func make(
     sample: CounterSample, catalog: inout InterfaceCatalog, selection: InterfaceSelection,
     previous: CounterSample? = nil, ledger: Ledger? = nil
   ) -> StatusSnapshot {
@@ -69,7 +68,7 @@ extension StatusSnapshot {
 
   /// Looks up who manages each tunnel-class interface (one walk of /proc, at most one `nmcli`),
   /// and the session's tunnel with them.
-  public mutating func addManagers(_ detector: any ManagerDetecting, sample: CounterSample) {
+  package mutating func addManagers(_ detector: any ManagerDetecting, sample: CounterSample) {
     let tunnels = Set(interfaces.lazy.filter { $0.interfaceClass == .tunnel }.map(\.name))
     // The link kinds of those alone: a thousand other interfaces make no table.
     var links: [(name: InterfaceName, kind: String?)] = []

@@ -6,7 +6,7 @@ extension StatusSnapshot {
   /// every interface in the report that is a WireGuard tunnel. Which ones may be is decided from
   /// the facts already known (kind or DEVTYPE `wireguard`, or a tun); `source` is asked only when
   /// there is such an interface, so a machine without WireGuard opens no socket for it.
-  public mutating func addWireGuard(
+  package mutating func addWireGuard(
     sample: CounterSample, catalog: inout InterfaceCatalog, source: inout any WireGuardSource
   ) {
     // The reports by ifindex (small entries: a thousand interfaces make no big table).

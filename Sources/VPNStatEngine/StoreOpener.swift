@@ -9,9 +9,9 @@ import VPNStatSystem
 /// ten seconds and then fails with SQLITE_PROTOCOL, at every attempt, for as long as the lock is
 /// held. So the database is opened on a thread of its own, again and again until it opens, and
 /// the enforcer takes it from there when it is ready; meanwhile it enforces from memory.
-public final class StoreOpener: Sendable {
+package final class StoreOpener: Sendable {
   /// What the opener has to hand over.
-  public enum Outcome {
+  package enum Outcome {
     /// Open (taken by this call: later calls get `.taken`).
     case opened(Store)
     /// The last attempt failed; another follows after `retryInterval` unless the error is a
@@ -43,7 +43,7 @@ public final class StoreOpener: Sendable {
   private let finished: WakeUp
 
   /// Starts opening with `open` on a thread of its own, every `retryInterval` after a failure.
-  public init(retryInterval: Duration = .seconds(1), open: @escaping @Sendable () throws -> Store?) throws {
+  package init(retryInterval: Duration = .seconds(1), open: @escaping @Sendable () throws -> Store?) throws {
     finished = try WakeUp()
     // The thread holds the opener until it is done: it hands over into it.
     try BackgroundThread.start { [self] in
@@ -66,7 +66,7 @@ public final class StoreOpener: Sendable {
   }
 
   /// Waits at most `limit` for the first attempt to finish, then says how it went.
-  public func outcome(waitingAtMost limit: Duration) -> Outcome {
+  package func outcome(waitingAtMost limit: Duration) -> Outcome {
     let deadline = SystemClock.monotonic + limit.nanoseconds
     while true {
       let current = outcome()
@@ -80,7 +80,7 @@ public final class StoreOpener: Sendable {
   }
 
   /// How it went so far, without waiting.
-  public func outcome() -> Outcome {
+  package func outcome() -> Outcome {
     let (store, failure, taken): (Handover?, Failure?, Bool) = state.withLock { state in
       let store = state.opened
       if store != nil {

@@ -3,16 +3,16 @@ import VPNStatModel
 
 /// A reader with its interface catalog and selection: turns samples and link notifications into
 /// ledger observations and report snapshots. Every command that samples goes through one.
-public struct TrafficSampler {
-  public var reader: CounterReader
-  public var catalog: InterfaceCatalog
+package struct TrafficSampler {
+  package var reader: CounterReader
+  package var catalog: InterfaceCatalog
   /// Which interfaces go into the ledger (`record -i`); reports filter separately.
-  public var recorded: InterfaceSelection
+  package var recorded: InterfaceSelection
   /// The plausible maximum where no link speed is known, bytes per second.
-  public var capBytesPerSecond: Double
-  public let clock: any TimeSource
+  package var capBytesPerSecond: Double
+  package let clock: any TimeSource
 
-  public init(
+  package init(
     reader: CounterReader, catalog: InterfaceCatalog, recorded: InterfaceSelection = InterfaceSelection(),
     capBytesPerSecond: Double = Ledger.defaultCapBytesPerSecond, clock: any TimeSource
   ) {
@@ -23,14 +23,14 @@ public struct TrafficSampler {
     self.clock = clock
   }
 
-  public mutating func sample() throws -> CounterSample {
+  package mutating func sample() throws -> CounterSample {
     let sample = try reader.sample(at: clock)
     catalog.forgetAbsent(from: sample)
     return sample
   }
 
   /// Observations of the recorded interfaces in `sample`.
-  public mutating func observations(_ sample: CounterSample) -> [LedgerObservation] {
+  package mutating func observations(_ sample: CounterSample) -> [LedgerObservation] {
     var result: [LedgerObservation] = []
     result.reserveCapacity(sample.interfaces.count)
     for entry in sample.interfaces where recorded.includes(name: entry.name) {
@@ -46,7 +46,7 @@ public struct TrafficSampler {
   }
 
   /// The observation a link notification makes, stamped now (notifications carry no time).
-  public mutating func observation(_ change: LinkNotifications.Change) -> LedgerObservation? {
+  package mutating func observation(_ change: LinkNotifications.Change) -> LedgerObservation? {
     guard let counters = change.record.counters, recorded.includes(name: change.record.name) else { return nil }
     let now = clock.now()
     let entry = InterfaceSample(
@@ -61,7 +61,7 @@ public struct TrafficSampler {
   }
 
   /// Keeps the netlink reader's link table current from a notification.
-  public mutating func apply(_ change: LinkNotifications.Change) {
+  package mutating func apply(_ change: LinkNotifications.Change) {
     reader.apply(change.record, deleted: change.deleted)
   }
 

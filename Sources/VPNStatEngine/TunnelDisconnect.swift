@@ -1,4 +1,3 @@
-import VPNStatKernel
 import VPNStatModel
 
 /// `vpnstat disconnect`: stops one tunnel through its manager — the same `stop` the enforcer
@@ -7,7 +6,7 @@ import VPNStatModel
 /// link taken down behind its back is the half-down state the managers exist to avoid (wg-quick's
 /// rules left steering traffic outside the tunnel). What it did is a report; recording the stop
 /// is the caller's, after it.
-public struct TunnelDisconnect {
+package struct TunnelDisconnect {
   let target: TunnelTarget
   let name: String
   let links: any LinkTable
@@ -15,7 +14,7 @@ public struct TunnelDisconnect {
   /// How long the kernel and the manager may take to confirm, once the manager returned.
   let timeout: Duration
 
-  public init(
+  package init(
     _ target: TunnelTarget, name: String, links: any LinkTable, clock: any TimeSource, timeout: Duration
   ) {
     self.target = target
@@ -25,7 +24,7 @@ public struct TunnelDisconnect {
     self.timeout = timeout
   }
 
-  public func run() -> TunnelControlReport {
+  package func run() -> TunnelControlReport {
     let control = target.control
     let device = target.device ?? control.device()
     let tunnel = device ?? InterfaceName(parsingEscaped: name)

@@ -5,25 +5,25 @@ import VPNStatSystem
 
 /// A name given to `connect` or `disconnect`, resolved: the manager that answers to it and the
 /// control to drive it with.
-public struct TunnelTarget {
-  public var manager: TunnelManager
-  public var control: any ManagerControl
+package struct TunnelTarget {
+  package var manager: TunnelManager
+  package var control: any ManagerControl
   /// The interface, when known now (an interface named NAME, wg-quick's file name, an active
   /// NetworkManager connection's device).
-  public var device: InterfaceName?
+  package var device: InterfaceName?
   /// The class of the kernel interface NAME resolved to, when it resolved to one (nil for a
   /// connection, a unit or a configuration: tunnels by definition). What `NotATunnel` judges.
-  public var link: InterfaceCatalog.Entry?
+  package var link: InterfaceCatalog.Entry?
 
   /// Why this target may not be acted on: NAME is a kernel interface whose class is not `tunnel`.
-  public var notATunnel: NotATunnel? {
+  package var notATunnel: NotATunnel? {
     guard let link, let device else { return nil }
     return NotATunnel.check(device, link.interfaceClass, by: link.evidence)
   }
 }
 
 /// Why a name given to `connect`/`disconnect` does not name one tunnel.
-public enum TunnelNameError: Error, Sendable, CustomStringConvertible {
+package enum TunnelNameError: Error, Sendable, CustomStringConvertible {
   /// Several managers answer to it.
   case ambiguous(name: String, candidates: [TunnelManager])
   /// None does (of the kind asked for); `searched` says where it was looked for.
@@ -31,7 +31,7 @@ public enum TunnelNameError: Error, Sendable, CustomStringConvertible {
   /// A file it names (a wg-quick configuration) is one root must not run.
   case untrusted(UntrustedFile)
 
-  public var description: String {
+  package var description: String {
     switch self {
     case .ambiguous(let name, let candidates):
       let listed = candidates.map(TunnelManagerText.describe).joined(separator: "; ")
@@ -83,13 +83,13 @@ public enum TunnelNameError: Error, Sendable, CustomStringConvertible {
 ///
 /// The same manager found twice (a wg-quick configuration and the interface it made) counts
 /// once.
-public struct TunnelResolver {
-  public var detector: ManagerDetector
-  public var links: any LinkTable
+package struct TunnelResolver {
+  package var detector: ManagerDetector
+  package var links: any LinkTable
   /// Classifies an interface named NAME (sysfs and the user's `--class` overrides).
-  public var catalog: InterfaceCatalog
+  package var catalog: InterfaceCatalog
 
-  public init(detector: ManagerDetector, links: any LinkTable, catalog: InterfaceCatalog = InterfaceCatalog()) {
+  package init(detector: ManagerDetector, links: any LinkTable, catalog: InterfaceCatalog = InterfaceCatalog()) {
     self.detector = detector
     self.links = links
     self.catalog = catalog
@@ -102,7 +102,7 @@ public struct TunnelResolver {
   static let connections = ["nmcli", "-t", "-f", "UUID,TYPE,NAME", "connection", "show"]
 
   /// Resolves `name` (of `kind` when given) to one tunnel, or throws why it cannot.
-  public func resolve(_ name: String, kind: TunnelManager.Kind?) throws(TunnelNameError) -> TunnelTarget {
+  package func resolve(_ name: String, kind: TunnelManager.Kind?) throws(TunnelNameError) -> TunnelTarget {
     var searched: [String] = []
     let found = try candidates(for: name, searched: &searched)
     switch TunnelChoice.choose(from: found.map(\.manager), kind: kind) {

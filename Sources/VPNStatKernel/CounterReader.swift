@@ -1,17 +1,16 @@
 import VPNStatModel
-import VPNStatSystem
 
 /// The reader the user asked for, opened: netlink by default, falling back to sysfs when the
 /// netlink socket is refused (some sandboxes forbid it), with the reason kept on every sample.
-public struct CounterReader: CounterSource {
+package struct CounterReader: CounterSource {
   private var source: any CounterSource
   /// Why the requested reader is not the one in use, if it is not.
-  public private(set) var fallbackReason: String?
-  public var kind: CounterSourceKind { source.kind }
-  public let requested: CounterSourceKind
+  package private(set) var fallbackReason: String?
+  package var kind: CounterSourceKind { source.kind }
+  package let requested: CounterSourceKind
 
   /// Opens `requested`. `openNetlink` is the seam tests use to refuse the socket.
-  public init(
+  package init(
     _ requested: CounterSourceKind, root: SysfsRoot = .system,
     openNetlink: () throws -> NetlinkCounterSource = { try NetlinkCounterSource() }
   ) {
@@ -33,7 +32,7 @@ public struct CounterReader: CounterSource {
   }
 
   /// A reader of the caller's own (a test's kernel), with no fallback.
-  public init(source: any CounterSource) {
+  package init(source: any CounterSource) {
     self.source = source
     self.requested = source.kind
     self.root = .system
@@ -42,15 +41,15 @@ public struct CounterReader: CounterSource {
   private let root: SysfsRoot
 
   /// The netlink reader in use, if that is what is in use (for link notifications).
-  public var netlink: NetlinkCounterSource? { source as? NetlinkCounterSource }
+  package var netlink: NetlinkCounterSource? { source as? NetlinkCounterSource }
 
-  public mutating func apply(_ record: LinkRecord, deleted: Bool) {
+  package mutating func apply(_ record: LinkRecord, deleted: Bool) {
     guard var netlink = source as? NetlinkCounterSource else { return }
     netlink.apply(record, deleted: deleted)
     source = netlink
   }
 
-  public mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
+  package mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
     do {
       var sample = try source.sample(at: clock)
       sample.fallbackReason = fallbackReason

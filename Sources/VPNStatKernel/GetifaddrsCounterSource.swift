@@ -4,12 +4,12 @@ import VPNStatSystem
 /// glibc's `getifaddrs`, the call Apple platforms use. Its AF_PACKET entries carry
 /// `struct rtnl_link_stats`, 24 × u32, into which the kernel truncates the 64-bit counters:
 /// they wrap at 2³², and every sample says so with `width: .bits32`.
-public struct GetifaddrsCounterSource: CounterSource {
-  public var kind: CounterSourceKind { .getifaddrs }
+package struct GetifaddrsCounterSource: CounterSource {
+  package var kind: CounterSourceKind { .getifaddrs }
 
-  public init() {}
+  package init() {}
 
-  public mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
+  package mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
     // Stamped before reading: a sample's time never lies after its counters (the ledger orders
     // readings by it).
     let taken = clock.now()

@@ -3,12 +3,12 @@ import VPNStatSystem
 
 /// What vpnstat has learnt about each interface instance: its sysfs facts, read once per new
 /// ifindex (never per sample), and the class they decide.
-public struct InterfaceCatalog {
-  public let root: SysfsRoot
-  public var classifier: Classifier
+package struct InterfaceCatalog {
+  package let root: SysfsRoot
+  package var classifier: Classifier
   private var known: [Key: Entry] = [:]
   /// How many times sysfs facts were read; tests check that it grows only with new instances.
-  public private(set) var factReads = 0
+  package private(set) var factReads = 0
 
   struct Key: Hashable {
     var index: Int32
@@ -16,26 +16,26 @@ public struct InterfaceCatalog {
   }
 
   /// One interface instance as classified.
-  public struct Entry: Hashable, Sendable {
-    public var facts: InterfaceFacts
-    public var interfaceClass: InterfaceClass
-    public var evidence: ClassEvidence
+  package struct Entry: Hashable, Sendable {
+    package var facts: InterfaceFacts
+    package var interfaceClass: InterfaceClass
+    package var evidence: ClassEvidence
   }
 
-  public init(root: SysfsRoot = .system, classifier: Classifier = Classifier()) {
+  package init(root: SysfsRoot = .system, classifier: Classifier = Classifier()) {
     self.root = root
     self.classifier = classifier
   }
 
   /// The entry for a sampled interface, reading sysfs only for an instance not seen before and
   /// only when netlink's link kind does not already decide the class.
-  public mutating func entry(for sample: InterfaceSample) -> Entry {
+  package mutating func entry(for sample: InterfaceSample) -> Entry {
     entry(name: sample.name, index: sample.index, link: sample.link)
   }
 
   /// The entry for a link the kernel described (`NetlinkLinkTable.link(named:)`): how `connect`,
   /// `disconnect` and `enforce` learn the class of the interface they would act on.
-  public mutating func entry(for link: LinkRecord) -> Entry {
+  package mutating func entry(for link: LinkRecord) -> Entry {
     entry(name: link.name, index: link.index, link: link.attributes)
   }
 
@@ -64,7 +64,7 @@ public struct InterfaceCatalog {
   }
 
   /// Forgets instances absent from `sample`, so a long-running sampler's memory stays bounded.
-  public mutating func forgetAbsent(from sample: CounterSample) {
+  package mutating func forgetAbsent(from sample: CounterSample) {
     guard known.count > sample.interfaces.count else { return }
     let present = Set(sample.interfaces.map { Key(index: $0.index, name: $0.name) })
     known = known.filter { present.contains($0.key) }

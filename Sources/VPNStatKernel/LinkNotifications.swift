@@ -4,14 +4,14 @@ import VPNStatSystem
 /// The kernel's link notifications (`RTNLGRP_LINK`): links that appear, change, go away.
 /// A `RTM_DELLINK` carries the dying link's final counters, a `RTM_NEWLINK` a new one's — what
 /// lets a long-running sampler book the traffic of a tunnel that lived between two polls.
-public final class LinkNotifications {
+package final class LinkNotifications {
   let socket: NetlinkSocket
 
   /// One notification.
-  public struct Change: Sendable {
-    public var record: LinkRecord
-    public var deleted: Bool
-    public init(record: LinkRecord, deleted: Bool) {
+  package struct Change: Sendable {
+    package var record: LinkRecord
+    package var deleted: Bool
+    package init(record: LinkRecord, deleted: Bool) {
       self.record = record
       self.deleted = deleted
     }
@@ -20,17 +20,17 @@ public final class LinkNotifications {
   /// The receive buffer asked for: about 2.3 KiB per notification, so the default holds some
   /// 14,000 (the kernel doubles it) — a reader stalled while thousands of tunnels come and go.
   /// Memory is used only while notifications wait.
-  public static let defaultReceiveBuffer: Int32 = 32 << 20
+  package static let defaultReceiveBuffer: Int32 = 32 << 20
 
-  public init(receiveBuffer: Int32 = LinkNotifications.defaultReceiveBuffer) throws {
+  package init(receiveBuffer: Int32 = LinkNotifications.defaultReceiveBuffer) throws {
     socket = try NetlinkSocket(groups: NetlinkSocket.linkGroup, nonBlocking: true, receiveBuffer: receiveBuffer)
   }
 
-  public var descriptor: FileDescriptor { socket.descriptor }
+  package var descriptor: FileDescriptor { socket.descriptor }
 
   /// The notifications queued now, in order. `overflowed` is true when the kernel dropped some
   /// (ENOBUFS): the caller must then resynchronise from a full sample.
-  public func drain() -> (changes: [Change], overflowed: Bool) {
+  package func drain() -> (changes: [Change], overflowed: Bool) {
     var changes: [Change] = []
     do {
       try socket.drainNotifications { message in

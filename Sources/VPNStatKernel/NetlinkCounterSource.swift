@@ -7,18 +7,18 @@ import VPNStatSystem
 #endif
 
 /// One link as an `RTM_NEWLINK` or `RTM_DELLINK` message describes it.
-public struct LinkRecord: Hashable, Sendable {
-  public var index: Int32
-  public var name: InterfaceName
-  public var attributes: LinkAttributes
+package struct LinkRecord: Hashable, Sendable {
+  package var index: Int32
+  package var name: InterfaceName
+  package var attributes: LinkAttributes
   /// `IFLA_STATS64`: in every link dump (RTEXT_FILTER_SKIP_STATS leaves out only IPv6's
   /// statistics) and notification (a `RTM_DELLINK` carries the dying link's final counters).
-  public var counters: InterfaceCounters?
+  package var counters: InterfaceCounters?
   /// Set on the `RTM_DELLINK` of a link moved to another network namespace
   /// (`IFLA_NEW_NETNSID`): it lives on, out of this namespace's reach.
-  public var movedToNamespace: Int32?
+  package var movedToNamespace: Int32?
 
-  public init(
+  package init(
     index: Int32, name: InterfaceName, attributes: LinkAttributes, counters: InterfaceCounters? = nil,
     movedToNamespace: Int32? = nil
   ) {
@@ -31,7 +31,7 @@ public struct LinkRecord: Hashable, Sendable {
 }
 
 /// Building and reading the rtnetlink link and stats messages vpnstat uses.
-public enum RouteLinkMessages {
+package enum RouteLinkMessages {
   static let newLink = UInt16(RTM_NEWLINK)
   static let deleteLink = UInt16(RTM_DELLINK)
   static let getLink = UInt16(RTM_GETLINK)
@@ -77,7 +77,7 @@ public enum RouteLinkMessages {
   }
 
   /// Parses the payload of an `RTM_NEWLINK`/`RTM_DELLINK` message.
-  public static func parseLink(_ payload: UnsafeRawBufferPointer) -> LinkRecord? {
+  package static func parseLink(_ payload: UnsafeRawBufferPointer) -> LinkRecord? {
     guard payload.count >= interfaceInfoLength else { return nil }
     let arpType = payload.loadUnaligned(fromByteOffset: 2, as: UInt16.self)
     let index = payload.loadUnaligned(fromByteOffset: 4, as: Int32.self)
@@ -140,12 +140,12 @@ public enum RouteLinkMessages {
 /// shows up, or kept current by `apply(_:)` from link notifications. The first sample is that
 /// link dump itself (`IFLA_STATS64` is in every link message): a one-off command (`status`,
 /// `export`) asks the kernel for one dump, as `ip -s link` does, and never builds the table.
-public struct NetlinkCounterSource: CounterSource {
-  public var kind: CounterSourceKind { .netlink }
+package struct NetlinkCounterSource: CounterSource {
+  package var kind: CounterSourceKind { .netlink }
   let socket: NetlinkSocket
   /// What is known about each link, by ifindex (made from the first sample's interfaces when a
   /// second sample or a notification needs it).
-  public var links: [Int32: LinkRecord] {
+  package var links: [Int32: LinkRecord] {
     mutating get {
       tableFromFirstSample()
       return table
@@ -155,9 +155,9 @@ public struct NetlinkCounterSource: CounterSource {
   /// The first sample's interfaces, until the table is made from them.
   private var firstInterfaces: [InterfaceSample]?
   /// How many dumps the kernel was asked for: what tests check ("a one-off sample is one dump").
-  public private(set) var dumps = 0
+  package private(set) var dumps = 0
 
-  public init() throws {
+  package init() throws {
     socket = try NetlinkSocket()
   }
 
@@ -165,7 +165,7 @@ public struct NetlinkCounterSource: CounterSource {
   static let expectedLinks = 4096
 
   /// Replaces the link table with a fresh `RTM_GETLINK` dump.
-  public mutating func refreshLinks() throws {
+  package mutating func refreshLinks() throws {
     firstInterfaces = nil
     var fresh: [Int32: LinkRecord] = [:]
     fresh.reserveCapacity(table.count)
@@ -195,7 +195,7 @@ public struct NetlinkCounterSource: CounterSource {
   }
 
   /// Updates the link table from a link notification (`RTM_NEWLINK` or `RTM_DELLINK`).
-  public mutating func apply(_ record: LinkRecord, deleted: Bool) {
+  package mutating func apply(_ record: LinkRecord, deleted: Bool) {
     tableFromFirstSample()
     if deleted {
       table[record.index] = nil
@@ -206,7 +206,7 @@ public struct NetlinkCounterSource: CounterSource {
     }
   }
 
-  public mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
+  package mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
     do {
       tableFromFirstSample()
       if table.isEmpty, let first = try firstSample(clock) { return first }

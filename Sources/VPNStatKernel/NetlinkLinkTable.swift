@@ -10,18 +10,18 @@ import VPNStatSystem
 /// ifindex, set down or up, or deleted (the engine's `LinkTable`). How the enforcer takes a
 /// tunnel down (`--action link-down`, `--action delete`, and the fallback of every other action)
 /// and how it confirms that any action really did; how `connect` raises a tunnel no manager runs.
-public final class NetlinkLinkTable {
+package final class NetlinkLinkTable {
   let socket: NetlinkSocket
 
-  public init() throws { socket = try NetlinkSocket() }
+  package init() throws { socket = try NetlinkSocket() }
 
   /// What the kernel says about the link named `name` now; nil when there is none.
-  public func link(named name: InterfaceName) throws -> LinkRecord? {
+  package func link(named name: InterfaceName) throws -> LinkRecord? {
     try link(index: 0, name: name)
   }
 
   /// What the kernel says about the link with ifindex `index` now; nil when there is none.
-  public func link(index: Int32) throws -> LinkRecord? {
+  package func link(index: Int32) throws -> LinkRecord? {
     try link(index: index, name: nil)
   }
 
@@ -49,25 +49,25 @@ public final class NetlinkLinkTable {
   }
 
   /// True when the link named `name` exists and has IFF_UP.
-  public func isUp(_ name: InterfaceName) throws -> Bool {
+  package func isUp(_ name: InterfaceName) throws -> Bool {
     try link(named: name)?.attributes.isAdministrativelyUp ?? false
   }
 
   /// Clears IFF_UP on the link with `index`.
-  public func setDown(index: Int32) throws {
+  package func setDown(index: Int32) throws {
     try socket.request(
       type: RouteLinkMessages.newLink, payload: RouteLinkMessages.setUpRequest(index: index, up: false))
   }
 
   /// Sets IFF_UP on the link with `index` (`vpnstat connect` on a tunnel no manager runs).
-  public func setUp(index: Int32) throws {
+  package func setUp(index: Int32) throws {
     try socket.request(
       type: RouteLinkMessages.newLink, payload: RouteLinkMessages.setUpRequest(index: index, up: true))
   }
 
   /// Deletes the link with `index` (`RTM_DELLINK`; a tun goes even while a process holds it).
   /// One already gone is not an error.
-  public func delete(index: Int32) throws {
+  package func delete(index: Int32) throws {
     var payload = [UInt8](repeating: 0, count: RouteLinkMessages.interfaceInfoLength)
     payload[0] = UInt8(AF_UNSPEC)
     payload.withUnsafeMutableBytes { $0.storeBytes(of: index, toByteOffset: 4, as: Int32.self) }

@@ -10,18 +10,18 @@ import VPNStatSystem
 /// is never read as another device's: the files are kept per directory entry, and an entry whose
 /// identity changed (a device deleted and created again under the same name, or renamed away and
 /// replaced) is opened afresh; a deleted device's files answer with an error, never a value.
-public struct SysfsCounterSource: CounterSource {
-  public var kind: CounterSourceKind { .sysfs }
-  public let root: SysfsRoot
+package struct SysfsCounterSource: CounterSource {
+  package var kind: CounterSourceKind { .sysfs }
+  package let root: SysfsRoot
   /// The open files of the interfaces of the last sample, by name.
   private var kept = KeptFiles()
 
-  public init(root: SysfsRoot = .system) { self.root = root }
+  package init(root: SysfsRoot = .system) { self.root = root }
 
   /// How many interfaces have their files open now (tests look).
   var keptCount: Int { kept.byName.count }
 
-  public mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
+  package mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
     let listing: [(name: InterfaceName, identity: UInt64)]
     do {
       listing = try root.interfaceEntries()

@@ -3,34 +3,34 @@ import VPNStatSystem
 
 /// The directory that holds one entry per interface, `/sys/class/net` by default. Tests point it
 /// at fixture trees to stand in for devices this kernel cannot make (Wi‑Fi, WWAN, wireguard).
-public struct SysfsRoot: Hashable, Sendable {
-  public var path: SystemPath
-  public init(_ path: SystemPath = "/sys/class/net") { self.path = path }
+package struct SysfsRoot: Hashable, Sendable {
+  package var path: SystemPath
+  package init(_ path: SystemPath = "/sys/class/net") { self.path = path }
 
-  public static let system = SysfsRoot()
+  package static let system = SysfsRoot()
 
   /// The entries of the root: every interface name, as raw bytes.
-  public func interfaceNames() throws -> [InterfaceName] {
+  package func interfaceNames() throws -> [InterfaceName] {
     try SmallFile.directoryEntries(path).map { InterfaceName(bytes: $0) }
   }
 
   /// Every interface name with the identity of its entry (see `SmallFile.DirectoryEntry`).
-  public func interfaceEntries() throws -> [(name: InterfaceName, identity: UInt64)] {
+  package func interfaceEntries() throws -> [(name: InterfaceName, identity: UInt64)] {
     try SmallFile.directoryListing(path).map { (InterfaceName(bytes: $0.name), $0.identity) }
   }
 
   /// `<root>/<name>/<attribute>`.
-  public func attribute(_ name: InterfaceName, _ attribute: String) -> SystemPath {
+  package func attribute(_ name: InterfaceName, _ attribute: String) -> SystemPath {
     path.appending(name).appending(attribute)
   }
 
   /// Reads an attribute as trimmed text; nil when missing or unreadable.
-  public func text(_ name: InterfaceName, _ attribute: String) -> String? {
+  package func text(_ name: InterfaceName, _ attribute: String) -> String? {
     SmallFile.trimmedText(self.attribute(name, attribute))
   }
 
   /// Reads an attribute that must hold a decimal unsigned integer.
-  public func unsigned(_ name: InterfaceName, _ attribute: String) throws -> UInt64 {
+  package func unsigned(_ name: InterfaceName, _ attribute: String) throws -> UInt64 {
     let bytes = try SmallFile.read(self.attribute(name, attribute), limit: 64)
     guard let value = parseUnsigned(bytes.trimmingASCIIWhitespace()) else {
       throw SysfsValueError(attribute: attribute, bytes: Array(bytes.prefix(32)))
@@ -38,16 +38,16 @@ public struct SysfsRoot: Hashable, Sendable {
     return value
   }
 
-  public func exists(_ name: InterfaceName, _ attribute: String) -> Bool {
+  package func exists(_ name: InterfaceName, _ attribute: String) -> Bool {
     SmallFile.exists(self.attribute(name, attribute))
   }
 }
 
 /// A sysfs attribute that held something other than the number it should.
-public struct SysfsValueError: Error, CustomStringConvertible {
-  public var attribute: String
-  public var bytes: [UInt8]
-  public var description: String {
+package struct SysfsValueError: Error, CustomStringConvertible {
+  package var attribute: String
+  package var bytes: [UInt8]
+  package var description: String {
     bytes.isEmpty
       ? "\(attribute) is empty"
       : "\(attribute) is not a number: \"\(InterfaceName(bytes: bytes).escaped)\""
@@ -87,7 +87,7 @@ func parseUnsigned<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt64? {
 extension InterfaceFacts {
   /// Reads the sysfs facts of one interface: `uevent`, `wireless`, `phy80211`, `tun_flags`,
   /// `type`, `device` and `speed`. Done once per new ifindex, never per sample.
-  public static func read(_ name: InterfaceName, in root: SysfsRoot) -> InterfaceFacts {
+  package static func read(_ name: InterfaceName, in root: SysfsRoot) -> InterfaceFacts {
     var facts = InterfaceFacts()
     if let uevent = root.text(name, "uevent") {
       for line in uevent.split(separator: "\n") where line.hasPrefix("DEVTYPE=") {

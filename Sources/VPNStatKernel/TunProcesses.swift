@@ -3,15 +3,15 @@ import VPNStatSystem
 
 /// Tells which device a process's tun descriptor is attached to: `TunDescriptor` on this
 /// machine (the descriptor itself asked, root only), a fixture's answer in tests.
-public protocol TunAttachmentSource: Sendable {
+package protocol TunAttachmentSource: Sendable {
   /// The attachment of descriptor `fd` of `pid`, or nil when it cannot be told.
   func attachment(pid: Int32, fd: Int32) -> TunDescriptor.Attachment?
 }
 
 /// The kernel's answer, through `TunDescriptor`.
-public struct KernelTunAttachments: TunAttachmentSource {
-  public init() {}
-  public func attachment(pid: Int32, fd: Int32) -> TunDescriptor.Attachment? {
+package struct KernelTunAttachments: TunAttachmentSource {
+  package init() {}
+  package func attachment(pid: Int32, fd: Int32) -> TunDescriptor.Attachment? {
     try? TunDescriptor.attachment(pid: pid, fd: fd)
   }
 }
@@ -27,42 +27,42 @@ public struct KernelTunAttachments: TunAttachmentSource {
 /// namespace of their own and pass it here. This is how the manager of a tun is found
 /// (wireguard-go, OpenVPN), and how a tun is known to be wireguard-go's (`UserspaceWireGuard`):
 /// both read the same walk, so a report asks /proc once.
-public struct TunProcesses: Sendable {
+package struct TunProcesses: Sendable {
   /// A process that may have standing, holding tuns of this network namespace.
-  public struct Holder: Hashable, Sendable {
-    public var pid: Int32
+  package struct Holder: Hashable, Sendable {
+    package var pid: Int32
     /// `/proc/PID/comm`, as the kernel keeps it.
-    public var command: [UInt8]
+    package var command: [UInt8]
     /// The tuns its descriptors are attached to, in descriptor order.
-    public var tuns: [InterfaceName]
+    package var tuns: [InterfaceName]
     /// Whether all its user ids are root's.
-    public var runsAsRoot: Bool
+    package var runsAsRoot: Bool
     /// Whether its parent is root's NetworkManager VPN plugin.
-    public var pluginParent: Bool
+    package var pluginParent: Bool
     /// Its control group.
-    public var controlGroup: String?
+    package var controlGroup: String?
 
     /// Its standing as far as the kernel tells: a system service's process that is not root
     /// is `.unprivileged` until systemd says it is the service's main process.
-    public var standing: TunnelProcess.Standing {
+    package var standing: TunnelProcess.Standing {
       runsAsRoot ? .root : pluginParent ? .networkManagerPlugin : .unprivileged
     }
   }
 
   /// In pid order.
-  public private(set) var holders: [Holder] = []
+  package private(set) var holders: [Holder] = []
   /// Processes /proc would not show (another user's, to a caller without privileges) whose
   /// name is a userspace WireGuard's: the device their arguments name, unconfirmed, for a report
   /// to show — never evidence.
-  public private(set) var hidden: [UserspaceWireGuard] = []
+  package private(set) var hidden: [UserspaceWireGuard] = []
   /// Whether this process's network namespace could be read.
-  public private(set) var ownNamespaceKnown = false
+  package private(set) var ownNamespaceKnown = false
 
-  public init() {}
+  package init() {}
 
   /// One walk: per process its namespace (one `readlink`); for those in ours, who runs it; for
   /// those that may be managers, their descriptors.
-  public static func read(
+  package static func read(
     procRoot: SystemPath = "/proc", attachments: any TunAttachmentSource = KernelTunAttachments()
   ) -> TunProcesses {
     var found = TunProcesses()
@@ -122,7 +122,7 @@ public struct TunProcesses: Sendable {
   }
 
   /// The holders of each of `devices`, in pid order, with who they are.
-  public func holders(of devices: Set<InterfaceName>, procRoot: SystemPath = "/proc") -> [InterfaceName:
+  package func holders(of devices: Set<InterfaceName>, procRoot: SystemPath = "/proc") -> [InterfaceName:
     [TunnelProcess]]
   {
     var result: [InterfaceName: [TunnelProcess]] = [:]
@@ -144,19 +144,19 @@ public struct TunProcesses: Sendable {
 /// for wireguard-go, the manager detector for every tun's holder), and one survey walks /proc at
 /// the first question and answers the second from it. Long-running commands make none: they
 /// walk afresh each time they must look.
-public final class TunProcessSurvey {
-  public let procRoot: SystemPath
-  public let attachments: any TunAttachmentSource
+package final class TunProcessSurvey {
+  package let procRoot: SystemPath
+  package let attachments: any TunAttachmentSource
   private var taken: TunProcesses?
   /// How many times /proc was walked: at most once.
-  public private(set) var walks = 0
+  package private(set) var walks = 0
 
-  public init(procRoot: SystemPath = "/proc", attachments: any TunAttachmentSource = KernelTunAttachments()) {
+  package init(procRoot: SystemPath = "/proc", attachments: any TunAttachmentSource = KernelTunAttachments()) {
     self.procRoot = procRoot
     self.attachments = attachments
   }
 
-  public var processes: TunProcesses {
+  package var processes: TunProcesses {
     if let taken { return taken }
     walks += 1
     let fresh = TunProcesses.read(procRoot: procRoot, attachments: attachments)

@@ -8,28 +8,28 @@ import VPNStatSystem
 /// is then reached through the holder's own root (`/proc/PID/root/run/wireguard/NAME.sock`),
 /// which is right even when wg-quick ran it in a mount namespace of its own, and asked only when
 /// root serves it. docs/real-vpns.md shows what each file holds.
-public struct UserspaceWireGuard: Hashable, Sendable {
-  public var pid: Int32
+package struct UserspaceWireGuard: Hashable, Sendable {
+  package var pid: Int32
   /// The tun it holds (its descriptor asked), or the device its arguments name when /proc would
   /// not show its descriptors.
-  public var device: InterfaceName
+  package var device: InterfaceName
   /// False when the process belongs to another user: /proc hid its namespace, descriptors and
   /// root, so `device` comes from its arguments, unconfirmed, and its socket cannot be reached.
-  public var inspected: Bool
+  package var inspected: Bool
 
-  public init(pid: Int32, device: InterfaceName, inspected: Bool) {
+  package init(pid: Int32, device: InterfaceName, inspected: Bool) {
     self.pid = pid
     self.device = device
     self.inspected = inspected
   }
 
   /// The process names (`/proc/PID/comm`) of the userspace implementations looked for.
-  public static let commands: Set<[UInt8]> = [Array("wireguard-go".utf8)]
+  package static let commands: Set<[UInt8]> = [Array("wireguard-go".utf8)]
 
   /// Where its control socket is, seen from here: under its own root, `/run/wireguard`, and
   /// `/var/run/wireguard` for a root where /var/run is not the usual link to /run (an absolute
   /// link in its root would resolve in ours).
-  public func controlSockets(procRoot: SystemPath) -> [SystemPath] {
+  package func controlSockets(procRoot: SystemPath) -> [SystemPath] {
     let root = procRoot.appending(String(pid)).appending("root")
     return ["run/wireguard", "var/run/wireguard"].map { directory in
       let path = root.appending(directory).appending(device)
@@ -41,7 +41,7 @@ public struct UserspaceWireGuard: Hashable, Sendable {
   /// us inspect, possibly in it), from the walk `processes` made: the holders of tuns named like
   /// wireguard-go, and the hidden ones by their arguments. No socket, no descriptor of anyone
   /// else's is opened.
-  public static func find(in processes: TunProcesses) -> [UserspaceWireGuard] {
+  package static func find(in processes: TunProcesses) -> [UserspaceWireGuard] {
     var found: [UserspaceWireGuard] = []
     for holder in processes.holders where commands.contains(holder.command) {
       for tun in holder.tuns { found.append(UserspaceWireGuard(pid: holder.pid, device: tun, inspected: true)) }

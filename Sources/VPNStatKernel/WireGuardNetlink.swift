@@ -11,7 +11,7 @@ import VPNStatSystem
 /// messages are assembled into a `WireGuardDevice` (linux/wireguard.h: a device's peers may be
 /// split over several messages, a peer continued in the next one by its public key and the
 /// rest of its allowed IPs). Private and preshared keys are skipped, never copied.
-public enum WireGuardNetlink {
+package enum WireGuardNetlink {
   /// `WG_GENL_NAME`.
   static let familyName = "wireguard"
   /// `GENL_ID_CTRL` (`NLMSG_MIN_TYPE`): the controller's own family id.
@@ -20,13 +20,13 @@ public enum WireGuardNetlink {
   static let headerLength = 4
 
   /// `CTRL_CMD_GETFAMILY` for "wireguard".
-  public static func familyRequest() -> [UInt8] {
+  package static func familyRequest() -> [UInt8] {
     [UInt8(CTRL_CMD_GETFAMILY), 1, 0, 0]
       + RouteAttributes.encode(type: UInt16(CTRL_ATTR_FAMILY_NAME), value: Array(familyName.utf8) + [0])
   }
 
   /// The family id in the controller's answer (`CTRL_ATTR_FAMILY_ID`), or nil.
-  public static func familyID(in payload: UnsafeRawBufferPointer) -> UInt16? {
+  package static func familyID(in payload: UnsafeRawBufferPointer) -> UInt16? {
     guard payload.count >= headerLength else { return nil }
     for (type, value) in RouteAttributes(UnsafeRawBufferPointer(rebasing: payload[headerLength...]))
     where type == UInt16(CTRL_ATTR_FAMILY_ID) && value.count == 2 {
@@ -36,22 +36,22 @@ public enum WireGuardNetlink {
   }
 
   /// `WG_CMD_GET_DEVICE` for the device named `name` (a dump: the answer may take several messages).
-  public static func deviceRequest(_ name: InterfaceName) throws(WireGuardUnavailable) -> [UInt8] {
+  package static func deviceRequest(_ name: InterfaceName) throws(WireGuardUnavailable) -> [UInt8] {
     guard name.kernelProblem == nil else { throw .noSource("\(name.escaped) cannot name a device") }
     return [UInt8(WG_CMD_GET_DEVICE.rawValue), UInt8(WG_GENL_VERSION), 0, 0]
       + RouteAttributes.encode(type: UInt16(WGDEVICE_A_IFNAME.rawValue), value: name.bytes + [0])
   }
 
   /// Builds one device from the messages of a `WG_CMD_GET_DEVICE` dump, in order.
-  public struct DeviceAssembler {
-    public private(set) var device = WireGuardDevice()
+  package struct DeviceAssembler {
+    package private(set) var device = WireGuardDevice()
     /// Messages added; a dump with none did not describe a device.
-    public private(set) var messages = 0
+    package private(set) var messages = 0
 
-    public init() {}
+    package init() {}
 
     /// Adds the payload (after the netlink header) of one message.
-    public mutating func add(_ payload: UnsafeRawBufferPointer) throws(WireGuardUnavailable) {
+    package mutating func add(_ payload: UnsafeRawBufferPointer) throws(WireGuardUnavailable) {
       guard payload.count >= headerLength else { throw .malformed("a message shorter than its header") }
       let attributes = UnsafeRawBufferPointer(rebasing: payload[headerLength...])
       guard WireGuardNetlink.isWhole(attributes) else { throw .malformed("a device message is cut short") }
@@ -197,7 +197,7 @@ public enum WireGuardNetlink {
 
   /// Reads device `name` from the kernel: resolves the family, then dumps the device. The
   /// socket is the caller's, so a long-running reader keeps one.
-  public static func read(_ name: InterfaceName, socket: NetlinkSocket) throws(WireGuardUnavailable)
+  package static func read(_ name: InterfaceName, socket: NetlinkSocket) throws(WireGuardUnavailable)
     -> WireGuardDevice
   {
     let family = try resolveFamily(socket)

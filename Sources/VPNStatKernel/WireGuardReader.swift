@@ -11,40 +11,40 @@ import VPNStatSystem
 ///
 /// It remembers, per tun instance (name and ifindex), which process holds it, so a live view
 /// walks /proc once per new tun rather than at every refresh.
-public struct WireGuardReader: WireGuardSource {
-  public var procRoot: SystemPath
+package struct WireGuardReader: WireGuardSource {
+  package var procRoot: SystemPath
   /// Where a kernel device's control socket would be when the netlink family is missing, and
   /// whose existence says a wireguard-go may run here.
-  public var runDirectory: SystemPath
+  package var runDirectory: SystemPath
   /// The longest wait for the next bytes of an answer (and for its first).
-  public var idleTimeout: Duration
+  package var idleTimeout: Duration
   /// The longest a whole answer may take.
-  public var totalTimeout: Duration
-  public var answerLimit: Int
+  package var totalTimeout: Duration
+  package var answerLimit: Int
   /// False: never ask the kernel's netlink family (tests of the control socket path).
-  public var useNetlink: Bool
+  package var useNetlink: Bool
   /// The walk of /proc shared with the rest of a one-off command (`status`: the manager
   /// detector reads it too); nil: a walk of its own whenever a new tun must be looked up.
-  public var survey: TunProcessSurvey?
+  package var survey: TunProcessSurvey?
   /// How a tun descriptor's device is proven (the kernel's answer; a fixture's in tests).
-  public var attachments: any TunAttachmentSource
+  package var attachments: any TunAttachmentSource
 
   private var netlink: NetlinkSocket?
   private var holders: [TunKey: UserspaceWireGuard?] = [:]
   /// How many times /proc was walked, and how many socket exchanges were tried: what tests and
   /// the benchmark check ("no socket for a machine without WireGuard").
-  public private(set) var processScans = 0
-  public private(set) var exchanges = 0
+  package private(set) var processScans = 0
+  package private(set) var exchanges = 0
 
   struct TunKey: Hashable {
     var name: InterfaceName
     var index: Int32
   }
 
-  public static let defaultIdleTimeout = Duration.milliseconds(200)
-  public static let defaultTotalTimeout = Duration.seconds(1)
+  package static let defaultIdleTimeout = Duration.milliseconds(200)
+  package static let defaultTotalTimeout = Duration.seconds(1)
 
-  public init(
+  package init(
     procRoot: SystemPath = "/proc", runDirectory: SystemPath = "/run/wireguard",
     idleTimeout: Duration = WireGuardReader.defaultIdleTimeout,
     totalTimeout: Duration = WireGuardReader.defaultTotalTimeout, answerLimit: Int = WireGuardUAPI.answerLimit,
@@ -61,7 +61,7 @@ public struct WireGuardReader: WireGuardSource {
     self.attachments = attachments
   }
 
-  public mutating func read(_ candidates: [WireGuardCandidate]) -> [WireGuardStatus?] {
+  package mutating func read(_ candidates: [WireGuardCandidate]) -> [WireGuardStatus?] {
     let tuns = candidates.filter { $0.implementation == .tun }.map { TunKey(name: $0.name, index: $0.index) }
     holders = holders.filter { tuns.contains($0.key) }
     if tuns.contains(where: { holders[$0] == nil }) {

@@ -8,19 +8,19 @@ import VPNStatSystem
 /// The answer holds the device's private key and each peer's preshared key: those lines are
 /// skipped without being looked at, and no error quotes a value from the answer — only line
 /// numbers and the names of keys this parser knows.
-public enum WireGuardUAPI {
-  public static let request: [UInt8] = Array("get=1\n\n".utf8)
+package enum WireGuardUAPI {
+  package static let request: [UInt8] = Array("get=1\n\n".utf8)
 
   /// The largest answer read: 4 MiB, about 20,000 peers with a few allowed IPs each.
-  public static let answerLimit = 4 << 20
+  package static let answerLimit = 4 << 20
 
   /// Whether `answer` is whole: it ends with the empty line after `errno=`.
-  public static func isComplete(_ answer: [UInt8]) -> Bool {
+  package static func isComplete(_ answer: [UInt8]) -> Bool {
     answer.count >= 2 && answer[answer.count - 1] == 0x0A && answer[answer.count - 2] == 0x0A
   }
 
   /// Parses one answer to `get=1`.
-  public static func parse(_ answer: [UInt8]) throws(WireGuardUnavailable) -> WireGuardDevice {
+  package static func parse(_ answer: [UInt8]) throws(WireGuardUnavailable) -> WireGuardDevice {
     var reader = AnswerReader()
     var start = 0
     while start < answer.count {

@@ -5,7 +5,7 @@ import VPNStatModel
 /// session window and pause shaded where they fall, and the data cap drawn as a line on the panel
 /// of its period. Written here, with no plotting dependency: bars, lines and text are all an SVG
 /// needs, and every browser and image viewer reads it.
-public enum HistorySVG {
+package enum HistorySVG {
   /// The document's geometry, in pixels: three panels fit in 960 × 700, so the whole picture
   /// shows in a laptop's browser window (1280 × 720 and up) without scrolling.
   static let width = 960
@@ -36,7 +36,7 @@ public enum HistorySVG {
 
   /// The document for `panels` (each a history of one granularity), with the session window and
   /// the data cap from `session` when there is one.
-  public static func render(
+  package static func render(
     _ panels: [TrafficHistory], session: SessionReport?, options: DisplayOptions, generatedAt: Timestamp
   ) -> String {
     let height = Self.height(panels: panels.count)

@@ -2,8 +2,8 @@ import VPNStatModel
 
 /// `vpnstat history` as a table: one block per class or interface, a row per bucket with a bar,
 /// the sum, and for the period holding "now" its average rate and projected total (estimates).
-public enum HistoryTable {
-  public static func render(_ history: TrafficHistory, options: DisplayOptions, width: Int = 80) -> String {
+package enum HistoryTable {
+  package static func render(_ history: TrafficHistory, options: DisplayOptions, width: Int = 80) -> String {
     guard !history.series.isEmpty else {
       return "No traffic recorded in this range (vpnstat record fills the database).\n"
         + StatusTable.estimateNote(color: options.color).joined(separator: "\n") + "\n"
@@ -109,10 +109,10 @@ public enum HistoryTable {
 
 /// `vpnstat history --graph`: a vertical bar chart per series, one column per bucket, received
 /// at the bottom of each column and sent above it, like `vnstat -hg`.
-public enum HistoryGraph {
+package enum HistoryGraph {
   /// Lines of chart for each series, at most `width` cells wide (the newest buckets that fit)
   /// and `height` rows tall.
-  public static func render(_ history: TrafficHistory, options: DisplayOptions, width: Int = 80, height: Int = 10)
+  package static func render(_ history: TrafficHistory, options: DisplayOptions, width: Int = 80, height: Int = 10)
     -> String
   {
     guard !history.series.isEmpty else { return HistoryTable.render(history, options: options, width: width) }
@@ -194,8 +194,8 @@ public enum HistoryGraph {
 }
 
 /// `vpnstat history --json`.
-public enum HistoryJSON {
-  public static func render(_ history: TrafficHistory) -> [UInt8] {
+package enum HistoryJSON {
+  package static func render(_ history: TrafficHistory) -> [UInt8] {
     var json = JSONWriter()
     json.beginObject()
     json.envelope(generatedAt: history.generatedAt, estimateNotes: StatusSnapshot.estimateNotes)

@@ -2,41 +2,41 @@ import VPNStatModel
 
 /// A streaming writer of compact JSON. Hand-written rather than Codable: the contract needs
 /// explicit `null`s, a fixed key order and exact integers, and this is also several times faster.
-public struct JSONWriter {
+package struct JSONWriter {
   private var output: OutputBytes
   /// Whether the next element of the open container needs a comma before it. No stack is
   /// needed: a container that closes was an element of its parent, which then needs one.
   private var needsComma = false
 
   /// Where the bytes go as they are written, if anywhere before the end (`passOnIfFull`).
-  public var sink: ((UnsafeRawBufferPointer) -> Void)?
+  package var sink: ((UnsafeRawBufferPointer) -> Void)?
 
   /// How much is handed to the sink at a time.
-  public static let piece = 64 * 1024
+  package static let piece = 64 * 1024
 
-  public init(capacity: Int = 1024) { output = OutputBytes(capacity: capacity) }
+  package init(capacity: Int = 1024) { output = OutputBytes(capacity: capacity) }
 
   /// Hands what is written to the sink once there is a piece of it, and reuses the buffer.
   @inline(__always)
-  public mutating func passOnIfFull() {
+  package mutating func passOnIfFull() {
     if let sink, output.count >= Self.piece { output.drain(sink) }
   }
 
   /// Hands whatever is written to the sink.
-  public mutating func passOn() {
+  package mutating func passOn() {
     if let sink { output.drain(sink) }
   }
 
   /// What has been written.
-  public var bytes: [UInt8] { output.array }
+  package var bytes: [UInt8] { output.array }
 
   /// Lends what has been written, without copying it.
-  public func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+  package func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
     try output.withBytes { try body(UnsafeRawBufferPointer($0)) }
   }
 
   /// Ends a document: a newline, for the one-document-per-line outputs.
-  public mutating func newline() {
+  package mutating func newline() {
     output.append(0x0A)
     needsComma = false
   }
@@ -47,27 +47,27 @@ public struct JSONWriter {
     needsComma = true
   }
 
-  public mutating func beginObject() {
+  package mutating func beginObject() {
     separate()
     output.append(0x7B)
     needsComma = false
   }
-  public mutating func endObject() {
+  package mutating func endObject() {
     output.append(0x7D)
     needsComma = true
   }
-  public mutating func beginArray() {
+  package mutating func beginArray() {
     separate()
     output.append(0x5B)
     needsComma = false
   }
-  public mutating func endArray() {
+  package mutating func endArray() {
     output.append(0x5D)
     needsComma = true
   }
 
   /// Writes a key; the next value call writes its value.
-  public mutating func key(_ key: StaticString) {
+  package mutating func key(_ key: StaticString) {
     if needsComma {
       output.append(0x2C, 0x22)
     } else {
@@ -81,14 +81,14 @@ public struct JSONWriter {
   /// Disfavoured so that literal keys take the StaticString overload above: without it a
   /// literal resolves to String (the default literal type) and is escaped byte by byte.
   @_disfavoredOverload
-  public mutating func key(_ key: String) {
+  package mutating func key(_ key: String) {
     separate()
     appendQuoted(key)
     output.append(0x3A)
     needsComma = false
   }
 
-  public mutating func string(_ value: String) {
+  package mutating func string(_ value: String) {
     separate()
     appendQuoted(value)
   }
@@ -174,18 +174,18 @@ public struct JSONWriter {
   private mutating func append(_ literal: StaticString) {
     output.append(literal)
   }
-  public mutating func string(_ value: String?) {
+  package mutating func string(_ value: String?) {
     if let value { string(value) } else { null() }
   }
 
-  public mutating func number(_ value: UInt64) {
+  package mutating func number(_ value: UInt64) {
     separate()
     appendDigits(value)
   }
-  public mutating func number(_ value: UInt64?) {
+  package mutating func number(_ value: UInt64?) {
     if let value { number(value) } else { null() }
   }
-  public mutating func number(_ value: Int64) {
+  package mutating func number(_ value: Int64) {
     separate()
     if value < 0 {
       output.append(0x2D)
@@ -194,9 +194,9 @@ public struct JSONWriter {
       appendDigits(UInt64(value))
     }
   }
-  public mutating func number(_ value: Int) { number(Int64(value)) }
+  package mutating func number(_ value: Int) { number(Int64(value)) }
   /// A rate or ratio: rounded to an integer when large, else to three decimals.
-  public mutating func number(_ value: Double?) {
+  package mutating func number(_ value: Double?) {
     guard let value, value.isFinite else { return null() }
     if value.magnitude >= 1e15 || value == value.rounded() {
       // Beyond Int64 (a rate from a counter that jumped by 2^64 in a millisecond), JSON's own
@@ -217,39 +217,39 @@ public struct JSONWriter {
   // field of the JSON contract has.
 
   @inline(__always)
-  public mutating func field(_ name: StaticString, _ value: String?) {
+  package mutating func field(_ name: StaticString, _ value: String?) {
     key(name)
     string(value)
   }
   @inline(__always)
-  public mutating func field(_ name: StaticString, _ value: UInt64?) {
+  package mutating func field(_ name: StaticString, _ value: UInt64?) {
     key(name)
     number(value)
   }
   @inline(__always)
-  public mutating func field(_ name: StaticString, _ value: Int?) {
+  package mutating func field(_ name: StaticString, _ value: Int?) {
     key(name)
     if let value { number(value) } else { null() }
   }
   @inline(__always)
-  public mutating func field(_ name: StaticString, _ value: Int64?) {
+  package mutating func field(_ name: StaticString, _ value: Int64?) {
     key(name)
     if let value { number(value) } else { null() }
   }
   /// A rate or ratio, as `number(_: Double?)` writes it.
   @inline(__always)
-  public mutating func field(_ name: StaticString, _ value: Double?) {
+  package mutating func field(_ name: StaticString, _ value: Double?) {
     key(name)
     number(value)
   }
   @inline(__always)
-  public mutating func field(_ name: StaticString, _ value: Bool?) {
+  package mutating func field(_ name: StaticString, _ value: Bool?) {
     key(name)
     if let value { bool(value) } else { null() }
   }
   /// An array of strings (notes, warnings).
   @inline(__always)
-  public mutating func field(_ name: StaticString, _ values: [String]) {
+  package mutating func field(_ name: StaticString, _ values: [String]) {
     key(name)
     strings(values)
   }
@@ -257,7 +257,7 @@ public struct JSONWriter {
   /// An interface name under `key`, and how to read it under `encodingKey`; both null for none.
   /// A name of printable ASCII without a quote or a backslash (most of them) is written as its
   /// bytes, without making a String of it.
-  public mutating func name(_ name: InterfaceName?, key nameKey: StaticString, encodingKey: StaticString) {
+  package mutating func name(_ name: InterfaceName?, key nameKey: StaticString, encodingKey: StaticString) {
     key(nameKey)
     guard let name else {
       null()
@@ -280,14 +280,14 @@ public struct JSONWriter {
   }
 
   /// An array of strings (notes, warnings).
-  public mutating func strings(_ values: [String]) {
+  package mutating func strings(_ values: [String]) {
     beginArray()
     for value in values { string(value) }
     endArray()
   }
 
   /// The four traffic counts every report writes, under their contract names.
-  public mutating func trafficCounts(_ counts: TrafficCounts) {
+  package mutating func trafficCounts(_ counts: TrafficCounts) {
     field("rx_bytes", counts.rxBytes)
     field("tx_bytes", counts.txBytes)
     field("rx_packets", counts.rxPackets)
@@ -296,18 +296,18 @@ public struct JSONWriter {
 
   /// The envelope every vpnstat JSON object opens with: schema version, time, the estimate flag
   /// and, when given, the notes saying why.
-  public mutating func envelope(generatedAt: Timestamp, estimateNotes: [String]?) {
+  package mutating func envelope(generatedAt: Timestamp, estimateNotes: [String]?) {
     field("schema_version", StatusJSON.schemaVersion)
     field("generated_at", generatedAt.rfc3339(fractionDigits: 3))
     field("estimate", true)
     if let estimateNotes { field("estimate_notes", estimateNotes) }
   }
 
-  public mutating func bool(_ value: Bool) {
+  package mutating func bool(_ value: Bool) {
     separate()
     append(value ? "true" : "false")
   }
-  public mutating func null() {
+  package mutating func null() {
     separate()
     append("null")
   }

@@ -2,8 +2,8 @@ import VPNStatModel
 
 /// The line `record` (and the enforcer) log for what the ledger bridged or refused:
 /// "reset (recreated, ifindex 4 → 5): counted rx 300 / tx 400 bytes from the new start".
-public enum LedgerEventText {
-  public static func detail(_ event: LedgerEvent) -> String {
+package enum LedgerEventText {
+  package static func detail(_ event: LedgerEvent) -> String {
     let traffic = event.delta.traffic
     let counted = "rx \(traffic.rxBytes) / tx \(traffic.txBytes) bytes"
     switch event.kind {
@@ -23,7 +23,7 @@ public enum LedgerEventText {
   }
 
   /// The whole log line: the interface, then the detail.
-  public static func line(_ event: LedgerEvent) -> String {
+  package static func line(_ event: LedgerEvent) -> String {
     "\(event.name.terminalText): \(detail(event))"
   }
 }

@@ -1,6 +1,6 @@
 /// `/` of `record --listen`: a small page that says what this is and links to the metrics.
-public enum MetricsPage {
-  public static let html = """
+package enum MetricsPage {
+  package static let html = """
     <!DOCTYPE html>
     <html lang="en"><head><meta charset="utf-8"><title>vpnstat</title></head>
     <body><h1>vpnstat</h1>

@@ -3,8 +3,8 @@ import VPNStatModel
 /// Metrics for fleets: per-interface and per-class counters from the ledger (bridged across
 /// resets, so they only grow) and the session window's gauges, as OpenMetrics text (`export`,
 /// a scrape) or the older Prometheus text format that node_exporter's textfile collector reads.
-public enum OpenMetrics {
-  public enum Format: String, Sendable, CaseIterable {
+package enum OpenMetrics {
+  package enum Format: String, Sendable, CaseIterable {
     /// OpenMetrics 1.0: `_total` and `_created` samples, `# UNIT`, `# EOF`.
     case openmetrics
     /// Prometheus text format 0.0.4, for node_exporter's textfile collector.
@@ -15,7 +15,7 @@ public enum OpenMetrics {
   /// `time`, as bytes. One pass over the ledger into one buffer sized up front: each interface's
   /// label and creation time are made once (not once per metric), and a name is escaped only when
   /// it holds something that needs it — most names are plain ASCII and are copied as they are.
-  public static func render(
+  package static func render(
     ledger: Ledger, session: SessionReport?, health: StoreHealth? = nil, at time: Timestamp,
     format: Format = .openmetrics
   ) -> [UInt8] {
@@ -25,7 +25,7 @@ public enum OpenMetrics {
   /// The same exposition handed to `output` in pieces of about `MetricsText.piece` bytes as it
   /// is written, from one buffer used again for each: what a one-off `export` prints. A thousand
   /// interfaces make over a megabyte, which built whole would be that much fresh memory.
-  public static func write(
+  package static func write(
     ledger: Ledger, session: SessionReport?, health: StoreHealth? = nil, at time: Timestamp,
     format: Format = .openmetrics, to output: (UnsafeRawBufferPointer) -> Void
   ) {

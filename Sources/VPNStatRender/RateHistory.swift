@@ -2,15 +2,15 @@ import VPNStatModel
 
 /// Recent rates per interface name, for sparklines. Keyed by name, so a recreated tunnel keeps
 /// its line; bounded, so a long watch uses constant memory.
-public struct RateHistory: Sendable {
-  public let capacity: Int
+package struct RateHistory: Sendable {
+  package let capacity: Int
   private(set) var rates: [InterfaceName: [Double]] = [:]
 
-  public init(capacity: Int = 120) { self.capacity = capacity }
+  package init(capacity: Int = 120) { self.capacity = capacity }
 
   /// Appends each interface's combined rate (rx + tx, bytes per second); forgets names absent
   /// from `snapshot` for longer than the history is long.
-  public mutating func record(_ snapshot: StatusSnapshot) {
+  package mutating func record(_ snapshot: StatusSnapshot) {
     // Each line is appended to where it lies in the table (a line taken out and put back would
     // be copied, for every interface at every refresh), and the reports are read in place.
     var recorded = 0
@@ -39,16 +39,16 @@ public struct RateHistory: Sendable {
     if line.count > capacity { line.removeFirst(line.count - capacity) }
   }
 
-  public func line(for name: InterfaceName) -> [Double] { rates[name] ?? [] }
+  package func line(for name: InterfaceName) -> [Double] { rates[name] ?? [] }
 
   /// Rates below this many bytes per second draw as zero: they show as `≈ 0 B/s` beside the
   /// line, and a lone bar over nothing would be a full block.
-  public static let zeroBelow = 1.0
+  package static let zeroBelow = 1.0
 
   /// The last `width` rates of `name` as a sparkline (▁▂▃▄▅▆▇█, blank before the first rate),
   /// scaled to their own peak, right-aligned. Zero is the bottom line, so a quiet interface is
   /// flat, never a row of full blocks.
-  public func sparkline(for name: InterfaceName, width: Int) -> String {
+  package func sparkline(for name: InterfaceName, width: Int) -> String {
     guard width > 0 else { return "" }
     let values = Array(line(for: name).suffix(width)).map { $0 < Self.zeroBelow ? 0 : $0 }
     let peak = values.max() ?? 0

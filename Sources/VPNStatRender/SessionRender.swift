@@ -1,7 +1,7 @@
 import VPNStatModel
 
 /// The session window in words, JSON and metrics: one place for each.
-public enum SessionText {
+package enum SessionText {
   /// Whole seconds, rounded up, so a countdown reaches 0 exactly at the deadline.
   static func seconds(_ duration: Duration) -> Int64 {
     max(0, (duration.nanoseconds + 999_999_999) / 1_000_000_000)
@@ -12,7 +12,7 @@ public enum SessionText {
   /// The one-line summary: plan, state, countdown, pause.
   /// The message a refused connection gets: "free plan pause: you can reconnect in 31 min 12 s
   /// (at 12:45:03)"; nil when connecting is allowed.
-  public static func pauseMessage(_ report: SessionReport, calendar: any LocalCalendar) -> String? {
+  package static func pauseMessage(_ report: SessionReport, calendar: any LocalCalendar) -> String? {
     guard !report.canConnect, let wait = report.pauseRemaining, let window = report.window else { return nil }
     let seconds = (wait.nanoseconds + 999_999_999) / 1_000_000_000
     return
@@ -21,13 +21,13 @@ public enum SessionText {
 
   /// Why connecting is refused, for the gate: the data cap when it is reached, else the pause;
   /// nil when connecting is allowed.
-  public static func refusal(_ report: SessionReport, calendar: any LocalCalendar) -> String? {
+  package static func refusal(_ report: SessionReport, calendar: any LocalCalendar) -> String? {
     guard !report.canConnect else { return nil }
     if let cap = report.dataCap, cap.reached { return DataCapText.refusal(cap, calendar: calendar) }
     return pauseMessage(report, calendar: calendar)
   }
 
-  public static func headline(_ report: SessionReport, calendar: any LocalCalendar) -> String {
+  package static func headline(_ report: SessionReport, calendar: any LocalCalendar) -> String {
     switch report.state {
     case .unlimited:
       return "session: premium plan · " + (report.dataCap == nil ? "unlimited" : "no session window")
@@ -54,7 +54,7 @@ public enum SessionText {
   }
 
   /// The lines under the headline: lengths, usage, the last stop.
-  public static func details(_ report: SessionReport, options: DisplayOptions) -> [String] {
+  package static func details(_ report: SessionReport, options: DisplayOptions) -> [String] {
     var lines: [String] = []
     if report.plan == .free {
       var lengths = "lengths: "
@@ -97,7 +97,7 @@ public enum SessionText {
   }
 
   /// `vpnstat session` as text.
-  public static func render(_ report: SessionReport, options: DisplayOptions) -> String {
+  package static func render(_ report: SessionReport, options: DisplayOptions) -> String {
     let style: TextStyle =
       switch report.state {
       case .active, .unlimited: .green
@@ -116,8 +116,8 @@ public enum SessionText {
 }
 
 /// The `session` object of the JSON contract.
-public enum SessionJSON {
-  public static func write(_ report: SessionReport, into json: inout JSONWriter) {
+package enum SessionJSON {
+  package static func write(_ report: SessionReport, into json: inout JSONWriter) {
     json.beginObject()
     json.field("plan", report.plan.rawValue)
     json.field("state", report.state.rawValue)
@@ -180,7 +180,7 @@ public enum SessionJSON {
   }
 
   /// `vpnstat session --json`: the session object with the contract's envelope.
-  public static func render(_ report: SessionReport, generatedAt: Timestamp) -> [UInt8] {
+  package static func render(_ report: SessionReport, generatedAt: Timestamp) -> [UInt8] {
     var json = JSONWriter()
     json.beginObject()
     json.envelope(generatedAt: generatedAt, estimateNotes: nil)
@@ -192,10 +192,10 @@ public enum SessionJSON {
 }
 
 /// A data cap (or an alert's limit) against its period's traffic, in words.
-public enum DataCapText {
+package enum DataCapText {
   /// `data cap: ≈ 1.20 GiB of 2.00 GiB this month (60 %), ≈ 819 MiB left, until 2026-12-15 00:00`.
   /// `refuses`: reaching it refuses connections (a cap), or only says so (an alert's limit).
-  public static func line(
+  package static func line(
     _ status: DataCapStatus, options: DisplayOptions, label: String = "data cap", refuses: Bool = true
   ) -> String {
     let options = options.matching(limit: status.cap.limitBytes)
@@ -208,7 +208,7 @@ public enum DataCapText {
   }
 
   /// `≈ 5.02 MiB of 4.77 MiB this day (105 %)`: used, the limit, the period and the share.
-  public static func usage(_ status: DataCapStatus, options: DisplayOptions) -> String {
+  package static func usage(_ status: DataCapStatus, options: DisplayOptions) -> String {
     let options = options.matching(limit: status.cap.limitBytes)
     let limit = options.size(status.cap.limitBytes)
     return
@@ -216,7 +216,7 @@ public enum DataCapText {
   }
 
   /// The gate's message when the cap refuses a connection.
-  public static func refusal(_ status: DataCapStatus, calendar: any LocalCalendar) -> String {
+  package static func refusal(_ status: DataCapStatus, calendar: any LocalCalendar) -> String {
     "data cap reached: \(usage(status, options: DisplayOptions(calendar: calendar))); you can reconnect when the \(status.cap.period.length.rawValue) rolls over (at \(status.periodEnd.localDateTime(in: calendar)))"
   }
 
@@ -228,8 +228,8 @@ public enum DataCapText {
 }
 
 /// The `data_cap` object of the JSON contract (in the session object and `alert --json`).
-public enum DataCapJSON {
-  public static func write(_ status: DataCapStatus, into json: inout JSONWriter) {
+package enum DataCapJSON {
+  package static func write(_ status: DataCapStatus, into json: inout JSONWriter) {
     json.beginObject()
     json.field("limit_bytes", status.cap.limitBytes)
     json.field("period", status.cap.period.length.rawValue)
@@ -248,8 +248,8 @@ public enum DataCapJSON {
 }
 
 /// `vpnstat alert --json`: the limit against the period's traffic, and what was measured.
-public enum AlertJSON {
-  public static func render(
+package enum AlertJSON {
+  package static func render(
     _ status: DataCapStatus, names: [InterfaceName], classes: [InterfaceClass], generatedAt: Timestamp
   ) -> [UInt8] {
     var json = JSONWriter()
@@ -273,9 +273,9 @@ public enum AlertJSON {
 }
 
 /// Who manages a tunnel, in words.
-public enum TunnelManagerText {
+package enum TunnelManagerText {
   /// "managed by wg-quick (/etc/wireguard/wg0.conf), found by: …"; "no manager (…)" for none.
-  public static func describe(_ manager: TunnelManager) -> String {
+  package static func describe(_ manager: TunnelManager) -> String {
     let found = TerminalText.sanitize(manager.evidence)
     guard manager.kind != .none else { return "no manager: \(found)" }
     let id = manager.id.map { " \(TerminalText.sanitize($0))" } ?? ""

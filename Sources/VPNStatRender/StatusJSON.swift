@@ -2,10 +2,10 @@ import VPNStatModel
 
 /// The JSON contract (ARCHITECTURE.md, "The JSON contract"), schema version 1: one compact object.
 /// `status --json` prints one; `watch --json` one per line.
-public enum StatusJSON {
-  public static let schemaVersion = 1
+package enum StatusJSON {
+  package static let schemaVersion = 1
 
-  public static func render(_ snapshot: StatusSnapshot) -> [UInt8] {
+  package static func render(_ snapshot: StatusSnapshot) -> [UInt8] {
     var json = JSONWriter(capacity: 4096 + snapshot.interfaces.count * 600)
     write(snapshot, into: &json)
     return json.bytes
@@ -14,7 +14,7 @@ public enum StatusJSON {
   /// The document and a newline, as `watch --json` prints it: written once and copied once out
   /// of the writer (a thousand interfaces make half a megabyte, which a newline appended
   /// afterwards would copy again).
-  public static func line(_ snapshot: StatusSnapshot) -> [UInt8] {
+  package static func line(_ snapshot: StatusSnapshot) -> [UInt8] {
     var json = JSONWriter(capacity: 4096 + snapshot.interfaces.count * 600)
     write(snapshot, into: &json)
     json.newline()
@@ -23,7 +23,7 @@ public enum StatusJSON {
 
   /// The document and a newline handed to `output` in pieces as they are written, from one
   /// buffer used again for each: what a one-off `status --json` prints.
-  public static func writeLine(_ snapshot: StatusSnapshot, to output: (UnsafeRawBufferPointer) -> Void) {
+  package static func writeLine(_ snapshot: StatusSnapshot, to output: (UnsafeRawBufferPointer) -> Void) {
     withoutActuallyEscaping(output) { output in
       var json = JSONWriter(capacity: min(4096 + snapshot.interfaces.count * 600, JSONWriter.piece * 2))
       json.sink = output
@@ -33,7 +33,7 @@ public enum StatusJSON {
     }
   }
 
-  public static func write(_ snapshot: StatusSnapshot, into json: inout JSONWriter) {
+  package static func write(_ snapshot: StatusSnapshot, into json: inout JSONWriter) {
     json.beginObject()
     json.envelope(generatedAt: snapshot.generatedAt, estimateNotes: StatusSnapshot.estimateNotes)
     json.field("source", snapshot.source.rawValue)

@@ -1,22 +1,22 @@
 import VPNStatModel
 
 /// How a person wants figures shown.
-public struct DisplayOptions: Sendable {
+package struct DisplayOptions: Sendable {
   /// ANSI colour (off for pipes, `NO_COLOR` and `--no-color`).
-  public var color: Bool
+  package var color: Bool
   /// Raw byte counts instead of units (`--bytes`): sizes always, rates unless in `bits`.
-  public var rawBytes: Bool
+  package var rawBytes: Bool
   /// Figures in bits instead of bytes (`--bits`, `watch`'s `b` key).
-  public var bits: Bool
+  package var bits: Bool
   /// IEC or SI prefixes (`--units`); nil: IEC for bytes, SI for bits, as link speeds are.
-  public var units: UnitSystem?
+  package var units: UnitSystem?
   /// Text for a terminal that shows only ASCII (a locale that is not UTF-8): names escaped as
   /// `\xHH`, symbols in ASCII (see `TerminalText.ascii`).
-  public var ascii: Bool
+  package var ascii: Bool
   /// The calendar local times ("until 12:45") are shown in.
-  public var calendar: any LocalCalendar
+  package var calendar: any LocalCalendar
 
-  public init(
+  package init(
     color: Bool = false, rawBytes: Bool = false, bits: Bool = false, units: UnitSystem? = nil, ascii: Bool = false,
     calendar: any LocalCalendar = FixedOffsetCalendar.utc
   ) {
@@ -31,7 +31,7 @@ public struct DisplayOptions: Sendable {
   /// The options for figures shown against a limit of `bytes`: unless units were chosen, the
   /// prefixes the limit reads round in (`UnitSystem.natural`), so `--limit 10GB` shows as
   /// 10.0 GB, and the traffic beside it in GB too.
-  public func matching(limit bytes: UInt64) -> DisplayOptions {
+  package func matching(limit bytes: UInt64) -> DisplayOptions {
     guard units == nil, let natural = UnitSystem.natural(for: bytes) else { return self }
     var options = self
     options.units = natural
@@ -39,17 +39,17 @@ public struct DisplayOptions: Sendable {
   }
 
   /// A byte figure, marked as an estimate.
-  public func estimate(_ bytes: UInt64) -> String {
+  package func estimate(_ bytes: UInt64) -> String {
     "≈ " + (rawBytes ? String(bytes) : scaled(bytes))
   }
 
   /// An exact byte figure (a limit, an axis tick) in the chosen units: `2.00 GiB`, `2147483648 B`.
-  public func size(_ bytes: UInt64) -> String { rawBytes ? "\(bytes) B" : scaled(bytes) }
+  package func size(_ bytes: UInt64) -> String { rawBytes ? "\(bytes) B" : scaled(bytes) }
 
   private func scaled(_ bytes: UInt64) -> String { Units.size(bytes, units: units ?? (bits ? .si : .iec), bits: bits) }
-  public func estimate(_ bytes: UInt64?) -> String { bytes.map(estimate) ?? "–" }
+  package func estimate(_ bytes: UInt64?) -> String { bytes.map(estimate) ?? "–" }
 
-  public func rate(_ bytesPerSecond: Double?) -> String {
+  package func rate(_ bytesPerSecond: Double?) -> String {
     guard let bytesPerSecond else { return "–" }
     if rawBytes, !bits { return "≈ \(Units.whole(bytesPerSecond)) B/s" }
     return "≈ " + Units.rate(bytesPerSecond, units: units, bits: bits)
@@ -57,18 +57,18 @@ public struct DisplayOptions: Sendable {
 
   /// An interface name as this terminal can show it: `terminalText`, or with `ascii` every byte
   /// beyond ASCII as `\xHH` too (the escaped form `-i` takes back).
-  public func name(_ name: InterfaceName) -> String {
+  package func name(_ name: InterfaceName) -> String {
     ascii ? TerminalText.escapingNonASCII(name.terminalText) : name.terminalText
   }
 
   /// A finished line or text as this terminal can show it.
-  public func terminal(_ text: String) -> String { ascii ? TerminalText.ascii(text) : text }
+  package func terminal(_ text: String) -> String { ascii ? TerminalText.ascii(text) : text }
 }
 
 /// `vpnstat status` as a table: interfaces grouped by class (tunnel first), each class with its
 /// sums, and the footer that says why every figure is an estimate.
-public enum StatusTable {
-  public static func render(_ snapshot: StatusSnapshot, options: DisplayOptions) -> String {
+package enum StatusTable {
+  package static func render(_ snapshot: StatusSnapshot, options: DisplayOptions) -> String {
     let shown = Shown(snapshot)
     var table = TextTable(columns: shown.columns)
     let classes = snapshot.classes

@@ -1,7 +1,7 @@
 import VPNStatModel
 
 /// A text style for a cell; applied after padding so colour never changes a width.
-public enum TextStyle: Sendable {
+package enum TextStyle: Sendable {
   case plain, bold, dim, green, red, yellow, cyan
 
   var sgr: String {
@@ -17,7 +17,7 @@ public enum TextStyle: Sendable {
   }
 
   /// `text` wrapped in this style's escape codes when `color` is on.
-  public func apply(_ text: String, color: Bool) -> String {
+  package func apply(_ text: String, color: Bool) -> String {
     guard color, self != .plain, !text.isEmpty else { return text }
     return sgr + text + "\u{1B}[0m"
   }
@@ -25,19 +25,19 @@ public enum TextStyle: Sendable {
 
 /// A column-aligned text table. Cells must already be terminal-safe text (names go through
 /// `InterfaceName.terminalText`); the table only measures, pads and styles.
-public struct TextTable {
-  public struct Column {
-    public var header: String
-    public var alignRight: Bool
-    public init(_ header: String, alignRight: Bool = false) {
+package struct TextTable {
+  package struct Column {
+    package var header: String
+    package var alignRight: Bool
+    package init(_ header: String, alignRight: Bool = false) {
       self.header = header
       self.alignRight = alignRight
     }
   }
-  public struct Cell {
-    public var text: String
-    public var style: TextStyle
-    public init(_ text: String, _ style: TextStyle = .plain) {
+  package struct Cell {
+    package var text: String
+    package var style: TextStyle
+    package init(_ text: String, _ style: TextStyle = .plain) {
       self.text = text
       self.style = style
     }
@@ -48,15 +48,15 @@ public struct TextTable {
     case line(Cell)
   }
 
-  public var columns: [Column]
+  package var columns: [Column]
   var rows: [Row] = []
-  public init(columns: [Column]) { self.columns = columns }
+  package init(columns: [Column]) { self.columns = columns }
 
-  public mutating func add(_ cells: [Cell]) { rows.append(.cells(cells)) }
-  public mutating func addLine(_ cell: Cell) { rows.append(.line(cell)) }
+  package mutating func add(_ cells: [Cell]) { rows.append(.cells(cells)) }
+  package mutating func addLine(_ cell: Cell) { rows.append(.line(cell)) }
 
   /// The table as lines. With `maxWidth`, every line is cut to fit it, a cut marked `ellipsis`.
-  public func render(color: Bool, maxWidth: Int? = nil, ellipsis: String = "…") -> [String] {
+  package func render(color: Bool, maxWidth: Int? = nil, ellipsis: String = "…") -> [String] {
     var widths = columns.map { TerminalText.width($0.header) }
     for case .cells(let cells) in rows {
       for (i, cell) in cells.enumerated() where i < widths.count {

@@ -2,10 +2,10 @@ import VPNStatModel
 
 /// `vpnstat connect` and `disconnect` in words: the line that says the start was accepted,
 /// and the one that says how it ended.
-public enum TunnelControlText {
+package enum TunnelControlText {
   /// "accepted by wg-quick (/etc/wireguard/wg0.conf); waiting up to 30 s for a WireGuard
   /// handshake on wg0".
-  public static func accepted(_ report: TunnelControlReport) -> String {
+  package static func accepted(_ report: TunnelControlReport) -> String {
     let by = report.manager.map { "accepted by \(managerWords($0))" } ?? "accepted"
     guard !report.waitedFor.isEmpty else { return by }
     let limit = report.timeout.map { "up to \(Units.duration($0)) " } ?? ""
@@ -14,7 +14,7 @@ public enum TunnelControlText {
 
   /// How it ended, one sentence: "connected: a WireGuard handshake on wg0, 0.31 s after the
   /// start", "accepted, but no WireGuard handshake on wg0 within 30 s (…)".
-  public static func message(_ report: TunnelControlReport) -> String {
+  package static func message(_ report: TunnelControlReport) -> String {
     let detail = report.detail.map(TerminalText.sanitize)
     let action = report.command == .connect ? "start" : "stop"
     switch report.outcome {
@@ -61,8 +61,8 @@ public enum TunnelControlText {
 }
 
 /// The connect/disconnect object of the JSON contract: one per run, whatever the outcome.
-public enum TunnelControlJSON {
-  public static func render(_ report: TunnelControlReport, generatedAt: Timestamp) -> [UInt8] {
+package enum TunnelControlJSON {
+  package static func render(_ report: TunnelControlReport, generatedAt: Timestamp) -> [UInt8] {
     var json = JSONWriter(capacity: 1024)
     json.beginObject()
     json.envelope(generatedAt: generatedAt, estimateNotes: nil)

@@ -2,7 +2,7 @@ import VPNStatModel
 
 /// The prefixes figures are shown with: IEC (KiB, MiB: powers of 1024) or SI (kB, MB: powers of
 /// 1000).
-public enum UnitSystem: String, Sendable, CaseIterable {
+package enum UnitSystem: String, Sendable, CaseIterable {
   case iec, si
 }
 
@@ -11,7 +11,7 @@ extension UnitSystem {
   /// with, at its largest prefix — when it does in one system only: SI for 10,000,000,000 B
   /// (10.0 GB; 9.3132… GiB), IEC for 2,147,483,648 B (2.00 GiB; 2.1474… GB); nil otherwise
   /// (11,550 B is neither). A size a person typed as `10GB` or `2GiB` is shown as typed.
-  public static func natural(for bytes: UInt64) -> UnitSystem? {
+  package static func natural(for bytes: UInt64) -> UnitSystem? {
     func round(_ base: UInt64) -> Bool {
       guard bytes >= base else { return false }
       var prefix = base
@@ -31,19 +31,19 @@ extension UnitSystem {
 }
 
 /// Human figures: sizes and rates in bytes or bits with IEC or SI prefixes, durations.
-public enum Units {
+package enum Units {
   /// `512 B`, `1.5 KiB`, `12.3 MiB`, `1.02 GiB`: three significant figures, IEC units.
-  public static func bytes(_ value: UInt64) -> String { size(value) }
+  package static func bytes(_ value: UInt64) -> String { size(value) }
 
   /// A size: `1.02 GiB` (IEC bytes, the default), `1.10 GB` (SI), `8.80 Gbit` (SI bits) or
   /// `8.21 Gibit` (IEC bits); three significant figures, whole numbers below the first prefix.
-  public static func size(_ value: UInt64, units: UnitSystem = .iec, bits: Bool = false) -> String {
+  package static func size(_ value: UInt64, units: UnitSystem = .iec, bits: Bool = false) -> String {
     scaled(Double(value), units: units, bits: bits)
   }
 
   /// A rate in bytes per second (`1.5 MiB/s`) or bits (`12.6 Mbit/s`). Without a choice of
   /// units, bytes are IEC and bits SI, as link speeds are.
-  public static func rate(_ bytesPerSecond: Double, units: UnitSystem? = nil, bits: Bool) -> String {
+  package static func rate(_ bytesPerSecond: Double, units: UnitSystem? = nil, bits: Bool) -> String {
     scaled(bytesPerSecond, units: units ?? (bits ? .si : .iec), bits: bits) + "/s"
   }
 
@@ -68,12 +68,12 @@ public enum Units {
 
   /// A limit someone typed (`--data-cap`, `--limit`): in the prefixes it reads exactly in
   /// (`UnitSystem.natural`), else IEC — `5MB` is `5.00 MB`, `2GiB` is `2.00 GiB`.
-  public static func limit(_ bytes: UInt64) -> String {
+  package static func limit(_ bytes: UInt64) -> String {
     size(bytes, units: UnitSystem.natural(for: bytes) ?? .iec)
   }
 
   /// A number with thousands separators: `1 234 567` (thin spaces would confuse some terminals).
-  public static func grouped(_ value: UInt64) -> String {
+  package static func grouped(_ value: UInt64) -> String {
     let digits = Array(String(value))
     var out = ""
     for (i, digit) in digits.enumerated() {
@@ -100,12 +100,12 @@ public enum Units {
   }
 
   /// A whole number as digits, or in exponent form beyond Int64 (`1.8e+22`), never a trap.
-  public static func whole(_ value: Double) -> String {
+  package static func whole(_ value: Double) -> String {
     Int64(exactly: value.rounded()).map { String($0) } ?? "\(value.rounded())"
   }
 
   /// `31 min 12 s`, `2 h 05 min`, `45 s`: a wait or a remaining time, to the second.
-  public static func duration(seconds total: Int64) -> String {
+  package static func duration(seconds total: Int64) -> String {
     let value = max(0, total)
     let hours = value / 3600
     let minutes = value / 60 % 60
@@ -117,14 +117,14 @@ public enum Units {
 
   /// A duration someone chose (a timeout, an interval): `500 ms` under a second, else as
   /// `duration(seconds:)` rounded to the second.
-  public static func duration(_ value: Duration) -> String {
+  package static func duration(_ value: Duration) -> String {
     let nanoseconds = value.nanoseconds
     if nanoseconds < 1_000_000_000 { return "\(max(0, nanoseconds) / 1_000_000) ms" }
     return duration(seconds: (nanoseconds + 500_000_000) / 1_000_000_000)
   }
 
   /// `14:59` or `1:02:03`: a countdown clock.
-  public static func clock(seconds total: Int64) -> String {
+  package static func clock(seconds total: Int64) -> String {
     let value = max(0, total)
     let hours = value / 3600
     let minutes = value / 60 % 60

@@ -3,10 +3,10 @@ import VPNStatModel
 /// `vpnstat report` in words: today, yesterday, this month and last month per class, what the
 /// current day and month come to at their pace, the session window, and what to do when
 /// nothing is being recorded.
-public enum UsageReportText {
+package enum UsageReportText {
   /// The report. `notes`: lines about how current the figures are (the command knows when the
   /// database was last saved), printed after the estimate note.
-  public static func render(
+  package static func render(
     _ summary: UsageSummary, session: SessionReport?, notes: [String], options: DisplayOptions
   ) -> String {
     var lines: [String] = []
@@ -68,7 +68,7 @@ public enum UsageReportText {
   /// With no database (or nothing in it yet): where the figures will come from, what to run
   /// (`record`: the recorder's command line for this database), and meanwhile the kernel's
   /// counters per class, since each interface was created.
-  public static func nothingRecorded(
+  package static func nothingRecorded(
     _ snapshot: StatusSnapshot, database path: String, exists: Bool, record: String, options: DisplayOptions
   ) -> String {
     var lines = [

@@ -1,15 +1,15 @@
 import VPNStatModel
 
 /// What the live view shows besides the snapshot: the person's choices.
-public struct WatchViewState: Hashable, Sendable {
+package struct WatchViewState: Hashable, Sendable {
   /// The class shown (nil: all).
-  public var classFilter: InterfaceClass?
+  package var classFilter: InterfaceClass?
   /// Figures in bits instead of bytes (`--bits`, toggled by `b`).
-  public var bits = false
-  public var showHelp = false
-  public var interval: Duration = .seconds(1)
+  package var bits = false
+  package var showHelp = false
+  package var interval: Duration = .seconds(1)
 
-  public init(
+  package init(
     classFilter: InterfaceClass? = nil, bits: Bool = false, showHelp: Bool = false, interval: Duration = .seconds(1)
   ) {
     self.classFilter = classFilter
@@ -19,7 +19,7 @@ public struct WatchViewState: Hashable, Sendable {
   }
 
   /// `c`: all → each class present → all.
-  public mutating func cycleClass(present: [InterfaceClass]) {
+  package mutating func cycleClass(present: [InterfaceClass]) {
     let order = InterfaceClass.allCases.filter { present.contains($0) }
     guard let current = classFilter, let index = order.firstIndex(of: current) else {
       classFilter = order.first
@@ -31,7 +31,7 @@ public struct WatchViewState: Hashable, Sendable {
 
 /// `vpnstat watch` on a terminal: a pure function of a snapshot, the rate history, the view
 /// state and the terminal's size. Every line fits the width; nothing raw from a name gets out.
-public enum WatchScreen {
+package enum WatchScreen {
   struct Column {
     var header: String
     var alignRight: Bool
@@ -44,7 +44,7 @@ public enum WatchScreen {
   /// A line of the screen and the style it is shown in; colour is applied to whole lines at the end.
   typealias StyledLine = (text: String, style: TextStyle)
 
-  public static func render(
+  package static func render(
     _ snapshot: StatusSnapshot, history: RateHistory, state: WatchViewState, size: TerminalSize,
     options: DisplayOptions
   ) -> [String] {
@@ -341,7 +341,7 @@ public enum WatchScreen {
 
   /// One plain line per interface, for pipes and files: no escape codes, fields separated by
   /// spaces, every figure marked as an estimate.
-  public static func plainLines(_ snapshot: StatusSnapshot, options: DisplayOptions) -> [String] {
+  package static func plainLines(_ snapshot: StatusSnapshot, options: DisplayOptions) -> [String] {
     var options = options
     options.color = false
     options.rawBytes = true

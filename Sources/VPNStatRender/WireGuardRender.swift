@@ -3,24 +3,24 @@ import VPNStatModel
 /// A WireGuard tunnel's own figures as text: the lines `status` prints under the tunnel, the one
 /// line `watch` gives it, and the fields of `watch`'s plain lines. Peer transfer is WireGuard's
 /// count of the encrypted side (with its overhead), so every such figure says "encrypted".
-public enum WireGuardText {
+package enum WireGuardText {
   /// How many peers `status` lists under a tunnel; the JSON has them all.
-  public static let listedPeers = 5
+  package static let listedPeers = 5
 
   /// Whole seconds from `instant` to `now`, never negative (a handshake stamped a moment after
   /// the sample, or a wall clock set back, reads as 0).
-  public static func ageSeconds(_ instant: Timestamp, at now: Timestamp) -> Int64 {
+  package static func ageSeconds(_ instant: Timestamp, at now: Timestamp) -> Int64 {
     max(0, (now - instant).nanoseconds / 1_000_000_000)
   }
 
   /// `12 s ago`, `3 min 04 s ago` — or `never`.
-  public static func age(_ instant: Timestamp?, at now: Timestamp) -> String {
+  package static func age(_ instant: Timestamp?, at now: Timestamp) -> String {
     guard let instant else { return "never" }
     return Units.duration(seconds: ageSeconds(instant, at: now)) + " ago"
   }
 
   /// The lines under a tunnel in `status`: the device, then its peers, newest handshake first.
-  public static func lines(_ status: WireGuardStatus, at now: Timestamp, options: DisplayOptions) -> [String] {
+  package static func lines(_ status: WireGuardStatus, at now: Timestamp, options: DisplayOptions) -> [String] {
     var heading = "WireGuard (\(status.evidence.rawValue)"
     guard let reading = try? status.reading.get() else {
       return [heading + "): unavailable: \(TerminalText.sanitize(status.unavailable?.description ?? ""))"]
@@ -47,7 +47,7 @@ public enum WireGuardText {
   }
 
   /// The one line `watch` gives a tunnel: latest handshake and the peers' encrypted transfer.
-  public static func summary(_ status: WireGuardStatus, at now: Timestamp, options: DisplayOptions) -> String {
+  package static func summary(_ status: WireGuardStatus, at now: Timestamp, options: DisplayOptions) -> String {
     guard let device = status.device else {
       return "wg: unavailable: \(TerminalText.sanitize(status.unavailable?.description ?? ""))"
     }
@@ -59,7 +59,7 @@ public enum WireGuardText {
 
   /// The fields `watch` adds to a tunnel's plain line: `wg_handshake=` (RFC 3339, `never` or
   /// `unavailable`), `wg_rx=≈N wg_tx=≈N` (the peers' encrypted bytes, summed).
-  public static func plainFields(_ status: WireGuardStatus) -> String {
+  package static func plainFields(_ status: WireGuardStatus) -> String {
     guard let device = status.device else { return " wg_handshake=unavailable" }
     let traffic = device.peerTraffic
     return " wg_handshake=\(device.latestHandshake?.rfc3339(fractionDigits: 3) ?? "never")"
@@ -67,14 +67,14 @@ public enum WireGuardText {
   }
 
   /// The footnote under a table that shows WireGuard figures.
-  public static let note =
+  package static let note =
     "WireGuard's peer figures are the encrypted side (with its overhead); the interface's are the plaintext."
 }
 
 /// A WireGuard tunnel's own figures in the status JSON: the `wireguard` object of an interface
 /// (`null` for one that is not a WireGuard tunnel).
-public enum WireGuardJSON {
-  public static func write(_ status: WireGuardStatus?, at now: Timestamp, into json: inout JSONWriter) {
+package enum WireGuardJSON {
+  package static func write(_ status: WireGuardStatus?, at now: Timestamp, into json: inout JSONWriter) {
     guard let status else {
       json.null()
       return

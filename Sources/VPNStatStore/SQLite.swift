@@ -3,18 +3,18 @@ import VPNStatModel
 import VPNStatSystem
 
 /// An error from SQLite, with its result code and message, mapped to how vpnstat reports it.
-public struct SQLiteError: Error, CustomStringConvertible {
-  public var code: Int32
-  public var message: String
-  public var description: String { message }
+package struct SQLiteError: Error, CustomStringConvertible {
+  package var code: Int32
+  package var message: String
+  package var description: String { message }
 
   /// The primary result code (the low byte of an extended code).
-  public var primary: Int32 { code & 0xFF }
-  public var isBusy: Bool { primary == SQLITE_BUSY || primary == SQLITE_LOCKED }
-  public var isCorrupt: Bool { primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB }
-  public var isReadOnly: Bool { primary == SQLITE_READONLY || primary == SQLITE_PERM || primary == SQLITE_AUTH }
-  public var isCannotOpen: Bool { primary == SQLITE_CANTOPEN }
-  public var isFull: Bool { primary == SQLITE_FULL }
+  package var primary: Int32 { code & 0xFF }
+  package var isBusy: Bool { primary == SQLITE_BUSY || primary == SQLITE_LOCKED }
+  package var isCorrupt: Bool { primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB }
+  package var isReadOnly: Bool { primary == SQLITE_READONLY || primary == SQLITE_PERM || primary == SQLITE_AUTH }
+  package var isCannotOpen: Bool { primary == SQLITE_CANTOPEN }
+  package var isFull: Bool { primary == SQLITE_FULL }
 }
 
 /// One SQLite connection: the thin layer over the C API that the Store speaks SQL through.

@@ -4,7 +4,7 @@ import VPNStatSystem
 /// The ledger and the traffic buckets, as stored.
 extension Store {
   /// Every interface the ledger knows, with its baseline and totals.
-  public func loadLedger() throws -> Ledger {
+  package func loadLedger() throws -> Ledger {
     try guarded { try readLedger() }
   }
 
@@ -42,7 +42,7 @@ extension Store {
   /// many processes sample at once, each one's counters are newer than the baselines it advances
   /// from. Writes the changed entries and adds the booked traffic to the buckets. Returns the
   /// ledger, what the advance did, and what `observe` returned besides its observations.
-  public func advanceLedger<Reading>(
+  package func advanceLedger<Reading>(
     now: Timestamp, observing observe: () throws -> (Reading, [LedgerObservation])
   ) throws -> (ledger: Ledger, advance: LedgerAdvance, reading: Reading) {
     try saveLedger(now: now) { stored in
@@ -56,7 +56,7 @@ extension Store {
   /// Saves a writer's checkpoint in one write transaction: `prepare` is given the ledger as
   /// stored, read under the write lock, reads the kernel after it (the rule above), and returns
   /// what to write. Prunes old buckets at most once an hour. Returns what `prepare` returned.
-  public func saveLedger<Result>(
+  package func saveLedger<Result>(
     now: Timestamp, preparing prepare: (Ledger) throws -> (Result, LedgerCheckpoint)
   ) throws -> Result {
     guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "opened for reading") }
@@ -85,7 +85,7 @@ extension Store {
 
   /// Advances the ledger with observations already made (link notifications: each carries the
   /// counters the kernel sent, and a late one cannot move an instance back).
-  public func advanceLedger(_ observations: [LedgerObservation], now: Timestamp) throws -> (
+  package func advanceLedger(_ observations: [LedgerObservation], now: Timestamp) throws -> (
     ledger: Ledger, advance: LedgerAdvance
   ) {
     let result = try advanceLedger(now: now) { ((), observations) }
@@ -94,14 +94,14 @@ extension Store {
 
   /// Runs `read` in one read transaction: every query in it sees the database as of one commit,
   /// so a ledger and buckets read there agree (no save falls between them).
-  public func snapshot<T>(_ read: () throws -> T) throws -> T {
+  package func snapshot<T>(_ read: () throws -> T) throws -> T {
     try guarded { try connection.transaction(immediate: false, read) }
   }
 
   /// When a writer last stored the trusted clock — every checkpoint does, and every decision
   /// of an enforcer — or nil when none has: how current the saved ledger is, for a report that
   /// says so.
-  public func lastSaved() throws -> Timestamp? {
+  package func lastSaved() throws -> Timestamp? {
     try guarded {
       try connection.scalar("SELECT wall FROM trusted_clock WHERE id = 1").map { Timestamp(nanoseconds: $0) }
     }
@@ -109,7 +109,7 @@ extension Store {
 
   /// SQLite's count of commits by other connections since this one last looked: a reader
   /// reloads the ledger only when it moved.
-  public func dataVersion() throws -> Int64 {
+  package func dataVersion() throws -> Int64 {
     try guarded { try connection.scalar("PRAGMA data_version") ?? 0 }
   }
 
@@ -157,7 +157,7 @@ extension Store {
   }
 
   /// Traffic buckets of one granularity from `since` (Unix seconds) on, oldest first.
-  public func buckets(_ granularity: TrafficGranularity, since: Int64) throws -> [TrafficBucket] {
+  package func buckets(_ granularity: TrafficGranularity, since: Int64) throws -> [TrafficBucket] {
     try guarded {
       var result: [TrafficBucket] = []
       try connection.query(
@@ -177,7 +177,7 @@ extension Store {
 
   /// Counts one overflow of the link notifications (the kernel dropped some: deleted links'
   /// final counters may be missing).
-  public func noteNotificationOverflow(at time: Timestamp) throws {
+  package func noteNotificationOverflow(at time: Timestamp) throws {
     try guarded {
       try connection.query(
         """
@@ -188,7 +188,7 @@ extension Store {
   }
 
   /// What the ledger could not see, for reports: zero on a schema older than the incidents table.
-  public func health() throws -> StoreHealth {
+  package func health() throws -> StoreHealth {
     var health = StoreHealth()
     guard schema >= 3 else { return health }
     try guarded {
@@ -201,7 +201,7 @@ extension Store {
   }
 
   /// Copies the WAL into the main file and truncates it (the recorder does this on exit).
-  public func checkpoint() {
+  package func checkpoint() {
     guard !isReadOnly else { return }
     try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
   }

@@ -4,7 +4,7 @@ import VPNStatSystem
 /// The session window, the plan, stop records and the trusted clock, as stored.
 extension Store {
   /// The stored session: plan, window, tunnel, usage base.
-  public func sessionRecord() throws -> SessionRecord {
+  package func sessionRecord() throws -> SessionRecord {
     try guarded { try readSession() }
   }
 
@@ -64,7 +64,7 @@ extension Store {
 
   /// Reads, changes and writes the session in one write transaction, so an enforcer and a
   /// `plan`/`session reset` run at the same moment cannot lose each other's change.
-  public func updateSession<T>(_ change: (inout SessionRecord) throws -> T) throws -> T {
+  package func updateSession<T>(_ change: (inout SessionRecord) throws -> T) throws -> T {
     guard !isReadOnly else {
       throw StoreError.notPermitted(path: location.path, detail: "no write access")
     }
@@ -79,12 +79,12 @@ extension Store {
   }
 
   /// The tunnel-class ledger totals now: the base a window's usage is measured from.
-  public func tunnelTotals() throws -> TrafficCounts {
+  package func tunnelTotals() throws -> TrafficCounts {
     try ledgerTotals(of: .tunnel)
   }
 
   /// The stored ledger totals of one class or one interface name (nil: any), summed.
-  public func ledgerTotals(of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws -> TrafficCounts {
+  package func ledgerTotals(of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws -> TrafficCounts {
     try guarded {
       var sum = TrafficCounts.zero
       try connection.query(
@@ -99,7 +99,7 @@ extension Store {
 
   /// Traffic booked in the daily buckets from `since` (a local midnight, Unix seconds) on, of
   /// one class or one interface name (nil: any): a period's usage, for data caps and alerts.
-  public func usage(since: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws
+  package func usage(since: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws
     -> TrafficCounts
   {
     try guarded {
@@ -124,7 +124,7 @@ extension Store {
 
   /// Records `stop`, unless the same stop (the same instant, interface and reason) is recorded
   /// already: a stop kept in an enforcer's spool may be offered again after it was written.
-  public func recordStop(_ stop: StopRecord) throws {
+  package func recordStop(_ stop: StopRecord) throws {
     guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "no write access") }
     try guarded {
       try connection.query(
@@ -142,7 +142,7 @@ extension Store {
   }
 
   /// The most recent stops, newest first.
-  public func stops(limit: Int = 1) throws -> [StopRecord] {
+  package func stops(limit: Int = 1) throws -> [StopRecord] {
     try guarded {
       var result: [StopRecord] = []
       try connection.query(
@@ -163,7 +163,7 @@ extension Store {
   /// The trusted "now" for `reading` (never behind the last trusted time of this boot). A writer
   /// stores the pair back unless told not to, without waiting for a lock: this "now" is right
   /// either way, and the next writer stores a pair.
-  public func trustedNow(_ reading: ClockReading, writing: Bool? = nil) throws -> Timestamp {
+  package func trustedNow(_ reading: ClockReading, writing: Bool? = nil) throws -> Timestamp {
     try guarded {
       var last: TrustedClock?
       try connection.query("SELECT wall, boottime, boot_id FROM trusted_clock WHERE id = 1") { row in
@@ -185,7 +185,7 @@ extension Store {
 
   /// Stores `pair` as the last trusted time (an enforcer keeps its own in memory and writes it
   /// back when the database lets it).
-  public func storeTrusted(_ pair: TrustedClock) throws {
+  package func storeTrusted(_ pair: TrustedClock) throws {
     try guarded { try writeTrusted(pair) }
   }
 

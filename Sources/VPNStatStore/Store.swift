@@ -5,13 +5,13 @@ import VPNStatSystem
 /// The one SQLite database (WAL) behind everything that must outlive a process: the ledger, the
 /// traffic buckets, the session window, the plan, stop records. The only code that speaks SQL.
 /// Several processes use it at once; each write is one transaction.
-public final class Store {
-  public let location: StoreLocation
+package final class Store {
+  package let location: StoreLocation
   /// The calendar the hourly, daily and monthly buckets follow.
-  public let calendar: any LocalCalendar
+  package let calendar: any LocalCalendar
   let connection: SQLiteConnection
   /// True when this connection was opened for reading: it never writes.
-  public let isReadOnly: Bool
+  package let isReadOnly: Bool
   /// The ledger as last loaded or written by this connection, and SQLite's `data_version` then:
   /// while no other connection commits, a long-running sampler need not reload it every tick.
   var cachedLedger: (ledger: Ledger, dataVersion: Int64)?
@@ -23,7 +23,7 @@ public final class Store {
   private(set) var busyTimeoutMilliseconds: Int32
 
   /// How a command means to use the database.
-  public enum Intent: Sendable {
+  package enum Intent: Sendable {
     /// Read only: never create, upgrade or write anything (`status`, `watch`, `export`,
     /// `session`, the connect gate, `history`). A full disk, a lock held by a reader or a damaged
     /// page can then never cost a write half done.
@@ -36,15 +36,15 @@ public final class Store {
   /// `application_id` of vpnstat databases: "vpns".
   static let applicationID: Int64 = 0x7670_6E73
   /// The schema version this vpnstat writes; migrations bring older ones up to it.
-  public static let schemaVersion: Int64 = Int64(migrations.count)
+  package static let schemaVersion: Int64 = Int64(migrations.count)
   /// A writer's page cache, KiB (`PRAGMA cache_size`; SQLite's default is 2000).
-  public static let writerCacheKiB = 512
+  package static let writerCacheKiB = 512
 
   /// Opens the database at `location` for `intent`. Returns nil when it does not exist (or is an
   /// empty file) and the intent does not create it. Throws `StoreError`, never rewriting a file it
   /// cannot use. Each statement waits up to `busyTimeoutMilliseconds` for another process's
   /// lock; with `waitingAtMost`, all of them together wait no longer than that.
-  public static func open(
+  package static func open(
     _ location: StoreLocation, intent: Intent, busyTimeoutMilliseconds: Int32 = 2000, waitingAtMost: Duration? = nil,
     calendar: any LocalCalendar = SystemCalendar()
   ) throws -> Store? {
@@ -191,7 +191,7 @@ public final class Store {
 
   /// Changes how long each statement waits for another process's lock (an enforcer opens with
   /// time to migrate, then waits only moments: it must never be held up by the database).
-  public func setBusyTimeout(milliseconds: Int32) {
+  package func setBusyTimeout(milliseconds: Int32) {
     busyTimeoutMilliseconds = milliseconds
     connection.setBusyTimeout(milliseconds: milliseconds)
   }

@@ -3,7 +3,7 @@ import VPNStatSystem
 
 /// Why the database could not be used. Each names the file; the command line maps each to a
 /// documented exit status. None of them ever leads to the file being rewritten.
-public enum StoreError: Error, CustomStringConvertible {
+package enum StoreError: Error, CustomStringConvertible {
   /// The file exists but is not an SQLite database at all.
   case notADatabase(path: String)
   /// An SQLite database, but not vpnstat's.
@@ -27,7 +27,7 @@ public enum StoreError: Error, CustomStringConvertible {
 
   /// A problem that passes by itself (a lock held, space freed): a long-running writer keeps
   /// what it could not write and tries again.
-  public var isTransient: Bool {
+  package var isTransient: Bool {
     switch self {
     case .busy, .full: true
     default: false
@@ -38,14 +38,14 @@ public enum StoreError: Error, CustomStringConvertible {
   /// file is damaged or not vpnstat's, the user may not write it): someone must act. Every other
   /// problem may pass by itself — a lock held, even against SQLite's protocol, a full disk, an
   /// I/O error — and a process that must go on regardless (the enforcer) retries it.
-  public var isLasting: Bool {
+  package var isLasting: Bool {
     switch self {
     case .notADatabase, .foreign, .corrupt, .newerSchema, .olderSchema, .notPermitted, .untrustedDirectory: true
     case .busy, .unavailable, .full: false
     }
   }
 
-  public var description: String {
+  package var description: String {
     switch self {
     case .notADatabase(let path):
       "\(path) is not a vpnstat database (not an SQLite file); it was left untouched. Use --db to choose another file."

@@ -5,15 +5,15 @@ import VPNStatSystem
 /// system's database, the same for every user: what root's recorder and enforcer keep is what
 /// everyone's `status`, `watch`, `session` and gate read. A database of one's own is one to ask
 /// for, never a silent default that shows another, empty world.
-public struct StoreLocation: Hashable, Sendable {
-  public var path: String
+package struct StoreLocation: Hashable, Sendable {
+  package var path: String
 
-  public init(path: String) { self.path = path }
+  package init(path: String) { self.path = path }
 
   /// The system's database, which the shipped units keep (`StateDirectory=vpnstat`).
-  public static let system = StoreLocation(path: "/var/lib/vpnstat/vpnstat.db")
+  package static let system = StoreLocation(path: "/var/lib/vpnstat/vpnstat.db")
 
-  public static func resolve(option: String?, environment: (String) -> String?) -> StoreLocation {
+  package static func resolve(option: String?, environment: (String) -> String?) -> StoreLocation {
     if let option, !option.isEmpty { return StoreLocation(path: option) }
     if let variable = environment("VPNSTAT_DB"), !variable.isEmpty {
       return StoreLocation(path: variable)
@@ -21,15 +21,15 @@ public struct StoreLocation: Hashable, Sendable {
     return system
   }
 
-  public var directory: String {
+  package var directory: String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
     return slash == path.startIndex ? "/" : String(path[..<slash])
   }
 
-  public var exists: Bool { FileSystem.exists(path) }
+  package var exists: Bool { FileSystem.exists(path) }
   /// Whether this process may write the database: the file (if any) and its directory, where
   /// SQLite keeps the `-wal` and `-shm` files.
-  public var isWritable: Bool {
+  package var isWritable: Bool {
     if exists { return FileSystem.isWritable(path) && FileSystem.isWritable(directory) }
     // A missing directory is created: whether that is allowed is up to the nearest ancestor
     // that exists.
@@ -42,7 +42,7 @@ public struct StoreLocation: Hashable, Sendable {
 
   /// Refuses a database directory other users may write (see `DirectoryTrust`): a writer's
   /// files, `-wal`, `-shm` and locks would be theirs to plant or squat.
-  public func checkDirectoryTrust() throws {
+  package func checkDirectoryTrust() throws {
     if let problem = DirectoryTrust.problem(directory) {
       throw StoreError.untrustedDirectory(path: path, detail: problem)
     }
@@ -52,7 +52,7 @@ public struct StoreLocation: Hashable, Sendable {
   /// others could have written it: the file and its `-wal` (SQLite reads the log as part of the
   /// database) must pass `DirectoryTrust.fileProblem`, as the enforcer's directory does. A
   /// missing file is left to the caller.
-  public func checkDecisionTrust() throws {
+  package func checkDecisionTrust() throws {
     for file in [path, path + "-wal"] where FileSystem.exists(file) {
       if let problem = DirectoryTrust.fileProblem(file) {
         throw UntrustedFile(role: "database", path: path, problem: problem)
@@ -62,13 +62,13 @@ public struct StoreLocation: Hashable, Sendable {
 
   /// The lock file named `name` (e.g. "record", "enforce-wg0") of this database: beside the
   /// file it really is, so two paths to one database (a symlink) share their locks.
-  public func lockPath(_ name: String) -> String {
+  package func lockPath(_ name: String) -> String {
     companionPath(name + ".lock")
   }
 
   /// A file that belongs with this database (a lock, an enforcer's presence): `DB.SUFFIX`, beside
   /// the file the database really is.
-  public func companionPath(_ suffix: String) -> String {
+  package func companionPath(_ suffix: String) -> String {
     (FileSystem.realPath(path) ?? path) + "." + suffix
   }
 }

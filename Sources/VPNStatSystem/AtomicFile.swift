@@ -10,15 +10,15 @@ import VPNStatModel
 /// (`O_TMPFILE`), given an unpredictable name with `linkat` (which neither follows nor replaces
 /// anything), then renamed over the target (which replaces a planted symlink, never its target).
 /// Where `O_TMPFILE` is unsupported, an `O_CREAT|O_EXCL|O_NOFOLLOW` file of a random name.
-public enum AtomicFile {
+package enum AtomicFile {
   /// A file that could not be written, and why.
-  public struct Failure: Error, CustomStringConvertible {
-    public var path: String
-    public var error: Errno
-    public var description: String { "cannot write \(path): \(error)" }
+  package struct Failure: Error, CustomStringConvertible {
+    package var path: String
+    package var error: Errno
+    package var description: String { "cannot write \(path): \(error)" }
   }
 
-  public static func write(_ bytes: [UInt8], named name: String, in directory: String) throws {
+  package static func write(_ bytes: [UInt8], named name: String, in directory: String) throws {
     let target = directory + "/" + name
     let temporary = directory + "/." + name + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
     do {
@@ -56,7 +56,7 @@ public enum AtomicFile {
   /// reached through `/dev/fd/N` — and atomically as `write(_:named:in:)` otherwise (a regular
   /// file, or none yet). Replacing a device with a regular file (`--svg /dev/null` as root) broke
   /// the machine. A directory, or a socket, is refused.
-  public static func write(_ bytes: [UInt8], toNamed path: String) throws {
+  package static func write(_ bytes: [UInt8], toNamed path: String) throws {
     var info = stat()
     if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
       if info.st_mode & S_IFMT == S_IFDIR { throw Failure(path: path, error: Errno(rawValue: EISDIR)) }
@@ -79,7 +79,7 @@ public enum AtomicFile {
 
   /// Removes temporary files of `name` that a killed writer left in `directory` (only regular
   /// files of this user: a name someone else planted is not ours to touch).
-  public static func removeLeftovers(of name: String, in directory: String) {
+  package static func removeLeftovers(of name: String, in directory: String) {
     guard let dir = opendir(directory) else { return }
     defer { closedir(dir) }
     let prefix = "." + name + "."

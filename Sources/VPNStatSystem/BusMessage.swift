@@ -4,7 +4,7 @@ import VPNStatModel
 /// vpnstat sends bytes, booleans, integers, strings, object paths, signatures, variants and
 /// `a{sv}` dictionaries; it reads every type, because a reply or a header field it does not
 /// know must still be skipped exactly, and every one of them is checked as it is read.
-public enum BusValue: Hashable, Sendable {
+package enum BusValue: Hashable, Sendable {
   case byte(UInt8)
   case boolean(Bool)
   case int16(Int16)
@@ -27,17 +27,17 @@ public enum BusValue: Hashable, Sendable {
   indirect case variant(BusValue)
 
   /// An `a{sv}` dictionary, entries in the order given: how freedesktop interfaces pass options.
-  public static func dictionary(_ entries: [(String, BusValue)]) -> BusValue {
+  package static func dictionary(_ entries: [(String, BusValue)]) -> BusValue {
     .array(element: "{sv}", entries.map { .dictionaryEntry(key: .string($0.0), value: .variant($0.1)) })
   }
 
   /// An `as` array.
-  public static func strings(_ strings: [String]) -> BusValue {
+  package static func strings(_ strings: [String]) -> BusValue {
     .array(element: "s", strings.map { .string($0) })
   }
 
   /// The value's type, as a signature.
-  public var signature: String {
+  package var signature: String {
     switch self {
     case .byte: "y"
     case .boolean: "b"
@@ -63,8 +63,8 @@ public enum BusValue: Hashable, Sendable {
 /// One D-Bus message: a header (its kind, serial and fields) and a body of values. Encoded
 /// little-endian; decoded in either byte order, every length, offset, padding byte and field
 /// checked against the specification (a message from the bus is another program's bytes).
-public struct BusMessage: Hashable, Sendable {
-  public enum Kind: Hashable, Sendable {
+package struct BusMessage: Hashable, Sendable {
+  package enum Kind: Hashable, Sendable {
     case methodCall
     case methodReturn
     case error
@@ -94,23 +94,23 @@ public struct BusMessage: Hashable, Sendable {
   }
 
   /// The header's flags: the sender expects no reply; the bus must not start a service for it.
-  public static let noReplyExpected: UInt8 = 0x1
-  public static let noAutoStart: UInt8 = 0x2
+  package static let noReplyExpected: UInt8 = 0x1
+  package static let noAutoStart: UInt8 = 0x2
 
-  public var kind: Kind
-  public var flags: UInt8 = 0
+  package var kind: Kind
+  package var flags: UInt8 = 0
   /// The sender's number for this message: never 0.
-  public var serial: UInt32
-  public var path: String?
-  public var interface: String?
-  public var member: String?
-  public var errorName: String?
-  public var replySerial: UInt32?
-  public var destination: String?
-  public var sender: String?
-  public var body: [BusValue] = []
+  package var serial: UInt32
+  package var path: String?
+  package var interface: String?
+  package var member: String?
+  package var errorName: String?
+  package var replySerial: UInt32?
+  package var destination: String?
+  package var sender: String?
+  package var body: [BusValue] = []
 
-  public init(
+  package init(
     kind: Kind, serial: UInt32, path: String? = nil, interface: String? = nil, member: String? = nil,
     errorName: String? = nil, replySerial: UInt32? = nil, destination: String? = nil, sender: String? = nil,
     body: [BusValue] = []
@@ -128,17 +128,17 @@ public struct BusMessage: Hashable, Sendable {
   }
 
   /// The body's signature: its values' types in order.
-  public var bodySignature: String { body.map(\.signature).joined() }
+  package var bodySignature: String { body.map(\.signature).joined() }
 
   /// Why bytes are not a D-Bus message (or a value cannot become one): said once, with where.
-  public struct Malformed: Error, Hashable, Sendable, CustomStringConvertible {
-    public var reason: String
-    public init(_ reason: String) { self.reason = reason }
-    public var description: String { reason }
+  package struct Malformed: Error, Hashable, Sendable, CustomStringConvertible {
+    package var reason: String
+    package init(_ reason: String) { self.reason = reason }
+    package var description: String { reason }
   }
 
   /// The longest message the specification allows (128 MiB); a connection's own limit is lower.
-  public static let maximumLength = 134_217_728
+  package static let maximumLength = 134_217_728
   /// The longest array the specification allows (64 MiB of elements).
   static let maximumArrayLength = 67_108_864
 
@@ -147,7 +147,7 @@ public struct BusMessage: Hashable, Sendable {
   /// The message in the wire format, little-endian. Throws for what no bus would take: a
   /// string with a NUL in it, an invalid object path or signature, an array whose elements
   /// are not all of its type, a method call without a path or member.
-  public func encoded() throws(Malformed) -> [UInt8] {
+  package func encoded() throws(Malformed) -> [UInt8] {
     guard serial != 0 else { throw Malformed("serial 0") }
     try checkRequiredFields()
     var body = BusEncoder()
@@ -199,7 +199,7 @@ public struct BusMessage: Hashable, Sendable {
   /// (what a reader needs to know how much more to read); nil while fewer than 16 bytes are
   /// there. The length is computed in full, never wrapped: a caller compares it with its limit
   /// before reading on. Throws when the start is not a message's.
-  public static func length(of buffer: [UInt8], at start: Int = 0) throws(Malformed) -> Int? {
+  package static func length(of buffer: [UInt8], at start: Int = 0) throws(Malformed) -> Int? {
     guard start >= 0, buffer.count - start >= 16 else { return nil }
     let bigEndian: Bool
     switch buffer[start] {
@@ -225,7 +225,7 @@ public struct BusMessage: Hashable, Sendable {
   /// Decodes the message that is exactly `bytes`. Every length, offset and padding byte is
   /// checked; the header must have the fields its kind requires, each of its type; the body
   /// must be exactly what its signature says.
-  public init(decoding bytes: [UInt8]) throws(Malformed) {
+  package init(decoding bytes: [UInt8]) throws(Malformed) {
     guard let length = try Self.length(of: bytes) else {
       throw Malformed("shorter than a header (\(bytes.count) bytes)")
     }

@@ -8,19 +8,19 @@ import VPNStatModel
 /// A program run as a child process from an argv — never through a shell, so arguments holding
 /// spaces, quotes or `$(…)` reach it exactly, as bytes (they need not be UTF-8) — with a timeout
 /// after which it is killed.
-public struct ChildProgram: Sendable {
-  public var arguments: [[UInt8]]
+package struct ChildProgram: Sendable {
+  package var arguments: [[UInt8]]
   /// Set in the child's environment, over what it inherits.
-  public var environment: [String: String]
-  public var timeout: Duration
+  package var environment: [String: String]
+  package var timeout: Duration
 
-  public enum Outcome: Hashable, Sendable, CustomStringConvertible {
+  package enum Outcome: Hashable, Sendable, CustomStringConvertible {
     case exited(Int32)
     case signaled(Int32)
     case timedOut
     case failedToStart(Errno)
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .exited(let code): "exited with status \(code)"
       case .signaled(let signal): "killed by signal \(signal)"
@@ -30,19 +30,19 @@ public struct ChildProgram: Sendable {
     }
   }
 
-  public init(_ arguments: [[UInt8]], environment: [String: String] = [:], timeout: Duration) {
+  package init(_ arguments: [[UInt8]], environment: [String: String] = [:], timeout: Duration) {
     self.arguments = arguments
     self.environment = environment
     self.timeout = timeout
   }
 
   /// How a program ended and what it printed (when asked to keep it).
-  public struct Finished: Hashable, Sendable {
-    public var outcome: Outcome
+  package struct Finished: Hashable, Sendable {
+    package var outcome: Outcome
     /// Its standard output, at most the limit asked for.
-    public var output: [UInt8]
+    package var output: [UInt8]
     /// Its standard error, at most the limit asked for.
-    public var errors: [UInt8]
+    package var errors: [UInt8]
 
     init(notStarted error: Errno) {
       self.init(outcome: .failedToStart(error), output: [], errors: [])
@@ -57,12 +57,12 @@ public struct ChildProgram: Sendable {
 
   /// Runs the program to completion (or the timeout), with stdin from /dev/null and stdout and
   /// stderr inherited, and returns how it ended.
-  public func run() -> Outcome { run(keeping: nil).outcome }
+  package func run() -> Outcome { run(keeping: nil).outcome }
 
   /// Runs the program as `run()` does, but keeps what it writes to stdout and stderr (up to
   /// `limit` bytes of each; the rest is read and dropped, so the child never blocks on a full
   /// pipe). What a daemon it started still writes after it exited is not waited for.
-  public func runKeepingOutput(limit: Int = 1 << 20) -> Finished { run(keeping: limit) }
+  package func runKeepingOutput(limit: Int = 1 << 20) -> Finished { run(keeping: limit) }
 
   private func run(keeping limit: Int?) -> Finished {
     guard let program = arguments.first else { return Finished(notStarted: .invalidArgument) }

@@ -5,19 +5,19 @@ import VPNStatModel
 #endif
 
 /// Reading the kernel's clocks.
-public enum SystemClock {
+package enum SystemClock {
   /// Nanoseconds of `clock` (CLOCK_REALTIME, CLOCK_BOOTTIME, CLOCK_MONOTONIC).
-  public static func read(_ clock: clockid_t) -> Int64 {
+  package static func read(_ clock: clockid_t) -> Int64 {
     var spec = timespec()
     clock_gettime(clock, &spec)
     return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
   }
 
   /// CLOCK_MONOTONIC in nanoseconds: for timeouts within one process.
-  public static var monotonic: Int64 { read(CLOCK_MONOTONIC) }
+  package static var monotonic: Int64 { read(CLOCK_MONOTONIC) }
 
   /// Sleeps the calling thread for `duration`, resuming after signals until the time is up.
-  public static func sleep(for duration: Duration) {
+  package static func sleep(for duration: Duration) {
     let nanos = max(0, duration.nanoseconds)
     var request = timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
     var remaining = timespec()
@@ -26,12 +26,12 @@ public enum SystemClock {
 }
 
 /// The kernel's clocks and `/proc/sys/kernel/random/boot_id`.
-public struct SystemTimeSource: TimeSource {
+package struct SystemTimeSource: TimeSource {
   /// The boot id, or "" when it cannot be read.
-  public let bootID: String
-  public let bootIDProblem: String?
+  package let bootID: String
+  package let bootIDProblem: String?
 
-  public init(procRoot: String = "/proc") {
+  package init(procRoot: String = "/proc") {
     let path = SystemPath(procRoot + "/sys/kernel/random/boot_id")
     do {
       let bytes = try SmallFile.read(path, limit: 64).trimmingASCIIWhitespace()
@@ -50,20 +50,20 @@ public struct SystemTimeSource: TimeSource {
     }
   }
 
-  public func now() -> ClockReading {
+  package func now() -> ClockReading {
     ClockReading(
       wall: Timestamp(nanoseconds: SystemClock.read(CLOCK_REALTIME)), boottime: SystemClock.read(CLOCK_BOOTTIME),
       monotonic: SystemClock.read(CLOCK_MONOTONIC), bootID: bootID)
   }
 
-  public func sleep(for duration: Duration) { SystemClock.sleep(for: duration) }
+  package func sleep(for duration: Duration) { SystemClock.sleep(for: duration) }
 }
 
 /// The machine's local calendar (the C library's time zone: `TZ`, `/etc/localtime`).
-public struct SystemCalendar: LocalCalendar {
-  public init() {}
+package struct SystemCalendar: LocalCalendar {
+  package init() {}
 
-  public func civil(_ seconds: Int64) -> CivilTime {
+  package func civil(_ seconds: Int64) -> CivilTime {
     var t = time_t(seconds)
     var parts = tm()
     localtime_r(&t, &parts)
@@ -72,7 +72,7 @@ public struct SystemCalendar: LocalCalendar {
       hour: Int64(parts.tm_hour), minute: Int64(parts.tm_min), second: Int64(parts.tm_sec), weekday: Int(parts.tm_wday))
   }
 
-  public func instant(_ civil: CivilTime) -> Int64 {
+  package func instant(_ civil: CivilTime) -> Int64 {
     var parts = tm()
     parts.tm_year = Int32(clamping: civil.year - 1900)
     parts.tm_mon = Int32(clamping: civil.month - 1)

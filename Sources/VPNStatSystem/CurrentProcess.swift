@@ -4,13 +4,13 @@
 
 /// This process as the C library sees it: who it runs as, its arguments and environment, and
 /// how it ends.
-public enum CurrentProcess {
-  public static var isRoot: Bool { geteuid() == 0 }
-  public static var userID: UInt32 { getuid() }
+package enum CurrentProcess {
+  package static var isRoot: Bool { geteuid() == 0 }
+  package static var userID: UInt32 { getuid() }
 
   /// The arguments as the kernel passed them (without the program name), as bytes: they need
   /// not be UTF-8 (an interface name or an `--exec` argument may hold any byte).
-  public static var arguments: [[UInt8]] {
+  package static var arguments: [[UInt8]] {
     (1..<Int(CommandLine.argc)).map { i in
       Array(UnsafeRawBufferPointer(start: CommandLine.unsafeArgv[i], count: strlen(CommandLine.unsafeArgv[i]!)))
     }
@@ -19,7 +19,7 @@ public enum CurrentProcess {
   /// The environment, as text (a variable that is not UTF-8 is kept with replacement characters).
   /// Split at the first `=` byte: searching a String for a Character costs grapheme breaking,
   /// which was a tenth of a short command's instructions.
-  public static var environment: [String: String] {
+  package static var environment: [String: String] {
     var result: [String: String] = [:]
     var entry = environ
     while let pointer = entry.pointee {
@@ -34,7 +34,7 @@ public enum CurrentProcess {
   }
 
   /// SIGPIPE ignored: a write to a closed pipe fails with EPIPE, which the command handles.
-  public static func ignoreBrokenPipe() { signal(SIGPIPE, SIG_IGN) }
+  package static func ignoreBrokenPipe() { signal(SIGPIPE, SIG_IGN) }
 
-  public static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
+  package static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
 }

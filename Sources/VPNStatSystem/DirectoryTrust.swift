@@ -8,9 +8,9 @@ import VPNStatModel
 /// sudo apply. Everything from `/` down must belong to root or to us; a directory others may write
 /// lets them plant symlinks or take lock names, so only a sticky one (like /tmp) is allowed above
 /// ours, and ours must be writable by no one else.
-public enum DirectoryTrust {
+package enum DirectoryTrust {
   /// Nil when `directory` is safe, else why not (with the offending path and mode).
-  public static func problem(_ directory: String) -> String? {
+  package static func problem(_ directory: String) -> String? {
     guard let resolved = resolvedExisting(directory) else { return nil }
     let me = geteuid()
     var path = ""
@@ -38,7 +38,7 @@ public enum DirectoryTrust {
   /// not: the file belongs to root or to this user and no one else may write it, and its
   /// directory passes `problem`. Links are followed: the real file and its directories are what
   /// is checked. A file that does not exist has no problem; the caller says it is missing.
-  public static func fileProblem(_ path: String) -> String? {
+  package static func fileProblem(_ path: String) -> String? {
     guard let real = realpathString(path) else { return nil }
     var info = stat()
     guard stat(real, &info) == 0 else { return nil }
@@ -56,7 +56,7 @@ public enum DirectoryTrust {
   /// Nil when the socket at `path` lies where no other user may put one — its directory is not
   /// writable by others, or is sticky and the socket is root's — else why not. (Who serves it
   /// is asked of the kernel when connecting: `LocalSocketExchange.Peer`.)
-  public static func socketProblem(_ path: String) -> String? {
+  package static func socketProblem(_ path: String) -> String? {
     var info = stat()
     guard lstat(path, &info) == 0 else { return "\(path): \(Errno.current)" }
     guard info.st_mode & S_IFMT == S_IFSOCK else { return "\(path) is not a socket" }
@@ -99,20 +99,20 @@ public enum DirectoryTrust {
 /// written: refused, never read (exit 77). Whoever can write a wg-quick configuration runs its
 /// hooks as root; whoever can write the configuration file or the gate's database decides what
 /// root enforces.
-public struct UntrustedFile: Error, Sendable, CustomStringConvertible {
+package struct UntrustedFile: Error, Sendable, CustomStringConvertible {
   /// What the file is for ("wg-quick configuration", "configuration file", "database").
-  public var role: String
-  public var path: String
+  package var role: String
+  package var path: String
   /// Why (`DirectoryTrust`'s words: the offending path, its owner or mode).
-  public var problem: String
+  package var problem: String
 
-  public init(role: String, path: String, problem: String) {
+  package init(role: String, path: String, problem: String) {
     self.role = role
     self.path = path
     self.problem = problem
   }
 
-  public var description: String {
+  package var description: String {
     "refusing the \(role) \(TerminalText.sanitize(path)): \(TerminalText.sanitize(problem)). "
       + "vpnstat obeys such a file only when it and every directory above it belong to root (or to you) "
       + "and no one else can write them"

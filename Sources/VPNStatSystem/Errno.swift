@@ -6,42 +6,42 @@ import VPNStatModel
 
 /// A C error number, typed, so callers can match on the cases they handle
 /// (an interface that vanished is `ENODEV`/`ENOENT`, not a failure).
-public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
-  public let rawValue: Int32
-  public init(rawValue: Int32) { self.rawValue = rawValue }
+package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
+  package let rawValue: Int32
+  package init(rawValue: Int32) { self.rawValue = rawValue }
 
   /// The calling thread's current `errno`.
-  public static var current: Errno { Errno(rawValue: errno) }
+  package static var current: Errno { Errno(rawValue: errno) }
 
-  public static let interrupted = Errno(rawValue: EINTR)
-  public static let noSuchFile = Errno(rawValue: ENOENT)
-  public static let noSuchDevice = Errno(rawValue: ENODEV)
-  public static let permissionDenied = Errno(rawValue: EACCES)
-  public static let notPermitted = Errno(rawValue: EPERM)
-  public static let wouldBlock = Errno(rawValue: EAGAIN)
-  public static let invalidArgument = Errno(rawValue: EINVAL)
-  public static let canceled = Errno(rawValue: ECANCELED)
-  public static let protocolNotSupported = Errno(rawValue: EPROTONOSUPPORT)
-  public static let addressFamilyNotSupported = Errno(rawValue: EAFNOSUPPORT)
-  public static let timedOut = Errno(rawValue: ETIMEDOUT)
-  public static let readOnlyFileSystem = Errno(rawValue: EROFS)
-  public static let exists = Errno(rawValue: EEXIST)
-  public static let busy = Errno(rawValue: EBUSY)
-  public static let brokenPipe = Errno(rawValue: EPIPE)
-  public static let noBufferSpace = Errno(rawValue: ENOBUFS)
-  public static let connectionRefused = Errno(rawValue: ECONNREFUSED)
+  package static let interrupted = Errno(rawValue: EINTR)
+  package static let noSuchFile = Errno(rawValue: ENOENT)
+  package static let noSuchDevice = Errno(rawValue: ENODEV)
+  package static let permissionDenied = Errno(rawValue: EACCES)
+  package static let notPermitted = Errno(rawValue: EPERM)
+  package static let wouldBlock = Errno(rawValue: EAGAIN)
+  package static let invalidArgument = Errno(rawValue: EINVAL)
+  package static let canceled = Errno(rawValue: ECANCELED)
+  package static let protocolNotSupported = Errno(rawValue: EPROTONOSUPPORT)
+  package static let addressFamilyNotSupported = Errno(rawValue: EAFNOSUPPORT)
+  package static let timedOut = Errno(rawValue: ETIMEDOUT)
+  package static let readOnlyFileSystem = Errno(rawValue: EROFS)
+  package static let exists = Errno(rawValue: EEXIST)
+  package static let busy = Errno(rawValue: EBUSY)
+  package static let brokenPipe = Errno(rawValue: EPIPE)
+  package static let noBufferSpace = Errno(rawValue: ENOBUFS)
+  package static let connectionRefused = Errno(rawValue: ECONNREFUSED)
 
   /// True for the errors that mean "the thing is gone", which for interfaces is normal.
-  public var meansVanished: Bool {
+  package var meansVanished: Bool {
     self == .noSuchFile || self == .noSuchDevice || rawValue == ENXIO || rawValue == ENOTDIR
   }
 
   /// True for the errors that mean "you may not": EACCES, EPERM, EROFS.
-  public var meansNotPermitted: Bool {
+  package var meansNotPermitted: Bool {
     self == .permissionDenied || self == .notPermitted || self == .readOnlyFileSystem
   }
 
-  public var description: String {
+  package var description: String {
     guard let text = strerror(rawValue) else { return "error \(rawValue)" }
     return String(cString: text)
   }

@@ -6,17 +6,17 @@ import VPNStatModel
 
 /// An owned-by-convention file descriptor with the few calls vpnstat makes, each retried on EINTR
 /// and failing with a typed `Errno`. Closing is explicit: the owner decides when.
-public struct FileDescriptor: Hashable, Sendable {
-  public let rawValue: Int32
-  public init(rawValue: Int32) { self.rawValue = rawValue }
+package struct FileDescriptor: Hashable, Sendable {
+  package let rawValue: Int32
+  package init(rawValue: Int32) { self.rawValue = rawValue }
 
-  public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws
+  package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws
     -> FileDescriptor
   {
     try open(SystemPath(path), flags, mode: mode)
   }
 
-  public static func open(_ path: SystemPath, _ flags: Int32, mode: mode_t = 0) throws
+  package static func open(_ path: SystemPath, _ flags: Int32, mode: mode_t = 0) throws
     -> FileDescriptor
   {
     let fd = try path.withCString { cPath in
@@ -26,27 +26,27 @@ public struct FileDescriptor: Hashable, Sendable {
   }
 
   /// Opens a file to read it.
-  public static func openForReading(_ path: SystemPath) throws -> FileDescriptor {
+  package static func openForReading(_ path: SystemPath) throws -> FileDescriptor {
     try open(path, O_RDONLY)
   }
 
-  public func close() {
+  package func close() {
     // Linux closes the descriptor even when close reports EINTR: never retry.
     _ = Glibc.close(rawValue)
   }
 
-  public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+  package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
     try retryingInterrupts { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
   }
 
-  public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws
+  package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws
     -> Int
   {
     try retryingInterrupts { Glibc.pread(rawValue, buffer.baseAddress, buffer.count, offset) }
   }
 
   /// Writes all of `bytes`, continuing after short writes.
-  public func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+  package func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
     var offset = 0
     while offset < bytes.count {
       let written = try retryingInterrupts {
@@ -56,31 +56,31 @@ public struct FileDescriptor: Hashable, Sendable {
     }
   }
 
-  public func writeAll(_ bytes: [UInt8]) throws {
+  package func writeAll(_ bytes: [UInt8]) throws {
     try bytes.withUnsafeBytes { (raw) in try writeAll(raw) }
   }
 
-  public func writeAll(_ string: String) throws {
+  package func writeAll(_ string: String) throws {
     var string = string
     try string.withUTF8 { (utf8) in try writeAll(UnsafeRawBufferPointer(utf8)) }
   }
 
   /// Who owns the open file and who may write it (fstat: the file itself, whatever path led to
   /// it, so it cannot change between the check and the read).
-  public func ownership() throws -> FileOwnership {
+  package func ownership() throws -> FileOwnership {
     var info = stat()
     _ = try retryingInterrupts { fstat(rawValue, &info) }
     return FileOwnership(owner: info.st_uid, permissions: info.st_mode & 0o7777)
   }
 
-  public static let standardInput = FileDescriptor(rawValue: 0)
-  public static let standardOutput = FileDescriptor(rawValue: 1)
-  public static let standardError = FileDescriptor(rawValue: 2)
+  package static let standardInput = FileDescriptor(rawValue: 0)
+  package static let standardOutput = FileDescriptor(rawValue: 1)
+  package static let standardError = FileDescriptor(rawValue: 2)
 
-  public var isTerminal: Bool { isatty(rawValue) == 1 }
+  package var isTerminal: Bool { isatty(rawValue) == 1 }
 
   /// True for a pipe or a socket: descriptors whose far end can go away (and poll says so).
-  public var isPipeOrSocket: Bool {
+  package var isPipeOrSocket: Bool {
     var info = stat()
     guard fstat(rawValue, &info) == 0 else { return false }
     let type = info.st_mode & S_IFMT
@@ -89,33 +89,33 @@ public struct FileDescriptor: Hashable, Sendable {
 }
 
 /// The owner and permission bits of a file, for refusing files others could have written.
-public struct FileOwnership: Hashable, Sendable {
-  public var owner: UInt32
-  public var permissions: UInt32
+package struct FileOwnership: Hashable, Sendable {
+  package var owner: UInt32
+  package var permissions: UInt32
 
-  public init(owner: UInt32, permissions: UInt32) {
+  package init(owner: UInt32, permissions: UInt32) {
     self.owner = owner
     self.permissions = permissions
   }
 
   /// Anyone may write it (S_IWOTH).
-  public var isWorldWritable: Bool { permissions & 0o002 != 0 }
+  package var isWorldWritable: Bool { permissions & 0o002 != 0 }
 
   /// The real user id of this process: who ran it.
-  public static var currentUser: UInt32 { getuid() }
+  package static var currentUser: UInt32 { getuid() }
 }
 
 /// Whole-file reads of the small files sysfs and procfs serve.
-public enum SmallFile {
+package enum SmallFile {
   /// Reads up to `limit` bytes of the file at `path`. sysfs attributes are at most a page.
-  public static func read(_ path: SystemPath, limit: Int = 4096) throws -> [UInt8] {
+  package static func read(_ path: SystemPath, limit: Int = 4096) throws -> [UInt8] {
     let fd = try FileDescriptor.open(path, O_RDONLY)
     defer { fd.close() }
     return try read(fd, limit: limit)
   }
 
   /// Reads up to `limit` bytes from `fd`, from where it stands to the end.
-  public static func read(_ fd: FileDescriptor, limit: Int) throws -> [UInt8] {
+  package static func read(_ fd: FileDescriptor, limit: Int) throws -> [UInt8] {
     var result = [UInt8]()
     var chunk = [UInt8](repeating: 0, count: min(limit, 4096))
     while result.count < limit {
@@ -129,27 +129,27 @@ public enum SmallFile {
   }
 
   /// The file's text with surrounding whitespace removed, or nil when it cannot be read.
-  public static func trimmedText(_ path: SystemPath) -> String? {
+  package static func trimmedText(_ path: SystemPath) -> String? {
     guard let bytes = try? read(path) else { return nil }
     return String(decoding: bytes.trimmingASCIIWhitespace(), as: UTF8.self)
   }
 
   /// The names in the directory at `path` (not `.` and `..`), as bytes: an interface name in
   /// `/sys/class/net` need not be UTF-8.
-  public static func directoryEntries(_ path: SystemPath) throws -> [[UInt8]] {
+  package static func directoryEntries(_ path: SystemPath) throws -> [[UInt8]] {
     try directoryListing(path).map(\.name)
   }
 
   /// One name in a directory and the identity of the entry (its inode number, `d_ino`): sysfs
   /// never gives a new entry the number of a removed one, so a name whose number changed names
   /// something new (a device deleted and created again under the same name).
-  public struct DirectoryEntry: Hashable, Sendable {
-    public var name: [UInt8]
-    public var identity: UInt64
+  package struct DirectoryEntry: Hashable, Sendable {
+    package var name: [UInt8]
+    package var identity: UInt64
   }
 
   /// The entries of the directory at `path` (not `.` and `..`), with their identities.
-  public static func directoryListing(_ path: SystemPath) throws -> [DirectoryEntry] {
+  package static func directoryListing(_ path: SystemPath) throws -> [DirectoryEntry] {
     guard let directory = path.withCString({ opendir($0) }) else { throw Errno.current }
     defer { closedir(directory) }
     var entries: [DirectoryEntry] = []
@@ -165,14 +165,14 @@ public enum SmallFile {
   /// Reads a file kept open from its start again (`pread` at 0), into `buffer`; the byte count.
   /// sysfs answers a deleted device's kept attribute with an error (ENODEV), never with another
   /// device's value.
-  public static func reread(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+  package static func reread(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
     try fd.read(into: buffer, at: 0)
   }
 
   /// The target of the symbolic link at `path`, as bytes, at most `limit` of them (procfs
   /// links such as `/proc/PID/fd/N` and `/proc/PID/ns/net` are short). Throws EACCES for another
   /// user's process, ENOENT for one that is gone.
-  public static func symbolicLink(_ path: SystemPath, limit: Int = 256) throws -> [UInt8] {
+  package static func symbolicLink(_ path: SystemPath, limit: Int = 256) throws -> [UInt8] {
     var buffer = [UInt8](repeating: 0, count: limit)
     let count = try path.withCString { cPath in
       try buffer.withUnsafeMutableBytes { raw in
@@ -183,7 +183,7 @@ public enum SmallFile {
   }
 
   /// True when something exists at `path` (a file, directory or symlink target).
-  public static func exists(_ path: SystemPath) -> Bool {
+  package static func exists(_ path: SystemPath) -> Bool {
     path.withCString { access($0, F_OK) } == 0
   }
 }
@@ -191,7 +191,7 @@ public enum SmallFile {
 extension BidirectionalCollection where Element == UInt8 {
   /// The bytes without ASCII whitespace at either end (sysfs and procfs values end in a newline).
   @inlinable
-  public func trimmingASCIIWhitespace() -> SubSequence {
+  package func trimmingASCIIWhitespace() -> SubSequence {
     var slice = self[...]
     while let first = slice.first, first == 0x20 || first == 0x0A || first == 0x09 || first == 0x0D {
       slice = slice.dropFirst()
@@ -205,21 +205,21 @@ extension BidirectionalCollection where Element == UInt8 {
 
 /// A file system path as bytes: interface names in `/sys/class/net` need not be UTF-8, so paths
 /// built from them must not pass through `String`.
-public struct SystemPath: Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
-  public var bytes: [UInt8]
-  public init(_ string: String) { bytes = Array(string.utf8) }
-  public init(bytes: [UInt8]) { self.bytes = bytes }
-  public init(stringLiteral value: String) { self.init(value) }
+package struct SystemPath: Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+  package var bytes: [UInt8]
+  package init(_ string: String) { bytes = Array(string.utf8) }
+  package init(bytes: [UInt8]) { self.bytes = bytes }
+  package init(stringLiteral value: String) { self.init(value) }
 
   /// This path with `/component` appended.
-  public func appending(_ component: String) -> SystemPath {
+  package func appending(_ component: String) -> SystemPath {
     SystemPath(bytes: bytes + [0x2F] + Array(component.utf8))
   }
-  public func appending(_ name: InterfaceName) -> SystemPath {
+  package func appending(_ name: InterfaceName) -> SystemPath {
     SystemPath(bytes: bytes + [0x2F] + name.bytes)
   }
 
-  public func withCString<R>(_ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+  package func withCString<R>(_ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
     var terminated = bytes
     terminated.append(0)
     return try terminated.withUnsafeBufferPointer { (buffer) throws -> R in
@@ -227,5 +227,5 @@ public struct SystemPath: Hashable, Sendable, ExpressibleByStringLiteral, Custom
     }
   }
 
-  public var description: String { String(decoding: bytes, as: UTF8.self) }
+  package var description: String { String(decoding: bytes, as: UTF8.self) }
 }

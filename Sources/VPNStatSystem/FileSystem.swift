@@ -6,14 +6,14 @@ import VPNStatModel
 
 /// The file system questions and changes the store makes: whether a path exists or may be
 /// written, what a path really names, making a directory chain and a file with a fixed mode.
-public enum FileSystem {
-  public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+package enum FileSystem {
+  package static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
   /// Whether this process may write `path` (its effective rights, as `access(2)` judges them).
-  public static func isWritable(_ path: String) -> Bool { access(path, W_OK) == 0 }
+  package static func isWritable(_ path: String) -> Bool { access(path, W_OK) == 0 }
 
   /// The canonical path (symlinks resolved), or nil when `path` does not exist.
-  public static func realPath(_ path: String) -> String? {
+  package static func realPath(_ path: String) -> String? {
     guard let resolved = realpath(path, nil) else { return nil }
     defer { free(resolved) }
     return String(cString: resolved)
@@ -21,7 +21,7 @@ public enum FileSystem {
 
   /// Creates each missing directory of `path` with exactly `mode` (not the umask's idea of it).
   /// Throws the first error other than "exists", with the directory it happened at.
-  public static func createDirectories(_ path: String, mode: mode_t) throws(Failure) {
+  package static func createDirectories(_ path: String, mode: mode_t) throws(Failure) {
     var prefix = ""
     for component in path.split(separator: "/", omittingEmptySubsequences: true) {
       prefix += "/" + component
@@ -34,7 +34,7 @@ public enum FileSystem {
   }
 
   /// Creates an empty file with exactly `mode` unless one exists; false when it existed.
-  public static func createFile(_ path: String, mode: mode_t) throws(Failure) -> Bool {
+  package static func createFile(_ path: String, mode: mode_t) throws(Failure) -> Bool {
     let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
     if fd < 0 {
       let error = Errno.current
@@ -47,14 +47,14 @@ public enum FileSystem {
   }
 
   /// Removes the file at `path` (not a directory); one already gone is not an error.
-  public static func remove(_ path: String) throws(Failure) {
+  package static func remove(_ path: String) throws(Failure) {
     if unlink(path) != 0, errno != ENOENT { throw Failure(path: path, error: Errno.current) }
   }
 
   /// A file system call that failed, and where.
-  public struct Failure: Error, CustomStringConvertible {
-    public var path: String
-    public var error: Errno
-    public var description: String { "\(path): \(error)" }
+  package struct Failure: Error, CustomStringConvertible {
+    package var path: String
+    package var error: Errno
+    package var description: String { "\(path): \(error)" }
   }
 }

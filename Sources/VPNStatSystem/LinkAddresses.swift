@@ -7,18 +7,18 @@ import VPNStatModel
 /// One link as glibc's `getifaddrs` lists it: the name, the ifindex, the ARPHRD type where
 /// known, the flags, and the AF_PACKET entry's `struct rtnl_link_stats` (24 × u32: the kernel
 /// truncates its 64-bit counters into it, so they wrap at 2³²).
-public struct LinkAddressEntry: Sendable {
-  public var name: [UInt8]
-  public var index: Int32
-  public var arpType: UInt16?
-  public var flags: UInt32
+package struct LinkAddressEntry: Sendable {
+  package var name: [UInt8]
+  package var index: Int32
+  package var arpType: UInt16?
+  package var flags: UInt32
   /// rx_packets, tx_packets, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped, tx_dropped.
-  public var statistics: [UInt32]
+  package var statistics: [UInt32]
 }
 
 /// glibc's `getifaddrs`, the call Apple platforms use: every link that carries statistics.
-public enum LinkAddresses {
-  public static func links() throws -> [LinkAddressEntry] {
+package enum LinkAddresses {
+  package static func links() throws -> [LinkAddressEntry] {
     var list: UnsafeMutablePointer<ifaddrs>?
     guard getifaddrs(&list) == 0 else { throw Errno.current }
     defer { freeifaddrs(list) }
@@ -57,7 +57,7 @@ public enum LinkAddresses {
 
 extension LinkAddresses {
   /// The IPv4 and IPv6 addresses of the link named `name` (4 or 16 bytes each).
-  public static func ipAddresses(of name: InterfaceName) throws -> [[UInt8]] {
+  package static func ipAddresses(of name: InterfaceName) throws -> [[UInt8]] {
     var list: UnsafeMutablePointer<ifaddrs>?
     guard getifaddrs(&list) == 0 else { throw Errno.current }
     defer { freeifaddrs(list) }

@@ -8,9 +8,9 @@ import VPNStatModel
 /// One request and its answer over a local (AF_UNIX stream) socket that belongs to another
 /// program — wireguard-go's control socket — bounded in time and size: the other end may be
 /// stuck, slow, hostile or gone, and the caller (a `status` a person waits for) must not be.
-public enum LocalSocketExchange {
+package enum LocalSocketExchange {
   /// Why an exchange ended without a whole answer.
-  public enum Failure: Error, Hashable, Sendable {
+  package enum Failure: Error, Hashable, Sendable {
     /// A system call failed: ENOENT (no socket), EACCES (not ours), ECONNREFUSED (nobody
     /// listens), EAGAIN (its backlog is full), ENAMETOOLONG (the path does not fit a sockaddr).
     case system(Errno)
@@ -29,7 +29,7 @@ public enum LocalSocketExchange {
 
   /// Who must serve the socket for a request to be sent: the kernel records the pid and user of
   /// the process that called `listen` (SO_PEERCRED).
-  public enum Peer: Hashable, Sendable {
+  package enum Peer: Hashable, Sendable {
     /// Exactly this process (OpenVPN serves its management socket itself).
     case process(Int32)
     /// A process of root or of this process's user (wireguard-go listens before it forks, so
@@ -47,7 +47,7 @@ public enum LocalSocketExchange {
   /// one wait), when the exchange takes longer than `total`, or when the answer exceeds
   /// `limit` bytes. The descriptor is non-blocking from the start, so not even `connect` can hang.
   /// With `peer`, the request goes out only when the kernel says that process or user serves it.
-  public static func exchange(
+  package static func exchange(
     path: SystemPath, request: [UInt8], limit: Int, idle: Duration, total: Duration, peer: Peer? = nil,
     isComplete: ([UInt8]) -> Bool
   ) throws(Failure) -> [UInt8] {
@@ -163,7 +163,7 @@ struct ExchangeBudget {
 
 /// Where an AF_UNIX socket is: a file system path, or a name in the network namespace's abstract
 /// namespace (Linux; the session bus of many desktops listens there).
-public enum UnixSocketName: Hashable, Sendable {
+package enum UnixSocketName: Hashable, Sendable {
   case path(SystemPath)
   case abstract([UInt8])
 }

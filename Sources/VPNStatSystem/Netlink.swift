@@ -8,20 +8,20 @@ import VPNStatModel
 /// A netlink socket — NETLINK_ROUTE unless asked for another family (NETLINK_GENERIC for
 /// WireGuard): dumps (request → every reply message) and, when bound to groups, the kernel's
 /// notifications. The only code that speaks netlink framing.
-public final class NetlinkSocket {
-  public let descriptor: FileDescriptor
+package final class NetlinkSocket {
+  package let descriptor: FileDescriptor
   private var sequence: UInt32 = 1
   private let buffer: UnsafeMutableRawBufferPointer
 
   /// The rtnetlink multicast group for link changes (`RTNLGRP_LINK`).
-  public static let linkGroup: UInt32 = 1 << (UInt32(RTNLGRP_LINK.rawValue) - 1)
+  package static let linkGroup: UInt32 = 1 << (UInt32(RTNLGRP_LINK.rawValue) - 1)
 
   /// The generic netlink family (`NETLINK_GENERIC`), where WireGuard's family lives.
-  public static let generic = NETLINK_GENERIC
+  package static let generic = NETLINK_GENERIC
 
   /// Opens and binds a socket; `groups` subscribes to notifications (e.g. `linkGroup`).
   /// `nonBlocking` sockets return what is queued and never wait.
-  public init(
+  package init(
     protocol netlinkProtocol: Int32 = NETLINK_ROUTE, groups: UInt32 = 0, nonBlocking: Bool = false,
     receiveBuffer: Int32 = 0
   ) throws {
@@ -62,7 +62,7 @@ public final class NetlinkSocket {
   /// Sends one request message: a header of `type` and `flags` and then `payload`.
   /// Returns the sequence number used.
   @discardableResult
-  public func send(type: UInt16, flags: UInt16, payload: [UInt8]) throws -> UInt32 {
+  package func send(type: UInt16, flags: UInt16, payload: [UInt8]) throws -> UInt32 {
     sequence &+= 1
     let headerLength = Int(clinux_nlmsg_hdrlen())
     var message = [UInt8](repeating: 0, count: headerLength + payload.count)
@@ -92,7 +92,7 @@ public final class NetlinkSocket {
   }
 
   /// Sends a dump request and calls `body` with every reply message until the dump is done.
-  public func dump(
+  package func dump(
     type: UInt16, payload: [UInt8], _ body: (NetlinkMessage) -> Void
   ) throws {
     let flags = UInt16(NLM_F_REQUEST | NLM_F_DUMP)
@@ -120,7 +120,7 @@ public final class NetlinkSocket {
   /// Sends one request (not a dump) with NLM_F_ACK and passes the reply messages to `body`
   /// until the kernel's acknowledgement or error arrives: the one way vpnstat asks the kernel
   /// one thing (a link by name or index) or tells it one (set a link down).
-  public func request(type: UInt16, payload: [UInt8], _ body: (NetlinkMessage) -> Void = { _ in }) throws {
+  package func request(type: UInt16, payload: [UInt8], _ body: (NetlinkMessage) -> Void = { _ in }) throws {
     let seq = try send(type: type, flags: UInt16(NLM_F_REQUEST | NLM_F_ACK), payload: payload)
     var done = false
     while !done {
@@ -142,7 +142,7 @@ public final class NetlinkSocket {
 
   /// Calls `body` with every notification already queued, without waiting.
   /// Throws ENOBUFS when the kernel dropped notifications: the caller must resynchronise.
-  public func drainNotifications(_ body: (NetlinkMessage) -> Void) throws {
+  package func drainNotifications(_ body: (NetlinkMessage) -> Void) throws {
     while true {
       let count: Int
       do {
@@ -165,12 +165,12 @@ public final class NetlinkSocket {
 }
 
 /// One netlink message inside a receive buffer; valid only during the callback that got it.
-public struct NetlinkMessage {
-  public let type: UInt16
-  public let flags: UInt16
-  public let sequence: UInt32
+package struct NetlinkMessage {
+  package let type: UInt16
+  package let flags: UInt16
+  package let sequence: UInt32
   /// The bytes after the netlink header.
-  public let payload: UnsafeRawBufferPointer
+  package let payload: UnsafeRawBufferPointer
 
   static func forEach(
     in buffer: UnsafeRawBufferPointer, _ body: (NetlinkMessage) throws -> Void
@@ -192,15 +192,15 @@ public struct NetlinkMessage {
 }
 
 /// Route attributes (`struct rtattr` chains): type, then value bytes.
-public struct RouteAttributes: Sequence {
+package struct RouteAttributes: Sequence {
   let bytes: UnsafeRawBufferPointer
 
-  public init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+  package init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
-  public struct Iterator: IteratorProtocol {
+  package struct Iterator: IteratorProtocol {
     let bytes: UnsafeRawBufferPointer
     var offset = 0
-    public mutating func next() -> (type: UInt16, value: UnsafeRawBufferPointer)? {
+    package mutating func next() -> (type: UInt16, value: UnsafeRawBufferPointer)? {
       guard offset + 4 <= bytes.count else { return nil }
       let length = Int(bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
       let type = bytes.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self)
@@ -212,10 +212,10 @@ public struct RouteAttributes: Sequence {
     }
   }
 
-  public func makeIterator() -> Iterator { Iterator(bytes: bytes) }
+  package func makeIterator() -> Iterator { Iterator(bytes: bytes) }
 
   /// Builds one attribute: header, value, padding.
-  public static func encode(type: UInt16, value: [UInt8]) -> [UInt8] {
+  package static func encode(type: UInt16, value: [UInt8]) -> [UInt8] {
     let length = 4 + value.count
     var out = [UInt8]()
     out.reserveCapacity(Int(clinux_rta_align(UInt32(length))))
@@ -229,7 +229,7 @@ public struct RouteAttributes: Sequence {
 
 extension UnsafeRawBufferPointer {
   /// The bytes up to the first NUL, for netlink string attributes.
-  public var cStringBytes: UnsafeRawBufferPointer {
+  package var cStringBytes: UnsafeRawBufferPointer {
     if let end = firstIndex(of: 0) { return UnsafeRawBufferPointer(rebasing: self[0..<end]) }
     return self
   }

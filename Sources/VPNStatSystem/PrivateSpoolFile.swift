@@ -12,18 +12,18 @@ import VPNStatModel
 /// this user's, private, with one name. Anything else is refused with what was found, never
 /// read, never replaced. Every append and every change is made under an exclusive `flock` of
 /// the file (nobody else can open it to take that lock) and synced before the lock is let go.
-public struct PrivateSpoolFile: Sendable {
-  public let path: String
+package struct PrivateSpoolFile: Sendable {
+  package let path: String
   let directory: String
 
   /// Why the spool could not be used.
-  public enum Failure: Error, CustomStringConvertible {
+  package enum Failure: Error, CustomStringConvertible {
     /// The file or its directory is not what a private file of this user's must be.
     case refused(path: String, detail: String)
     /// The file system refused (a full disk, a read-only mount).
     case failed(path: String, error: Errno)
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .refused(let path, let detail): "refusing the spool \(path): \(detail)"
       case .failed(let path, let error): "cannot use the spool \(path): \(error)"
@@ -34,7 +34,7 @@ public struct PrivateSpoolFile: Sendable {
   /// The most a spool is read: a stop a minute for a year is a few megabytes.
   static let readLimit = 16 << 20
 
-  public init(path: String) {
+  package init(path: String) {
     self.path = path
     let slash = path.lastIndex(of: "/")
     directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
@@ -42,7 +42,7 @@ public struct PrivateSpoolFile: Sendable {
 
   /// Appends `line` and a line break, creating the file when there is none. A line cut short by
   /// a crash before it is ended, not joined to this one.
-  public func append(_ line: String) throws(Failure) {
+  package func append(_ line: String) throws(Failure) {
     _ = try withLockedFile(creating: true) { fd throws(Failure) in
       var bytes = Array(line.utf8) + [0x0A]
       var info = stat()
@@ -60,14 +60,14 @@ public struct PrivateSpoolFile: Sendable {
   }
 
   /// The whole file (empty when there is none).
-  public func read() throws(Failure) -> [UInt8] {
+  package func read() throws(Failure) -> [UInt8] {
     try withLockedFile(creating: false) { fd throws(Failure) in try contents(fd) } ?? []
   }
 
   /// Takes `prefix` (what was read and has since been written elsewhere) off the start of the
   /// file, keeping whatever was appended after it; does nothing when the file no longer starts
   /// with it. The file is removed once empty.
-  public func consume(_ prefix: [UInt8]) throws(Failure) {
+  package func consume(_ prefix: [UInt8]) throws(Failure) {
     guard !prefix.isEmpty else { return }
     _ = try withLockedFile(creating: false) { fd throws(Failure) in
       let bytes = try contents(fd)

@@ -11,20 +11,20 @@ import VPNStatModel
 /// Other users must not be able to take it: flock needs only an open descriptor, so the file is
 /// ours alone (mode 0600, our uid, never a symlink) in a directory only we can write
 /// (`DirectoryTrust`); one found otherwise is replaced, never used.
-public final class ProcessLock {
-  public let path: String
+package final class ProcessLock {
+  package let path: String
   private let descriptor: FileDescriptor
   /// A shared lock: any number of holders at once, none while an exclusive one is held.
-  public let isShared: Bool
+  package let isShared: Bool
 
   /// Why the lock was not taken.
-  public enum Failure: Error, CustomStringConvertible {
+  package enum Failure: Error, CustomStringConvertible {
     /// Another process holds it: who, as the lock file says (raw text, not yet made safe).
     case held(path: String, holder: String)
     /// The lock file cannot be made or trusted; `notPermitted` when that is a matter of rights.
     case unusable(path: String, detail: String, notPermitted: Bool)
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .held(let path, let holder): "\(holder) already holds \(path)"
       case .unusable(let path, let detail, _): "cannot use the lock \(path): \(detail)"
@@ -36,7 +36,7 @@ public final class ProcessLock {
   /// naming the holder. A `shared` lock is taken beside other shared ones and refused only
   /// while an exclusive one is held; its holders leave the file's text (the exclusive holder's
   /// name) alone.
-  public init(path: String, role: String, shared: Bool = false) throws {
+  package init(path: String, role: String, shared: Bool = false) throws {
     self.path = path
     self.isShared = shared
     let fd = try Self.openOwned(path)

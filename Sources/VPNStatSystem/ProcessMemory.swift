@@ -7,14 +7,14 @@ import VPNStatModel
 
 /// What a long-running process hands back once it has started: memory that start-up needed and
 /// the steady loop does not.
-public enum ProcessMemory {
+package enum ProcessMemory {
   /// Drops the program's own machine code from this process's resident set, and gives the heap's
   /// free pages back. The kernel maps code 64 KiB around every page first touched (fault-around),
   /// so parsing arguments, opening and checking the database and the first sample leave most of a
   /// static binary resident though the loop runs a small part of it; the pages stay in the page
   /// cache, and those the loop runs come back at its next touch. Only the executable's code is
   /// dropped: it is never written, so nothing is lost (writable data would be).
-  public static func releaseStartUp() {
+  package static func releaseStartUp() {
     var start: UInt = 0
     var end: UInt = 0
     if clinux_program_text(&start, &end) == 0 {
@@ -32,7 +32,7 @@ public enum ProcessMemory {
   /// Gives the heap's free pages back to the kernel, those between live blocks too: a save
   /// builds its rows and statements and frees them, and glibc returns only a free top of heap
   /// on its own, so each save would leave a megabyte or more resident at a thousand interfaces.
-  public static func trimHeap() {
+  package static func trimHeap() {
     _ = malloc_trim(0)
   }
 }

@@ -9,12 +9,12 @@ import VPNStatModel
 /// arguments, control group, when they started), what they hold open, and asking one to stop.
 /// How a tunnel's manager is found (the process holding its tun) and how an OpenVPN client
 /// without a management socket is stopped.
-public enum ProcessTable {
+package enum ProcessTable {
   /// This process's id.
-  public static var currentID: Int32 { getpid() }
+  package static var currentID: Int32 { getpid() }
 
   /// The ids of every process, from the numeric entries of `procRoot`.
-  public static func ids(procRoot: SystemPath = "/proc") -> [Int32] {
+  package static func ids(procRoot: SystemPath = "/proc") -> [Int32] {
     ((try? SmallFile.directoryEntries(procRoot)) ?? []).compactMap { name in
       guard !name.isEmpty, name.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
       return Int32(String(decoding: name, as: UTF8.self))
@@ -38,24 +38,24 @@ public enum ProcessTable {
 
   /// When the process started, in clock ticks after boot: with the pid, an identity that a
   /// reused pid does not share. Nil when there is no such process.
-  public static func startTime(of pid: Int32, procRoot: SystemPath = "/proc") -> UInt64? {
+  package static func startTime(of pid: Int32, procRoot: SystemPath = "/proc") -> UInt64? {
     stat(pid, procRoot: procRoot)?.startTime
   }
 
   /// Whether the process exists and has not exited (a zombie has: it waits to be reaped).
-  public static func isRunning(_ pid: Int32, procRoot: SystemPath = "/proc") -> Bool {
+  package static func isRunning(_ pid: Int32, procRoot: SystemPath = "/proc") -> Bool {
     guard let state = stat(pid, procRoot: procRoot)?.state else { return false }
     return state != 0x5A && state != 0x58  // Z, X
   }
 
   /// `/proc/PID/comm`: the name the kernel keeps (at most 15 bytes).
-  public static func command(of pid: Int32, procRoot: SystemPath = "/proc") -> String? {
+  package static func command(of pid: Int32, procRoot: SystemPath = "/proc") -> String? {
     SmallFile.trimmedText(procRoot.appending(String(pid)).appending("comm"))
   }
 
   /// `/proc/PID/cmdline`: the arguments, program first (empty for a kernel thread or a process
   /// that exited).
-  public static func arguments(of pid: Int32, procRoot: SystemPath = "/proc") -> [String] {
+  package static func arguments(of pid: Int32, procRoot: SystemPath = "/proc") -> [String] {
     guard let bytes = try? SmallFile.read(procRoot.appending(String(pid)).appending("cmdline"), limit: 1 << 16)
     else { return [] }
     return bytes.split(separator: 0, omittingEmptySubsequences: false).dropLast(bytes.last == 0 ? 1 : 0).map {
@@ -65,7 +65,7 @@ public enum ProcessTable {
 
   /// The process's control group in the unified hierarchy (`0::/system.slice/x.service`), or
   /// nil when it has none there.
-  public static func controlGroup(of pid: Int32, procRoot: SystemPath = "/proc") -> String? {
+  package static func controlGroup(of pid: Int32, procRoot: SystemPath = "/proc") -> String? {
     guard let bytes = try? SmallFile.read(procRoot.appending(String(pid)).appending("cgroup"), limit: 1 << 14)
     else { return nil }
     for line in bytes.split(separator: 0x0A) where line.starts(with: Array("0::".utf8)) {
@@ -76,13 +76,13 @@ public enum ProcessTable {
 
   /// The namespace of `type` (`net`, `mnt`) the process is in — this process's for nil — as
   /// `/proc/PID/ns/TYPE` names it (`net:[INODE]`).
-  public static func namespace(_ type: String, of pid: Int32?, procRoot: SystemPath = "/proc") -> [UInt8]? {
+  package static func namespace(_ type: String, of pid: Int32?, procRoot: SystemPath = "/proc") -> [UInt8]? {
     try? SmallFile.symbolicLink(procRoot.appending(pid.map { String($0) } ?? "self").appending("ns").appending(type))
   }
 
   /// The descriptors the process has open, with what each names (`/dev/net/tun`,
   /// `socket:[123]`); empty when they cannot be read (another user's process, or it exited).
-  public static func openFiles(of pid: Int32, procRoot: SystemPath = "/proc") -> [(fd: Int32, target: [UInt8])] {
+  package static func openFiles(of pid: Int32, procRoot: SystemPath = "/proc") -> [(fd: Int32, target: [UInt8])] {
     let directory = procRoot.appending(String(pid)).appending("fd")
     return ((try? SmallFile.directoryEntries(directory)) ?? []).compactMap { name in
       guard let fd = Int32(String(decoding: name, as: UTF8.self)),
@@ -94,22 +94,22 @@ public enum ProcessTable {
 
   /// `/proc/PID/fdinfo/FD`: the kernel's lines about one open descriptor (a tun's has
   /// `iff:\tNAME`).
-  public static func descriptorInfo(pid: Int32, fd: Int32, procRoot: SystemPath = "/proc") -> [UInt8]? {
+  package static func descriptorInfo(pid: Int32, fd: Int32, procRoot: SystemPath = "/proc") -> [UInt8]? {
     try? SmallFile.read(procRoot.appending(String(pid)).appending("fdinfo").appending(String(fd)))
   }
 
   /// What the kernel says of a process in `/proc/PID/status`: its parent and its user ids (real,
   /// effective, saved, file system). The kernel's word, not the process's: what root may believe
   /// about who runs it.
-  public struct Status: Hashable, Sendable {
-    public var parent: Int32
-    public var userIDs: [UInt32]
+  package struct Status: Hashable, Sendable {
+    package var parent: Int32
+    package var userIDs: [UInt32]
     /// All four user ids are root's.
-    public var isRoot: Bool { userIDs.count == 4 && userIDs.allSatisfy { $0 == 0 } }
+    package var isRoot: Bool { userIDs.count == 4 && userIDs.allSatisfy { $0 == 0 } }
   }
 
   /// The process's `Status`, or nil when it cannot be read (it exited).
-  public static func status(of pid: Int32, procRoot: SystemPath = "/proc") -> Status? {
+  package static func status(of pid: Int32, procRoot: SystemPath = "/proc") -> Status? {
     guard let bytes = try? SmallFile.read(procRoot.appending(String(pid)).appending("status"), limit: 1 << 14)
     else { return nil }
     var parent: Int32?
@@ -132,7 +132,7 @@ public enum ProcessTable {
   }
 
   /// The program the process runs (`/proc/PID/exe`), or nil.
-  public static func executable(of pid: Int32, procRoot: SystemPath = "/proc") -> String? {
+  package static func executable(of pid: Int32, procRoot: SystemPath = "/proc") -> String? {
     (try? SmallFile.symbolicLink(procRoot.appending(String(pid)).appending("exe"), limit: 4096)).map {
       String(decoding: $0, as: UTF8.self)
     }
@@ -141,7 +141,7 @@ public enum ProcessTable {
   /// Asks the process to stop (SIGTERM), if it is still the one that started at `startTime`:
   /// through a pidfd opened before the start time is checked, so a pid reused in between is
   /// never signalled.
-  public static func terminate(_ pid: Int32, startTime: UInt64?) throws {
+  package static func terminate(_ pid: Int32, startTime: UInt64?) throws {
     let pidfd = try retryingInterrupts { clinux_pidfd_open(pid) }
     defer { close(pidfd) }
     if let startTime, Self.startTime(of: pid) != startTime { return }
@@ -150,7 +150,7 @@ public enum ProcessTable {
 
   /// Whether this process has the capability `bit` (e.g. 12, CAP_NET_ADMIN) in its effective
   /// set, from `/proc/self/status`'s `CapEff:` line.
-  public static func hasCapability(_ bit: Int, procRoot: SystemPath = "/proc") -> Bool {
+  package static func hasCapability(_ bit: Int, procRoot: SystemPath = "/proc") -> Bool {
     guard let bytes = try? SmallFile.read(procRoot.appending("self").appending("status"), limit: 1 << 14) else {
       return false
     }
@@ -163,5 +163,5 @@ public enum ProcessTable {
   }
 
   /// CAP_NET_ADMIN: configure network links (take one down, delete it).
-  public static let netAdmin = 12
+  package static let netAdmin = 12
 }

@@ -8,16 +8,16 @@ import VPNStatModel
 /// Where the user's session bus (D-Bus) listens: an AF_UNIX socket, by path or by abstract name.
 /// Found the way the D-Bus specification says a client finds it: `DBUS_SESSION_BUS_ADDRESS`,
 /// else `$XDG_RUNTIME_DIR/bus`.
-public struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
-  public var socket: UnixSocketName
+package struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
+  package var socket: UnixSocketName
 
-  public init(_ socket: UnixSocketName) { self.socket = socket }
+  package init(_ socket: UnixSocketName) { self.socket = socket }
 
   /// The addresses of a D-Bus address list (`transport:key=value,…;…`, values %-escaped) that
   /// this client can connect to, in their order: `unix:` with `path=` or `abstract=`. Others
   /// (`tcp:`, `unixexec:`, `launchd:`, the listen-only `unix:dir=`/`tmpdir=`/`runtime=`) and
   /// malformed ones are left out; `guid=` and unknown keys are ignored.
-  public static func parse(_ text: String) -> [SessionBusAddress] {
+  package static func parse(_ text: String) -> [SessionBusAddress] {
     var addresses: [SessionBusAddress] = []
     for entry in Array(text.utf8).split(separator: UInt8(ascii: ";")) {
       guard let colon = entry.firstIndex(of: UInt8(ascii: ":")), Array(entry[..<colon]) == Array("unix".utf8) else {
@@ -80,7 +80,7 @@ public struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
   /// Where the session bus of a process with `environment` listens: the usable addresses of
   /// `DBUS_SESSION_BUS_ADDRESS` when it is set, else `$XDG_RUNTIME_DIR/bus` when that is a
   /// socket of this user (libdbus's rule: another user's socket there is not this session's).
-  public static func find(environment: [String: String]) throws(SessionBusUnavailable) -> [SessionBusAddress] {
+  package static func find(environment: [String: String]) throws(SessionBusUnavailable) -> [SessionBusAddress] {
     if let value = environment["DBUS_SESSION_BUS_ADDRESS"], !value.isEmpty {
       let addresses = parse(value)
       guard !addresses.isEmpty else { throw .unusableAddress(value) }
@@ -100,7 +100,7 @@ public struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
   }
 
   /// `unix:path=…` or `unix:abstract=…`, bytes beyond printable ASCII %-escaped.
-  public var description: String {
+  package var description: String {
     func escaped(_ bytes: [UInt8]) -> String {
       var text = ""
       for byte in bytes {
@@ -122,13 +122,13 @@ public struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Why there is no session bus to connect to: this process does not run in a desktop session.
-public enum SessionBusUnavailable: Error, Hashable, Sendable, CustomStringConvertible {
+package enum SessionBusUnavailable: Error, Hashable, Sendable, CustomStringConvertible {
   /// `DBUS_SESSION_BUS_ADDRESS` is not set, and the fallback did not apply (why, in words).
   case notSet(fallback: String)
   /// `DBUS_SESSION_BUS_ADDRESS` is set but names no address this client can use.
   case unusableAddress(String)
 
-  public var description: String {
+  package var description: String {
     switch self {
     case .notSet(let fallback):
       "no session bus: DBUS_SESSION_BUS_ADDRESS is not set and XDG_RUNTIME_DIR/bus does not exist (\(fallback))"
@@ -139,14 +139,14 @@ public enum SessionBusUnavailable: Error, Hashable, Sendable, CustomStringConver
 }
 
 /// A method call to make on the bus: who, which object, which method, with what.
-public struct BusMethodCall: Hashable, Sendable {
-  public var destination: String
-  public var path: String
-  public var interface: String
-  public var member: String
-  public var arguments: [BusValue]
+package struct BusMethodCall: Hashable, Sendable {
+  package var destination: String
+  package var path: String
+  package var interface: String
+  package var member: String
+  package var arguments: [BusValue]
 
-  public init(destination: String, path: String, interface: String, member: String, arguments: [BusValue] = []) {
+  package init(destination: String, path: String, interface: String, member: String, arguments: [BusValue] = []) {
     self.destination = destination
     self.path = path
     self.interface = interface
@@ -156,19 +156,19 @@ public struct BusMethodCall: Hashable, Sendable {
 }
 
 /// An ERROR message that answered a call: its D-Bus error name and its message, if any.
-public struct BusErrorReply: Error, Hashable, Sendable, CustomStringConvertible {
-  public var name: String
-  public var message: String
+package struct BusErrorReply: Error, Hashable, Sendable, CustomStringConvertible {
+  package var name: String
+  package var message: String
 
-  public init(name: String, message: String) {
+  package init(name: String, message: String) {
     self.name = name
     self.message = message
   }
 
   /// The bus's answer to a call for a name nobody owns and nothing can start.
-  public static let serviceUnknown = "org.freedesktop.DBus.Error.ServiceUnknown"
+  package static let serviceUnknown = "org.freedesktop.DBus.Error.ServiceUnknown"
 
-  public var description: String {
+  package var description: String {
     message.isEmpty ? name : "\(name): \(TerminalText.sanitize(message))"
   }
 }
@@ -179,15 +179,15 @@ public struct BusErrorReply: Error, Hashable, Sendable, CustomStringConvertible 
 /// checked (`BusMessage`), none may exceed the size limit, and every wait goes through the one
 /// wait (`waitForReadiness`) with an idle and a total timeout (`ExchangeBudget`), as
 /// `LocalSocketExchange` does for other programs' sockets.
-public final class SessionBusConnection {
+package final class SessionBusConnection {
   /// How long and how large: no byte for `idle`, or one call (or the connecting) longer than
   /// `total`, ends it; a message longer than `messageSize` ends the connection.
-  public struct Limits: Hashable, Sendable {
-    public var messageSize: Int
-    public var idle: Duration
-    public var total: Duration
+  package struct Limits: Hashable, Sendable {
+    package var messageSize: Int
+    package var idle: Duration
+    package var total: Duration
 
-    public init(messageSize: Int = 1 << 20, idle: Duration = .seconds(10), total: Duration = .seconds(25)) {
+    package init(messageSize: Int = 1 << 20, idle: Duration = .seconds(10), total: Duration = .seconds(25)) {
       self.messageSize = messageSize
       self.idle = idle
       self.total = total
@@ -196,11 +196,11 @@ public final class SessionBusConnection {
     /// 1 MiB, 10 s idle, 25 s in all: replies to vpnstat's calls are a few hundred bytes, and a
     /// method call's total is libdbus's default reply timeout, time enough for the bus to start
     /// a notification server that is activated on demand.
-    public static let standard = Limits()
+    package static let standard = Limits()
   }
 
   /// Why a connection or a call failed.
-  public enum Failure: Error, Hashable, Sendable, CustomStringConvertible {
+  package enum Failure: Error, Hashable, Sendable, CustomStringConvertible {
     /// A system call failed (connecting: ENOENT no socket, ECONNREFUSED nobody listens,
     /// EACCES not ours).
     case system(Errno)
@@ -219,7 +219,7 @@ public final class SessionBusConnection {
     /// The call cannot be sent: its arguments make no valid message.
     case unencodable(String)
 
-    public var description: String {
+    package var description: String {
       switch self {
       case .system(let error): "\(error)"
       case .timedOut(let limit): "no answer within \(limit)"
@@ -242,10 +242,10 @@ public final class SessionBusConnection {
   }
 
   /// The address it is connected to.
-  public let address: SessionBusAddress
+  package let address: SessionBusAddress
   /// The name the bus gave this connection (`:1.42`).
-  public private(set) var uniqueName = ""
-  public let limits: Limits
+  package private(set) var uniqueName = ""
+  package let limits: Limits
 
   private let descriptor: FileDescriptor
   private var received: [UInt8] = []
@@ -267,7 +267,7 @@ public final class SessionBusConnection {
 
   /// Connects to the first of `addresses` that answers (as libdbus does), authenticates and
   /// says `Hello`; the failure of the last one tried when none does.
-  public static func connect(to addresses: [SessionBusAddress], limits: Limits = .standard) throws(Failure)
+  package static func connect(to addresses: [SessionBusAddress], limits: Limits = .standard) throws(Failure)
     -> SessionBusConnection
   {
     var last = Failure.system(.noSuchFile)
@@ -346,7 +346,7 @@ public final class SessionBusConnection {
   /// message. Messages that are not the reply (signals, other peers' calls) are read and
   /// dropped. After a failure that leaves the stream out of step, every later call fails the
   /// same way at once.
-  public func call(_ call: BusMethodCall) throws(Failure) -> [BusValue] {
+  package func call(_ call: BusMethodCall) throws(Failure) -> [BusValue] {
     if let broken { throw broken }
     return try exchange(call, before: [], ExchangeBudget(idle: limits.idle, total: limits.total))
   }

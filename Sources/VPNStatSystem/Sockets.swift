@@ -7,15 +7,15 @@ import VPNStatModel
 
 /// An address and port to listen on, as people write one: `127.0.0.1:9586`, `0.0.0.0:9586`,
 /// `[::1]:9586`, `[::]:9586`. The address must be numeric (no name lookups).
-public struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
-  public enum Family: Sendable { case ipv4, ipv6 }
-  public var family: Family
+package struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
+  package enum Family: Sendable { case ipv4, ipv6 }
+  package var family: Family
   /// The address in network byte order: 4 bytes or 16.
-  public var address: [UInt8]
-  public var port: UInt16
+  package var address: [UInt8]
+  package var port: UInt16
 
   /// Parses `ADDR:PORT` or `[ADDR]:PORT` (port 0 lets the kernel choose); nil for anything else.
-  public init?(parsing text: String) {
+  package init?(parsing text: String) {
     guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
       return nil
     }
@@ -43,7 +43,7 @@ public struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
   }
 
   /// `127.0.0.1:9586` or `[::1]:9586`.
-  public var description: String {
+  package var description: String {
     var buffer = [CChar](repeating: 0, count: 64)
     let text = address.withUnsafeBytes { raw -> String in
       guard inet_ntop(family == .ipv4 ? AF_INET : AF_INET6, raw.baseAddress, &buffer, 64) != nil else { return "?" }
@@ -81,19 +81,19 @@ public struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
 
 /// A TCP socket listening on one address, non-blocking: `accept` never waits, so one loop can
 /// serve it beside everything else it waits for.
-public final class ListeningSocket: @unchecked Sendable {
-  public let descriptor: FileDescriptor
+package final class ListeningSocket: @unchecked Sendable {
+  package let descriptor: FileDescriptor
   /// The address it listens on (with the port the kernel chose, for port 0).
-  public let address: ListenAddress
+  package let address: ListenAddress
 
   /// A failure to listen, naming the address.
-  public struct Failure: Error, CustomStringConvertible {
-    public var address: ListenAddress
-    public var error: Errno
-    public var description: String { "cannot listen on \(address): \(error)" }
+  package struct Failure: Error, CustomStringConvertible {
+    package var address: ListenAddress
+    package var error: Errno
+    package var description: String { "cannot listen on \(address): \(error)" }
   }
 
-  public init(_ address: ListenAddress, backlog: Int32 = 128) throws {
+  package init(_ address: ListenAddress, backlog: Int32 = 128) throws {
     let domain = address.family == .ipv4 ? AF_INET : AF_INET6
     let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
     let fd: Int32
@@ -127,7 +127,7 @@ public final class ListeningSocket: @unchecked Sendable {
 
   /// The next waiting connection, non-blocking and close-on-exec; nil when none is waiting
   /// (or it went away before it was taken, or descriptors ran out: it waits in the backlog).
-  public func accept() throws -> FileDescriptor? {
+  package func accept() throws -> FileDescriptor? {
     do {
       let flags = Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
       return FileDescriptor(rawValue: try retryingInterrupts { clinux_accept4(descriptor.rawValue, flags) })
@@ -144,7 +144,7 @@ public final class ListeningSocket: @unchecked Sendable {
 extension FileDescriptor {
   /// Reads what a non-blocking socket has, up to `limit` bytes: nil when nothing is there yet,
   /// empty at the end of the stream (or when the peer reset it).
-  public func receive(limit: Int) throws -> [UInt8]? {
+  package func receive(limit: Int) throws -> [UInt8]? {
     var buffer = [UInt8](repeating: 0, count: max(1, limit))
     do {
       let n = try buffer.withUnsafeMutableBytes { raw in
@@ -160,7 +160,7 @@ extension FileDescriptor {
 
   /// Writes what a non-blocking socket takes now of `bytes`, without SIGPIPE: how many it
   /// took (0 when it takes nothing now); nil when the peer is gone.
-  public func send(_ bytes: ArraySlice<UInt8>) throws -> Int? {
+  package func send(_ bytes: ArraySlice<UInt8>) throws -> Int? {
     do {
       return try bytes.withUnsafeBytes { raw in
         try retryingInterrupts {
@@ -178,29 +178,29 @@ extension FileDescriptor {
   static let peerGone: Set<Int32> = [ECONNRESET, EPIPE, ETIMEDOUT, ENOTCONN]
 
   /// Ends this side's sending (the peer reads the end of the stream); reading goes on.
-  public func shutdownWriting() {
+  package func shutdownWriting() {
     _ = shutdown(rawValue, Int32(SHUT_WR))
   }
 }
 
 /// A descriptor another thread can make readable, to wake a loop waiting on it (and ask it to
 /// stop): an eventfd.
-public final class WakeUp: @unchecked Sendable {
-  public let descriptor: FileDescriptor
+package final class WakeUp: @unchecked Sendable {
+  package let descriptor: FileDescriptor
 
-  public init() throws {
+  package init() throws {
     let fd = try retryingInterrupts { eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC)) }
     descriptor = FileDescriptor(rawValue: fd)
   }
 
   /// Makes the descriptor readable (it stays so until `consume`).
-  public func signal() {
+  package func signal() {
     var one: UInt64 = 1
     _ = write(descriptor.rawValue, &one, 8)
   }
 
   /// True when `signal` was called since the last consume.
-  public func consume() -> Bool {
+  package func consume() -> Bool {
     var count: UInt64 = 0
     return read(descriptor.rawValue, &count, 8) == 8
   }
@@ -211,13 +211,13 @@ public final class WakeUp: @unchecked Sendable {
 /// A thread of its own for work that must never wait on the caller's loop (the metrics server
 /// beside the recorder). It starts with every signal blocked: stop signals keep arriving where
 /// the main loop reads them (its signalfd), never at this thread.
-public enum BackgroundThread {
+package enum BackgroundThread {
   private final class Body {
     let run: @Sendable () -> Void
     init(_ run: @escaping @Sendable () -> Void) { self.run = run }
   }
 
-  public static func start(_ run: @escaping @Sendable () -> Void) throws {
+  package static func start(_ run: @escaping @Sendable () -> Void) throws {
     var all = sigset_t()
     var previous = sigset_t()
     sigfillset(&all)
@@ -243,7 +243,7 @@ public enum BackgroundThread {
 extension IPRange {
   /// `ADDRESS/LENGTH` as WireGuard's control socket writes an allowed IP (`10.0.0.0/24`,
   /// `fd00::/64`); nil for anything else.
-  public init?(parsing text: some Collection<UInt8>) {
+  package init?(parsing text: some Collection<UInt8>) {
     guard text.count <= 64, let slash = text.firstIndex(of: 0x2F),
       let length = Int(String(decoding: text[text.index(after: slash)...], as: UTF8.self))
     else { return nil }
@@ -265,9 +265,9 @@ extension IPRange {
 /// routing table notwithstanding), with a TTL (hop limit) of 1, so a router past the device —
 /// a VPN peer that would forward it — drops it. What `connect` sends into a WireGuard tunnel to
 /// make it shake hands.
-public enum DeviceDatagram {
+package enum DeviceDatagram {
   /// Sends it to `address` (4 or 16 bytes), `port`, through `device`.
-  public static func send(to address: [UInt8], port: UInt16, through device: InterfaceName) throws {
+  package static func send(to address: [UInt8], port: UInt16, through device: InterfaceName) throws {
     let family = address.count == 4 ? AF_INET : AF_INET6
     let fd = FileDescriptor(
       rawValue: try retryingInterrupts { socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) })

@@ -6,13 +6,13 @@ import VPNStatModel
 
 /// The live view's hold on a terminal: the alternate screen, a hidden cursor and unbuffered,
 /// unechoed input — and the one way back, which runs however the view ends.
-public final class TerminalMode {
+package final class TerminalMode {
   let input: FileDescriptor
   let output: FileDescriptor
   private var saved = termios()
   private var active = false
 
-  public init(input: FileDescriptor, output: FileDescriptor) throws {
+  package init(input: FileDescriptor, output: FileDescriptor) throws {
     self.input = input
     self.output = output
     guard tcgetattr(input.rawValue, &saved) == 0 else { throw Errno.current }
@@ -30,7 +30,7 @@ public final class TerminalMode {
   }
 
   /// Puts the terminal back as it was. Safe to call more than once.
-  public func restore() {
+  package func restore() {
     guard active else { return }
     active = false
     try? output.writeAll("\u{1B}[?25h\u{1B}[?1049l")
@@ -38,7 +38,7 @@ public final class TerminalMode {
   }
 
   /// Draws a frame: home, each line cleared to its end, the rest of the screen cleared.
-  public func draw(_ lines: [String]) throws {
+  package func draw(_ lines: [String]) throws {
     var frame = "\u{1B}[H"
     frame.reserveCapacity(lines.reduce(16) { $0 + $1.utf8.count + 8 })
     for (i, line) in lines.enumerated() {
@@ -50,7 +50,7 @@ public final class TerminalMode {
   }
 
   /// Keys typed since the last call (bytes; arrow keys and the like arrive as sequences).
-  public func keys() -> [UInt8] {
+  package func keys() -> [UInt8] {
     var buffer = [UInt8](repeating: 0, count: 64)
     let n = read(input.rawValue, &buffer, buffer.count)
     return n > 0 ? Array(buffer[0..<n]) : []

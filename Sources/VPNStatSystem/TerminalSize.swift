@@ -7,7 +7,7 @@ import VPNStatModel
 
 extension TerminalSize {
   /// The size of the terminal on `descriptor`, or nil when it is not a terminal.
-  public static func of(_ descriptor: FileDescriptor) -> TerminalSize? {
+  package static func of(_ descriptor: FileDescriptor) -> TerminalSize? {
     var size = winsize()
     guard clinux_ioctl_ptr(descriptor.rawValue, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else {
       return nil

@@ -11,9 +11,9 @@ import VPNStatModel
 /// process here: a name proves nothing. A copy of the descriptor (`pidfd_getfd`) answers
 /// `TUNGETIFF` with the device's name and `TUNGETDEVNETNS` with its network namespace, which is
 /// compared with this process's. Needs root (ptrace rights over the holder, CAP_NET_ADMIN).
-public enum TunDescriptor {
+package enum TunDescriptor {
   /// What the descriptor is attached to.
-  public enum Attachment: Hashable, Sendable {
+  package enum Attachment: Hashable, Sendable {
     /// The device of this name in this process's network namespace.
     case here(InterfaceName)
     /// A device in another network namespace (whatever its name).
@@ -24,7 +24,7 @@ public enum TunDescriptor {
 
   /// The attachment of descriptor `fd` of process `pid`; throws when it cannot be told (the
   /// process exited, or this process may not copy its descriptors: not root).
-  public static func attachment(pid: Int32, fd: Int32) throws(Errno) -> Attachment {
+  package static func attachment(pid: Int32, fd: Int32) throws(Errno) -> Attachment {
     let pidfd: Int32
     let copy: Int32
     do {

@@ -7,10 +7,10 @@ import VPNStatModel
 
 /// A periodic timer on CLOCK_BOOTTIME as a pollable descriptor: it keeps running through
 /// suspend, so the first tick after a resume comes at once instead of an interval later.
-public final class IntervalTimer {
-  public let descriptor: FileDescriptor
+package final class IntervalTimer {
+  package let descriptor: FileDescriptor
 
-  public init(interval: Duration, clock: clockid_t = CLOCK_BOOTTIME) throws {
+  package init(interval: Duration, clock: clockid_t = CLOCK_BOOTTIME) throws {
     let fd = try retryingInterrupts { timerfd_create(clock, Int32(TFD_CLOEXEC | TFD_NONBLOCK)) }
     descriptor = FileDescriptor(rawValue: fd)
     var spec = itimerspec(it_interval: timespec(interval), it_value: timespec(interval))
@@ -23,7 +23,7 @@ public final class IntervalTimer {
 
   /// Consumes the expirations so far; returns how many (0 when none is pending).
   @discardableResult
-  public func acknowledge() -> UInt64 {
+  package func acknowledge() -> UInt64 {
     var count: UInt64 = 0
     let n = read(descriptor.rawValue, &count, 8)
     return n == 8 ? count : 0
@@ -35,22 +35,22 @@ public final class IntervalTimer {
 /// An absolute deadline on the wall clock (CLOCK_REALTIME timerfd with TFD_TIMER_ABSTIME and
 /// TFD_TIMER_CANCEL_ON_SET): it fires at once after a resume that passed the deadline, and
 /// reports a change of the wall clock as `clockChanged` so the caller can re-check.
-public final class WallClockDeadline {
-  public let descriptor: FileDescriptor
+package final class WallClockDeadline {
+  package let descriptor: FileDescriptor
 
-  public enum Event: Equatable {
+  package enum Event: Equatable {
     case none
     case expired
     case clockChanged
   }
 
-  public init() throws {
+  package init() throws {
     let fd = try retryingInterrupts { timerfd_create(CLOCK_REALTIME, Int32(TFD_CLOEXEC | TFD_NONBLOCK)) }
     descriptor = FileDescriptor(rawValue: fd)
   }
 
   /// Arms the timer for `deadline`; nil disarms it.
-  public func arm(at deadline: Timestamp?) throws {
+  package func arm(at deadline: Timestamp?) throws {
     var spec = itimerspec()
     if let deadline {
       // A zero it_value disarms, so a deadline at the epoch is nudged to 1 ns.
@@ -62,7 +62,7 @@ public final class WallClockDeadline {
   }
 
   /// Reads what happened since the last call.
-  public func consume() -> Event {
+  package func consume() -> Event {
     var count: UInt64 = 0
     let n = read(descriptor.rawValue, &count, 8)
     if n == 8 { return .expired }
@@ -75,10 +75,10 @@ public final class WallClockDeadline {
 
 /// SIGINT, SIGTERM (and others asked for) as a pollable descriptor. The signals are blocked for
 /// the process so they arrive only here, never interrupting the work in between.
-public final class SignalChannel {
-  public let descriptor: FileDescriptor
+package final class SignalChannel {
+  package let descriptor: FileDescriptor
 
-  public init(_ signals: [Int32]) throws {
+  package init(_ signals: [Int32]) throws {
     var set = sigset_t()
     sigemptyset(&set)
     for signal in signals { sigaddset(&set, signal) }
@@ -89,18 +89,18 @@ public final class SignalChannel {
 
   /// The signals that ask vpnstat to stop: SIGINT, SIGTERM, SIGHUP (and SIGWINCH besides, for
   /// a live view that redraws on a resize).
-  public static func stopping(resizing: Bool = false) throws -> SignalChannel {
+  package static func stopping(resizing: Bool = false) throws -> SignalChannel {
     try SignalChannel([SIGINT, SIGTERM, SIGHUP] + (resizing ? [SIGWINCH] : []))
   }
 
   /// True for a signal that asks to stop (anything but SIGWINCH).
-  public static func isStop(_ signal: Int32) -> Bool { signal != SIGWINCH }
+  package static func isStop(_ signal: Int32) -> Bool { signal != SIGWINCH }
 
   /// True for SIGWINCH: the terminal was resized.
-  public static func isResize(_ signal: Int32) -> Bool { signal == SIGWINCH }
+  package static func isResize(_ signal: Int32) -> Bool { signal == SIGWINCH }
 
   /// The signals received since the last call, in order.
-  public func received() -> [Int32] {
+  package func received() -> [Int32] {
     var result: [Int32] = []
     var info = signalfd_siginfo()
     while read(descriptor.rawValue, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {
@@ -114,14 +114,14 @@ public final class SignalChannel {
 
 /// Waits until one of `descriptors` is readable or `timeout` passes (nil: forever).
 /// Returns the readable ones.
-public func waitForReadable(_ descriptors: [FileDescriptor], timeout: Duration?) throws -> [FileDescriptor] {
+package func waitForReadable(_ descriptors: [FileDescriptor], timeout: Duration?) throws -> [FileDescriptor] {
   try waitForReadiness(reading: descriptors, writing: [], timeout: timeout).readable
 }
 
 /// Waits until one of `reading` is readable or one of `writing` writable (an error or a hang-up
 /// counts as both: the next read or write says which), or `timeout` passes (nil: forever). The
 /// one wait every loop of vpnstat goes through.
-public func waitForReadiness(reading: [FileDescriptor], writing: [FileDescriptor], timeout: Duration?) throws -> (
+package func waitForReadiness(reading: [FileDescriptor], writing: [FileDescriptor], timeout: Duration?) throws -> (
   readable: [FileDescriptor], writable: [FileDescriptor]
 ) {
   var events: [Int32: Int16] = [:]

@@ -5,26 +5,26 @@ import VPNStatStore
 /// advances a recorder makes, sample by sample — for the benchmark (a simulated year: the
 /// database's size) and the tests that draw a simulated month. The first `tunnels` of the
 /// interfaces are tunnels, the rest Ethernet; all carry the same traffic.
-public struct SimulatedHistory {
+package struct SimulatedHistory {
   /// How many interfaces (`if0`, `if1` …) and how many of the first ones are tunnels.
-  public var interfaces = 20
-  public var tunnels = 5
+  package var interfaces = 20
+  package var tunnels = 5
   /// Steps of `fineStep` seconds for the first `fineSpan` seconds, then of `step` seconds: a
   /// recorder's 5-second interval where the 5-minute buckets are kept, and 5-minute steps after
   /// that, which write the same bucket rows (every sample of a 5-minute window lands in the
   /// same ones) at 1/60 of the time.
-  public var fineStep: Int64 = 5
-  public var fineSpan: Int64 = 2 * 86_400
-  public var step: Int64 = 300
+  package var fineStep: Int64 = 5
+  package var fineSpan: Int64 = 2 * 86_400
+  package var step: Int64 = 300
   /// Bytes per second each interface receives at an instant (Unix seconds); it sends a third.
-  public var rate: (Int64) -> UInt64 = { _ in 40_000 }
+  package var rate: (Int64) -> UInt64 = { _ in 40_000 }
 
-  public init() {}
+  package init() {}
 
   /// Records `duration` seconds of traffic from `start` into `store`; returns how many ledger
   /// advances that took.
   @discardableResult
-  public func record(into store: Store, from start: Timestamp, duration: Int64) throws -> Int {
+  package func record(into store: Store, from start: Timestamp, duration: Int64) throws -> Int {
     let names = (0..<interfaces).map { InterfaceName("if\($0)") }
     var wall = start
     var boottime: Int64 = 1_000_000_000

@@ -1,10 +1,10 @@
 import Foundation
 
-@testable import VPNStatCapture
-@testable import VPNStatKernel
-@testable import VPNStatModel
-@testable import VPNStatStore
-@testable import VPNStatSystem
+import VPNStatCapture
+import VPNStatKernel
+import VPNStatModel
+import VPNStatStore
+import VPNStatSystem
 
 /// One packet a test puts on the wire: endpoints, protocol and payload size. IP headers are
 /// built from these, so expected totals follow from the same values.

@@ -1,10 +1,10 @@
 import Foundation
 import Testing
 
-@testable import VPNStatKernel
-@testable import VPNStatModel
-@testable import VPNStatStore
-@testable import VPNStatSystem
+import VPNStatKernel
+import VPNStatModel
+import VPNStatStore
+import VPNStatSystem
 
 /// Whether the kernel tests can run: they need root (CI is root) to make namespaces and devices.
 enum Privilege {

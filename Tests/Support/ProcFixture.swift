@@ -1,8 +1,8 @@
 import Foundation
 
-@testable import VPNStatKernel
-@testable import VPNStatModel
-@testable import VPNStatSystem
+import VPNStatKernel
+import VPNStatModel
+import VPNStatSystem
 
 /// A fixture `/proc`: processes with `comm`, `cmdline`, `status` (its `Uid:` line), `cgroup`,
 /// `ns/net`, `fd/N` and `fdinfo/N` as the kernel shows them, and `self/ns/net` for the reader

@@ -1,7 +1,7 @@
 import Foundation
 
-@testable import VPNStatModel
-@testable import VPNStatStore
+import VPNStatModel
+import VPNStatStore
 
 /// A database with hand-picked tunnel traffic on hand-picked days (UTC), built through the
 /// store's API as a recorder would, for reports checked against figures worked out by hand.

@@ -1,9 +1,9 @@
 import Foundation
 
-@testable import VPNStatKernel
-@testable import VPNStatModel
-@testable import VPNStatStore
-@testable import VPNStatSystem
+import VPNStatKernel
+import VPNStatModel
+import VPNStatStore
+import VPNStatSystem
 
 /// A fixture `/sys/class/net` tree in a temporary directory, for devices this kernel cannot make.
 /// Removed when the value goes away.

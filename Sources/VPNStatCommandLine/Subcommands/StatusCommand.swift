@@ -2,7 +2,6 @@ import VPNStatEngine
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
-import VPNStatSystem
 
 /// `vpnstat status`: one report of every interface by class, as a table or as JSON.
 enum StatusCommand: Subcommand {

@@ -3,7 +3,7 @@ import VPNStatSystem
 
 /// The enforcer's alarm on the wall clock: armed for one instant, or disarmed. The kernel's is a
 /// `WallClockDeadline` (a timerfd); tests remember what was armed.
-public protocol DeadlineAlarm {
+package protocol DeadlineAlarm {
   func arm(at deadline: Timestamp?) throws
 }
 

@@ -29,9 +29,9 @@ import VPNStatRender
 /// (the store, the ledger, outages), `PendingWrites` (what the database has not taken, and the
 /// spool), `Takedown` (one device down, confirmed), `ManagerHolds` (the manager held off for the
 /// pause, the presence file), `DataCapCheck`, `SleepDetector` and `TrustedAlarm`.
-public struct Enforcer {
+package struct Enforcer {
   /// What can happen to an enforcer.
-  public enum Event: Sendable {
+  package enum Event: Sendable {
     /// It starts: look at the tunnel as it is.
     case started
     /// A link notification (any link: the enforcer picks its own).
@@ -47,13 +47,13 @@ public struct Enforcer {
   }
 
   /// One device under the limit.
-  public struct Device: Equatable, Sendable {
-    public var name: InterfaceName
-    public var up: Bool
+  package struct Device: Equatable, Sendable {
+    package var name: InterfaceName
+    package var up: Bool
   }
 
   /// The name given on the command line: any device that bears it is under the limit.
-  public let tunnel: InterfaceName
+  package let tunnel: InterfaceName
   let environment: EnforcerEnvironment
   var sampler: TrafficSampler
   let rules: WindowGuard
@@ -68,7 +68,7 @@ public struct Enforcer {
   var sleep = SleepDetector()
 
   /// `action`: how to disconnect (nil: link-down).
-  public init(
+  package init(
     tunnel: InterfaceName, action: (any DisconnectAction)?, lengths: SessionLengths, sampler: TrafficSampler,
     storage: EnforcerStorage, environment: EnforcerEnvironment
   ) {
@@ -91,26 +91,26 @@ public struct Enforcer {
 
   var clock: any TimeSource { sampler.clock }
   var log: any EventLog { environment.log }
-  public var action: any DisconnectAction { takedown.action }
+  package var action: any DisconnectAction { takedown.action }
   /// The devices under the limit, by ifindex: the one named `tunnel`, and any of them renamed.
-  public var devices: [Int32: Device] { followed.byIndex }
+  package var devices: [Int32: Device] { followed.byIndex }
   /// The deadline the alarm is armed for (in trusted time), if any.
-  public var armed: Timestamp? { deadline.armed }
+  package var armed: Timestamp? { deadline.armed }
   /// The session as last read (or as changed here and not yet written); nil until read once.
-  public var record: SessionRecord? { session.record }
+  package var record: SessionRecord? { session.record }
   /// The stops the database has not taken yet, in order.
-  public var pendingStops: [StopRecord] { pending.stops }
+  package var pendingStops: [StopRecord] { pending.stops }
   /// The data cap against its period's traffic as last read.
-  public var dataCap: DataCapStatus? { cap.status }
+  package var dataCap: DataCapStatus? { cap.status }
   /// What is held of the tunnel's manager for the pause, given back when connecting is allowed
   /// again or the enforcer stops.
-  public var holds: [ManagerHold] { managerHolds.held }
+  package var holds: [ManagerHold] { managerHolds.held }
   /// The tunnel-class totals after the last ledger advance: the usage base of a new window.
   var tunnelTotals: TrafficCounts { database.tunnelTotals }
 
   /// Takes one event. Throws only what the kernel refuses (the alarm, a link query); the
   /// database never makes it throw.
-  public mutating func handle(_ event: Event) throws {
+  package mutating func handle(_ event: Event) throws {
     if case .started = event {
       sleep.start(clock.now())
       try start()

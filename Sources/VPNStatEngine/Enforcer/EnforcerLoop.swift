@@ -4,9 +4,9 @@ import VPNStatSystem
 
 /// The enforcer's life as a process: the kernel's link notifications, the wall-clock alarm, a
 /// periodic tick and the stop signals, each turned into an `Enforcer.Event`.
-public enum EnforcerLoop {
+package enum EnforcerLoop {
   /// Runs until a stop signal. `alarm` must be the one the enforcer arms.
-  public static func run(_ enforcer: inout Enforcer, alarm: WallClockDeadline, checkInterval: Duration = .seconds(5))
+  package static func run(_ enforcer: inout Enforcer, alarm: WallClockDeadline, checkInterval: Duration = .seconds(5))
     throws
   {
     let signals = try SignalChannel.stopping()

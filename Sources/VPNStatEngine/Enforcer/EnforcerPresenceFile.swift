@@ -6,12 +6,12 @@ import VPNStatSystem
 /// enforcer's lock is `DB.enforce-IFACE.lock`). The lock proves it to other enforcers but is
 /// private to its owner; this file is for every reader (mode 0644, replaced atomically), and is
 /// believed only while the process it names — same pid, same start time — runs.
-public struct EnforcerPresenceFile {
-  public let path: String
+package struct EnforcerPresenceFile {
+  package let path: String
   let directory: String
   let name: String
 
-  public init(location: StoreLocation, tunnel: InterfaceName) {
+  package init(location: StoreLocation, tunnel: InterfaceName) {
     let path = location.companionPath("enforce-\(tunnel.escaped).presence")
     let slash = path.lastIndex(of: "/")
     self.path = path
@@ -20,25 +20,25 @@ public struct EnforcerPresenceFile {
   }
 
   /// The presence this file holds, whether or not its process still runs.
-  public func read() -> EnforcerPresence? {
+  package func read() -> EnforcerPresence? {
     guard let bytes = try? SmallFile.read(SystemPath(path), limit: 1 << 16) else { return nil }
     return EnforcerPresence(parsing: String(decoding: bytes, as: UTF8.self))
   }
 
-  public func write(_ presence: EnforcerPresence) throws {
+  package func write(_ presence: EnforcerPresence) throws {
     try AtomicFile.write(Array(presence.text.utf8), named: name, in: directory)
   }
 
-  public func remove() { try? FileSystem.remove(path) }
+  package func remove() { try? FileSystem.remove(path) }
 
   /// Whether the process the presence names is still that enforcer.
-  public static func isLive(_ presence: EnforcerPresence) -> Bool {
+  package static func isLive(_ presence: EnforcerPresence) -> Bool {
     ProcessTable.isRunning(presence.pid)
       && (presence.startTime == nil || ProcessTable.startTime(of: presence.pid) == presence.startTime)
   }
 
   /// The enforcers running on the database at `location`, oldest first.
-  public static func running(on location: StoreLocation) -> [EnforcerPresence] {
+  package static func running(on location: StoreLocation) -> [EnforcerPresence] {
     // Any tunnel's file names the directory and the common prefix: "vpnstat.db.enforce-".
     let any = EnforcerPresenceFile(location: location, tunnel: InterfaceName("x"))
     let prefix = Array(any.name.utf8.dropLast("x.presence".utf8.count))

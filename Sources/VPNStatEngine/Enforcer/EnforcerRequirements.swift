@@ -3,17 +3,17 @@ import VPNStatSystem
 
 /// What an enforcer needs before it may promise anything: checked when it starts, so that one
 /// that could never disconnect fails at once, naming what is missing, instead of at the deadline.
-public enum EnforcerRequirements {
+package enum EnforcerRequirements {
   /// Something the enforcer needs and does not have.
-  public struct Missing: Error, CustomStringConvertible {
-    public var what: String
-    public var description: String { "vpnstat enforce cannot disconnect: \(what)" }
+  package struct Missing: Error, CustomStringConvertible {
+    package var what: String
+    package var description: String { "vpnstat enforce cannot disconnect: \(what)" }
   }
 
   /// CAP_NET_ADMIN, always: every action falls back to link-down, which needs it. With
   /// NetworkManager as the tunnel's manager (`networkManager`), also NetworkManager's own
   /// permission to control connections.
-  public static func check(
+  package static func check(
     hasNetAdmin: Bool = ProcessTable.hasCapability(ProcessTable.netAdmin), networkManager: Bool = false,
     runner: any ProgramRunner = ChildProgramRunner()
   ) throws(Missing) {

@@ -9,11 +9,11 @@ import VPNStatSystem
 /// writes what it holds and takes it out. Writing a record twice is harmless: a stop already
 /// recorded is not recorded again, and a window is written only where the stored record would
 /// open it. A spool that is not a private file of this user's is refused and said, never read.
-public struct EnforcerSpool: Sendable {
+package struct EnforcerSpool: Sendable {
   let file: PrivateSpoolFile
-  public var path: String { file.path }
+  package var path: String { file.path }
 
-  public init(location: StoreLocation) {
+  package init(location: StoreLocation) {
     file = PrivateSpoolFile(path: location.companionPath("spool"))
   }
 

@@ -5,19 +5,19 @@ import VPNStatModel
 /// it, or `--action link-down`/`delete` said so, or the manager failed): `link-down` clears the
 /// link's up flag, `delete` removes it (a tun goes even while a process holds it); `connect`
 /// sets the up flag of `tunnel` and waits for it to be running (a process attached to the tun).
-public struct DirectLinkControl: ManagerControl {
+package struct DirectLinkControl: ManagerControl {
   let links: any LinkTable
-  public let deleting: Bool
+  package let deleting: Bool
   /// The link `connect` raises (the enforcer's controls take the tunnel from `stop`).
-  public let tunnel: InterfaceName?
-  public init(links: any LinkTable, deleting: Bool = false, tunnel: InterfaceName? = nil) {
+  package let tunnel: InterfaceName?
+  package init(links: any LinkTable, deleting: Bool = false, tunnel: InterfaceName? = nil) {
     self.links = links
     self.deleting = deleting
     self.tunnel = tunnel
   }
-  public var label: String { deleting ? "delete" : "link-down" }
+  package var label: String { deleting ? "delete" : "link-down" }
 
-  public func start(timeout: Duration) -> StartOutcome {
+  package func start(timeout: Duration) -> StartOutcome {
     guard let tunnel else { return .refused("no interface to raise") }
     do {
       guard let link = try links.link(named: tunnel) else { return .refused("\(tunnel.terminalText) does not exist") }
@@ -28,10 +28,10 @@ public struct DirectLinkControl: ManagerControl {
     }
   }
 
-  public func device() -> InterfaceName? { tunnel }
-  public var proofs: [ConnectionProof] { tunnel.map { [.linkRunning($0)] } ?? [] }
+  package func device() -> InterfaceName? { tunnel }
+  package var proofs: [ConnectionProof] { tunnel.map { [.linkRunning($0)] } ?? [] }
 
-  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+  package func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     do {
       guard let link = try links.link(named: tunnel) else { return .done }
       if deleting {

@@ -3,28 +3,28 @@ import VPNStatModel
 
 /// How the enforcer disconnects one tunnel: which control to stop it with, chosen when the
 /// disconnect happens (the same name may be wg-quick's now and NetworkManager's later).
-public protocol DisconnectAction {
+package protocol DisconnectAction {
   /// As `--action` names it (`auto`, `link-down`, `wg-quick`, …) or `exec PROGRAM`.
   var label: String { get }
   func control(for link: LinkRecord) -> any ManagerControl
 }
 
 /// `--action link-down` and `--action delete`: the kernel alone.
-public struct LinkDownAction: DisconnectAction {
+package struct LinkDownAction: DisconnectAction {
   let control: DirectLinkControl
-  public init(links: any LinkTable, deleting: Bool = false) {
+  package init(links: any LinkTable, deleting: Bool = false) {
     control = DirectLinkControl(links: links, deleting: deleting)
   }
-  public var label: String { control.label }
-  public func control(for link: LinkRecord) -> any ManagerControl { control }
+  package var label: String { control.label }
+  package func control(for link: LinkRecord) -> any ManagerControl { control }
 }
 
 /// `--exec PROGRAM ARG…`: the operator's own program (`ExecControl`).
-public struct ExecAction: DisconnectAction {
+package struct ExecAction: DisconnectAction {
   let control: ExecControl
-  public init(arguments: [[UInt8]], timeout: Duration) {
+  package init(arguments: [[UInt8]], timeout: Duration) {
     control = ExecControl(arguments: arguments, timeout: timeout)
   }
-  public var label: String { control.label }
-  public func control(for link: LinkRecord) -> any ManagerControl { control }
+  package var label: String { control.label }
+  package func control(for link: LinkRecord) -> any ManagerControl { control }
 }

@@ -5,16 +5,16 @@ import VPNStatSystem
 /// an argv with a timeout, told which tunnel and why in `VPNSTAT_INTERFACE` and `VPNSTAT_REASON`.
 /// The arguments are bytes, passed exactly as they were given; its output goes where the
 /// enforcer's goes.
-public struct ExecControl: ManagerControl {
-  public let arguments: [[UInt8]]
-  public let timeout: Duration
-  public init(arguments: [[UInt8]], timeout: Duration) {
+package struct ExecControl: ManagerControl {
+  package let arguments: [[UInt8]]
+  package let timeout: Duration
+  package init(arguments: [[UInt8]], timeout: Duration) {
     self.arguments = arguments
     self.timeout = timeout
   }
-  public var label: String { "exec \(TerminalText.sanitize(argumentText(arguments.first ?? [])))" }
+  package var label: String { "exec \(TerminalText.sanitize(argumentText(arguments.first ?? [])))" }
 
-  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+  package func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     let outcome = ChildProgram(
       arguments, environment: ["VPNSTAT_INTERFACE": tunnel.escaped, "VPNSTAT_REASON": reason.rawValue],
       timeout: timeout

@@ -7,16 +7,16 @@ import VPNStatModel
 /// what can still be told without it (the unit `wg-quick@NAME`, `wg-quick down` with a trusted
 /// configuration for NAME), and fails — so the enforcer falls back to link-down and records why
 /// — when it cannot be driven.
-public struct ManagerAction: DisconnectAction {
+package struct ManagerAction: DisconnectAction {
   /// nil: auto.
-  public let kind: TunnelManager.Kind?
+  package let kind: TunnelManager.Kind?
   let detector: any ManagerDetecting
   /// Units the configuration names, for `--action systemd` when systemd was not asked.
   let units: [InterfaceName: String]
   let runner: any ProgramRunner
   let links: any LinkTable
 
-  public init(
+  package init(
     kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner, links: any LinkTable,
     units: [InterfaceName: String] = [:]
   ) {
@@ -27,9 +27,9 @@ public struct ManagerAction: DisconnectAction {
     self.links = links
   }
 
-  public var label: String { kind?.rawValue ?? "auto" }
+  package var label: String { kind?.rawValue ?? "auto" }
 
-  public func control(for link: LinkRecord) -> any ManagerControl {
+  package func control(for link: LinkRecord) -> any ManagerControl {
     let found = detector.manager(of: link.name, kind: link.attributes.kind)
     let wanted = kind ?? found.kind
     if wanted == found.kind { return Self.control(for: found, runner: runner, links: links) }
@@ -58,7 +58,7 @@ public struct ManagerAction: DisconnectAction {
   }
 
   /// The control for a manager that was found.
-  public static func control(for manager: TunnelManager, runner: any ProgramRunner, links: any LinkTable)
+  package static func control(for manager: TunnelManager, runner: any ProgramRunner, links: any LinkTable)
     -> any ManagerControl
   {
     switch manager.kind {

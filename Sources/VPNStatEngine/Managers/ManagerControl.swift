@@ -8,7 +8,7 @@ import VPNStatModel
 /// `stop` and `start` only ask. Nothing they say proves the tunnel stopped or runs: a stop is
 /// confirmed by the kernel (the device down or gone) and then `isStopped`, the manager's own
 /// state; a start by its `proofs` (`ConnectionProbe`).
-public protocol ManagerControl {
+package protocol ManagerControl {
   /// A few words for logs and stop records: "wg-quick /etc/wireguard/wg0.conf".
   var label: String { get }
   /// The manager this control drives; nil for a command or the kernel alone.
@@ -32,23 +32,23 @@ public protocol ManagerControl {
 }
 
 extension ManagerControl {
-  public var manager: TunnelManager? { nil }
-  public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? { nil }
-  public func holdForPause() -> ManagerHold? { nil }
-  public func start(timeout: Duration) -> StartOutcome { .refused("\(label) cannot start a tunnel") }
-  public func device() -> InterfaceName? { nil }
-  public var proofs: [ConnectionProof] { [] }
+  package var manager: TunnelManager? { nil }
+  package func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? { nil }
+  package func holdForPause() -> ManagerHold? { nil }
+  package func start(timeout: Duration) -> StartOutcome { .refused("\(label) cannot start a tunnel") }
+  package func device() -> InterfaceName? { nil }
+  package var proofs: [ConnectionProof] { [] }
 }
 
 /// What a manager said to a start. `connect` believes it only as far as "accepted": the tunnel
 /// is real when its proofs hold.
-public enum StartOutcome: Hashable, Sendable {
+package enum StartOutcome: Hashable, Sendable {
   case accepted
   case refused(String)
 }
 
 /// What an action said of itself. The enforcer believes the kernel and the manager, not this.
-public enum DisconnectOutcome: Hashable, Sendable {
+package enum DisconnectOutcome: Hashable, Sendable {
   case done
   case failed(String)
 }

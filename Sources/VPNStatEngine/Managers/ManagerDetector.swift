@@ -3,7 +3,7 @@ import VPNStatModel
 import VPNStatSystem
 
 /// Finding who manages tunnels, now: a seam so the enforcer's tests can name the manager.
-public protocol ManagerDetecting {
+package protocol ManagerDetecting {
   /// The manager of each link (name and netlink kind), looked up afresh.
   func managers(of links: [(name: InterfaceName, kind: String?)]) -> [InterfaceName: TunnelManager]
   /// The wg-quick configuration root may run for `name` (`--action wg-quick` when the device
@@ -12,13 +12,13 @@ public protocol ManagerDetecting {
 }
 
 /// What the wg-quick directories hold for a name: a configuration root may run, or why not.
-public enum WgQuickConfiguration: Hashable, Sendable {
+package enum WgQuickConfiguration: Hashable, Sendable {
   case trusted(String)
   /// One exists but fails `DirectoryTrust.fileProblem`: which, and why.
   case refused(path: String, problem: String)
 
   /// "the wg-quick configuration PATH is not used: PROBLEM", for a refused one.
-  public var refusal: String? {
+  package var refusal: String? {
     guard case .refused(let path, let problem) = self else { return nil }
     return "the wg-quick configuration \(TerminalText.sanitize(path)) is not used: \(TerminalText.sanitize(problem))"
   }
@@ -27,11 +27,11 @@ public enum WgQuickConfiguration: Hashable, Sendable {
 }
 
 extension ManagerDetecting {
-  public func wgQuickConfiguration(for name: InterfaceName) -> WgQuickConfiguration {
+  package func wgQuickConfiguration(for name: InterfaceName) -> WgQuickConfiguration {
     .missing("no wg-quick configuration for \(name.terminalText)")
   }
 
-  public func manager(of name: InterfaceName, kind: String?) -> TunnelManager {
+  package func manager(of name: InterfaceName, kind: String?) -> TunnelManager {
     managers(of: [(name, kind)])[name]
       ?? TunnelManager(
         kind: .none, id: nil, foundBy: .nothing, evidence: "no manager found for \(name.terminalText)")
@@ -45,28 +45,28 @@ extension ManagerDetecting {
 /// processes of root and of system services holding the tun (from /proc, each descriptor proven
 /// to be the device). One walk of /proc and a few `nmcli` calls and one `systemctl` for all the
 /// tunnels asked about.
-public struct ManagerDetector: ManagerDetecting {
-  public var runner: any ProgramRunner
+package struct ManagerDetector: ManagerDetecting {
+  package var runner: any ProgramRunner
   /// Where wg-quick configurations are: NAME.conf in the first that has one. wg-quick itself
   /// reads /etc/wireguard.
-  public var wgQuickDirectories: [String]
+  package var wgQuickDirectories: [String]
   /// Units named in the configuration for tunnels (`--systemd-unit NAME=UNIT`).
-  public var units: [InterfaceName: String]
-  public var procRoot: SystemPath
+  package var units: [InterfaceName: String]
+  package var procRoot: SystemPath
   /// How a tun descriptor's device is proven (the kernel's answer; a fixture's in tests).
-  public var attachments: any TunAttachmentSource
+  package var attachments: any TunAttachmentSource
   /// Present while NetworkManager runs.
-  public var networkManagerDirectory: String
+  package var networkManagerDirectory: String
   /// Present when systemd is the init system.
-  public var systemdDirectory: String
+  package var systemdDirectory: String
   /// The walk of /proc shared with the rest of a one-off command (`status`: WireGuard's reader
   /// reads it too); nil: a walk of its own at every question (the enforcer asks at each
   /// disconnect, and must see the tunnel as it is then).
-  public var survey: TunProcessSurvey?
+  package var survey: TunProcessSurvey?
 
-  public static let defaultWgQuickDirectory = "/etc/wireguard"
+  package static let defaultWgQuickDirectory = "/etc/wireguard"
 
-  public init(
+  package init(
     runner: any ProgramRunner = ChildProgramRunner(), wgQuickDirectories: [String] = [defaultWgQuickDirectory],
     units: [InterfaceName: String] = [:], procRoot: SystemPath = "/proc",
     attachments: any TunAttachmentSource = KernelTunAttachments(),
@@ -83,7 +83,7 @@ public struct ManagerDetector: ManagerDetecting {
     self.survey = survey
   }
 
-  public func managers(of links: [(name: InterfaceName, kind: String?)]) -> [InterfaceName: TunnelManager] {
+  package func managers(of links: [(name: InterfaceName, kind: String?)]) -> [InterfaceName: TunnelManager] {
     guard !links.isEmpty else { return [:] }
     // A tun's manager may be the process holding it; a kernel WireGuard device has none (and a
     // reader without the link kind looks at every name).
@@ -161,7 +161,7 @@ public struct ManagerDetector: ManagerDetecting {
   /// NAME.conf in the first wg-quick directory that has one, as an absolute path (wg-quick never
   /// takes it for an option), when it and its directories pass `DirectoryTrust.fileProblem`:
   /// wg-quick runs its PreUp/PostDown lines as root.
-  public func wgQuickConfiguration(for name: InterfaceName) -> WgQuickConfiguration {
+  package func wgQuickConfiguration(for name: InterfaceName) -> WgQuickConfiguration {
     let paths = wgQuickDirectories.map { "\($0)/\(name.escaped).conf" }
     guard let path = paths.first(where: FileSystem.exists) else {
       return .missing(paths.map(TerminalText.sanitize).joined(separator: ", "))
@@ -170,7 +170,7 @@ public struct ManagerDetector: ManagerDetecting {
   }
 
   /// A wg-quick configuration file by its path: trusted (made absolute) or refused, and why.
-  public static func trust(wgQuick path: String) -> WgQuickConfiguration {
+  package static func trust(wgQuick path: String) -> WgQuickConfiguration {
     if let problem = DirectoryTrust.fileProblem(path) { return .refused(path: path, problem: problem) }
     if path.hasPrefix("/") { return .trusted(path) }
     // Relative: made absolute through its directory, keeping the file's own name (wg-quick

@@ -8,20 +8,20 @@ import VPNStatModel
 /// Started with `nmcli --wait 0 connection up`: nmcli returns once NetworkManager took the
 /// request (an unknown connection or an activation that fails at once is refused there), and
 /// `connect` then waits for the activation to reach `activated`.
-public struct NetworkManagerControl: ManagerControl {
-  public let uuid: String
-  public let runner: any ProgramRunner
-  public let manager: TunnelManager?
+package struct NetworkManagerControl: ManagerControl {
+  package let uuid: String
+  package let runner: any ProgramRunner
+  package let manager: TunnelManager?
   /// NetworkManager's type of the connection (`tun`, `wireguard`, `vpn`), when known: what else
   /// proves it real beyond NetworkManager's word.
-  public let connectionType: String?
-  public init(uuid: String, manager: TunnelManager? = nil, connectionType: String? = nil, runner: any ProgramRunner) {
+  package let connectionType: String?
+  package init(uuid: String, manager: TunnelManager? = nil, connectionType: String? = nil, runner: any ProgramRunner) {
     self.uuid = uuid
     self.manager = manager
     self.connectionType = connectionType
     self.runner = runner
   }
-  public var label: String {
+  package var label: String {
     "networkmanager " + (manager?.connectionName.map { "'\(TerminalText.sanitize($0))' (\(uuid))" } ?? uuid)
   }
 
@@ -43,18 +43,18 @@ public struct NetworkManagerControl: ManagerControl {
     ["nmcli", "-t", "-f", "GENERAL.STATE,GENERAL.IP-IFACE,GENERAL.DBUS-PATH", "connection", "show", "uuid", uuid]
   }
 
-  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+  package func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     let run = runner.run(Self.deactivate(uuid), timeout: .seconds(15))
     return run.succeeded ? .done : .failed("nmcli connection down \(run.failure)")
   }
 
-  public func start(timeout: Duration) -> StartOutcome {
+  package func start(timeout: Duration) -> StartOutcome {
     let run = runner.run(Self.activate(uuid), timeout: timeout)
     return run.succeeded ? .accepted : .refused("nmcli connection up \(run.failure)")
   }
 
   /// NetworkManager's view of the connection's activation now: nil while it is not active.
-  public func activation() -> NetworkManagerActivation? {
+  package func activation() -> NetworkManagerActivation? {
     let run = runner.run(Self.activeState(uuid), timeout: .seconds(5))
     guard run.succeeded else { return nil }
     var fields: [String: String] = [:]
@@ -67,21 +67,21 @@ public struct NetworkManagerControl: ManagerControl {
     return NetworkManagerActivation(state: state, device: device, path: fields["GENERAL.DBUS-PATH"] ?? "")
   }
 
-  public func device() -> InterfaceName? { activation()?.device }
+  package func device() -> InterfaceName? { activation()?.device }
 
   /// NetworkManager's word; for a WireGuard connection also a handshake, since NetworkManager
   /// says `activated` once the device is configured, before any peer answered.
-  public var proofs: [ConnectionProof] {
+  package var proofs: [ConnectionProof] {
     [.networkManagerActivated(uuid: uuid)] + (connectionType == "wireguard" ? [.wireGuardHandshake(nil)] : [])
   }
 
-  public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? {
+  package func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? {
     let run = runner.run(Self.activeConnections, timeout: .seconds(5))
     guard run.succeeded else { return false }
     return !run.output.split(whereSeparator: \.isNewline).contains { $0 == uuid }
   }
 
-  public func holdForPause() -> ManagerHold? {
+  package func holdForPause() -> ManagerHold? {
     let current = runner.run(Self.readAutoconnect(uuid), timeout: .seconds(5))
     guard current.succeeded, current.output.trimmingASCIIWhitespace() == "yes" else { return nil }
     let held = runner.run(Self.setAutoconnect(uuid, "no"), timeout: .seconds(5))
@@ -90,7 +90,7 @@ public struct NetworkManagerControl: ManagerControl {
   }
 
   /// Gives back what `holdForPause` held; false when NetworkManager refused (or is gone).
-  public static func release(_ hold: ManagerHold, runner: any ProgramRunner) -> Bool {
+  package static func release(_ hold: ManagerHold, runner: any ProgramRunner) -> Bool {
     runner.run(
       ["nmcli", "connection", "modify", "--temporary", "uuid", hold.id, hold.setting, hold.restore],
       timeout: .seconds(5)
@@ -171,8 +171,8 @@ public struct NetworkManagerControl: ManagerControl {
 /// One activation of a NetworkManager connection: its state (`activating`, `activated`,
 /// `deactivating`), the interface it configures, and its D-Bus path — new for every activation,
 /// so a connection re-activated by `connect` is told from the one before.
-public struct NetworkManagerActivation: Hashable, Sendable {
-  public var state: String
-  public var device: InterfaceName?
-  public var path: String
+package struct NetworkManagerActivation: Hashable, Sendable {
+  package var state: String
+  package var device: InterfaceName?
+  package var path: String
 }

@@ -7,25 +7,25 @@ import VPNStatSystem
 /// SIGTERM to the process. The socket is used only when the kernel says that very process
 /// serves it and no other user may write where it lies: a path in the arguments proves nothing
 /// by itself. Confirmed when that process has exited.
-public struct OpenVPNControl: ManagerControl {
-  public let process: TunnelProcess
-  public let manager: TunnelManager?
-  public init(process: TunnelProcess, manager: TunnelManager? = nil) {
+package struct OpenVPNControl: ManagerControl {
+  package let process: TunnelProcess
+  package let manager: TunnelManager?
+  package init(process: TunnelProcess, manager: TunnelManager? = nil) {
     self.process = process
     self.manager = manager
   }
-  public var label: String { "openvpn (pid \(process.pid))" }
+  package var label: String { "openvpn (pid \(process.pid))" }
 
   /// OpenVPN has no manager of its own to start it: a process vpnstat started would be vpnstat's
   /// to supervise (its log, its restarts, its password prompts). It is started by systemd or
   /// NetworkManager, and connected through them.
-  public func start(timeout: Duration) -> StartOutcome {
+  package func start(timeout: Duration) -> StartOutcome {
     .refused(
       "vpnstat does not start OpenVPN itself: start it through its systemd unit (openvpn-client@NAME) or NetworkManager, and connect that"
     )
   }
 
-  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+  package func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     var why = "no management socket"
     if let path = process.managementSocket {
       switch Self.signal(paths: Self.reachable(path, of: process.pid), served: process.pid) {
@@ -41,7 +41,7 @@ public struct OpenVPNControl: ManagerControl {
     }
   }
 
-  public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? {
+  package func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? {
     guard ProcessTable.isRunning(process.pid) else { return true }
     return ProcessTable.startTime(of: process.pid) != process.startTime
   }

@@ -1,21 +1,20 @@
-import VPNStatKernel
 import VPNStatModel
 
 /// How a stop is confirmed, for the enforcer's disconnects and `vpnstat disconnect` alike: the
 /// kernel first (the device down or gone), then the manager's own state. Nothing a manager
 /// answered to `stop` counts. The waiting goes through the clock, so a test's manual clock makes
 /// it instant.
-public struct StopConfirmation {
+package struct StopConfirmation {
   let links: any LinkTable
   let clock: any TimeSource
 
-  public init(links: any LinkTable, clock: any TimeSource) {
+  package init(links: any LinkTable, clock: any TimeSource) {
     self.links = links
     self.clock = clock
   }
 
   /// Whether the kernel says the device went down (or away) within `timeout`, asking every 5 ms.
-  public func deviceDown(_ index: Int32, timeout: Duration) -> Bool {
+  package func deviceDown(_ index: Int32, timeout: Duration) -> Bool {
     let end = clock.now().monotonic + timeout.nanoseconds
     while true {
       guard let link = try? links.link(index: index) else { return true }
@@ -28,7 +27,7 @@ public struct StopConfirmation {
   /// Whether the manager says the tunnel stopped within `timeout` (asked every 100 ms); true
   /// when it has no say beyond the kernel's. `index`: the device, when there is one to ask the
   /// kernel about (nil: the manager is asked as if it were gone).
-  public func managerStopped(
+  package func managerStopped(
     _ control: any ManagerControl, _ name: InterfaceName, index: Int32?, timeout: Duration
   ) -> Bool {
     let end = clock.now().monotonic + timeout.nanoseconds

@@ -3,33 +3,33 @@ import VPNStatModel
 /// A systemd service (`wg-quick@wg0.service`, `openvpn-client@work.service`): stopped with
 /// `systemctl stop`, which runs the unit's own ExecStop (wg-quick down for wg-quick@), confirmed
 /// when `systemctl is-active` no longer says active.
-public struct SystemdUnitControl: ManagerControl {
-  public let unit: String
-  public let runner: any ProgramRunner
-  public let manager: TunnelManager?
-  public init(unit: String, manager: TunnelManager? = nil, runner: any ProgramRunner) {
+package struct SystemdUnitControl: ManagerControl {
+  package let unit: String
+  package let runner: any ProgramRunner
+  package let manager: TunnelManager?
+  package init(unit: String, manager: TunnelManager? = nil, runner: any ProgramRunner) {
     self.unit = unit
     self.manager = manager
     self.runner = runner
   }
-  public var label: String { "systemd \(TerminalText.sanitize(unit))" }
+  package var label: String { "systemd \(TerminalText.sanitize(unit))" }
 
   // Every unit name goes after `--`: a name systemd accepts may still start with a dash.
   static func stopCommand(_ unit: String) -> [String] { ["systemctl", "stop", "--", unit] }
   static func stateCommand(_ units: [String]) -> [String] { ["systemctl", "is-active", "--"] + units }
 
-  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+  package func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     if let problem = ManagerName.unitProblem(unit) { return .failed(problem) }
     let run = runner.run(Self.stopCommand(unit), timeout: .seconds(30))
     return run.succeeded ? .done : .failed("systemctl stop \(run.failure)")
   }
 
-  public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? {
+  package func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? {
     ["inactive", "failed", "unknown"].contains(state())
   }
 
   /// What `systemctl is-active` says of the unit: `active`, `activating`, `inactive`, `failed`…
-  public func state() -> String {
+  package func state() -> String {
     runner.run(Self.stateCommand([unit]), timeout: .seconds(5)).output.trimmingASCIIWhitespace()
   }
 
@@ -59,16 +59,16 @@ public struct SystemdUnitControl: ManagerControl {
   /// `systemctl start` returns once the unit started (a oneshot such as `wg-quick@` once its
   /// ExecStart finished, OpenVPN's `Type=notify` units once it says so) or failed — a gate in
   /// ExecStartPre fails it here, with systemd's words.
-  public func start(timeout: Duration) -> StartOutcome {
+  package func start(timeout: Duration) -> StartOutcome {
     if let problem = ManagerName.unitProblem(unit) { return .refused(problem) }
     let run = runner.run(Self.startCommand(unit), timeout: timeout)
     return run.succeeded ? .accepted : .refused("systemctl start \(run.failure)")
   }
 
-  public func device() -> InterfaceName? { ManagerEvidence.wgQuickDevice(of: unit) }
+  package func device() -> InterfaceName? { ManagerEvidence.wgQuickDevice(of: unit) }
 
   /// systemd's word; for `wg-quick@NAME`, a handshake on NAME too.
-  public var proofs: [ConnectionProof] {
+  package var proofs: [ConnectionProof] {
     [.unitActive(unit)] + (device().map { [.wireGuardHandshake($0)] } ?? [])
   }
 }

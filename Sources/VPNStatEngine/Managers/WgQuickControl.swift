@@ -7,17 +7,17 @@ import VPNStatModel
 ///
 /// wg-quick runs the file's PreUp/PostDown lines as root: the file is one `ManagerDetector`
 /// trusted, and it is named by its absolute path, which wg-quick cannot take for an option.
-public struct WgQuickControl: ManagerControl {
+package struct WgQuickControl: ManagerControl {
   /// The configuration file's absolute path.
-  public let configuration: String
-  public let runner: any ProgramRunner
-  public let manager: TunnelManager?
-  public init(configuration: String, manager: TunnelManager? = nil, runner: any ProgramRunner) {
+  package let configuration: String
+  package let runner: any ProgramRunner
+  package let manager: TunnelManager?
+  package init(configuration: String, manager: TunnelManager? = nil, runner: any ProgramRunner) {
     self.configuration = configuration
     self.manager = manager
     self.runner = runner
   }
-  public var label: String { "wg-quick \(TerminalText.sanitize(configuration))" }
+  package var label: String { "wg-quick \(TerminalText.sanitize(configuration))" }
 
   static func downCommand(_ configuration: String) -> [String] { ["wg-quick", "down", configuration] }
 
@@ -26,31 +26,31 @@ public struct WgQuickControl: ManagerControl {
     configuration.hasPrefix("/") ? nil : "wg-quick is given configurations by absolute path only"
   }
 
-  public func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
+  package func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     if let problem { return .failed(problem) }
     let run = runner.run(Self.downCommand(configuration), timeout: .seconds(30))
     return run.succeeded ? .done : .failed("wg-quick down \(run.failure)")
   }
 
-  public func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? { deviceGone }
+  package func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? { deviceGone }
 
   static func upCommand(_ configuration: String) -> [String] { ["wg-quick", "up", configuration] }
 
   /// `wg-quick up` returns once the device is configured and up (its PreUp gate refuses here,
   /// with its words): a peer may not have answered yet.
-  public func start(timeout: Duration) -> StartOutcome {
+  package func start(timeout: Duration) -> StartOutcome {
     if let problem { return .refused(problem) }
     let run = runner.run(Self.upCommand(configuration), timeout: timeout)
     return run.succeeded ? .accepted : .refused("wg-quick up \(run.failure)")
   }
 
   /// The interface wg-quick names after the file: `/etc/wireguard/wg0.conf` → wg0.
-  public func device() -> InterfaceName? {
+  package func device() -> InterfaceName? {
     var name = Substring(configuration)
     if let slash = name.lastIndex(of: "/") { name = name[name.index(after: slash)...] }
     if name.hasSuffix(".conf") { name = name.dropLast(".conf".count) }
     return name.isEmpty ? nil : InterfaceName(String(name))
   }
 
-  public var proofs: [ConnectionProof] { [.wireGuardHandshake(device())] }
+  package var proofs: [ConnectionProof] { [.wireGuardHandshake(device())] }
 }
