@@ -21,6 +21,8 @@ let package = Package(
     .target(name: "CLinux"),
     .systemLibrary(
       name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+    // zlib: gzip for `record --listen`'s responses.
+    .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
     // libpcap's headers only (no pkgConfig: that would link it; CPcapLoader loads it lazily).
     .systemLibrary(name: "CPcap", providers: [.apt(["libpcap-dev"])]),
     // libpcap's functions, loaded with dlopen when `flows` first uses them (see loader.c).
@@ -31,8 +33,8 @@ let package = Package(
     .target(name: "VPNStatModel"),
     // The bottom layer: file descriptors, Errno, netlink framing, clocks and timers, signals,
     // child processes, terminal modes, locks and files, the session bus (vpnstat's own D-Bus
-    // client). The only code that calls libc.
-    .target(name: "VPNStatSystem", dependencies: ["VPNStatModel", "CLinux"]),
+    // client), gzip (zlib). The only code that calls libc.
+    .target(name: "VPNStatSystem", dependencies: ["VPNStatModel", "CLinux", "CZlib"]),
     // What the kernel says: the counter readers (netlink, sysfs, getifaddrs), link
     // notifications, link control, the clocks and the local calendar as model values.
     .target(name: "VPNStatKernel", dependencies: ["VPNStatModel", "VPNStatSystem", "CLinux"]),
@@ -63,7 +65,7 @@ let package = Package(
     // Names the commit of every build for `vpnstat --version` (scripts/build-commit: git, or the
     // `.commit` file a `git archive` tarball carries).
     .plugin(name: "BuildCommit", capability: .buildTool()),
-    // Release builds are fully static (Swift runtime, Foundation, SQLite, libstdc++, glibc): a
+    // Release builds are fully static (Swift runtime, Foundation, SQLite, zlib, libstdc++, glibc): a
     // short command's time was mostly the dynamic loader resolving libstdc++'s and SQLite's
     // symbols (2.3 ms → 1.0 ms to start), and the binary runs without the toolchain. libpcap is
     // still loaded at run time by `flows` (CPcapLoader), which needs the build machine's glibc.

@@ -173,10 +173,11 @@ enum Summary {
       text +=
         "\nCommands: wall time of one run, spawned directly inside the namespace, interleaved\n"
       var table = TextColumns(
-        ["N", "ifaces", "command", "median", "p10", "p90", "runs", "× ip", "× ip paired"],
-        rightAligned: [0, 1, 3, 4, 5, 6, 7, 8])
+        ["N", "ifaces", "command", "median", "p10", "p90", "runs", "× ip", "× ip paired", "× C floor"],
+        rightAligned: [0, 1, 3, 4, 5, 6, 7, 8, 9])
       for n in sizes(commands) {
         let ip = commands.first { $0.ifbCount == n && $0.label == Labels.ip }
+        let floor = commands.first { $0.ifbCount == n && $0.label == Labels.commandFloor }
         for m in commands where m.ifbCount == n {
           let ratio = ip.map { m.timing.median / $0.timing.median } ?? .nan
           table.add([
@@ -184,12 +185,13 @@ enum Summary {
             formatDuration(m.timing.median),
             formatDuration(m.timing.p10), formatDuration(m.timing.p90), String(m.timing.count),
             formatRatio(ratio), formatRatio(m.pairedRatio),
+            formatRatio(floor.map { m.timing.median / $0.timing.median } ?? .nan),
           ])
         }
       }
       text += table.render()
       text +=
-        "  (× ip: ratio of medians; paired: median of per-round ratios to the ip run of the same round)\n"
+        "  (× ip, × C floor: ratios of medians; paired: median of per-round ratios to the ip run of the same round)\n"
     }
     let startup = results.filter { $0.section == .startup }
     if !startup.isEmpty {
@@ -243,11 +245,17 @@ enum Summary {
       return (m.timing.median / ip, m.pairedRatio)
     }
     for n in commandSizes where n >= 1000 || n <= 10 {
-      let limit = n >= 1000 ? 0.7 : 1.0
+      let limit = n >= 1000 ? 0.7 : 0.9
       if let (ratio, paired) = versusIP(Labels.status, n) {
         lines.append(
           "status --json ≤ \(fixed(limit, 1))× ip -s -j link, N=\(n): \(formatRatio(ratio)) (paired \(formatRatio(paired))) — \(verdict(ratio <= limit))"
         )
+      }
+      if n >= 1000, let status = median(.command, Labels.status, n),
+        let floor = median(.command, Labels.commandFloor, n)
+      {
+        let ratio = status / floor
+        lines.append("status --json ≤ 1.6× the C floor, N=\(n): \(formatRatio(ratio)) — \(verdict(ratio <= 1.6))")
       }
       if let (floor, _) = versusIP(Labels.commandFloor, n) {
         lines.append("  (the C floor making the same dump, N=\(n): \(formatRatio(floor)) ip)")
@@ -268,7 +276,7 @@ enum Summary {
       }
     }
     guard !lines.isEmpty else { return "" }
-    return "\nTargets (issues 2 and 14), judged on medians from this run:\n"
+    return "\nTargets (issues 2, 14 and 22), judged on medians from this run:\n"
       + lines.map { "  " + $0 + "\n" }.joined()
   }
 

@@ -12,6 +12,8 @@ package struct HTTPRequestHead: Hashable, Sendable {
   package var version: String
   /// Every `Accept` header, joined with commas (as HTTP allows); nil without one.
   package var accept: String?
+  /// Every `Accept-Encoding` header, joined the same way; nil without one.
+  package var acceptEncoding: String?
 
   /// What the bytes received so far hold.
   package enum Parsed: Hashable, Sendable {
@@ -73,19 +75,22 @@ package struct HTTPRequestHead: Hashable, Sendable {
       version.hasPrefix("HTTP/1.")
     else { return .malformed }
     var accept: [String] = []
+    var acceptEncoding: [String] = []
     for line in lines.dropFirst() {
       guard valid(line, requestLine: false), let colon = line.firstIndex(of: 0x3A), colon > line.startIndex else {
         return .malformed
       }
       let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
-      if name == "accept" {
-        accept.append(String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: " \t"))
+      if name == "accept" || name == "accept-encoding" {
+        let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: " \t")
+        if name == "accept" { accept.append(value) } else { acceptEncoding.append(value) }
       }
     }
     return .complete(
       HTTPRequestHead(
         method: method, target: target, version: version,
-        accept: accept.isEmpty ? nil : accept.joined(separator: ",")))
+        accept: accept.isEmpty ? nil : accept.joined(separator: ","),
+        acceptEncoding: acceptEncoding.isEmpty ? nil : acceptEncoding.joined(separator: ",")))
   }
 
   /// Printable ASCII (and tabs in headers): anything else has no place in a request head.
@@ -125,6 +130,42 @@ extension OpenMetrics.Format {
     case .openmetrics: "application/openmetrics-text; version=1.0.0; charset=utf-8"
     case .prometheus: "text/plain; version=0.0.4; charset=utf-8"
     }
+  }
+}
+
+/// How a response's body is encoded on the wire (`Content-Encoding`).
+package enum HTTPContentCoding: String, Hashable, Sendable {
+  case identity
+  case gzip
+
+  /// The coding an `Accept-Encoding` header asks for (RFC 9110 §12.5.3): gzip when it (or
+  /// `x-gzip`, or `*` where gzip is not named) has a weight above zero and no lower than
+  /// identity's where identity is weighed, as Prometheus and `curl --compressed` ask; identity otherwise — without the
+  /// header, and when gzip is refused with `q=0`. Identity is served even when it is refused
+  /// too: a body any client reads beats a 406.
+  package static func negotiated(acceptEncoding: String?) -> HTTPContentCoding {
+    guard let acceptEncoding else { return .identity }
+    var gzip: Double?
+    var identity: Double?
+    var any: Double?
+    for range in acceptEncoding.split(separator: ",") {
+      let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: " \t").lowercased() }
+      guard let coding = parts.first, !coding.isEmpty else { continue }
+      var weight = 1.0
+      for parameter in parts.dropFirst() where parameter.hasPrefix("q=") {
+        weight = Double(parameter.dropFirst(2)).map { min(max($0, 0), 1) } ?? 0
+      }
+      switch coding {
+      case "gzip", "x-gzip": gzip = max(gzip ?? 0, weight)
+      case "identity": identity = max(identity ?? 0, weight)
+      case "*": any = max(any ?? 0, weight)
+      default: break
+      }
+    }
+    let gzipWeight = gzip ?? any ?? 0
+    // Identity is always acceptable, but competes with gzip only where the client weighed it.
+    let identityWeight = identity ?? any ?? 0
+    return gzipWeight > 0 && gzipWeight >= identityWeight ? .gzip : .identity
   }
 }
 

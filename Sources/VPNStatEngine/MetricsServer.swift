@@ -26,7 +26,12 @@ package final class MetricsExposition: Sendable {
   private struct State {
     var snapshot: MetricsSnapshot?
     var version = 0
-    var rendered: [OpenMetrics.Format: (version: Int, bytes: [UInt8])] = [:]
+    var rendered: [Encoded: (version: Int, bytes: [UInt8])] = [:]
+  }
+  /// A body as it goes out: its format, and its coding on the wire.
+  private struct Encoded: Hashable {
+    var format: OpenMetrics.Format
+    var coding: HTTPContentCoding
   }
   private let state = Mutex(State())
 
@@ -40,17 +45,32 @@ package final class MetricsExposition: Sendable {
     }
   }
 
-  /// The exposition of the last snapshot in `format`; nil before the first one.
-  package func body(_ format: OpenMetrics.Format) -> [UInt8]? {
-    let (snapshot, version, cached) = state.withLock { ($0.snapshot, $0.version, $0.rendered[format]) }
+  /// The exposition of the last snapshot in `format`, encoded with `coding` (gzip: compressed
+  /// once per snapshot, whatever the number of scrapers); nil before the first one.
+  package func body(_ format: OpenMetrics.Format, coding: HTTPContentCoding = .identity) -> [UInt8]? {
+    let key = Encoded(format: format, coding: coding)
+    let (snapshot, version, cached) = state.withLock { ($0.snapshot, $0.version, $0.rendered[key]) }
     if let cached, cached.version == version { return cached.bytes }
     guard let snapshot else { return nil }
-    let bytes = OpenMetrics.render(
-      ledger: snapshot.ledger, session: snapshot.session, health: snapshot.health, at: snapshot.takenAt,
-      format: format)
-    state.withLock { $0.rendered[format] = (version, bytes) }
+    var bytes: [UInt8]
+    switch coding {
+    case .identity:
+      bytes = OpenMetrics.render(
+        ledger: snapshot.ledger, session: snapshot.session, health: snapshot.health, at: snapshot.takenAt,
+        format: format)
+    case .gzip:
+      // The plain body of the same snapshot (a newer one may have come meanwhile: then both are
+      // of that one, and the version kept is the older, so the next scrape renders again).
+      guard let plain = body(format), let compressed = Gzip.compress(plain, level: Self.gzipLevel) else { return nil }
+      bytes = compressed
+    }
+    state.withLock { $0.rendered[key] = (version, bytes) }
     return bytes
   }
+
+  /// zlib's fastest level: at 1000 interfaces 4× quicker than the default (6) for a body 8 %
+  /// larger (Prometheus text: 508 KB → 23.5 KB, against 21.8 KB).
+  static let gzipLevel: Int32 = 1
 }
 
 /// `record --listen`: serves `GET /metrics` (and `/`, a page with a link) over HTTP, from the
@@ -288,10 +308,18 @@ package struct MetricsServer {
         status: 200, reason: "OK", contentType: "text/html; charset=utf-8", body: Array(MetricsPage.html.utf8))
     }
     let format = OpenMetrics.Format.negotiated(accept: head.accept)
-    guard let body = exposition.body(format) else {
-      return HTTPResponse.error(503, "Service Unavailable", headers: [("Retry-After", "1")])
+    let coding = HTTPContentCoding.negotiated(acceptEncoding: head.acceptEncoding)
+    // The body depends on both headers: a cache between the scraper and here must know it.
+    var headers = [("Vary", "Accept, Accept-Encoding")]
+    var body = exposition.body(format, coding: coding)
+    if body != nil, coding == .gzip {
+      headers.append(("Content-Encoding", "gzip"))
+    } else if body == nil, coding != .identity {
+      // zlib failed (out of memory): the body as it is, if there is one.
+      body = exposition.body(format)
     }
-    return HTTPResponse.render(status: 200, reason: "OK", contentType: format.contentType, body: body)
+    guard let body else { return HTTPResponse.error(503, "Service Unavailable", headers: [("Retry-After", "1")]) }
+    return HTTPResponse.render(status: 200, reason: "OK", contentType: format.contentType, body: body, headers: headers)
   }
 }
 

@@ -12,9 +12,13 @@ struct MetricsHTTPKernelTests {
   static let curl = "/usr/bin/curl"
 
   /// curl inside the namespace: the response's headers and body.
-  func fetch(_ ns: TestNamespace, _ url: String, accept: String? = nil) throws -> (headers: String, body: String) {
+  func fetch(
+    _ ns: TestNamespace, _ url: String, accept: String? = nil, compressed: Bool = false
+  ) throws -> (headers: String, body: String) {
     let result = try ns.run(
-      Self.curl, ["-s", "-S", "-i", "--max-time", "5"] + (accept.map { ["-H", "Accept: \($0)"] } ?? []) + [url])
+      Self.curl,
+      ["-s", "-S", "-i", "--max-time", "5"] + (compressed ? ["--compressed"] : [])
+        + (accept.map { ["-H", "Accept: \($0)"] } ?? []) + [url])
     try #require(result.status == 0, "curl \(url): \(result.errors)")
     let parts = result.output.components(separatedBy: "\r\n\r\n")
     return (parts[0], parts.dropFirst().joined(separator: "\r\n\r\n"))
@@ -50,6 +54,26 @@ struct MetricsHTTPKernelTests {
     #expect(open.body.hasSuffix("# EOF\n"))
     #expect(open.body.contains("# TYPE vpnstat_class_receive_bytes counter"))
     #expect(try fetch(ns, "http://127.0.0.1:9586/").body.contains("<a href=\"/metrics\">"))
+    // curl without --compressed sends no Accept-Encoding: identity. With it, gzip, which curl
+    // inflates to the same text.
+    #expect(!plain.headers.lowercased().contains("content-encoding"), "\(plain.headers)")
+    #expect(plain.headers.contains("Vary: Accept, Accept-Encoding"), "\(plain.headers)")
+    for accept in [nil, "application/openmetrics-text; version=1.0.0"] {
+      let compressed = try fetch(ns, "http://127.0.0.1:9586/metrics", accept: accept, compressed: true)
+      #expect(compressed.headers.contains("Content-Encoding: gzip"), "\(compressed.headers)")
+      #expect(compressed.body.contains("vpnstat_interface_receive_bytes_total{interface=\"tun7\",class=\"tunnel\"} "))
+      #expect(compressed.body.hasSuffix("# EOF\n") == (accept != nil))
+    }
+    // How old the figures are: the sample's time in every scrape, never more than one interval
+    // (1 s) before the request was sent, plus what publishing after a sample takes.
+    for _ in 0..<6 {
+      let sent = Date().timeIntervalSince1970
+      let body = try fetch(ns, "http://127.0.0.1:9586/metrics", compressed: true).body
+      let line = try #require(body.split(separator: "\n").first { $0.hasPrefix("vpnstat_scrape_timestamp_seconds ") })
+      let taken = try #require(Double(line.split(separator: " ")[1]))
+      #expect(sent - taken < 1.25 && taken <= Date().timeIntervalSince1970, "sample at \(taken), request at \(sent)")
+      usleep(170_000)
+    }
 
     // Prometheus in the namespace, scraping every second.
     let config = directory.file("prometheus.yml")
@@ -102,6 +126,11 @@ struct MetricsHTTPKernelTests {
     #expect(try query("vpnstat_interface_receive_bytes_total{interface=\"tun7\"}") == String(rx))
     // Prometheus asked for OpenMetrics: the scrape's own series say the target is up.
     #expect(try query("up{job=\"vpnstat\"}") == "1")
+    // Prometheus asks for gzip (its default), and parsed it. The age of the figures at its
+    // scrape: the scrape's time less the sample's.
+    let age = try #require(
+      try query("timestamp(vpnstat_scrape_timestamp_seconds) - vpnstat_scrape_timestamp_seconds").flatMap(Double.init))
+    #expect(age >= -0.05 && age < 1.25, "figures \(age) s old at Prometheus's scrape")
   }
 
   /// Python in the namespace: `count` clients that send a request head a byte every half

@@ -135,6 +135,77 @@ struct MetricsServerTests {
     #expect(server.connectionCount == 0)
   }
 
+  @Test(
+    "GET /metrics gzipped when Accept-Encoding allows it (Content-Encoding: gzip, Vary), the same figures once inflated; identity without the header or with gzip;q=0"
+  )
+  mutating func gzipNegotiation() throws {
+    publish(interfaces: 50)
+    func get(_ acceptEncoding: String?) throws -> TestClient {
+      let client = try TestClient(port: port)
+      client.send(
+        "GET /metrics HTTP/1.1\r\nHost: x\r\n" + (acceptEncoding.map { "Accept-Encoding: \($0)\r\n" } ?? "") + "\r\n")
+      try exchange(client)
+      #expect(client.statusLine == "HTTP/1.1 200 OK", "\(String(describing: acceptEncoding)): \(client.text)")
+      #expect(client.header("Vary") == "Accept, Accept-Encoding")
+      return client
+    }
+    let plain = try get(nil)
+    #expect(plain.header("Content-Encoding") == nil)
+    #expect(plain.body.contains("vpnstat_class_receive_bytes_total{class=\"tunnel\"} 0"))
+    for refused in ["gzip;q=0", "identity", "br, zstd", "gzip;q=0.5, identity"] {
+      let client = try get(refused)
+      #expect(client.header("Content-Encoding") == nil, "\(refused)")
+      #expect(client.body == plain.body, "\(refused)")
+    }
+    for allowed in ["gzip", "deflate, gzip, br, zstd", "GZIP;q=0.8", "*", "x-gzip", "gzip;q=1, identity;q=0.5"] {
+      let client = try get(allowed)
+      #expect(client.header("Content-Encoding") == "gzip", "\(allowed)")
+      let bytes = client.received
+      let end = try #require((0..<bytes.count - 3).first { bytes[$0..<($0 + 4)].elementsEqual([13, 10, 13, 10]) })
+      let body = Array(bytes[(end + 4)...])
+      #expect(client.header("Content-Length") == String(body.count), "\(allowed)")
+      #expect(Array(body.prefix(2)) == [0x1F, 0x8B], "\(allowed): not gzip")
+      #expect(body.count * 4 < plain.body.utf8.count, "\(allowed): \(body.count) bytes of \(plain.body.utf8.count)")
+      #expect(String(decoding: try inflated(body), as: UTF8.self) == plain.body, "\(allowed)")
+    }
+  }
+
+  /// A gzip body inflated by gzip(1): zlib's output read by another decoder.
+  func inflated(_ body: [UInt8]) throws -> [UInt8] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+    process.arguments = ["-dc"]
+    let input = Pipe()
+    let output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    try process.run()
+    input.fileHandleForWriting.write(Data(body))
+    try input.fileHandleForWriting.close()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    return Array(data)
+  }
+
+  @Test(
+    "Accept-Encoding: gzip when its weight is above zero and no lower than identity's where identity is weighed, else identity"
+  )
+  func contentCodingRule() {
+    for (header, expected) in [
+      (nil, HTTPContentCoding.identity), ("", .identity), ("gzip", .gzip), ("gzip;q=0", .identity),
+      ("gzip; q=0.000", .identity), ("gzip;q=0.001", .gzip), ("*;q=0", .identity), ("*", .gzip),
+      ("*;q=0.5, identity", .identity), ("gzip;q=0.8", .gzip),
+      ("*, gzip;q=0", .identity), ("identity;q=1, gzip;q=0.5", .identity), ("identity;q=0.5, gzip;q=0.5", .gzip),
+      ("br", .identity), ("x-gzip", .gzip), ("Gzip ; Q=0.2", .gzip), ("gzip;q=bad", .identity),
+    ] as [(String?, HTTPContentCoding)] {
+      #expect(HTTPContentCoding.negotiated(acceptEncoding: header) == expected, "\(String(describing: header))")
+    }
+    #expect(
+      HTTPRequestHead.parse(Array("GET / HTTP/1.1\r\nAccept-Encoding: gzip\r\naccept-encoding: br\r\n\r\n".utf8))
+        == .complete(HTTPRequestHead(method: "GET", target: "/", version: "HTTP/1.1", acceptEncoding: "gzip,br")))
+  }
+
   @Test("/ is a page with a link; other paths 404, other methods 405 with Allow: GET, HEAD; no snapshot yet 503")
   mutating func pathsAndMethods() throws {
     for (request, status) in [
