@@ -73,21 +73,7 @@ enum EnforceCommand: Subcommand {
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let tunnel = InterfaceName(parsingEscaped: parsed.positionals[0])
-    // A name the kernel refuses can never come up: waiting for it would be forever.
-    if let problem = tunnel.kernelProblem {
-      throw UsageError(
-        "invalid interface name '\(tunnel.escaped)': it \(problem), so no interface can have it",
-        commandPath: parsed.commandPath)
-    }
-    // Tunnels only: an interface of another class that bears the name now is refused at once
-    // (one that appears later is left alone by the enforcer itself).
-    if let link = try? NetlinkLinkTable().link(named: tunnel) {
-      var catalog = InterfaceCatalog(classifier: CommandServices.classifier(parsed))
-      let entry = catalog.entry(for: link)
-      if let refusal = NotATunnel.check(link.name, entry.interfaceClass, by: entry.evidence) {
-        throw UsageError(refusal.description, commandPath: parsed.commandPath)
-      }
-    }
+    try refuseWhatCannotBeEnforced(tunnel, parsed)
     let choice = parsed.has(exec) ? nil : parsed[action] ?? .manager(nil)
     let detector = try CommandServices.managerDetector(parsed, acting: true)
     // A wg-quick configuration for the tunnel that others could have written is said now; one
@@ -99,27 +85,7 @@ enum EnforceCommand: Subcommand {
     // not look as if it holds the tunnel.
     try EnforcerRequirements.check(networkManager: usesNetworkManager(choice, tunnel, detector: detector))
     let location = CommandServices.storeLocation(parsed, context)
-    // The database is opened on a thread of its own and never waited for long: SQLite can hold
-    // a caller for seconds whatever its busy timeout (a lock on the `-shm` held by any user who
-    // may read the file), and meanwhile the tunnel must be held. The opener has time to migrate;
-    // the store, once handed over, waits only moments for a lock.
-    let calendar = context.calendar
-    let opener = try StoreOpener {
-      let store = try Store.open(location, intent: .write, busyTimeoutMilliseconds: 2000, calendar: calendar)
-      store?.setBusyTimeout(milliseconds: runningBusyTimeoutMilliseconds)
-      return store
-    }
-    var store: Store?
-    switch opener.outcome(waitingAtMost: startWait) {
-    case .opened(let opened): store = opened
-    case .failed(let error as StoreError) where error.isLasting: throw error
-    case .failed(let error):
-      context.warn("\(error): enforcing from memory until the database can be read")
-    case .pending, .taken:
-      context.warn(
-        "\(location.path) did not open within \(Units.duration(startWait)): enforcing from memory until it can be read"
-      )
-    }
+    let (opener, store) = try openStore(location, context)
     let lock = try ProcessLock(
       path: location.lockPath("enforce-\(tunnel.escaped)"), role: "vpnstat enforce \(tunnel.escaped)")
     let links: NetlinkLinkTable
@@ -130,18 +96,9 @@ enum EnforceCommand: Subcommand {
     } catch {
       throw GeneralFailure(.unavailable, "cannot open a netlink socket to watch \(tunnel.terminalText): \(error)")
     }
-    let disconnect: any DisconnectAction
-    switch choice {
-    case nil:
-      disconnect = ExecAction(arguments: parsed.bytes(exec), timeout: parsed[execTimeout] ?? .seconds(10))
-    case .linkDown: disconnect = LinkDownAction(links: links)
-    case .delete: disconnect = LinkDownAction(links: links, deleting: true)
-    case .manager(let kind):
-      disconnect = ManagerAction(
-        kind: kind, detector: detector, runner: detector.runner, links: links, units: detector.units)
-    }
     var enforcer = Enforcer(
-      tunnel: tunnel, action: disconnect, lengths: CommandServices.lengths(parsed),
+      tunnel: tunnel, action: disconnectAction(choice, parsed, detector: detector, links: links),
+      lengths: CommandServices.lengths(parsed),
       sampler: CommandServices.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
       storage: EnforcerStorage(
         store: store,
@@ -161,6 +118,63 @@ enum EnforceCommand: Subcommand {
     try EnforcerLoop.run(&enforcer, alarm: alarm, checkInterval: parsed[interval] ?? .seconds(5))
     withExtendedLifetime(lock) {}
     return .success
+  }
+
+  /// A name no interface can have, or an interface of another class that bears it now, is
+  /// refused at once (one that appears later is left alone by the enforcer itself).
+  static func refuseWhatCannotBeEnforced(_ tunnel: InterfaceName, _ parsed: ParsedCommand) throws {
+    // A name the kernel refuses can never come up: waiting for it would be forever.
+    if let problem = tunnel.kernelProblem {
+      throw UsageError(
+        "invalid interface name '\(tunnel.escaped)': it \(problem), so no interface can have it",
+        commandPath: parsed.commandPath)
+    }
+    if let link = try? NetlinkLinkTable().link(named: tunnel) {
+      var catalog = InterfaceCatalog(classifier: CommandServices.classifier(parsed))
+      let entry = catalog.entry(for: link)
+      if let refusal = NotATunnel.check(link.name, entry.interfaceClass, by: entry.evidence) {
+        throw UsageError(refusal.description, commandPath: parsed.commandPath)
+      }
+    }
+  }
+
+  /// The database, opened on a thread of its own and never waited for long: SQLite can hold a
+  /// caller for seconds whatever its busy timeout (a lock on the `-shm` held by any user who may
+  /// read the file), and meanwhile the tunnel must be held. The opener has time to migrate; the
+  /// store, once handed over, waits only moments for a lock. nil: enforcing from memory.
+  static func openStore(_ location: StoreLocation, _ context: CommandContext) throws -> (StoreOpener, Store?) {
+    let calendar = context.calendar
+    let opener = try StoreOpener {
+      let store = try Store.open(location, intent: .write, busyTimeoutMilliseconds: 2000, calendar: calendar)
+      store?.setBusyTimeout(milliseconds: runningBusyTimeoutMilliseconds)
+      return store
+    }
+    switch opener.outcome(waitingAtMost: startWait) {
+    case .opened(let opened): return (opener, opened)
+    case .failed(let error as StoreError) where error.isLasting: throw error
+    case .failed(let error):
+      context.warn("\(error): enforcing from memory until the database can be read")
+    case .pending, .taken:
+      context.warn(
+        "\(location.path) did not open within \(Units.duration(startWait)): enforcing from memory until it can be read"
+      )
+    }
+    return (opener, nil)
+  }
+
+  /// How the tunnel is taken down: `--exec`'s program, a link-down or delete, or its manager.
+  static func disconnectAction(
+    _ choice: ActionChoice?, _ parsed: ParsedCommand, detector: ManagerDetector, links: NetlinkLinkTable
+  ) -> any DisconnectAction {
+    switch choice {
+    case nil:
+      return ExecAction(arguments: parsed.bytes(exec), timeout: parsed[execTimeout] ?? .seconds(10))
+    case .linkDown: return LinkDownAction(links: links)
+    case .delete: return LinkDownAction(links: links, deleting: true)
+    case .manager(let kind):
+      return ManagerAction(
+        kind: kind, detector: detector, runner: detector.runner, links: links, units: detector.units)
+    }
   }
 
   /// Whether disconnecting may need NetworkManager's permission: asked for by name, or the
