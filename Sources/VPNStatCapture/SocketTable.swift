@@ -174,13 +174,15 @@ extension UInt64 {
 /// Which process holds which socket inode: the `socket:[INODE]` links under /proc/PID/fd.
 /// Reading every descriptor of every process is the expensive part of attribution, so a scan
 /// stops as soon as every inode it was asked for is found.
-struct SocketInodeOwners {
-  var owners: [UInt64: Int32] = [:]
+package struct SocketInodeOwners {
+  package var owners: [UInt64: Int32] = [:]
   /// Process names by pid, read when a pid is first needed after a scan.
   var commands: [Int32: String?] = [:]
 
   /// Scans /proc/*/fd until every inode in `wanted` is found (or every process was read).
-  mutating func scan(procRoot: SystemPath, wanted: Set<UInt64>) {
+  package init() {}
+
+  package mutating func scan(procRoot: SystemPath, wanted: Set<UInt64>) {
     var remaining = wanted
     guard let directory = procRoot.withCString({ opendir($0) }) else { return }
     defer { closedir(directory) }
