@@ -1,12 +1,7 @@
-import CLinux
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
 import VPNStatSystem
-
-#if canImport(Glibc)
-  import Glibc
-#endif
 
 /// `vpnstat flows` for people: the refreshing terminal screen (fitted to its size) and the
 /// plain per-report blocks written when stdout is not a terminal. Pure functions of a snapshot.

@@ -2,10 +2,6 @@ import CLinux
 import VPNStatModel
 import VPNStatSystem
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// Asking the kernel about one link and setting it down, up or deleting it, over netlink: how the
 /// enforcer takes a tunnel down (`--action link-down`, `--action delete`, and the fallback of
 /// every other action) and how it confirms that any action really did; how `connect` raises a

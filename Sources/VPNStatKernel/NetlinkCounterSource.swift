@@ -2,10 +2,6 @@ import CLinux
 import VPNStatModel
 import VPNStatSystem
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// One link as an `RTM_NEWLINK` or `RTM_DELLINK` message describes it.
 public struct LinkRecord: Hashable, Sendable {
   public var index: Int32
