@@ -1,12 +1,7 @@
-import CLinux
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
 import VPNStatSystem
-
-#if canImport(Glibc)
-  import Glibc
-#endif
 
 /// What a `flows` run was asked to do, from the command line.
 package struct FlowCaptureOptions: Sendable {
@@ -36,30 +31,7 @@ package struct FlowCaptureOptions: Sendable {
 /// Addresses of this host's interfaces (getifaddrs): a packet from one of them is outgoing.
 package enum LocalAddresses {
   package static func current() -> Set<IPAddress> {
-    var result = Set<IPAddress>()
-    var list: UnsafeMutablePointer<ifaddrs>?
-    guard getifaddrs(&list) == 0 else { return result }
-    defer { freeifaddrs(list) }
-    var cursor = list
-    while let entry = cursor {
-      defer { cursor = entry.pointee.ifa_next }
-      guard let address = entry.pointee.ifa_addr else { continue }
-      switch Int32(address.pointee.sa_family) {
-      case AF_INET:
-        let value = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-          $0.pointee.sin_addr.s_addr
-        }
-        result.insert(IPAddress(ipv4: UInt32(bigEndian: value)))
-      case AF_INET6:
-        address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-          var v6 = $0.pointee.sin6_addr
-          result.insert(IPAddress(bytes: withUnsafeBytes(of: &v6) { Array($0) }))
-        }
-      default:
-        break
-      }
-    }
-    return result
+    Set(((try? LinkAddresses.ipAddresses()) ?? []).compactMap(IPAddress.init(networkOrder:)))
   }
 }
 
@@ -268,8 +240,7 @@ package final class LiveFlowCapture {
   /// Reopens when the interface exists again (a recreated tunnel has a new ifindex).
   private func reopen(at now: Int64) {
     lastReopenAttempt = now
-    let index = SystemPath(bytes: interface.bytes).withCString { if_nametoindex($0) }
-    guard index != 0 || interface.bytes == Array("any".utf8) else { return }
+    guard (try? LinkAddresses.index(of: interface)) != nil || interface.bytes == Array("any".utf8) else { return }
     guard let fresh = try? open(interface) else { return }
     if let writer, writer.linkType != fresh.linkType {
       writer.close()
@@ -288,8 +259,7 @@ package final class LiveFlowCapture {
   /// the name now has another ifindex.
   private func checkInstance(at now: Int64) {
     guard let current = source, current.interfaceIndex != 0 else { return }
-    let index = Int32(
-      bitPattern: SystemPath(bytes: interface.bytes).withCString { if_nametoindex($0) })
+    let index = (try? LinkAddresses.index(of: interface)) ?? 0
     guard index != current.interfaceIndex else { return }
     lose(current, because: "'\(interface.terminalText)' has a new ifindex")
   }

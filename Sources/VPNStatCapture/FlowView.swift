@@ -1,11 +1,6 @@
-import CLinux
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
-
-#if canImport(Glibc)
-  import Glibc
-#endif
 
 /// `vpnstat flows` for people: the refreshing terminal screen (fitted to its size) and the
 /// plain per-report blocks written when stdout is not a terminal. Pure functions of a snapshot.

@@ -1,10 +1,7 @@
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
-
-#if canImport(Glibc)
-  import Glibc
-#endif
+import VPNStatSystem
 
 /// An IPv4 or IPv6 address as two 64-bit words in network order, IPv4 held as `::ffff:a.b.c.d`.
 /// Fixed size and trivially hashable so the packet path never allocates; the same form
@@ -77,24 +74,21 @@ package struct IPAddress: Hashable, Comparable, Sendable, CustomStringConvertibl
   package var description: String {
     let bytes = networkBytes
     if isIPv4 { return bytes[12...].map { String($0) }.joined(separator: ".") }
-    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-    let ok = bytes.withUnsafeBytes { raw in
-      inet_ntop(AF_INET6, raw.baseAddress, &buffer, socklen_t(buffer.count)) != nil
-    }
-    guard ok else { return "?" }
-    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return NumericAddress.text(bytes) ?? "?"
   }
 
   /// Parses IPv4 dotted-quad or IPv6 text; nil for anything else.
   package init?(parsing text: String) {
-    var v4 = in_addr()
-    if inet_pton(AF_INET, text, &v4) == 1 {
-      self.init(ipv4: UInt32(bigEndian: v4.s_addr))
-      return
+    guard let address = NumericAddress.parse(text) else { return nil }
+    self.init(networkOrder: address)
+  }
+
+  /// Reads 4 (IPv4) or 16 (IPv6) bytes in network order; nil for another length.
+  init?(networkOrder address: [UInt8]) {
+    switch address.count {
+    case 4: self.init(ipv4: address.reduce(0) { $0 << 8 | UInt32($1) })
+    case 16: self.init(bytes: address)
+    default: return nil
     }
-    var v6 = in6_addr()
-    guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
-    let bytes = withUnsafeBytes(of: &v6) { Array($0) }
-    self.init(bytes: bytes)
   }
 }

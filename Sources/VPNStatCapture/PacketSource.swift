@@ -4,10 +4,6 @@ import VPNStatModel
 import VPNStatRender
 import VPNStatSystem
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// Why a capture could not start or go on: what kind of trouble (the command line maps each kind
 /// to an exit status) and a message for people.
 package struct CaptureError: Error, CustomStringConvertible {
@@ -176,12 +172,15 @@ package final class PcapFileSource: PacketSource {
     self.path = path
     let shown = TerminalText.sanitize(path)
     // "-" is standard input (libpcap reads it): `tcpdump -w - | vpnstat flows --read -`.
-    if path != "-", access(path, R_OK) != 0 {
-      let error = Errno.current
-      if error.meansNotPermitted {
-        throw CaptureError(.notPermitted, "cannot read capture file '\(shown)': \(error)")
+    if path != "-" {
+      do {
+        try FileSystem.checkReadable(path)
+      } catch {
+        if error.meansNotPermitted {
+          throw CaptureError(.notPermitted, "cannot read capture file '\(shown)': \(error)")
+        }
+        throw CaptureError(.unavailable, "cannot read capture file '\(shown)': \(error)")
       }
-      throw CaptureError(.unavailable, "cannot read capture file '\(shown)': \(error)")
     }
     var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
     guard
@@ -307,8 +306,7 @@ package final class PcapLiveSource: LivePacketSource {
     }
     pcap_setnonblock(created, 1, &errorBuffer)
     selectableDescriptor = pcap_get_selectable_fd(created)
-    interfaceIndex = Int32(
-      bitPattern: SystemPath(bytes: interface.bytes).withCString { if_nametoindex($0) })
+    interfaceIndex = (try? LinkAddresses.index(of: interface)) ?? 0
   }
 
   deinit { close() }

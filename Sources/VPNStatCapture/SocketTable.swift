@@ -3,10 +3,6 @@ import VPNStatModel
 import VPNStatRender
 import VPNStatSystem
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// The TCP and UDP sockets of this network namespace, from /proc/net/{tcp,tcp6,udp,udp6}:
 /// which socket inode holds which local (and, when connected, remote) endpoint.
 /// /proc/net shows the namespace of the process that reads it.
@@ -160,7 +156,7 @@ struct SocketTable {
 }
 
 extension UInt64 {
-  init?(decimal field: ArraySlice<UInt8>) {
+  init?(decimal field: some Collection<UInt8>) {
     guard !field.isEmpty, field.count <= 19 else { return nil }
     var value: UInt64 = 0
     for c in field {
@@ -171,50 +167,53 @@ extension UInt64 {
   }
 }
 
+extension Int32 {
+  /// A /proc entry's name as a pid: digits only.
+  init?(decimalDigits name: some Collection<UInt8>) {
+    guard let value = UInt64(decimal: name), value <= UInt64(Int32.max) else { return nil }
+    self = Int32(value)
+  }
+}
+
 /// Which process holds which socket inode: the `socket:[INODE]` links under /proc/PID/fd.
 /// Reading every descriptor of every process is the expensive part of attribution, so a scan
 /// stops as soon as every inode it was asked for is found.
-struct SocketInodeOwners {
-  var owners: [UInt64: Int32] = [:]
+package struct SocketInodeOwners {
+  package var owners: [UInt64: Int32] = [:]
   /// Process names by pid, read when a pid is first needed after a scan.
   var commands: [Int32: String?] = [:]
 
   /// Scans /proc/*/fd until every inode in `wanted` is found (or every process was read).
-  mutating func scan(procRoot: SystemPath, wanted: Set<UInt64>) {
+  package init() {}
+
+  package mutating func scan(procRoot: SystemPath, wanted: Set<UInt64>) {
     var remaining = wanted
-    guard let directory = procRoot.withCString({ opendir($0) }) else { return }
-    defer { closedir(directory) }
-    var link = [UInt8](repeating: 0, count: 64)
-    while let entry = readdir(directory) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        Array(raw.prefix { $0 != 0 })
-      }
-      guard !name.isEmpty, name.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-        let pid = Int32(String(decoding: name, as: UTF8.self))
-      else { continue }
-      let fdDirectory = SystemPath(bytes: procRoot.bytes + [0x2F] + name + Array("/fd".utf8))
-      guard let fds = fdDirectory.withCString({ opendir($0) }) else { continue }
-      while let fdEntry = readdir(fds) {
-        let fdName = withUnsafeBytes(of: fdEntry.pointee.d_name) { raw in
-          Array(raw.prefix { $0 != 0 })
-        }
-        guard let first = fdName.first, first != 0x2E else { continue }
-        let path = SystemPath(bytes: fdDirectory.bytes + [0x2F] + fdName)
-        let count = path.withCString { cPath in
-          link.withUnsafeMutableBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { readlink(cPath, $0.baseAddress!, $0.count) }
-          }
-        }
-        // "socket:[12345]"
-        guard count > 9, link[0] == 0x73, link[6] == 0x3A, link[7] == 0x5B, link[count - 1] == 0x5D,
-          let inode = UInt64(decimal: link[8..<(count - 1)])
-        else { continue }
+    guard let directory = try? OpenDirectory(procRoot) else { return }
+    // Names are read where readdir left them and links into one buffer: the walk allocates
+    // per process (its descriptor directory), never per descriptor.
+    let link = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
+    defer { link.deallocate() }
+    try? directory.forEachEntry { entry in
+      guard let pid = Int32(decimalDigits: entry.name),
+        let fds = try? directory.directory(entry, appending: "fd")
+      else { return true }
+      try? fds.forEachEntry { fdEntry in
+        guard fdEntry.name.first != 0x2E, let count = try? fds.symbolicLink(fdEntry, into: link),
+          let inode = Self.socketInode(UnsafeRawBufferPointer(rebasing: link[..<count]))
+        else { return true }
         if owners[inode] == nil { owners[inode] = pid }
         remaining.remove(inode)
+        return true
       }
-      closedir(fds)
-      if !wanted.isEmpty, remaining.isEmpty { break }
+      return wanted.isEmpty || !remaining.isEmpty
     }
+  }
+
+  /// The inode a `socket:[12345]` link names; nil for any other target.
+  static func socketInode(_ link: UnsafeRawBufferPointer) -> UInt64? {
+    let count = link.count
+    guard count > 9, link[0] == 0x73, link[6] == 0x3A, link[7] == 0x5B, link[count - 1] == 0x5D else { return nil }
+    return UInt64(decimal: link[8..<(count - 1)])
   }
 
   mutating func command(pid: Int32, procRoot: SystemPath) -> String? {

@@ -2,10 +2,6 @@ import CLinux
 import VPNStatModel
 import VPNStatSystem
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// One link as an `RTM_NEWLINK` or `RTM_DELLINK` message describes it.
 package struct LinkRecord: Hashable, Sendable {
   package var index: Int32

@@ -2,10 +2,6 @@ import CLinux
 import VPNStatModel
 import VPNStatSystem
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// The kernel's table of network links, over rtnetlink: one link asked about by name or
 /// ifindex, set down or up, or deleted (the engine's `LinkTable`). How the enforcer takes a
 /// tunnel down (`--action link-down`, `--action delete`, and the fallback of every other action)

@@ -2,10 +2,6 @@ import CLinux
 import VPNStatModel
 import VPNStatSystem
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// The kernel's WireGuard through generic netlink: the family id from the controller
 /// (`CTRL_CMD_GETFAMILY` "wireguard"), then a `WG_CMD_GET_DEVICE` dump for one device, whose
 /// messages are assembled into a `WireGuardDevice` (linux/wireguard.h: a device's peers may be
@@ -246,7 +242,7 @@ package enum WireGuardNetlink {
 
   static func unavailable(_ error: Errno, device: InterfaceName?) -> WireGuardUnavailable {
     if error.meansNotPermitted { return .notPermitted("reading WireGuard from the kernel needs CAP_NET_ADMIN") }
-    if let device, error.meansVanished || error.rawValue == EOPNOTSUPP {
+    if let device, error.meansVanished || error == .operationNotSupported {
       return .noSource("the kernel's WireGuard has no device \(device.escaped)")
     }
     return .failed("netlink: \(error)")

@@ -30,6 +30,7 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
   package static let brokenPipe = Errno(rawValue: EPIPE)
   package static let noBufferSpace = Errno(rawValue: ENOBUFS)
   package static let connectionRefused = Errno(rawValue: ECONNREFUSED)
+  package static let operationNotSupported = Errno(rawValue: EOPNOTSUPP)
 
   /// True for the errors that mean "the thing is gone", which for interfaces is normal.
   package var meansVanished: Bool {
@@ -51,10 +52,18 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
 /// the one place where interrupted system calls are handled.
 @inline(__always)
 func retryingInterrupts<T: FixedWidthInteger>(_ call: () -> T) throws -> T {
-  while true {
-    let result = call()
-    if result != -1 { return result }
-    let error = Errno.current
-    if error != .interrupted { throw error }
+  try Errno.retrying(call)
+}
+
+extension Errno {
+  /// `retryingInterrupts` for wrappers that declare they throw `Errno` alone.
+  @inline(__always)
+  static func retrying<T: FixedWidthInteger>(_ call: () -> T) throws(Errno) -> T {
+    while true {
+      let result = call()
+      if result != -1 { return result }
+      let error = Errno.current
+      if error != .interrupted { throw error }
+    }
   }
 }

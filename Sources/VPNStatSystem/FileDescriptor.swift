@@ -150,14 +150,10 @@ package enum SmallFile {
 
   /// The entries of the directory at `path` (not `.` and `..`), with their identities.
   package static func directoryListing(_ path: SystemPath) throws -> [DirectoryEntry] {
-    guard let directory = path.withCString({ opendir($0) }) else { throw Errno.current }
-    defer { closedir(directory) }
     var entries: [DirectoryEntry] = []
-    while let entry = readdir(directory) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw[..<(raw.firstIndex(of: 0) ?? raw.count)])
-      }
-      if name == [0x2E] || name == [0x2E, 0x2E] { continue }
-      entries.append(DirectoryEntry(name: name, identity: UInt64(entry.pointee.d_ino)))
+    try OpenDirectory(path).forEachEntry { entry in
+      entries.append(DirectoryEntry(name: Array(entry.name), identity: entry.identity))
+      return true
     }
     return entries
   }

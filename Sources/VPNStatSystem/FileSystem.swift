@@ -9,6 +9,12 @@ import VPNStatModel
 package enum FileSystem {
   package static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+  /// Throws why this process may not read `path` (ENOENT, EACCES: its real rights, as
+  /// `access(2)` judges them); returns when it may.
+  package static func checkReadable(_ path: String) throws(Errno) {
+    _ = try Errno.retrying { access(path, R_OK) }
+  }
+
   /// Whether this process may write `path` (its effective rights, as `access(2)` judges them).
   package static func isWritable(_ path: String) -> Bool { access(path, W_OK) == 0 }
 

@@ -56,8 +56,27 @@ package enum LinkAddresses {
 }
 
 extension LinkAddresses {
+  /// The ifindex of the link named `name` (`if_nametoindex`). Throws ENODEV when there is none.
+  package static func index(of name: InterfaceName) throws(Errno) -> Int32 {
+    while true {
+      let index = SystemPath(bytes: name.bytes).withCString { if_nametoindex($0) }
+      if index != 0 { return Int32(bitPattern: index) }
+      let error = Errno.current
+      if error != .interrupted { throw error }
+    }
+  }
+
   /// The IPv4 and IPv6 addresses of the link named `name` (4 or 16 bytes each).
   package static func ipAddresses(of name: InterfaceName) throws -> [[UInt8]] {
+    try ipAddresses(ofLinks: { UnsafeRawBufferPointer(start: $0, count: strlen($0)).elementsEqual(name.bytes) })
+  }
+
+  /// The IPv4 and IPv6 addresses of every link (4 or 16 bytes each): this host's own.
+  package static func ipAddresses() throws -> [[UInt8]] {
+    try ipAddresses(ofLinks: { _ in true })
+  }
+
+  private static func ipAddresses(ofLinks named: (UnsafePointer<CChar>) -> Bool) throws -> [[UInt8]] {
     var list: UnsafeMutablePointer<ifaddrs>?
     guard getifaddrs(&list) == 0 else { throw Errno.current }
     defer { freeifaddrs(list) }
@@ -65,9 +84,9 @@ extension LinkAddresses {
     var entry = list
     while let current = entry {
       defer { entry = current.pointee.ifa_next }
-      guard let cName = current.pointee.ifa_name, let address = current.pointee.ifa_addr,
-        UnsafeRawBufferPointer(start: cName, count: strlen(cName)).elementsEqual(name.bytes)
-      else { continue }
+      guard let cName = current.pointee.ifa_name, let address = current.pointee.ifa_addr, named(cName) else {
+        continue
+      }
       let raw = UnsafeRawPointer(address)
       switch Int32(address.pointee.sa_family) {
       case AF_INET:

@@ -5,6 +5,31 @@ import VPNStatModel
   import Glibc
 #endif
 
+/// IP addresses as numeric text, both ways (`inet_pton`, `inet_ntop`): no name lookups.
+package enum NumericAddress {
+  /// The address `text` writes, in network order: 4 bytes for an IPv4 dotted quad, 16 for IPv6
+  /// text; nil for anything else.
+  package static func parse(_ text: String) -> [UInt8]? {
+    var v4 = in_addr()
+    if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
+    var v6 = in6_addr()
+    if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
+    return nil
+  }
+
+  /// `address` (4 or 16 bytes, network order) as `inet_ntop` writes it: IPv6 in RFC 5952's
+  /// form. Nil for another length.
+  package static func text(_ address: [UInt8]) -> String? {
+    guard address.count == 4 || address.count == 16 else { return nil }
+    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+    let written = address.withUnsafeBytes { raw in
+      inet_ntop(address.count == 4 ? AF_INET : AF_INET6, raw.baseAddress, &buffer, socklen_t(buffer.count)) != nil
+    }
+    guard written else { return nil }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+}
+
 /// An address and port to listen on, as people write one: `127.0.0.1:9586`, `0.0.0.0:9586`,
 /// `[::1]:9586`, `[::]:9586`. The address must be numeric (no name lookups).
 package struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
@@ -22,17 +47,10 @@ package struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
     var host = String(text[..<colon])
     let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
     if bracketed { host = String(host.dropFirst().dropLast()) }
-    var v4 = in_addr()
-    var v6 = in6_addr()
-    if !bracketed, inet_pton(AF_INET, host, &v4) == 1 {
-      family = .ipv4
-      address = withUnsafeBytes(of: v4) { Array($0) }
-    } else if bracketed, inet_pton(AF_INET6, host, &v6) == 1 {
-      family = .ipv6
-      address = withUnsafeBytes(of: v6) { Array($0) }
-    } else {
-      return nil
-    }
+    // IPv6 only in brackets, IPv4 only without.
+    guard let address = NumericAddress.parse(host), address.count == (bracketed ? 16 : 4) else { return nil }
+    family = bracketed ? .ipv6 : .ipv4
+    self.address = address
     self.port = port
   }
 
@@ -44,11 +62,7 @@ package struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
 
   /// `127.0.0.1:9586` or `[::1]:9586`.
   package var description: String {
-    var buffer = [CChar](repeating: 0, count: 64)
-    let text = address.withUnsafeBytes { raw -> String in
-      guard inet_ntop(family == .ipv4 ? AF_INET : AF_INET6, raw.baseAddress, &buffer, 64) != nil else { return "?" }
-      return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    let text = NumericAddress.text(address) ?? "?"
     return family == .ipv4 ? "\(text):\(port)" : "[\(text)]:\(port)"
   }
 
@@ -247,16 +261,8 @@ extension IPRange {
     guard text.count <= 64, let slash = text.firstIndex(of: 0x2F),
       let length = Int(String(decoding: text[text.index(after: slash)...], as: UTF8.self))
     else { return nil }
-    let host = String(decoding: text[..<slash], as: UTF8.self)
-    var v4 = in_addr()
-    var v6 = in6_addr()
-    if inet_pton(AF_INET, host, &v4) == 1 {
-      self.init(address: withUnsafeBytes(of: v4) { Array($0) }, prefixLength: length)
-    } else if inet_pton(AF_INET6, host, &v6) == 1 {
-      self.init(address: withUnsafeBytes(of: v6) { Array($0) }, prefixLength: length)
-    } else {
-      return nil
-    }
+    guard let address = NumericAddress.parse(String(decoding: text[..<slash], as: UTF8.self)) else { return nil }
+    self.init(address: address, prefixLength: length)
   }
 }
 
