@@ -46,7 +46,7 @@ let package = Package(
     .target(
       name: "VPNStatCapture",
       dependencies: [
-        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatRender", "CLinux", "CPcap", "CPcapLoader",
+        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatRender", "CPcap", "CPcapLoader",
       ]),
     // The use cases: sampler, recorder, enforcer, live view, the ledger as readers see it. They
     // reach the kernel, the store, the clock and the log through protocols.
