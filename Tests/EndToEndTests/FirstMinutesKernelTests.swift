@@ -100,7 +100,7 @@ struct FirstMinutesKernelTests {
     let idle = try t.ns.vpnstat("session", "--db", t.db)
     #expect(idle.output.contains("connecting opens a 30 s session"), "\(idle.output)")
     try t.up()
-    #expect(t.waitUntil(timeout: 10) { (try? t.session()["state"] as? String) == "active" } != nil)
+    #expect(waitUntil(timeout: 10) { (try? t.session()["state"] as? String) == "active" } != nil)
     // A reader's own lengths do not change the enforcer's.
     let asked = try t.ns.vpnstat(
       "session", "--json", "--db", t.db, "--session-length", "15m", "--pause-length", "45m")
