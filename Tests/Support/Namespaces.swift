@@ -194,7 +194,7 @@ extension TestNamespace {
       {
         return recorder
       }
-      if !recorder.isRunning { throw TestSetupError("recorder exited: \(recorder.errors)") }
+      if let status = recorder.ended { throw TestSetupError("recorder exited (\(status)): \(recorder.errors)") }
       usleep(20_000)
     }
     throw TestSetupError("recorder never wrote: \(recorder.errors)")
