@@ -35,7 +35,8 @@ enum Built {
 /// A child process started with posix_spawn. Every pipe is close-on-exec, so a child started by
 /// one test never holds another test's pipe open (Foundation's Process leaks them between
 /// parallel tests, and a reader then waits for the wrong child to exit). It leads a process group
-/// of its own, so a timeout kills what it started too.
+/// of its own, so a timeout kills what it started too; and it carries the test process's mark
+/// (`TestProcessReaper`), so it dies with the test process, whatever it started included.
 final class ChildProcess: @unchecked Sendable {
   let pid: pid_t
   /// What it runs, for messages (a timeout names the command, not only a pid).
@@ -73,6 +74,8 @@ final class ChildProcess: @unchecked Sendable {
     // Never the machine's own database: commands that only read one find none unless a test
     // gives one with --db or VPNSTAT_DB.
     env["VPNSTAT_DB"] = "/nonexistent/vpnstat-tests/none.db"
+    // What marks it, and whatever it starts, as this test process's: killed when it ends.
+    env[TestProcessReaper.mark] = String(getpid())
     env["NO_COLOR"] = nil
     // A UTF-8 locale, whatever the machine's: what vpnstat prints depends on it (ASCII
     // otherwise), and a test that is about the locale sets it.
