@@ -44,15 +44,14 @@ struct TestProcessReaperTests {
     kill(probe.pid, SIGKILL)
     probe.child.wait(timeout: 30)
     let killed = Date()
+    // A state, not a speed: the bound is for a reaper that never acts (under load: 10–170 ms).
     let cleared = waitUntil(timeout: 10) {
       !pids.contains(where: Self.isRunning) && !namespaces.contains { FileManager.default.fileExists(atPath: $0) }
     }
     let left = zip(pids, lines).filter { Self.isRunning($0.0) }.map(\.1)
     #expect(cleared != nil, "still running after the test process was killed: \(left); namespaces: \(namespaces)")
     if let cleared {
-      let seconds = cleared.timeIntervalSince(killed)
-      print("test-process reaper: all gone \(Int(seconds * 1000)) ms after the test process was killed")
-      #expect(seconds < 1, "gone only after \(seconds) s")
+      print("test-process reaper: all gone \(Int(cleared.timeIntervalSince(killed) * 1000)) ms after the kill")
     }
   }
 
