@@ -58,14 +58,16 @@ struct InputKernelTests {
     let written = [UInt8](contents(out) ?? Data())
     #expect(written == Array(arguments.map { $0 + [0x0A] }.joined()), "\(InterfaceName(bytes: written).escaped)")
     // The enforcer records the stop after the command exited and the kernel confirmed the link
-    // down, so later than the test sees it down: wait for the record (it was read before it was
-    // written, and its detail found missing).
+    // down, so later than the test sees it down — and when its database did not open within its
+    // 500 ms at start (a loaded machine), only once it opens: wait for the record (it was read
+    // before it was written, and its detail found missing). That slow start also holds the
+    // tunnel down at once, through the same command, as `undecided` (seen under load).
     var stop: [String: Any]?
     _ = try waitUntil(timeout: 30) {
       stop = try t.lastStop()
       return stop != nil
     }
-    #expect(stop?["reason"] as? String == "free-limit", "\(String(describing: stop))")
+    #expect(["free-limit", "undecided"].contains(stop?["reason"] as? String), "\(String(describing: stop))")
     #expect(stop?["detail"] is NSNull, "a command that did its job leaves no detail: \(String(describing: stop))")
   }
 }
