@@ -35,8 +35,7 @@ struct FirstMinutesKernelTests {
     defer { recorder.stop(SIGKILL) }
     let first = try #require(try storedEntry(db, "tun44"))
     try ns.peerRun("udp-send", "169.254.44.2", "9704", "5000", "1000", "--gap-us", "100")
-    usleep(200_000)
-    let before = try ns.kernelCounters("tun44")
+    let before = try ns.settledCounters("tun44")
     func json(_ arguments: String...) throws -> [String: Any] {
       let result = try ns.vpnstat(Array(arguments) + ["--db", db, "-i", "tun44"])
       try #require(result.status == 0, "\(arguments): \(result.errors)")
