@@ -31,13 +31,13 @@ struct DataCapKernelTests {
     // About 1,000 datagrams of 1,000 IP bytes a second, each echoed back: 2 MB/s both ways.
     let sender = try t.ns.peer("udp-send", "10.213.0.2", "9", "100000", "972", "--gap-us", "500")
     defer { sender.stop() }
-    let crossed = t.waitUntil(timeout: 30) {
+    let crossed = waitUntil(timeout: 30) {
       guard let now = try? t.ns.kernelCounters(t.tunnel) else { return false }
       return (now.rxBytes + now.txBytes) - (base.rxBytes + base.txBytes) >= 5_000_000
     }
     let crossing = try #require(crossed, "the traffic never reached 5 MB")
-    #expect(try t.waitUntil(timeout: 5) { try !t.isUp() } != nil, "never taken down")
-    _ = try t.waitUntil(timeout: 3) { try t.lastStop()?["reason"] as? String == "data-cap" }
+    #expect(try waitUntil(timeout: 5) { try !t.isUp() } != nil, "never taken down")
+    _ = try waitUntil(timeout: 30) { try t.lastStop()?["reason"] as? String == "data-cap" }
     let stop = try #require(try t.lastStop())
     #expect(stop["reason"] as? String == "data-cap")
     // The enforcer's own instant of the decision (the stop's time), not when this test got round
@@ -59,7 +59,7 @@ struct DataCapKernelTests {
     #expect(try alert() == 1)
     // Brought up again while the cap holds: down at once, recorded data-cap again.
     try t.up()
-    #expect(try t.waitUntil(timeout: 2) { try !t.isUp() } != nil, "an up under the cap stayed up")
+    #expect(try waitUntil(timeout: 2) { try !t.isUp() } != nil, "an up under the cap stayed up")
     #expect(enforcer.stop() == 0)
     #expect(enforcer.errors.contains("data cap reached (≈ "), "\(enforcer.errors)")
     print("data cap: crossing → decision \(String(format: "%.3f", latency)) s")

@@ -53,16 +53,6 @@ final class EnforcedTunnel: @unchecked Sendable {
 
   func lastStop() throws -> [String: Any]? { try session()["last_stop"] as? [String: Any] }
 
-  /// Polls until `condition` holds; returns when it first did, or nil.
-  func waitUntil(timeout: TimeInterval, _ condition: () throws -> Bool) rethrows -> Date? {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-      if try condition() { return Date() }
-      usleep(5_000)
-    }
-    return nil
-  }
-
   deinit {
     enforcer?.stop()
     owner?.stop()
@@ -86,7 +76,7 @@ struct EnforceKernelTests {
     let ends = try #require(instant(session["session_ends_at"]))
     let pauseEnds = try #require(instant(session["pause_ends_at"]))
     #expect(try t.ns.vpnstat("session", "check", "--db", t.db).status == 0)
-    let down = try #require(try t.waitUntil(timeout: 6) { try !t.isUp() }, "never taken down")
+    let down = try #require(try waitUntil(timeout: 6) { try !t.isUp() }, "never taken down")
     let latency = down.timeIntervalSince(ends)
     #expect(latency < 1.0, "deadline → down took \(latency) s")
     #expect(latency > -0.05, "taken down before the deadline: \(latency) s")
@@ -98,11 +88,11 @@ struct EnforceKernelTests {
     #expect(gate.errors.contains("(at "))
     // Brought up by hand during the pause: undone at once.
     try t.up()
-    let undone = try t.waitUntil(timeout: 1) { try !t.isUp() }
+    let undone = try waitUntil(timeout: 1) { try !t.isUp() }
     #expect(undone != nil, "a manual up during the pause stayed up")
     #expect(try t.lastStop()?["reason"] as? String == "pause")
     // After the pause the gate opens, and the next up opens a new window.
-    _ = t.waitUntil(timeout: 8) { Date() > pauseEnds.addingTimeInterval(0.2) }
+    _ = waitUntil(timeout: 8) { Date() > pauseEnds.addingTimeInterval(0.2) }
     #expect(try t.ns.vpnstat("session", "check", "--db", t.db).status == 0)
     try t.up()
     usleep(300_000)
@@ -136,9 +126,9 @@ struct EnforceKernelTests {
     _ = try t.startEnforcer(["--exec", "/bin/sh", "-c", "touch \(marker)"], session: "2s", pause: "2s")
     let ends = try #require(instant(try t.session()["session_ends_at"]))
     t.owner?.stop()
-    _ = t.waitUntil(timeout: 2) { !t.exists() }
+    _ = waitUntil(timeout: 2) { !t.exists() }
     #expect(!t.exists())
-    _ = t.waitUntil(timeout: 5) { Date() > ends.addingTimeInterval(1.5) }
+    _ = waitUntil(timeout: 5) { Date() > ends.addingTimeInterval(1.5) }
     #expect(!FileManager.default.fileExists(atPath: marker), "the action ran after the tunnel was gone")
     #expect(try t.lastStop()?["reason"] as? String == "vanished")
   }
@@ -163,14 +153,14 @@ struct EnforceKernelTests {
       "printf '%s\\n' \"$@\" > \(out); echo \"$VPNSTAT_INTERFACE $VPNSTAT_REASON\" >> \(out); ip link set \(t.tunnel) down"
     let arguments = ["a b", "'single'", "\"double\"", "$(touch \(pwned))", "`touch \(pwned)`", "*"]
     _ = try t.startEnforcer(["--exec", "/bin/sh", "-c", script, "sh"] + arguments, session: "1s", pause: "2s")
-    let down = try t.waitUntil(timeout: 4) { try !t.isUp() }
+    let down = try waitUntil(timeout: 4) { try !t.isUp() }
     #expect(down != nil)
-    _ = t.waitUntil(timeout: 2) { FileManager.default.fileExists(atPath: out) }
+    _ = waitUntil(timeout: 2) { FileManager.default.fileExists(atPath: out) }
     let written = String(decoding: contents(out) ?? Data(), as: UTF8.self)
     #expect(written == (arguments + ["\(t.tunnel) free-limit"]).joined(separator: "\n") + "\n")
     #expect(!FileManager.default.fileExists(atPath: pwned))
     // Disconnect first, record after: the stop follows the kernel's confirmation.
-    _ = try t.waitUntil(timeout: 3) { try t.lastStop() != nil }
+    _ = try waitUntil(timeout: 3) { try t.lastStop() != nil }
     let stop = try #require(try t.lastStop())
     #expect(stop["reason"] as? String == "free-limit")
     #expect(stop["detail"] is NSNull, "a working action records no failure: \(stop)")
@@ -183,8 +173,8 @@ struct EnforceKernelTests {
     let marker = t.directory.file("ran")
     _ = try t.startEnforcer(
       ["--exec", "--", "/bin/sh", "-c", "touch \(marker); ip link set \(t.tunnel) down"], session: "1s", pause: "2s")
-    #expect(try t.waitUntil(timeout: 4) { try !t.isUp() } != nil)
-    _ = try t.waitUntil(timeout: 3) { try t.lastStop() != nil }
+    #expect(try waitUntil(timeout: 4) { try !t.isUp() } != nil)
+    _ = try waitUntil(timeout: 3) { try t.lastStop() != nil }
     #expect(FileManager.default.fileExists(atPath: marker), "the command never ran")
     let stop = try #require(try t.lastStop())
     #expect(stop["reason"] as? String == "free-limit")
@@ -203,9 +193,9 @@ struct EnforceKernelTests {
     let t = try EnforcedTunnel("x" + label)
     try t.up()
     let enforcer = try t.startEnforcer(["--exec-timeout", "500ms", "--exec"] + command, session: "1s", pause: "3s")
-    let down = try t.waitUntil(timeout: 6) { try !t.isUp() }
+    let down = try waitUntil(timeout: 6) { try !t.isUp() }
     #expect(down != nil, "link-down did not take over")
-    _ = try t.waitUntil(timeout: 3) { (try t.lastStop()?["detail"] as? String) != nil }
+    _ = try waitUntil(timeout: 3) { (try t.lastStop()?["detail"] as? String) != nil }
     let detail = try #require(try t.lastStop()?["detail"] as? String)
     #expect(detail.contains(fragment), "\(detail)")
     #expect(detail.contains("fell back to link-down"), "\(detail)")
@@ -302,9 +292,9 @@ struct EnforceKernelTests {
     try t.up()
     _ = try t.startEnforcer(["--action", "delete"], session: "2s", pause: "3s")
     let ends = try #require(instant(try t.session()["session_ends_at"]))
-    let gone = try #require(t.waitUntil(timeout: 5) { !t.exists() }, "never deleted")
+    let gone = try #require(waitUntil(timeout: 5) { !t.exists() }, "never deleted")
     #expect(gone.timeIntervalSince(ends) < 1.0)
-    _ = try t.waitUntil(timeout: 3) { try t.lastStop() != nil }
+    _ = try waitUntil(timeout: 3) { try t.lastStop() != nil }
     let stop = try #require(try t.lastStop())
     #expect(stop["reason"] as? String == "free-limit")
     #expect(stop["detail"] is NSNull, "\(stop)")

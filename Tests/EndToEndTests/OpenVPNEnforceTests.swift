@@ -41,7 +41,7 @@ struct OpenVPNEnforceTests {
       #expect(client.output.contains("MANAGEMENT: CMD 'signal SIGTERM'"), "\(client.output.suffix(800))")
       #expect(!FileManager.default.fileExists(atPath: pair.managementSocket))
     }
-    _ = waitUntil(timeout: 3) { (try? lastStop(ns, db)) != nil }
+    _ = waitUntil(timeout: 30) { (try? lastStop(ns, db)) != nil }
     let stop = try #require(try lastStop(ns, db))
     #expect(stop["reason"] as? String == "free-limit")
     #expect(stop["detail"] as? String == "stopped through openvpn (pid \(client.pid))", "\(stop)")

@@ -149,16 +149,6 @@ func tunHolders(device: String, netnsInode: UInt64) -> [TunHolder] {
   return holders
 }
 
-/// Polls until `condition` holds; returns when it first did, or nil after `timeout` seconds.
-func waitUntil(timeout: TimeInterval, _ condition: () throws -> Bool) rethrows -> Date? {
-  let deadline = Date().addingTimeInterval(timeout)
-  repeat {
-    if try condition() { return Date() }
-    usleep(10_000)
-  } while Date() < deadline
-  return nil
-}
-
 /// An ICMP echo over a raw socket, IPv4 or IPv6: `python3 -c SCRIPT ADDRESS TIMEOUT`. Exit 0 and
 /// "reply from … after N ms" on the first answer, 1 after the timeout. One request every 200 ms.
 private let pingScript = """

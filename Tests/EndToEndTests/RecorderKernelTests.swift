@@ -22,8 +22,7 @@ struct RecorderKernelTests {
     for round in 0..<3 {
       let tun = try ns.echoTunnel("tun7", local: "169.254.77.1", peer: "169.254.77.2")
       try ns.peerRun("udp-send", "169.254.77.2", "9300", "\(100 + 50 * round)", "900", "--gap-us", "100")
-      usleep(100_000)
-      let counted = try ns.kernelCounters("tun7")
+      let counted = try ns.settledCounters("tun7")
       if round < 2 {
         kernelTx += counted.txBytes
         kernelRx += counted.rxBytes
@@ -40,8 +39,7 @@ struct RecorderKernelTests {
       }
     }
     // The third instance still lives: status books it, and reads the kernel the same moment.
-    usleep(200_000)
-    let third = try ns.kernelCounters("tun7")
+    let third = try ns.settledCounters("tun7")
     let status = try parseStatus(ns.vpnstat("status", "--json", "--db", db, "-i", "tun7"))
     let tun7 = try #require(interface(status, named: "tun7"))
     let totalTx = try #require(uint(tun7["total_tx_bytes"]))

@@ -31,30 +31,27 @@ struct SysfsKernelTests {
     let before = try #require(try ifindex(ns, "tun45"))
     let watch = try ns.start(Built.vpnstat, ["watch", "--json", "--source", "sysfs", "--interval", "200ms"])
     defer { watch.stop() }
-    let deadline = Date().addingTimeInterval(10)
     var shown: [String: Any]?
-    while Date() < deadline {
+    _ = try waitUntil(timeout: 30, every: 0.05) {
       shown = try lastShown(watch, "tun45")
-      if let tx = uint(shown?["tx_bytes"]), tx >= 200 * 900 { break }
-      usleep(50_000)
+      return (uint(shown?["tx_bytes"]) ?? 0) >= 200 * 900
     }
     #expect(shown?["index"] as? Int == before, "\(String(describing: shown)) \(watch.errors)")
     owner.stop()
     while (try? ns.ip("link", "show", "tun45")) != nil { usleep(5_000) }
     owner = try ns.echoTunnel("tun45", local: "169.254.45.1", peer: "169.254.45.2")
     try ns.peerRun("udp-send", "169.254.45.2", "9704", "3", "100")
-    usleep(200_000)
     let after = try #require(try ifindex(ns, "tun45"))
     #expect(after != before)
-    let kernel = try ns.kernelCounters("tun45")
-    var matched = false
-    let again = Date().addingTimeInterval(5)
-    while Date() < again && !matched {
-      usleep(250_000)
+    // Until watch shows what the kernel says now: a sleep then one read of the kernel raced the
+    // echoes still on their way, and a 5 s budget a loaded machine's stalls.
+    var kernelTx: UInt64 = 0
+    let matched = try waitUntil(timeout: 30, every: 0.25) {
       shown = try lastShown(watch, "tun45")
-      matched = shown?["index"] as? Int == after && uint(shown?["tx_bytes"]) == kernel.txBytes
+      kernelTx = try ns.kernelCounters("tun45").txBytes
+      return shown?["index"] as? Int == after && uint(shown?["tx_bytes"]) == kernelTx
     }
-    #expect(matched, "shown \(String(describing: shown)); kernel: index \(after), tx \(kernel.txBytes)")
+    #expect(matched != nil, "shown \(String(describing: shown)); kernel: index \(after), tx \(kernelTx)")
     #expect(watch.isRunning, "\(watch.errors)")
   }
 }

@@ -436,10 +436,12 @@ struct TrustKernelTests {
         "--pause-length", "60s",
       ])
     defer { enforcer.stop() }
-    _ = waitUntil(timeout: 8) { !enforcer.isRunning || ran(enforceWitness) != nil }
+    // Its refusal is read once it exited and all it printed was read: reaped first, the last
+    // line could still be in the pipe (stderr was found empty). The wait ends when it exits:
+    // 30 s only bound an enforcer that never does.
+    _ = waitUntil(timeout: 30) { !enforcer.isRunning || ran(enforceWitness) != nil }
     #expect(ran(enforceWitness) == nil, "root's enforcer ran the planted hook: \(ran(enforceWitness) ?? "")")
-    let exited = !enforcer.isRunning
-    refused((exited ? enforcer.child.terminationStatus : -1, enforcer.errors), "enforce")
+    refused((enforcer.ended ?? -1, enforcer.errors), "enforce")
   }
 
   @Test("VPNSTAT_CONFIG naming a configuration file nobody owns: root refuses to read it, exit 77 naming the file")
@@ -613,7 +615,7 @@ struct TrustKernelTests {
       let checked = try JSONSerialization.jsonObject(
         with: t.ns.vpnstat("session", "check", "--json", "--db", db).stdout)
       let ends = try #require(instant(((checked as? [String: Any])?["session"] as? [String: Any])?["session_ends_at"]))
-      let down = try #require(try t.waitUntil(timeout: 10) { try !t.isUp() }, "never taken down: \(enforcer.errors)")
+      let down = try #require(try waitUntil(timeout: 10) { try !t.isUp() }, "never taken down: \(enforcer.errors)")
       return down.timeIntervalSince(ends)
     }
     // Two deadlines each way, the quicker of each compared: one run delayed by the machine's

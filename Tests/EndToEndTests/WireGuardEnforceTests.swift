@@ -56,7 +56,7 @@ struct WireGuardEnforceTests {
       (try? ns.run("/usr/sbin/nft", ["list", "tables"]).output.contains("wg-quick-wg0")) == false
     }
     #expect(clean.map { $0.timeIntervalSince(ends) < 1.0 } == true, "wg-quick's nft table stayed")
-    _ = waitUntil(timeout: 3) { (try? lastStop(ns, db)) != nil }
+    _ = waitUntil(timeout: 30) { (try? lastStop(ns, db)) != nil }
     let stop = try #require(try lastStop(ns, db))
     #expect(stop["reason"] as? String == "free-limit")
     #expect(stop["detail"] as? String == "stopped through wg-quick \(pair.left.configPath)", "\(stop)")

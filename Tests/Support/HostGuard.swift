@@ -67,3 +67,18 @@ private final class NamespacedRun<T>: @unchecked Sendable {
   let done = DispatchSemaphore(value: 0)
   init(_ body: @escaping () -> T) { self.body = body }
 }
+
+/// The test-process reaper (`Tests/HostGuard/test_process_reaper.c`): forked when the test
+/// process loads, it waits for the test process to end — however it ends, SIGKILL included —
+/// then kills every process whose environment carries `mark=<the test process's pid>` (what
+/// every child inherits, and the daemons they fork: wireguard-go, dbus-daemon, a tmux server)
+/// and removes the network namespaces the test process made.
+enum TestProcessReaper {
+  static let mark = "VPNSTAT_TEST_PROCESS"
+
+  /// The reaper's pid; nil when it could not be started.
+  static var pid: pid_t? {
+    let pid = vpnstat_test_process_reaper()
+    return pid > 0 ? pid_t(pid) : nil
+  }
+}

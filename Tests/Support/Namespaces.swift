@@ -124,6 +124,21 @@ final class TestNamespace: @unchecked Sendable {
     return (number(rx["bytes"]), number(tx["bytes"]), number(rx["packets"]), number(tx["packets"]))
   }
 
+  /// The device's counters once traffic on it has stopped: two reads `quiet` apart that agree.
+  /// After a sender exits, an echo peer may still be answering (later still on a loaded
+  /// machine): a fixed sleep before one read raced it.
+  func settledCounters(_ device: String, quiet: TimeInterval = 0.1, timeout: TimeInterval = 30) throws -> (
+    rxBytes: UInt64, txBytes: UInt64, rxPackets: UInt64, txPackets: UInt64
+  ) {
+    var last = try kernelCounters(device)
+    _ = try waitUntil(timeout: timeout, every: quiet) {
+      let now = try kernelCounters(device)
+      defer { last = now }
+      return now == last
+    }
+    return last
+  }
+
   deinit {
     _ = try? VPNStatTestSupport.run("/usr/sbin/ip", ["netns", "del", name])
   }
@@ -194,7 +209,7 @@ extension TestNamespace {
       {
         return recorder
       }
-      if !recorder.isRunning { throw TestSetupError("recorder exited: \(recorder.errors)") }
+      if let status = recorder.ended { throw TestSetupError("recorder exited (\(status)): \(recorder.errors)") }
       usleep(20_000)
     }
     throw TestSetupError("recorder never wrote: \(recorder.errors)")

@@ -34,9 +34,13 @@ enum Built {
 
 /// A child process started with posix_spawn. Every pipe is close-on-exec, so a child started by
 /// one test never holds another test's pipe open (Foundation's Process leaks them between
-/// parallel tests, and a reader then waits for the wrong child to exit).
+/// parallel tests, and a reader then waits for the wrong child to exit). It leads a process group
+/// of its own, so a timeout kills what it started too; and it carries the test process's mark
+/// (`TestProcessReaper`), so it dies with the test process, whatever it started included.
 final class ChildProcess: @unchecked Sendable {
   let pid: pid_t
+  /// What it runs, for messages (a timeout names the command, not only a pid).
+  let commandLine: String
   private let stdoutFD: Int32
   private let stderrFD: Int32
   private let stdinFD: Int32
@@ -70,6 +74,8 @@ final class ChildProcess: @unchecked Sendable {
     // Never the machine's own database: commands that only read one find none unless a test
     // gives one with --db or VPNSTAT_DB.
     env["VPNSTAT_DB"] = "/nonexistent/vpnstat-tests/none.db"
+    // What marks it, and whatever it starts, as this test process's: killed when it ends.
+    env[TestProcessReaper.mark] = String(getpid())
     env["NO_COLOR"] = nil
     // A UTF-8 locale, whatever the machine's: what vpnstat prints depends on it (ASCII
     // otherwise), and a test that is about the locale sets it.
@@ -94,7 +100,9 @@ final class ChildProcess: @unchecked Sendable {
     sigfillset(&all)
     posix_spawnattr_setsigmask(&attributes, &empty)
     posix_spawnattr_setsigdefault(&attributes, &all)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    posix_spawnattr_setpgroup(&attributes, 0)
+    posix_spawnattr_setflags(
+      &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
     var child: pid_t = 0
     let rc = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
     close(outPipe[1])
@@ -108,6 +116,7 @@ final class ChildProcess: @unchecked Sendable {
       throw TestSetupError("posix_spawn \(executable): \(String(cString: strerror(rc)))")
     }
     pid = child
+    commandLine = String(([executable] + arguments).joined(separator: " ").prefix(300))
     stdoutFD = outPipe[0]
     stderrFD = errPipe[0]
     stdinFD = inPipe[1]
@@ -194,34 +203,42 @@ final class ChildProcess: @unchecked Sendable {
   }
 
   /// Waits for the child to exit and its output to be read. Returns the exit status
-  /// (128 + signal when killed by one).
+  /// (128 + signal when killed by one). One still running after `timeout` is killed, with what
+  /// it started, and the test fails naming it.
   @discardableResult
   func wait(timeout: TimeInterval = 60) -> Int32 {
-    let deadline = Date().addingTimeInterval(timeout)
-    while isRunning {
-      if Date() > deadline {
-        kill(pid, SIGKILL)
-        Issue.record("child \(pid) timed out after \(timeout)s; killed")
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-        lock.lock()
-        exitStatus = decode(status)
-        lock.unlock()
-        break
-      }
-      usleep(2_000)
+    let (status, timedOut) = finish(within: timeout)
+    if timedOut { Issue.record("still running after \(timeout) s, killed: \(commandLine) (pid \(pid))") }
+    return status
+  }
+
+  /// Waits up to `timeout` for the child to exit, then kills its process group (SIGKILL); then
+  /// waits, a few seconds at most, for what it wrote to be read. Never blocks for longer: a child
+  /// that even SIGKILL does not end (stuck in the kernel) gives status -1.
+  func finish(within timeout: TimeInterval) -> (status: Int32, timedOut: Bool) {
+    var timedOut = false
+    if waitUntil(timeout: timeout, every: 0.002, { !isRunning }) == nil {
+      timedOut = true
+      // Before it is reaped: until then its pid, and so its group's, cannot be anyone else's.
+      kill(-pid, SIGKILL)
+      kill(pid, SIGKILL)
+      _ = waitUntil(timeout: 10) { !isRunning }
     }
-    while true {
+    // A grandchild that holds the pipes open (a daemon it started) keeps them from ending.
+    _ = waitUntil(timeout: 5, every: 0.001) {
       lock.lock()
-      let open = openStreams
-      lock.unlock()
-      if open == 0 || Date() > deadline.addingTimeInterval(5) { break }
-      usleep(1_000)
+      defer { lock.unlock() }
+      return openStreams == 0
     }
     lock.lock()
     defer { lock.unlock() }
-    return exitStatus ?? -1
+    return (exitStatus ?? -1, timedOut)
   }
+
+  /// The exit status once the child has exited and all it wrote has been read; nil while it
+  /// runs. Reaping comes first, the readers' last bytes after: output read as soon as
+  /// `isRunning` turns false may lack the lines the child printed last.
+  var ended: Int32? { isRunning ? nil : wait(timeout: 5) }
 
   var terminationStatus: Int32 {
     lock.lock()
@@ -231,9 +248,11 @@ final class ChildProcess: @unchecked Sendable {
 
   deinit {
     if isRunning {
+      kill(-pid, SIGKILL)
       kill(pid, SIGKILL)
-      var status: Int32 = 0
-      waitpid(pid, &status, 0)
+      // Bounded: a child blocked in the kernel (on a lock a namespace's teardown holds) ends
+      // only when it gets it; the test goes on, and a zombie costs nothing.
+      _ = waitUntil(timeout: 10, every: 0.002) { !isRunning }
     }
     closeInput()
   }
@@ -284,6 +303,9 @@ final class BackgroundProcess: @unchecked Sendable {
   var errors: String { String(decoding: child.stderrData, as: UTF8.self) }
   var isRunning: Bool { child.isRunning }
   var pid: pid_t { child.pid }
+  /// The exit status once the process has exited and all it wrote has been read (then `output`
+  /// and `errors` are complete); nil while it runs.
+  var ended: Int32? { child.ended }
 
   /// Waits until the output contains `text`.
   func waitFor(_ text: String, timeout: TimeInterval = 20) throws {

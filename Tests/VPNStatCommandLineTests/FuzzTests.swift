@@ -30,8 +30,15 @@ struct FuzzTests {
     var stderr: Data
   }
 
-  /// Runs vpnstat (inside `namespace` when given); a run still going after `timeout` is killed
-  /// and reported as timed out.
+  /// How long a run that must end may take before it counts as hung. Every vector ends in
+  /// milliseconds on an idle machine, but under load (builds on both cores) starting one
+  /// process — `ip netns exec` and vpnstat — took 1.6 s, and 5 s budgets ran out for commands
+  /// that exit at once (`session check`, `alert`, `flows --count 0`): a hang never ends, so a
+  /// generous budget catches every one and mistakes no slow start for one.
+  static let hangTimeout: TimeInterval = 60
+
+  /// Runs vpnstat (inside `namespace` when given); a run still going after `timeout` is killed,
+  /// with whatever it started, and reported as timed out (`check` names the seed and vector).
   static func run(
     _ arguments: [String], environment: [String: String], timeout: TimeInterval, in namespace: TestNamespace? = nil
   ) throws -> Outcome {
@@ -43,17 +50,7 @@ struct FuzzTests {
         try ChildProcess(Built.vpnstat, arguments, environment: environment)
       }
     child.closeInput()
-    let deadline = Date().addingTimeInterval(timeout)
-    var timedOut = false
-    while child.isRunning {
-      if Date() > deadline {
-        kill(child.pid, SIGKILL)
-        timedOut = true
-        break
-      }
-      usleep(500)
-    }
-    let status = child.wait(timeout: 10)
+    let (status, timedOut) = child.finish(within: timeout)
     return Outcome(status: status, timedOut: timedOut, stdout: child.stdoutData, stderr: child.stderrData)
   }
 
@@ -186,7 +183,8 @@ struct FuzzTests {
       let path = directory.path("fuzz.pcap")
       try Data(data).write(to: URL(fileURLWithPath: path))
       let options = optionSets[Int(random.next() % UInt64(optionSets.count))]
-      let outcome = try Self.run(["flows", "--read", path] + options, environment: environment, timeout: 5)
+      let outcome = try Self.run(
+        ["flows", "--read", path] + options, environment: environment, timeout: Self.hangTimeout)
       let failed = outcome.timedOut || !Self.allowed.contains(outcome.status) || outcome.status >= 128
       var input = "iteration \(iteration), flows --read FILE \(options.joined(separator: " ")), mutations \(steps)"
       if failed {
@@ -217,7 +215,7 @@ struct FuzzTests {
   static func commands() throws -> [Command] {
     try DocumentationTests.allCommands().filter { $0.subcommands.isEmpty }.map { command in
       let help = try FuzzTests.run(
-        Array(command.path.dropFirst()) + ["--help"], environment: [:], timeout: 10)
+        Array(command.path.dropFirst()) + ["--help"], environment: [:], timeout: hangTimeout)
       let text = String(decoding: help.stdout, as: UTF8.self)
       var options: [String: String?] = [:]
       for match in text.matches(of: /\n  (?:-[a-z], )?--([a-z-]+)(?: \[?<([a-z=]+)>)?/) {
@@ -370,7 +368,9 @@ struct FuzzTests {
       }
       if name == "enforce", random.next() % 2 == 0 { arguments += ["--exec", pick(pools["command"]!), "a\u{1B}b"] }
       let enforces = name == "enforce"
-      let outcome = try Self.run(arguments, environment: environment, timeout: enforces ? 0.3 : 5, in: namespace)
+      // An enforcer runs until stopped: killed after a moment, the rest within the hang budget.
+      let outcome = try Self.run(
+        arguments, environment: environment, timeout: enforces ? 0.3 : Self.hangTimeout, in: namespace)
       let shown = arguments.map { TerminalText.sanitize($0).prefix(80) }.joined(separator: " ")
       Self.check(outcome, input: "run \(runs): vpnstat \(shown)", mayRunOn: enforces)
       runs += 1

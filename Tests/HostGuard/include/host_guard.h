@@ -12,4 +12,9 @@ char *vpnstat_host_links_now(void);
 // Moves the calling thread into a new network namespace (unshare(CLONE_NEWNET)): 0, or an errno.
 int vpnstat_enter_new_network_namespace(void);
 
+// The test-process reaper (test_process_reaper.c): its pid, 0 when it could not be started. It
+// kills every process carrying VPNSTAT_TEST_PROCESS=<this process's pid> in its environment, and
+// removes the network namespaces named vpnst-<pid>-…, once this process has ended.
+int vpnstat_test_process_reaper(void);
+
 #endif
