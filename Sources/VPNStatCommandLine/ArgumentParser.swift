@@ -37,7 +37,16 @@ package struct ParsedCommand: Sendable {
   package var typedCount: Int?
 
   /// The command as typed, for messages (`vpnstat`, not the `vpnstat status` it ran).
-  package var commandPath: String { path.prefix(typedCount ?? path.count).joined(separator: " ") }
+  /// (Appended in a loop: the first `joined` of a slice of Strings costs the runtime more
+  /// type set-up than parsing the whole command line.)
+  package var commandPath: String {
+    var text = ""
+    for position in 0..<min(typedCount ?? path.count, path.count) {
+      if position > 0 { text += " " }
+      text += path[position]
+    }
+    return text
+  }
 
   /// Whether the option with this long name was given (for the parser and the config file;
   /// commands ask with the typed `Option` or `Flag`).

@@ -10,7 +10,9 @@ package struct CommandContext: Sendable {
   package var standardInput: FileDescriptor
   package var standardOutput: FileDescriptor
   package var standardError: FileDescriptor
-  package var environmentVariables: [String: String]
+  /// The environment a test gives; nil: the process's own, read variable by variable, so that
+  /// a command makes no table of an environment it reads three names of.
+  package var environmentVariables: [String: String]?
   /// Root reads only the system's configuration file, never one in a home.
   package var isRoot: Bool
   package var clock: any TimeSource
@@ -18,7 +20,7 @@ package struct CommandContext: Sendable {
 
   package init(
     standardInput: FileDescriptor = .standardInput, standardOutput: FileDescriptor = .standardOutput,
-    standardError: FileDescriptor = .standardError, environmentVariables: [String: String], isRoot: Bool,
+    standardError: FileDescriptor = .standardError, environmentVariables: [String: String]?, isRoot: Bool,
     clock: any TimeSource, calendar: any LocalCalendar
   ) {
     self.standardInput = standardInput
@@ -33,11 +35,14 @@ package struct CommandContext: Sendable {
   /// The process as it is: its standard streams, environment, user, clocks and time zone.
   package static func process() -> CommandContext {
     CommandContext(
-      environmentVariables: CurrentProcess.environment, isRoot: CurrentProcess.isRoot, clock: SystemTimeSource(),
+      environmentVariables: nil, isRoot: CurrentProcess.isRoot, clock: SystemTimeSource(),
       calendar: SystemCalendar())
   }
 
-  package func environment(_ name: String) -> String? { environmentVariables[name] }
+  package func environment(_ name: String) -> String? {
+    guard let environmentVariables else { return CurrentProcess.environment(name) }
+    return environmentVariables[name]
+  }
 
   /// Colour only on a terminal, and never under `NO_COLOR` (any non-empty value), `TERM=dumb`
   /// or `--no-color`.

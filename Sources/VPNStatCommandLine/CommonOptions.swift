@@ -27,7 +27,7 @@ enum CommonOptions {
   static let only = Option<[InterfaceClass]>(
     "only", valueName: "class", repeatable: true,
     help: "Only interfaces of these classes (comma-separated allowed).", expected: classAlternatives,
-    values: .listOf(InterfaceClass.allCases.map(\.rawValue)), parse: parseClasses)
+    values: .listOf(InterfaceClass.allCases.map { $0.rawValue }), parse: parseClasses)
   static let classOverride = Option<ClassOverride>(
     "class", valueName: "name=class", repeatable: true, configurable: true,
     help: "Classify interface NAME as CLASS, overriding the evidence.",
@@ -74,7 +74,7 @@ enum CommonOptions {
       "Where wg-quick configurations are (default /etc/wireguard): a WireGuard device NAME with DIR/NAME.conf is wg-quick's.",
     expected: "a directory", values: .directory, parse: { $0.isEmpty ? nil : $0 })
 
-  static let classAlternatives = ValueSet.alternatives(InterfaceClass.allCases.map(\.rawValue))
+  static let classAlternatives = ValueSet.alternatives(InterfaceClass.allCases.map { $0.rawValue })
 
   /// The options of every command that shows sizes or rates to people: units and bits.
   static let figures = [units.spec, bits.spec]

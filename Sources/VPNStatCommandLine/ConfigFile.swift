@@ -35,14 +35,21 @@ enum ConfigFile {
 
   /// Fills options of `parsed` that the command line left unset from the files at `paths` that
   /// exist, a later file's setting replacing an earlier one's. `settable`: the options declared
-  /// configurable. Errors name the file and line and exit 64, like a wrong argument.
-  static func apply(to parsed: inout ParsedCommand, paths: [String], settable: Set<String>) throws {
+  /// configurable, asked for only when a file exists (deriving them builds every command's
+  /// spec). Errors name the file and line and exit 64, like a wrong argument.
+  static func apply(
+    to parsed: inout ParsedCommand, paths: [String], settable: @autoclosure () -> Set<String>
+  ) throws {
     let commandPath = parsed.commandPath
     var settings: [String: Setting] = [:]
+    var known: Set<String>?
     for path in paths {
       guard let bytes = try read(path, commandPath: commandPath) else { continue }
+      let settable = known ?? settable()
+      known = settable
       settings.merge(try self.settings(bytes, path: path, settable: settable, commandPath: commandPath)) { $1 }
     }
+    if settings.isEmpty { return }
     for option in parsed.spec.options where parsed.values[option.long] == nil {
       guard let entries = settings[option.long] else { continue }
       for entry in entries where !option.acceptsSetting(entry.value) {

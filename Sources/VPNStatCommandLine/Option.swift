@@ -31,7 +31,7 @@ extension Option where Value: RawRepresentable & CaseIterable, Value.RawValue ==
   package static func oneOf(
     _ long: String, short: Character? = nil, valueName: String, configurable: Bool = false, help: String
   ) -> Option {
-    let words = Value.allCases.map(\.rawValue)
+    let words = Value.allCases.map { $0.rawValue }
     return Option(
       long, short: short, valueName: valueName, configurable: configurable, help: help,
       expected: ValueSet.alternatives(words), values: .oneOf(words), parse: Value.init(rawValue:))

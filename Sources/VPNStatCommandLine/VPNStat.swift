@@ -13,18 +13,66 @@ package enum VPNStat {
     CompletionsCommand.self,
   ]
 
+  static let rootAbstract =
+    "Traffic per interface class (Wi‑Fi, cellular, tunnel), as estimates, beside the VPN free plan's session window."
+
+  /// Every command: what help, completions and the configuration file's settings are made from.
   static let rootSpec = CommandSpec(
-    name: "vpnstat",
-    abstract:
-      "Traffic per interface class (Wi‑Fi, cellular, tunnel), as estimates, beside the VPN free plan's session window.",
-    subcommands: subcommands.map { $0.spec },
+    name: "vpnstat", abstract: rootAbstract, subcommands: subcommands.map { $0.spec },
     defaultSubcommand: "status")
+
+  /// The command table `arguments` are parsed against: when the first word names a command, or
+  /// is an option of the default one (`status`), the root with that command alone — building
+  /// every command's spec (options, help, value sets) was a third of a `status` on a small
+  /// machine. Anything else (help, `--version`, a mistyped command) gets the whole table.
+  static func root(for arguments: [[UInt8]]) -> CommandSpec {
+    let first = arguments.first.map { String(decoding: $0, as: UTF8.self) }
+    let chosen: (any Subcommand.Type)?
+    switch first {
+    case nil: chosen = StatusCommand.self
+    case "-h"?, "--help"?, "--version"?: chosen = nil
+    case let word? where word.hasPrefix("-"): chosen = StatusCommand.self
+    case let word?: chosen = listedCommand(named: word)
+    }
+    guard let chosen else { return rootSpec }
+    return CommandSpec(name: "vpnstat", abstract: rootAbstract, subcommands: [chosen.spec], defaultSubcommand: "status")
+  }
+
+  /// Each subcommand by the name its spec gives it, so that running one builds no other's spec
+  /// (a switch: a table of names and types would cost the runtime more to set up than the
+  /// specs it saves). `CommandTableTests.namesMatchSpecs` holds it to the specs; a command
+  /// missing here is still found, through the full table.
+  static func listedCommand(named name: String) -> (any Subcommand.Type)? {
+    switch name {
+    case "report": ReportCommand.self
+    case "status": StatusCommand.self
+    case "watch": WatchCommand.self
+    case "session": SessionCommand.self
+    case "plan": PlanCommand.self
+    case "enforce": EnforceCommand.self
+    case "connect": ConnectCommand.self
+    case "disconnect": DisconnectCommand.self
+    case "record": RecordCommand.self
+    case "history": HistoryCommand.self
+    case "alert": AlertCommand.self
+    case "export": ExportCommand.self
+    case "flows": FlowsCommand.self
+    case "completions": CompletionsCommand.self
+    default: nil
+    }
+  }
+
+  /// The command `name` names.
+  static func command(named name: String?) -> (any Subcommand.Type)? {
+    guard let name else { return nil }
+    return listedCommand(named: name) ?? subcommands.first { $0.spec.name == name }
+  }
 
   /// Runs the command line `arguments` (without the program name, as bytes: they need not be
   /// UTF-8) and says how it ended. Every error ends here, mapped by `ExitStatus.of`.
   package static func main(arguments: [[UInt8]], context: CommandContext) -> ExitStatus {
     do {
-      var parsed = try parseCommandLine(rawArguments: arguments, root: rootSpec)
+      var parsed = try parseCommandLine(rawArguments: arguments, root: root(for: arguments))
       if !parsed.helpRequested && !parsed.versionRequested {
         try ConfigFile.apply(to: &parsed, paths: ConfigFile.paths(context), settable: settable)
       }
@@ -36,7 +84,7 @@ package enum VPNStat {
         try context.write(helpText(for: parsed.spec, path: parsed.path))
         return .success
       }
-      guard let command = subcommands.first(where: { $0.spec.name == parsed.path.dropFirst().first }) else {
+      guard let command = command(named: parsed.path.dropFirst().first) else {
         try context.write(helpText(for: rootSpec, path: ["vpnstat"]))
         return .success
       }

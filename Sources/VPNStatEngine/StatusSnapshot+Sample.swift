@@ -69,14 +69,16 @@ extension StatusSnapshot {
   /// Looks up who manages each tunnel-class interface (one walk of /proc, at most one `nmcli`),
   /// and the session's tunnel with them.
   package mutating func addManagers(_ detector: any ManagerDetecting, sample: CounterSample) {
-    let tunnels = Set(interfaces.lazy.filter { $0.interfaceClass == .tunnel }.map(\.name))
-    // The link kinds of those alone: a thousand other interfaces make no table.
+    // The tunnels' positions and link kinds alone (by index: iterating the reports would copy
+    // each); a thousand other interfaces make no table.
+    let positions = interfaces.indices.filter { interfaces[$0].interfaceClass == .tunnel }
     var links: [(name: InterfaceName, kind: String?)] = []
-    for entry in sample.interfaces where tunnels.contains(entry.name) { links.append((entry.name, entry.link.kind)) }
-    let found = detector.managers(of: links)
-    for index in interfaces.indices where tunnels.contains(interfaces[index].name) {
-      interfaces[index].manager = found[interfaces[index].name]
+    if !positions.isEmpty {
+      let tunnels = Set(positions.map { interfaces[$0].name })
+      for entry in sample.interfaces where tunnels.contains(entry.name) { links.append((entry.name, entry.link.kind)) }
     }
+    let found = detector.managers(of: links)
+    for index in positions { interfaces[index].manager = found[interfaces[index].name] }
     if let tunnel = session?.tunnel { session?.manager = found[tunnel] }
   }
 }

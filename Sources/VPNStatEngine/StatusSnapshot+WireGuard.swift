@@ -9,16 +9,15 @@ extension StatusSnapshot {
   package mutating func addWireGuard(
     sample: CounterSample, catalog: inout InterfaceCatalog, source: inout any WireGuardSource
   ) {
-    // The reports by ifindex (small entries: a thousand interfaces make no big table).
-    var position: [Int32: Int] = [:]
-    position.reserveCapacity(interfaces.count)
-    for (at, report) in interfaces.enumerated() { position[report.index] = at }
+    // Each report's facts from the catalog, which classified it when the snapshot was made (by
+    // ifindex: no table of the reports, no second look at the sample).
     var positions: [Int] = []
     var candidates: [WireGuardCandidate] = []
-    for entry in sample.interfaces {
-      guard let at = position[entry.index], interfaces[at].name == entry.name,
-        let candidate = WireGuardCandidate(
-          name: entry.name, index: entry.index, facts: catalog.entry(for: entry).facts)
+    for at in interfaces.indices {
+      let (name, index) = (interfaces[at].name, interfaces[at].index)
+      let known = catalog.classified(index: index, name: name)?.facts
+      guard let facts = known ?? Self.facts(name, index, sample, &catalog),
+        let candidate = WireGuardCandidate(name: name, index: index, facts: facts)
       else { continue }
       positions.append(at)
       candidates.append(candidate)
@@ -26,5 +25,13 @@ extension StatusSnapshot {
     guard !candidates.isEmpty else { return }
     let statuses = source.read(candidates)
     for (position, status) in zip(positions, statuses) { interfaces[position].wireguard = status }
+  }
+
+  /// The facts of a report the catalog has not classified (a snapshot made with another one).
+  private static func facts(
+    _ name: InterfaceName, _ index: Int32, _ sample: CounterSample, _ catalog: inout InterfaceCatalog
+  ) -> InterfaceFacts? {
+    guard let entry = sample.interfaces.first(where: { $0.index == index && $0.name == name }) else { return nil }
+    return catalog.entry(for: entry).facts
   }
 }

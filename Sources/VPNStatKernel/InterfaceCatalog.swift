@@ -6,13 +6,20 @@ import VPNStatSystem
 package struct InterfaceCatalog {
   package let root: SysfsRoot
   package var classifier: Classifier
-  private var known: [Key: Entry] = [:]
+  /// The instances sorted by ifindex, each with the name it had: an instance is an ifindex and
+  /// a name, and a new name at a known ifindex replaces the old one. A sorted table rather than
+  /// a Dictionary: a dump lists links in ifindex order, so new instances are appended; a lookup
+  /// (a report makes several per interface: classifying, WireGuard, the session's tunnel) is a
+  /// binary search on integers, cheaper than hashing a name; and a one-off command pays no
+  /// run-time set-up of a Dictionary type of its own (more than classifying a small machine).
+  private var known: [Instance] = []
   /// How many times sysfs facts were read; tests check that it grows only with new instances.
   package private(set) var factReads = 0
 
-  struct Key: Hashable {
+  private struct Instance {
     var index: Int32
     var name: InterfaceName
+    var entry: Entry
   }
 
   /// One interface instance as classified.
@@ -39,34 +46,62 @@ package struct InterfaceCatalog {
     entry(name: link.name, index: link.index, link: link.attributes)
   }
 
-  private mutating func entry(name: InterfaceName, index: Int32, link: LinkAttributes) -> Entry {
-    let key = Key(index: index, name: name)
-    if let entry = known[key] { return entry }
-    var facts: InterfaceFacts
-    // Room for every interface of a sample at once, rather than growing one by one.
-    if known.isEmpty {
-      known.reserveCapacity(64)
-    } else if known.count == known.capacity {
-      known.reserveCapacity(known.count * 4)
+  /// The entry of an instance already classified (by `entry(for:)`), without reading anything.
+  package func classified(index: Int32, name: InterfaceName) -> Entry? {
+    let at = position(of: index)
+    guard at < known.count, known[at].index == index, known[at].name == name else { return nil }
+    return known[at].entry
+  }
+
+  /// Where `index` is in `known`, or where it would go.
+  private func position(of index: Int32) -> Int {
+    if let last = known.last, last.index < index { return known.count }
+    // Ifindexes are mostly dense from 1 (lo): the instance is then at index − 1.
+    let guess = Int(index) - 1
+    if guess >= 0, guess < known.count, known[guess].index == index { return guess }
+    var low = 0
+    var high = known.count
+    while low < high {
+      let middle = (low + high) / 2
+      if known[middle].index < index { low = middle + 1 } else { high = middle }
     }
-    if Classifier.kindDecides(link.kind) {
-      facts = InterfaceFacts(kind: link.kind, arpType: link.arpType, isVirtual: true)
+    return low
+  }
+
+  private mutating func entry(name: InterfaceName, index: Int32, link: LinkAttributes) -> Entry {
+    let at = position(of: index)
+    let found = at < known.count && known[at].index == index
+    if found, known[at].name == name { return known[at].entry }
+    let entry: Entry
+    if let (interfaceClass, evidence) = classifier.classify(name, kind: link.kind) {
+      entry = Entry(
+        facts: InterfaceFacts(kind: link.kind, arpType: link.arpType, isVirtual: true),
+        interfaceClass: interfaceClass, evidence: evidence)
     } else {
-      facts = InterfaceFacts.read(name, in: root)
+      var facts = InterfaceFacts.read(name, in: root)
       factReads += 1
       facts.kind = link.kind
       if facts.arpType == nil { facts.arpType = link.arpType }
+      let (interfaceClass, evidence) = classifier.classify(name, facts)
+      entry = Entry(facts: facts, interfaceClass: interfaceClass, evidence: evidence)
     }
-    let (interfaceClass, evidence) = classifier.classify(name, facts)
-    let entry = Entry(facts: facts, interfaceClass: interfaceClass, evidence: evidence)
-    known[key] = entry
+    if found {
+      known[at] = Instance(index: index, name: name, entry: entry)
+    } else {
+      known.insert(Instance(index: index, name: name, entry: entry), at: at)
+    }
     return entry
   }
 
   /// Forgets instances absent from `sample`, so a long-running sampler's memory stays bounded.
   package mutating func forgetAbsent(from sample: CounterSample) {
     guard known.count > sample.interfaces.count else { return }
-    let present = Set(sample.interfaces.map { Key(index: $0.index, name: $0.name) })
-    known = known.filter { present.contains($0.key) }
+    // Both sorted by ifindex, walked together.
+    let present = sample.interfaces.map { (index: $0.index, name: $0.name) }.sorted { $0.index < $1.index }
+    var next = 0
+    known = known.filter { instance in
+      while next < present.count && present[next].index < instance.index { next += 1 }
+      return next < present.count && present[next].index == instance.index && present[next].name == instance.name
+    }
   }
 }

@@ -85,6 +85,15 @@ public struct Classifier: Sendable {
     return classByKind[kind] != nil
   }
 
+  /// The class of a link whose netlink kind decides it, from the name and kind alone: what
+  /// `classify(_:_:)` says for it (an override first, then the kind); nil when the kind does
+  /// not decide, and the facts are needed.
+  public func classify(_ name: InterfaceName, kind: String?) -> (InterfaceClass, ClassEvidence)? {
+    guard let kind, let decided = Self.classByKind[kind] else { return nil }
+    if let chosen = overrides[name] { return (chosen, .override) }
+    return (decided, .kind)
+  }
+
   public func classify(_ name: InterfaceName, _ facts: InterfaceFacts) -> (
     InterfaceClass, ClassEvidence
   ) {
@@ -95,7 +104,7 @@ public struct Classifier: Sendable {
     }
     if facts.hasWireless { return (.wifi, .wireless) }
     if facts.hasTunFlags { return (.tunnel, .tunFlags) }
-    if let type = facts.arpType, let decided = Self.classByType[type] { return (decided, .type) }
+    if let type = facts.arpType, let decided = Self.classByType(type) { return (decided, .type) }
     if let decided = Self.classByName(name) { return (decided, .name) }
     if facts.arpType == 1 {
       // Plain Ethernet framing: a NIC is wired Ethernet; a software device (veth, ifb …) is not.
@@ -121,17 +130,23 @@ public struct Classifier: Sendable {
     "bridge": .other, "vlan": .other, "bond": .other, "macsec": .other,
   ]
 
-  static let classByType: [UInt16: InterfaceClass] = [
-    65534: .tunnel,  // ARPHRD_NONE: tun, wireguard
-    512: .tunnel,  // ARPHRD_PPP
-    519: .cellular,  // ARPHRD_RAWIP: cellular modems
-    768: .tunnel,  // ARPHRD_TUNNEL (IP-in-IP)
-    769: .tunnel,  // ARPHRD_TUNNEL6
-    776: .tunnel,  // ARPHRD_SIT
-    778: .tunnel,  // ARPHRD_IPGRE
-    823: .tunnel,  // ARPHRD_IP6GRE
-    772: .loopback,  // ARPHRD_LOOPBACK
-  ]
+  /// A switch rather than a table: a `[UInt16: InterfaceClass]` would be the only dictionary
+  /// of its key type in a `status`, and the runtime's first set-up of one costs more than
+  /// classifying every interface of a small machine.
+  static func classByType(_ type: UInt16) -> InterfaceClass? {
+    switch type {
+    case 65534: .tunnel  // ARPHRD_NONE: tun, wireguard
+    case 512: .tunnel  // ARPHRD_PPP
+    case 519: .cellular  // ARPHRD_RAWIP: cellular modems
+    case 768: .tunnel  // ARPHRD_TUNNEL (IP-in-IP)
+    case 769: .tunnel  // ARPHRD_TUNNEL6
+    case 776: .tunnel  // ARPHRD_SIT
+    case 778: .tunnel  // ARPHRD_IPGRE
+    case 823: .tunnel  // ARPHRD_IP6GRE
+    case 772: .loopback  // ARPHRD_LOOPBACK
+    default: nil
+    }
+  }
 
   static func classByName(_ name: InterfaceName) -> InterfaceClass? {
     let bytes = name.bytes

@@ -99,18 +99,29 @@ public struct StatusSnapshot: Sendable {
   /// Per-class sums, for every class that has an interface in the snapshot.
   public var classes: [InterfaceClass: ClassSummary] {
     var result: [InterfaceClass: ClassSummary] = [:]
-    for report in interfaces {
-      var summary = result[report.interfaceClass] ?? ClassSummary()
-      summary.interfaces += 1
-      summary.counters += report.counters.traffic
-      if let ledger = report.ledger { summary.totals = summary.totals.map { $0 + ledger } ?? ledger }
-      if let rate = report.rate {
-        var sum = summary.rate ?? TrafficRate(rxBytesPerSecond: 0, txBytesPerSecond: 0)
+    for (interfaceClass, summary) in zip(InterfaceClass.allCases, classSummaries) where summary.interfaces > 0 {
+      result[interfaceClass] = summary
+    }
+    return result
+  }
+
+  /// Per-class sums of every class, in `InterfaceClass.allCases` order (an empty summary for a
+  /// class without interfaces): what a renderer walks, without a table keyed by class — hashing
+  /// a class hashes its name, once per interface.
+  public var classSummaries: [ClassSummary] {
+    var result = [ClassSummary](repeating: ClassSummary(), count: InterfaceClass.allCases.count)
+    // By index: `for report in interfaces` would copy every report.
+    for at in interfaces.indices {
+      let rank = interfaces[at].interfaceClass.rank
+      result[rank].interfaces += 1
+      result[rank].counters += interfaces[at].counters.traffic
+      if let ledger = interfaces[at].ledger { result[rank].totals = result[rank].totals.map { $0 + ledger } ?? ledger }
+      if let rate = interfaces[at].rate {
+        var sum = result[rank].rate ?? TrafficRate(rxBytesPerSecond: 0, txBytesPerSecond: 0)
         sum.rxBytesPerSecond += rate.rxBytesPerSecond
         sum.txBytesPerSecond += rate.txBytesPerSecond
-        summary.rate = sum
+        result[rank].rate = sum
       }
-      result[report.interfaceClass] = summary
     }
     return result
   }

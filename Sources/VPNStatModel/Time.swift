@@ -34,6 +34,15 @@ public struct Timestamp: Hashable, Comparable, Sendable {
   /// RFC 3339 in UTC with `fractionDigits` (0…9) digits of the second. Written into the
   /// String's own storage digit by digit: a report of a thousand interfaces writes a thousand.
   public func rfc3339(fractionDigits: Int) -> String {
+    String(unsafeUninitializedCapacity: Self.rfc3339Capacity) { rfc3339(fractionDigits: fractionDigits, into: $0) }
+  }
+
+  /// The most bytes `rfc3339(fractionDigits:into:)` writes.
+  public static let rfc3339Capacity = 30
+
+  /// Writes `rfc3339(fractionDigits:)` into `text`, which has room for `rfc3339Capacity` bytes;
+  /// returns how many it wrote. How a renderer writes a time straight into its output.
+  public func rfc3339(fractionDigits: Int, into text: UnsafeMutableBufferPointer<UInt8>) -> Int {
     let secs = seconds
     // The remainder, not nanoseconds − secs × 10⁹, which overflows near Int64.min (a damaged row).
     let nanos = (nanoseconds % 1_000_000_000 + 1_000_000_000) % 1_000_000_000
@@ -43,40 +52,39 @@ public struct Timestamp: Hashable, Comparable, Sendable {
     let digits = min(max(fractionDigits, 0), 9)
     // Every Timestamp (nanoseconds in an Int64) falls in the years 1677 to 2262.
     precondition((0...9999).contains(year))
-    return String(unsafeUninitializedCapacity: 30) { text in
-      var at = 0
-      func put(_ value: Int64, _ width: Int) {
-        var rest = value
-        for i in stride(from: width - 1, through: 0, by: -1) {
-          text[at + i] = 0x30 + UInt8(rest % 10)
-          rest /= 10
-        }
-        at += width
+    precondition(text.count >= Self.rfc3339Capacity)
+    var at = 0
+    func put(_ value: Int64, _ width: Int) {
+      var rest = value
+      for i in stride(from: width - 1, through: 0, by: -1) {
+        text[at + i] = 0x30 + UInt8(rest % 10)
+        rest /= 10
       }
-      func put(_ byte: UInt8) {
-        text[at] = byte
-        at += 1
-      }
-      put(year, 4)
-      put(0x2D)
-      put(month, 2)
-      put(0x2D)
-      put(day, 2)
-      put(0x54)
-      put(secondOfDay / 3600, 2)
-      put(0x3A)
-      put(secondOfDay / 60 % 60, 2)
-      put(0x3A)
-      put(secondOfDay % 60, 2)
-      if digits > 0 {
-        var fraction = nanos
-        for _ in digits..<9 { fraction /= 10 }
-        put(0x2E)
-        put(fraction, digits)
-      }
-      put(0x5A)
-      return at
+      at += width
     }
+    func put(_ byte: UInt8) {
+      text[at] = byte
+      at += 1
+    }
+    put(year, 4)
+    put(0x2D)
+    put(month, 2)
+    put(0x2D)
+    put(day, 2)
+    put(0x54)
+    put(secondOfDay / 3600, 2)
+    put(0x3A)
+    put(secondOfDay / 60 % 60, 2)
+    put(0x3A)
+    put(secondOfDay % 60, 2)
+    if digits > 0 {
+      var fraction = nanos
+      for _ in digits..<9 { fraction /= 10 }
+      put(0x2E)
+      put(fraction, digits)
+    }
+    put(0x5A)
+    return at
   }
 
   /// Parses the RFC 3339 forms vpnstat writes and the common variants (offsets, fractions).

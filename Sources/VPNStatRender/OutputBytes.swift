@@ -96,9 +96,19 @@ struct OutputBytes {
 
   /// `value` in decimal: the one way every renderer writes a count (JSON, OpenMetrics).
   mutating func appendDecimal(_ value: UInt64) {
+    count += Self.decimal(value, at: reserve(Self.maximumDigits))
+  }
+
+  /// The most digits a count has (UInt64.max).
+  static let maximumDigits = 20
+
+  /// Writes `value` in decimal at `at`, which has room for `maximumDigits`; returns how many
+  /// bytes it wrote.
+  @inline(__always)
+  static func decimal(_ value: UInt64, at: UnsafeMutablePointer<UInt8>) -> Int {
     if value < 10 {
-      append(0x30 + UInt8(value))
-      return
+      at.pointee = 0x30 + UInt8(value)
+      return 1
     }
     var digits = 1
     var scale: UInt64 = 10
@@ -106,12 +116,18 @@ struct OutputBytes {
       digits += 1
       if digits < 20 { scale *= 10 }
     }
-    let at = reserve(digits)
     var rest = value
     for i in stride(from: digits - 1, through: 0, by: -1) {
       at[i] = 0x30 + UInt8(rest % 10)
       rest /= 10
     }
-    count += digits
+    return digits
+  }
+
+  /// Lets `body` write at most `most` bytes at the end in one reservation (one capacity and
+  /// ownership check for several pieces); `body` returns how many it wrote.
+  @inline(__always)
+  mutating func append(atMost most: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
+    count += body(reserve(most))
   }
 }

@@ -47,10 +47,8 @@ package enum StatusJSON {
     json.endArray()
     json.key("classes")
     json.beginObject()
-    let classes = snapshot.classes
-    let hasLedger = snapshot.interfaces.contains { $0.ledger != nil }
-    for interfaceClass in InterfaceClass.allCases {
-      let summary = classes[interfaceClass] ?? ClassSummary()
+    let hasLedger = snapshot.interfaces.indices.contains { snapshot.interfaces[$0].ledger != nil }
+    for (interfaceClass, summary) in zip(InterfaceClass.allCases, snapshot.classSummaries) {
       json.key(interfaceClass.rawValue)
       json.beginObject()
       json.field("interfaces", summary.interfaces)
@@ -85,9 +83,9 @@ package enum StatusJSON {
     json.beginObject()
     json.name(report.name, key: "name", encodingKey: "name_encoding")
     json.field("index", Int(report.index))
-    json.field("class", report.interfaceClass.rawValue)
-    json.field("class_by", report.classBy.rawValue)
-    json.field("state", report.state.rawValue)
+    json.field("class", word: report.interfaceClass.rawValue)
+    json.field("class_by", word: report.classBy.rawValue)
+    json.field("state", word: report.state.rawValue)
     json.trafficCounts(report.counters.traffic)
     json.field("rx_errors", report.counters.rxErrors)
     json.field("tx_errors", report.counters.txErrors)
@@ -113,6 +111,6 @@ package enum StatusJSON {
     json.field("resets", ledger?.resets)
     json.field("wraps", ledger?.wraps)
     json.field("discarded", ledger?.discarded)
-    json.field("first_seen_at", ledger?.firstSeenAt.rfc3339)
+    json.field("first_seen_at", rfc3339: ledger?.firstSeenAt)
   }
 }

@@ -189,8 +189,34 @@ struct SQLiteRow {
   func text(_ column: Int32, reusing previous: String?) -> String? {
     guard let pointer = sqlite3_column_text(statement, column) else { return nil }
     let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column)))
-    if var previous, previous.withUTF8({ $0.elementsEqual(bytes) }) { return previous }
+    if let previous, Self.same(bytes, previous) { return previous }
     return String(decoding: bytes, as: UTF8.self)
+  }
+  /// Whether the column holds `text`'s bytes (no String made of it).
+  func textEquals(_ column: Int32, _ text: String) -> Bool {
+    guard let pointer = sqlite3_column_text(statement, column) else { return false }
+    return Self.same(UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column))), text)
+  }
+  /// Compared eight bytes at a time: a boot id is 36 bytes, compared on each of a thousand
+  /// rows, and `elementsEqual` (iterators, a byte at a time) was a third of decoding a row.
+  private static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
+    var text = text
+    return text.withUTF8 { utf8 in
+      guard utf8.count == bytes.count else { return false }
+      guard let a = utf8.baseAddress, let b = bytes.baseAddress else { return true }
+      let (left, right) = (UnsafeRawPointer(a), UnsafeRawPointer(b))
+      var i = 0
+      while i + 8 <= utf8.count {
+        let word = left.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        if word != right.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+        i += 8
+      }
+      while i < utf8.count {
+        if a[i] != b[i] { return false }
+        i += 1
+      }
+      return true
+    }
   }
   func blob(_ column: Int32) -> [UInt8] {
     let count = Int(sqlite3_column_bytes(statement, column))

@@ -11,7 +11,9 @@ extension Store {
   private func readLedger() throws -> Ledger {
     var entries: [InterfaceName: LedgerEntry] = [:]
     entries.reserveCapacity(Int(try connection.scalar("SELECT count(*) FROM interfaces") ?? 0))
+    // Rows mostly share a boot id and a class: each is decoded once and compared after.
     var bootID: String?
+    var lastClass: InterfaceClass?
     try connection.query(
       """
       SELECT name, class, first_seen_at, if_index, boot_id, width, rx_bytes, tx_bytes, rx_packets,
@@ -30,9 +32,14 @@ extension Store {
         row.traffic(12), resets: row.unsigned(16), wraps: row.unsigned(17), discarded: row.unsigned(18),
         firstSeenAt: Timestamp(nanoseconds: row.integer(2)))
       bootID = baseline.instance.bootID
-      entries[name] = LedgerEntry(
-        name: name, interfaceClass: InterfaceClass(rawValue: row.text(1) ?? "") ?? .other,
-        baseline: baseline, totals: totals)
+      let interfaceClass: InterfaceClass
+      if let lastClass, row.textEquals(1, lastClass.rawValue) {
+        interfaceClass = lastClass
+      } else {
+        interfaceClass = InterfaceClass(rawValue: row.text(1) ?? "") ?? .other
+        lastClass = interfaceClass
+      }
+      entries[name] = LedgerEntry(name: name, interfaceClass: interfaceClass, baseline: baseline, totals: totals)
     }
     return Ledger(entries: entries)
   }

@@ -16,21 +16,10 @@ package enum CurrentProcess {
     }
   }
 
-  /// The environment, as text (a variable that is not UTF-8 is kept with replacement characters).
-  /// Split at the first `=` byte: searching a String for a Character costs grapheme breaking,
-  /// which was a tenth of a short command's instructions.
-  package static var environment: [String: String] {
-    var result: [String: String] = [:]
-    var entry = environ
-    while let pointer = entry.pointee {
-      let bytes = UnsafeRawBufferPointer(start: pointer, count: strlen(pointer))
-      if let equals = bytes.firstIndex(of: 0x3D) {
-        result[String(decoding: bytes[..<equals], as: UTF8.self)] = String(
-          decoding: bytes[(equals + 1)...], as: UTF8.self)
-      }
-      entry += 1
-    }
-    return result
+  /// One variable of the environment, as text (replacement characters where it is not UTF-8).
+  package static func environment(_ name: String) -> String? {
+    guard let value = getenv(name) else { return nil }
+    return String(cString: value)
   }
 
   /// SIGPIPE ignored: a write to a closed pipe fails with EPIPE, which the command handles.

@@ -80,6 +80,35 @@ struct ClassificationTests {
     #expect(catalog.factReads == 0)
   }
 
+  @Test("an instance is its ifindex and its name: a name new at a known ifindex is classified anew")
+  func renamedIndexIsNewInstance() {
+    var catalog = InterfaceCatalog()
+    func sample(_ name: String, kind: String) -> InterfaceSample {
+      InterfaceSample(
+        name: InterfaceName(name), index: 9, counters: InterfaceCounters(.zero), width: .bits64,
+        link: LinkAttributes(arpType: 65534, kind: kind))
+    }
+    #expect(catalog.entry(for: sample("tun0", kind: "tun")).interfaceClass == .tunnel)
+    #expect(catalog.classified(index: 9, name: InterfaceName("tun0"))?.interfaceClass == .tunnel)
+    #expect(catalog.classified(index: 9, name: InterfaceName("veth0")) == nil)
+    #expect(catalog.entry(for: sample("veth0", kind: "veth")).interfaceClass == .other)
+    #expect(catalog.classified(index: 9, name: InterfaceName("tun0")) == nil)
+    #expect(catalog.classified(index: 8, name: InterfaceName("veth0")) == nil)
+  }
+
+  @Test("--class wins over the link kind, without reading sysfs either")
+  func overrideBeatsKind() {
+    var catalog = InterfaceCatalog(classifier: Classifier(overrides: [InterfaceName("tun0"): .wifi]))
+    let sample = InterfaceSample(
+      name: InterfaceName("tun0"), index: 3, counters: InterfaceCounters(.zero), width: .bits64,
+      link: LinkAttributes(arpType: 65534, kind: "tun"))
+    let entry = catalog.entry(for: sample)
+    #expect(entry.interfaceClass == .wifi)
+    #expect(entry.evidence == .override)
+    #expect(entry.facts.kind == "tun")
+    #expect(catalog.factReads == 0)
+  }
+
   @Test("sysfs facts are read once per new ifindex, not per sample")
   func factsAreCached() throws {
     let tree = try fixture()

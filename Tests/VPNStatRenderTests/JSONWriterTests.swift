@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+
+@testable import VPNStatModel
+@testable import VPNStatRender
+
+/// A field is written in one piece (key, colon and value in one reservation of the buffer): the
+/// same bytes as a key, then a value, at the limits of every number and in every position.
+struct JSONWriterTests {
+  func document(_ write: (inout JSONWriter) -> Void) -> String {
+    var json = JSONWriter(capacity: 1)
+    json.beginObject()
+    write(&json)
+    json.endObject()
+    return String(decoding: json.bytes, as: UTF8.self)
+  }
+
+  @Test("fields write their key and value, null for none, at the limits of each number")
+  func fields() throws {
+    let text = document { json in
+      json.field("max", UInt64.max)
+      json.field("zero", UInt64(0))
+      json.field("none", nil as UInt64?)
+      json.field("min", Int64.min)
+      json.field("negative", -42 as Int64?)
+      json.field("int", Int.max)
+      json.field("nothing", nil as Int?)
+      json.field("i", 7 as Int?)
+      json.key("nested")
+      json.beginObject()
+      json.field("ten", UInt64(10))
+      json.endObject()
+      json.name(InterfaceName("wg0"), key: "name", encodingKey: "name_encoding")
+      json.name(nil, key: "other", encodingKey: "other_encoding")
+      json.field("last", true)
+    }
+    #expect(
+      text
+        == #"{"max":18446744073709551615,"zero":0,"none":null,"min":-9223372036854775808,"negative":-42,"#
+        + #""int":9223372036854775807,"nothing":null,"i":7,"nested":{"ten":10},"name":"wg0","name_encoding":"utf8","#
+        + #""other":null,"other_encoding":null,"last":true}"#)
+    #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) is [String: Any])
+  }
+
+  @Test("a copy of a writer keeps its own bytes when both go on writing")
+  func copiesAreValues() {
+    var first = JSONWriter(capacity: 1)
+    first.beginObject()
+    first.field("a", UInt64(1))
+    var second = first
+    first.field("b", UInt64(2))
+    second.field("c", UInt64(3))
+    first.endObject()
+    second.endObject()
+    #expect(String(decoding: first.bytes, as: UTF8.self) == #"{"a":1,"b":2}"#)
+    #expect(String(decoding: second.bytes, as: UTF8.self) == #"{"a":1,"c":3}"#)
+  }
+}
