@@ -197,11 +197,20 @@ package final class Store {
   }
 
   /// Runs a database operation, turning SQLite's errors into `StoreError`s that name the file.
+  /// A reader's operation that SQLite refuses as a write it may not do is tried again a few times
+  /// first: a read-only connection cannot rebuild the WAL index, and it may find it in need of
+  /// that for the moment a writer takes to close (checkpoint, remove the `-wal` and `-shm`) —
+  /// seen once as a `status` exiting 77 beside a finishing `record`.
   func guarded<T>(_ body: () throws -> T) throws -> T {
-    do {
-      return try body()
-    } catch let error as SQLiteError {
-      throw Self.map(error, location)
+    var attempt = 0
+    while true {
+      do {
+        return try body()
+      } catch let error as SQLiteError {
+        attempt += 1
+        guard isReadOnly, error.isReadOnly || error.isCannotOpen, attempt < 5 else { throw Self.map(error, location) }
+        SystemClock.sleep(for: .milliseconds(10 * attempt))
+      }
     }
   }
 
