@@ -10,13 +10,23 @@ import VPNStatSystem
 /// is never read as another device's: the files are kept per directory entry, and an entry whose
 /// identity changed (a device deleted and created again under the same name, or renamed away and
 /// replaced) is opened afresh; a deleted device's files answer with an error, never a value.
+/// Files are kept for as many interfaces as the process's open-file limit allows with room to
+/// spare; those beyond are opened, read and closed at each sample, slower but all there.
 package struct SysfsCounterSource: CounterSource {
   package var kind: CounterSourceKind { .sysfs }
   package let root: SysfsRoot
   /// The open files of the interfaces of the last sample, by name.
   private var kept = KeptFiles()
 
-  package init(root: SysfsRoot = .system) { self.root = root }
+  /// For how many interfaces files are kept open (each keeps up to 6).
+  let keepLimit: Int
+
+  package init(root: SysfsRoot = .system, keepLimit: Int? = nil) {
+    self.root = root
+    // A quarter of the limit is left to everything else the process opens (a database, sockets,
+    // the recorder's listener and its clients).
+    self.keepLimit = keepLimit ?? max(0, CurrentProcess.openFileLimit * 3 / 4 / 6)
+  }
 
   /// How many interfaces have their files open now (tests look).
   var keptCount: Int { kept.byName.count }
@@ -51,7 +61,7 @@ package struct SysfsCounterSource: CounterSource {
         switch InterfaceFiles.open(name, identity: identity, root: root) {
         case .success(let files):
           result = files.read(name, root: root, buffer: &buffer)
-          if case .success = result { fresh[name] = files }
+          if case .success = result, fresh.count < keepLimit { fresh[name] = files }
         case .failure(let failure):
           result = .failure(failure)
         }
@@ -128,8 +138,10 @@ final class InterfaceFiles {
       do {
         _ = try root.unsigned(name, "ifindex")
         return false
-      } catch is Errno {
-        return true
+      } catch let error as Errno {
+        // Out of descriptors (EMFILE, ENFILE) or memory says nothing of the device: it is there,
+        // unread, and said so rather than left out as if it had gone.
+        return error == .noSuchFile || error == .noSuchDevice || error == .invalidArgument
       } catch {
         return false  // readable but garbage: the interface is there and broken
       }

@@ -26,4 +26,21 @@ package enum CurrentProcess {
   package static func ignoreBrokenPipe() { signal(SIGPIPE, SIG_IGN) }
 
   package static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
+
+  /// How many files this process may hold open, once raised as far as the hard limit allows.
+  /// The soft limit stays at 1024 by default only for programs that use select(2), which cannot
+  /// see higher descriptors; vpnstat never does (poll), and a sysfs reader keeping 5 files per
+  /// interface needs more than 1024 from ~200 interfaces on. Raised once, on first use.
+  package static var openFileLimit: Int { raisedOpenFileLimit }
 }
+
+private let raisedOpenFileLimit: Int = {
+  var limit = rlimit()
+  guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+  if limit.rlim_cur < limit.rlim_max {
+    var raised = limit
+    raised.rlim_cur = limit.rlim_max
+    if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+  }
+  return limit.rlim_cur >= rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
+}()

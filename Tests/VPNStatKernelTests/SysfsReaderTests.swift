@@ -58,6 +58,39 @@ struct SysfsReaderTests {
     #expect(reader.keptCount == 2)
   }
 
+  @Test("beyond the files it may keep, the reader opens, reads and closes: every interface there, every value now")
+  func beyondTheKeepLimit() throws {
+    let tree = try SysfsFixture()
+    for i in 0..<5 { try tree.add("eth\(i)", index: 10 + i, rx: UInt64(1000 + i), tx: 2000) }
+    var reader = SysfsCounterSource(root: tree.root, keepLimit: 2)
+    let first = try reader.sample(at: clock)
+    #expect(first.interfaces.map(\.name.description) == (0..<5).map { "eth\($0)" })
+    #expect(reader.keptCount == 2)
+    for i in 0..<5 { try set(tree, "eth\(i)", "statistics/rx_bytes", "\(5000 + i)\n") }
+    let second = try reader.sample(at: clock)
+    #expect(second.interfaces.map(\.counters.traffic.rxBytes) == (0..<5).map { UInt64(5000 + $0) })
+    #expect(reader.keptCount == 2 && second.problems.isEmpty)
+  }
+
+  @Test(
+    "a process allowed 64 open files reads all 300 interfaces of a sysfs tree, sample after sample (it used to leave out those past its descriptors, silently)"
+  )
+  func fewDescriptors() throws {
+    let tree = try SysfsFixture()
+    for i in 0..<300 { try tree.add(String(format: "veth%03d", i), index: 10 + i, rx: UInt64(i), tx: 1) }
+    let result = try run(
+      "/usr/bin/prlimit",
+      ["--nofile=64:64", "--", Built.vpnstat, "watch", "--json", "--count", "3", "--interval", "100ms", "--sysfs-root", tree.directory.path])
+    #expect(result.status == 0, "\(result.errors)")
+    let lines = result.output.split(separator: "\n")
+    #expect(lines.count == 3, "\(result.output.prefix(300))")
+    for line in lines {
+      let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+      let interfaces = try #require(object["interfaces"] as? [[String: Any]])
+      #expect(interfaces.count == 300)
+    }
+  }
+
   @Test("a device deleted and created again under its name, with a new ifindex: read through its own files")
   func vanishAndReappear() throws {
     let tree = try SysfsFixture()
