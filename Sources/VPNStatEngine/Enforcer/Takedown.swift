@@ -71,10 +71,11 @@ struct Takedown {
       }
     }
     guard let control, !(control is DirectLinkControl) else {
-      // The kernel alone.
-      if cutDown {
-        return action.deletesLink || (try? links.link(index: index)) != nil ? .down(stoppedBy: nil) : .vanished
+      // The kernel alone. A device gone (also while the request was on its way) is not up.
+      guard (try? links.link(index: index)) != nil else {
+        return action.deletesLink && refused == nil ? .down(stoppedBy: nil) : .vanished
       }
+      if cutDown { return .down(stoppedBy: nil) }
       details.append((refused ?? "\(action.label): \(name) stayed up") + ", which failed")
       return .stillUp
     }
