@@ -59,7 +59,9 @@ struct BenchOptions {
                          startup: vpnstat --version beside /bin/true and ip -V
                          ledger:  one ledger advance for 1000 interfaces; database size
                                   after a simulated year for 20 interfaces
-                         enforce: session deadline → tunnel down, over repeated windows
+                         enforce: session deadline → tunnel down and an up in the pause →
+                                  down again, with 0, 300 and 1000 other processes, beside
+                                  ip monitor | ip link set down
                          watch:   CPU and memory of watch with the largest size's interfaces
                          record:  bytes written per minute and CPU of record --interval 1s with
                                   every counter moving, beside vnstatd saving every minute and
@@ -166,7 +168,9 @@ func runInner(_ options: BenchOptions, part: BenchOptions.Part, ifbCount: Int) -
       }
       let notes: [String]
       switch part {
-      case .enforce: notes = try EnforceBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)
+      case .enforce:
+        notes = try EnforceBenchmark.runInner(
+          vpnstat: vpnstat, alternative: options.alternative, ip: ip, quick: options.quick)
       case .watch: notes = try WatchBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
       case .metrics: notes = try MetricsBenchmark.runInner(vpnstat: vpnstat, ifbCount: ifbCount, quick: options.quick)
       default: notes = try WireGuardBenchmark.runInner(vpnstat: vpnstat, ip: ip, quick: options.quick)

@@ -148,6 +148,24 @@ package enum ProcessTable {
     _ = try retryingInterrupts { clinux_pidfd_send_signal(pidfd, SIGTERM) }
   }
 
+  /// A descriptor that becomes readable when the process exits (a pidfd), so a loop learns of
+  /// the exit in its one wait instead of looking in /proc. Nil when it has exited already, or
+  /// the pid is another process's now than the one that started at `startTime`: the pidfd is
+  /// opened first, so the process it names cannot change after the check. The owner closes it.
+  package static func exitNotice(of pid: Int32, startTime: UInt64?) -> FileDescriptor? {
+    guard let pidfd = try? retryingInterrupts({ clinux_pidfd_open(pid) }) else { return nil }
+    if let startTime, Self.startTime(of: pid) != startTime {
+      close(pidfd)
+      return nil
+    }
+    return FileDescriptor(rawValue: pidfd)
+  }
+
+  /// Whether the process an `exitNotice` watches has exited, without waiting.
+  package static func hasExited(_ notice: FileDescriptor) -> Bool {
+    (try? waitForReadable([notice], timeout: .zero))?.isEmpty == false
+  }
+
   /// Whether this process has the capability `bit` (e.g. 12, CAP_NET_ADMIN) in its effective
   /// set, from `/proc/self/status`'s `CapEff:` line.
   package static func hasCapability(_ bit: Int, procRoot: SystemPath = "/proc") -> Bool {

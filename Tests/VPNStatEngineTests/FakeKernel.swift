@@ -162,18 +162,23 @@ final class CapturedLog: EventLog, @unchecked Sendable {
 }
 
 /// A disconnect action that behaves as the test says: takes the link down (as a manager's
-/// command would), does nothing, or fails outright; counting its calls.
+/// command would), does nothing, or fails outright; counting its calls and lookups.
 final class ScriptedAction: DisconnectAction, ManagerControl, @unchecked Sendable {
   enum Behaviour { case takesDown, doesNothing, fails }
   let kernel: FakeKernel
   var behaviour: Behaviour
   private(set) var calls = 0
+  /// How many times it was asked for the control of a link.
+  private(set) var lookups = 0
   init(_ kernel: FakeKernel, _ behaviour: Behaviour) {
     self.kernel = kernel
     self.behaviour = behaviour
   }
   var label: String { "scripted" }
-  func control(for link: LinkRecord) -> any ManagerControl { self }
+  func control(for link: LinkRecord) -> any ManagerControl {
+    lookups += 1
+    return self
+  }
   func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
     calls += 1
     switch behaviour {
@@ -208,7 +213,7 @@ final class EnforcerBench: @unchecked Sendable {
     manager: (kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner)? = nil,
     presence: Bool = false, ledgerLock: any LedgerWriterLock = UncontendedLedgerLock(),
     saveInterval: Duration = Recorder.defaultSaveInterval, spool: Bool = false,
-    openStore: @escaping () throws -> Store? = { nil }
+    openStore: @escaping () throws -> Store? = { nil }, processExits: any ProcessExitWatching = NoProcessExits()
   ) throws {
     self.kernel = kernel
     self.directory = try directory ?? TemporaryDirectory(label)
@@ -230,7 +235,7 @@ final class EnforcerBench: @unchecked Sendable {
         presence: presence ? EnforcerPresenceFile(location: location, tunnel: InterfaceName("wg0")) : nil),
       environment: EnforcerEnvironment(
         links: links, alarm: alarm, log: log, calendar: FixedOffsetCalendar.utc,
-        holdRelease: ManagerHoldRelease(runner: manager?.runner ?? ChildProgramRunner())))
+        holdRelease: ManagerHoldRelease(runner: manager?.runner ?? ChildProgramRunner()), processExits: processExits))
   }
 
   /// The spool beside this bench's database.
@@ -289,4 +294,11 @@ struct FakeLedgerLock: LedgerWriterLock {
     defer { state.locked { state.sharedSaves -= 1 } }
     return (try save(), nil)
   }
+}
+
+/// No process is watched: the enforcer's tests name processes that do not exist.
+struct NoProcessExits: ProcessExitWatching {
+  func watch(_ process: TunnelProcess) -> FileDescriptor? { nil }
+  func hasExited(_ notice: FileDescriptor) -> Bool { false }
+  func close(_ notice: FileDescriptor) {}
 }

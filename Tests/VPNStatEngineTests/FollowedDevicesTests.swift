@@ -96,45 +96,79 @@ struct TakedownTests {
     Enforcer.Device(name: kernel.record(index)?.name ?? InterfaceName("wg0"), up: true)
   }
 
-  @Test("an action that takes the link down: down through its control, nothing to add")
+  /// The cut, then the rest, as the enforcer does for one device.
+  func takeDown(_ takedown: inout Takedown, _ index: Int32, reason: StopReason, details: inout [String])
+    -> Takedown.Outcome
+  {
+    var managers = ManagerTable(action: takedown.action, exits: NoProcessExits())
+    let refused = takedown.cut(index)
+    return takedown.finish(
+      index, device(index), refused: refused, reason: reason, managers: &managers, details: &details)
+  }
+
+  @Test("an action that takes the link down: the link cut first, then its control, nothing to add")
   func actionWorks() throws {
     let action = ScriptedAction(kernel, .takesDown)
     var takedown = takedown(action)
     let index = kernel.add("wg0", up: true).record.index
     var details: [String] = []
-    guard case .down(let control?) = takedown.takeDown(index, device(index), reason: .freeLimit, details: &details)
+    guard case .down(let control?) = takeDown(&takedown, index, reason: .freeLimit, details: &details)
     else { throw TestSetupError("not down through the control") }
     #expect(control.label == "scripted")
+    // The cut, then the action's own link-down.
+    #expect(action.calls == 1 && kernel.setDownCalls == 2)
     #expect(!kernel.isUp(index) && details.isEmpty && !takedown.actionFailed)
   }
 
   @Test(
-    "an action that does nothing is given 2 s, then link-down, said and kept; in the pause it is not run again, at a deadline it is"
+    "the cut is one request and asks no one: the action's control is looked up and run only once the kernel took the link down"
   )
-  func actionDoesNothing() throws {
+  func cutAsksNoOne() throws {
     let action = ScriptedAction(kernel, .doesNothing)
+    let takedown = takedown(action)
+    let index = kernel.add("wg0", up: true).record.index
+    #expect(takedown.cut(index) == nil)
+    #expect(!kernel.isUp(index) && kernel.setDownCalls == 1)
+    #expect(action.lookups == 0 && action.calls == 0)
+  }
+
+  @Test(
+    "an action that fails after the cut: the link is down all the same, the failure said and kept; in the pause it is not run again, at a deadline it is"
+  )
+  func actionFails() throws {
+    let action = ScriptedAction(kernel, .fails)
     var takedown = takedown(action)
     let index = kernel.add("wg0", up: true).record.index
     var details: [String] = []
-    let before = clock.now().monotonic
-    guard case .down(nil) = takedown.takeDown(index, device(index), reason: .freeLimit, details: &details) else {
+    guard case .down(nil) = takeDown(&takedown, index, reason: .freeLimit, details: &details) else {
       throw TestSetupError("not down by link-down")
     }
-    #expect(clock.now().monotonic - before >= 2_000_000_000)
     #expect(!kernel.isUp(index))
-    #expect(details == ["scripted left wg0 up; fell back to link-down"])
-    #expect(log.contains("scripted left wg0 up; falling back to link-down"))
+    #expect(details == ["down by link-down; scripted failed (exit 3)"])
+    #expect(log.contains("wg0 is down (link-down, confirmed by the kernel), but scripted failed (exit 3)"))
     #expect(takedown.actionFailed)
     _ = kernel.set(index, up: true)
     let waited = clock.now().monotonic
     var again: [String] = []
-    _ = takedown.takeDown(index, device(index), reason: .pause, details: &again)
+    _ = takeDown(&takedown, index, reason: .pause, details: &again)
     #expect(action.calls == 1, "the failed action was run again in the pause")
     #expect(clock.now().monotonic - waited < 100_000_000)
     #expect(!kernel.isUp(index) && again.isEmpty)
     _ = kernel.set(index, up: true)
-    _ = takedown.takeDown(index, device(index), reason: .freeLimit, details: &again)
+    _ = takeDown(&takedown, index, reason: .freeLimit, details: &again)
     #expect(action.calls == 2)
+  }
+
+  @Test("link-down refused: the action's control is the way left, and what it says is not believed without the kernel")
+  func cutRefused() throws {
+    let index = kernel.add("wg0", up: true).record.index
+    kernel.refuseSetDown = true
+    var takedown = takedown(ScriptedAction(kernel, .doesNothing))
+    var details: [String] = []
+    guard case .stillUp = takeDown(&takedown, index, reason: .freeLimit, details: &details) else {
+      throw TestSetupError("taken for down on the action's word")
+    }
+    #expect(details.first?.hasSuffix("scripted left wg0 up, which failed too") == true, "\(details)")
   }
 
   @Test("the action fails and link-down is refused too: still up, and the details say both failed")
@@ -143,10 +177,11 @@ struct TakedownTests {
     let index = kernel.add("wg0", up: true).record.index
     kernel.refuseSetDown = true
     var details: [String] = []
-    guard case .stillUp = takedown.takeDown(index, device(index), reason: .freeLimit, details: &details) else {
+    guard case .stillUp = takeDown(&takedown, index, reason: .freeLimit, details: &details) else {
       throw TestSetupError("not still up")
     }
-    #expect(details == ["scripted left wg0 up (exit 3); fell back to link-down, which failed too"])
+    #expect(details.count == 1 && details[0].hasPrefix("link-down: "), "\(details)")
+    #expect(details.first?.hasSuffix("; scripted failed (exit 3), which failed too") == true, "\(details)")
   }
 
   @Test("a device already gone is not acted on")
@@ -154,19 +189,19 @@ struct TakedownTests {
     let action = ScriptedAction(kernel, .takesDown)
     var takedown = takedown(action)
     var details: [String] = []
-    guard case .vanished = takedown.takeDown(42, device(42), reason: .freeLimit, details: &details) else {
+    guard case .vanished = takeDown(&takedown, 42, reason: .freeLimit, details: &details) else {
       throw TestSetupError("not vanished")
     }
     #expect(action.calls == 0 && details.isEmpty)
   }
 
-  @Test("a manager's stop: said as such, and its own word asked once the kernel says down")
+  @Test("a manager's stop after the cut: said as such, and its own word asked once the kernel says down")
   func managerWord() throws {
     let manager = Stubborn(kernel: kernel)
     var takedown = takedown(manager)
     let index = kernel.add("wg0", up: true).record.index
     var details: [String] = []
-    guard case .down(_?) = takedown.takeDown(index, device(index), reason: .freeLimit, details: &details) else {
+    guard case .down(_?) = takeDown(&takedown, index, reason: .freeLimit, details: &details) else {
       throw TestSetupError("not down through the manager")
     }
     #expect(
@@ -174,6 +209,7 @@ struct TakedownTests {
         "stopped through stubborn", "stubborn: wg0 is down, but its manager does not say it stopped",
       ])
     #expect(manager.asked.value > 0)
+    #expect(log.contains("wg0: down at once (link-down, confirmed by the kernel), then stopped through stubborn"))
   }
 
   /// A manager that takes the link down and goes on saying the tunnel runs.

@@ -36,7 +36,7 @@ struct ManagerEnforcerTests {
   }
 
   @Test(
-    "auto, NetworkManager: deactivated through nmcli at the deadline (never a bare link-down), autoconnect held off for the pause, an up in the pause undone, autoconnect given back when the pause ends"
+    "auto, NetworkManager: at the deadline the link cut at once, then deactivated through nmcli (never a bare link-down alone), autoconnect held off for the pause, an up in the pause undone, autoconnect given back when the pause ends"
   )
   func networkManagerCycle() throws {
     let (bench, nm) = try networkManagerBench("nmcycle")
@@ -44,10 +44,10 @@ struct ManagerEnforcerTests {
     try bench.handle(.started)
     let window = try #require(try bench.stored().window)
     try bench.alarmFires(at: window.sessionEndsAt)
-    // Deactivated the way NetworkManager expects: its device went with it; no link-down.
+    // The link cut first, then deactivated the way NetworkManager expects: its device went with it.
     #expect(!nm.isActive(Self.uuid))
     #expect(bench.kernel.index(of: "wg0") == nil)
-    #expect(bench.kernel.setDownCalls == 0)
+    #expect(bench.kernel.setDownCalls == 1)
     #expect(nm.commands.contains(["nmcli", "--wait", "10", "connection", "down", "uuid", Self.uuid]))
     let stop = try #require(try bench.store.stops(limit: 1).first)
     #expect(stop.reason == .freeLimit)
@@ -106,7 +106,7 @@ struct ManagerEnforcerTests {
     #expect(stored.rxBytes == 5300 && stored.txBytes == 7400, "\(stored)")
   }
 
-  @Test("NetworkManager refuses to deactivate: link-down takes over at once, and the stop says why")
+  @Test("NetworkManager refuses to deactivate: the link is down all the same, at once, and the stop says why")
   func networkManagerRefuses() throws {
     let (bench, nm) = try networkManagerBench("nmrefuse")
     nm.refusesDown = true
@@ -123,7 +123,7 @@ struct ManagerEnforcerTests {
     #expect(bench.clock.now().monotonic - before < 1_000_000_000)
     let stop = try #require(try bench.store.stops(limit: 1).first)
     #expect(stop.detail?.contains("not authorized to deactivate connections") == true, "\(stop)")
-    #expect(stop.detail?.contains("fell back to link-down") == true, "\(stop)")
+    #expect(stop.detail?.hasPrefix("down by link-down; networkmanager") == true, "\(stop)")
     #expect(bench.enforcer.holds.isEmpty)
   }
 
@@ -204,7 +204,8 @@ struct ManagerEnforcerTests {
   }
 
   @Test(
-    "auto, wg-quick: `wg-quick down CONFIG` at the deadline removes the device; when it fails, link-down, recorded")
+    "auto, wg-quick: at the deadline the link cut, then `wg-quick down CONFIG` removes the device; when it fails, the link is down all the same, recorded"
+  )
   func wgQuick() throws {
     let config = "/etc/wireguard/wg0.conf"
     let manager = TunnelManager(
@@ -224,13 +225,118 @@ struct ManagerEnforcerTests {
       if failing {
         #expect(!kernel.isUp(index))
         #expect(stop.detail?.contains("is not a WireGuard interface") == true, "\(stop)")
-        #expect(stop.detail?.contains("fell back to link-down") == true, "\(stop)")
+        #expect(stop.detail?.hasPrefix("down by link-down; wg-quick") == true, "\(stop)")
       } else {
         #expect(kernel.index(of: "wg0") == nil)
-        #expect(kernel.setDownCalls == 0)
+        #expect(kernel.setDownCalls == 1)
         #expect(stop.detail == "stopped through wg-quick \(config)")
       }
     }
+  }
+
+  /// A detector that names the manager the test says and notes, at each question, how many
+  /// link-down requests the kernel had taken by then and whether the device was up.
+  final class WatchingDetector: ManagerDetecting, @unchecked Sendable {
+    let manager: TunnelManager
+    let kernel: FakeKernel
+    private(set) var questions: [(setDowns: Int, up: Bool)] = []
+    init(manager: TunnelManager, kernel: FakeKernel) {
+      self.manager = manager
+      self.kernel = kernel
+    }
+    func managers(of links: [(name: InterfaceName, kind: String?)]) -> [InterfaceName: TunnelManager] {
+      for link in links {
+        questions.append((kernel.setDownCalls, kernel.index(of: link.name.escaped).map(kernel.isUp) ?? false))
+      }
+      return Dictionary(uniqueKeysWithValues: links.map { ($0.name, manager) })
+    }
+  }
+
+  @Test(
+    "the deadline and an up in the pause are one link-down request first: no manager looked up or stopped before it; who manages was learned while the window ran, and found again only once the link is down"
+  )
+  func linkFirst() throws {
+    let config = "/etc/wireguard/wg0.conf"
+    let manager = TunnelManager(
+      kind: .wgQuick, id: config, foundBy: .holder, evidence: "wireguard-go (pid 9) holds wg0; \(config)")
+    let kernel = FakeKernel()
+    let wgQuick = FakeWgQuick(kernel)
+    let detector = WatchingDetector(manager: manager, kernel: kernel)
+    let bench = try EnforcerBench("linkfirst", kernel: kernel, manager: (nil, detector, wgQuick))
+    let index = kernel.add("wg0", up: true).record.index
+    try bench.handle(.started)
+    let window = try #require(try bench.stored().window)
+    // Learned while the window runs, with its deadline far away.
+    #expect(detector.questions.count == 1 && detector.questions.first?.up == true)
+    #expect(bench.enforcer.managers.known(index)?.label == "wg-quick \(config)")
+    try bench.alarmFires(at: window.sessionEndsAt)
+    let atDeadline = detector.questions.dropFirst()
+    #expect(!atDeadline.isEmpty, "the manager was not found again after the cut")
+    #expect(
+      atDeadline.allSatisfy { $0.setDowns == 1 && !$0.up }, "a manager was looked up before the cut: \(atDeadline)")
+    #expect(wgQuick.commands == [["wg-quick", "down", config]])
+    #expect(kernel.index(of: "wg0") == nil)
+    let stop = try #require(try bench.store.stops(limit: 1).first)
+    #expect(stop.detail == "stopped through wg-quick \(config)", "\(stop)")
+    #expect(bench.log.contains("wg0: down at once (link-down, confirmed by the kernel), then stopped through wg-quick"))
+    // In the pause, `wg-quick up` makes a new wg0, up: cut before anything is asked again.
+    bench.clock.advance(.seconds(60))
+    let asked = detector.questions.count
+    #expect(wgQuick.run(["wg-quick", "up", config], timeout: .seconds(1)).succeeded)
+    let again = try #require(kernel.index(of: "wg0"))
+    try bench.handle(.link(LinkNotifications.Change(record: try #require(kernel.record(again)), deleted: false)))
+    let inPause = detector.questions.dropFirst(asked)
+    #expect(!inPause.isEmpty && inPause.allSatisfy { $0.setDowns == 2 && !$0.up }, "\(inPause)")
+    #expect(wgQuick.commands.last == ["wg-quick", "down", config])
+    #expect(kernel.index(of: "wg0") == nil)
+    #expect(try bench.stops() == [.pause, .freeLimit])
+  }
+
+  @Test(
+    "who manages a device is kept while it lives: forgotten when the process it was found through exits (a pidfd in the loop's wait, no /proc), when it is renamed or goes, and learned again"
+  )
+  func managerTable() throws {
+    let sleeper = Process()
+    sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
+    sleeper.arguments = ["60"]
+    try sleeper.run()
+    defer { if sleeper.isRunning { sleeper.terminate() } }
+    let pid = sleeper.processIdentifier
+    let process = TunnelProcess(
+      pid: pid, startTime: ProcessTable.startTime(of: pid), command: "openvpn", arguments: ["openvpn"],
+      controlGroup: nil, standing: .root)
+    let manager = TunnelManager(
+      kind: .openVPN, id: "pid \(pid)", foundBy: .holder, evidence: "openvpn (pid \(pid)) holds wg0", process: process)
+    let kernel = FakeKernel()
+    let detector = WatchingDetector(manager: manager, kernel: kernel)
+    let bench = try EnforcerBench(
+      "mtable", kernel: kernel, manager: (nil, detector, FakeWgQuick(kernel)), processExits: PidfdExitWatching())
+    let index = kernel.add("wg0", up: true).record.index
+    try bench.handle(.started)
+    #expect(detector.questions.count == 1)
+    let notices = bench.enforcer.exitNotices
+    #expect(notices.count == 1)
+    // Kept: nothing asks again while it holds.
+    bench.clock.advance(.seconds(5))
+    try bench.handle(.tick)
+    #expect(detector.questions.count == 1)
+    #expect(notices.allSatisfy { !ProcessTable.hasExited($0) })
+    sleeper.terminate()
+    sleeper.waitUntilExit()
+    #expect(notices.allSatisfy(ProcessTable.hasExited), "the pidfd did not say the process exited")
+    try bench.handle(.managerExited)
+    #expect(bench.log.contains("openvpn (pid \(pid)), which manages wg0, exited"))
+    #expect(detector.questions.count == 2, "not learned again")
+    #expect(bench.enforcer.exitNotices.isEmpty, "a process that is gone is watched")
+    // Renamed: forgotten, learned again at the next tick.
+    try bench.handle(.link(kernel.rename(index, to: "wg1")))
+    #expect(bench.enforcer.managers.known(index) == nil)
+    bench.clock.advance(.seconds(5))
+    try bench.handle(.tick)
+    #expect(detector.questions.count == 3)
+    // Gone: forgotten.
+    try bench.handle(.link(kernel.delete(index)))
+    #expect(bench.enforcer.managers.entries.isEmpty)
   }
 
   @Test("the enforcer says it runs (pid, since, action) beside the database, readers find it, and it goes at stop")

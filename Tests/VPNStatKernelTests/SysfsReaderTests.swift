@@ -80,7 +80,10 @@ struct SysfsReaderTests {
     for i in 0..<300 { try tree.add(String(format: "veth%03d", i), index: 10 + i, rx: UInt64(i), tx: 1) }
     let result = try run(
       "/usr/bin/prlimit",
-      ["--nofile=64:64", "--", Built.vpnstat, "watch", "--json", "--count", "3", "--interval", "100ms", "--sysfs-root", tree.directory.path])
+      [
+        "--nofile=64:64", "--", Built.vpnstat, "watch", "--json", "--count", "3", "--interval", "100ms",
+        "--sysfs-root", tree.directory.path,
+      ])
     #expect(result.status == 0, "\(result.errors)")
     let lines = result.output.split(separator: "\n")
     #expect(lines.count == 3, "\(result.output.prefix(300))")

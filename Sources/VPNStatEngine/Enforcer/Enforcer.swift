@@ -1,6 +1,7 @@
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
+import VPNStatSystem
 
 /// `vpnstat enforce IFACE`: the watchdog for one tunnel, living as long as the tunnel's limit must
 /// hold — the Linux form of the iOS tunnel extension that owns the timer. It applies the
@@ -27,8 +28,10 @@ import VPNStatRender
 /// are tested alone: `FollowedDevices` (which devices are under the limit), `WindowGuard` (the
 /// rule), `SessionMemory` (the session and the trusted clock as last known), `EnforcerDatabase`
 /// (the store, the ledger, outages), `PendingWrites` (what the database has not taken, and the
-/// spool), `Takedown` (one device down, confirmed), `ManagerHolds` (the manager held off for the
-/// pause, the presence file), `DataCapCheck`, `SleepDetector` and `TrustedAlarm`.
+/// spool), `Takedown` (one device down: the link cut first, then its manager's stop, confirmed),
+/// `ManagerTable` (who manages each device, learned before it matters), `ManagerHolds` (the
+/// manager held off for the pause, the presence file), `DataCapCheck`, `SleepDetector` and
+/// `TrustedAlarm`.
 package struct Enforcer {
   /// What can happen to an enforcer.
   package enum Event: Sendable {
@@ -44,6 +47,8 @@ package struct Enforcer {
     case tick
     /// Asked to stop (SIGTERM, SIGINT, SIGHUP).
     case stop
+    /// A process a tunnel's manager was found through exited (one of `exitNotices` is readable).
+    case managerExited
   }
 
   /// One device under the limit.
@@ -62,6 +67,7 @@ package struct Enforcer {
   var database: EnforcerDatabase
   var pending: PendingWrites
   var takedown: Takedown
+  var managers: ManagerTable
   var managerHolds: ManagerHolds
   var cap: DataCapCheck
   var deadline: TrustedAlarm
@@ -80,9 +86,9 @@ package struct Enforcer {
     followed = FollowedDevices(tunnel: tunnel, log: log)
     database = EnforcerDatabase(storage, tunnel: tunnel, log: log)
     pending = PendingWrites(spool: storage.spool, log: log)
-    takedown = Takedown(
-      action: action ?? LinkDownAction(links: environment.links), links: environment.links, clock: sampler.clock,
-      log: log)
+    let action = action ?? LinkDownAction(links: environment.links)
+    takedown = Takedown(action: action, links: environment.links, clock: sampler.clock, log: log)
+    managers = ManagerTable(action: action, exits: environment.processExits)
     managerHolds = ManagerHolds(
       file: storage.presence, release: environment.holdRelease, process: environment.process, log: log)
     cap = DataCapCheck(calendar: environment.calendar)
@@ -105,6 +111,9 @@ package struct Enforcer {
   /// What is held of the tunnel's manager for the pause, given back when connecting is allowed
   /// again or the enforcer stops.
   package var holds: [ManagerHold] { managerHolds.held }
+  /// Descriptors that become readable when a process a manager was found through exits: the
+  /// loop waits on them too, and says `.managerExited`.
+  package var exitNotices: [FileDescriptor] { managers.exitNotices }
   /// The tunnel-class totals after the last ledger advance: the usage base of a new window.
   var tunnelTotals: TrafficCounts { database.tunnelTotals }
 
@@ -130,6 +139,13 @@ package struct Enforcer {
       advanceLedger()
       try check()
       try checkDataCap()
+      learnManagers()
+    case .managerExited:
+      for (index, control) in managers.forgetExited() {
+        let name = followed.byIndex[index]?.name ?? tunnel
+        log.event("\(control.label), which manages \(name.terminalText), exited: its manager is found again")
+      }
+      learnManagers()
     case .stop:
       try stop()
       return
@@ -164,6 +180,8 @@ package struct Enforcer {
     defer { if let observation { advanceLedger(notified: [observation], deleted: change.deleted) } }
     let (transition, renamed) = followed.apply(change)
     if renamed { sampler.recorded.names.insert(change.record.name) }
+    // What was learned of this device no longer holds: a new device gets a new ifindex.
+    if change.deleted || renamed { managers.forget(change.record.index) }
     if let transition { try follow(transition) }
   }
 
@@ -189,6 +207,7 @@ package struct Enforcer {
       try disconnect(reason: reason, at: now)
     case .unlimited:
       try arm(nil)
+      learnManagers()
     case .open(let window, var opened):
       let device = followed.byIndex[index]?.name ?? tunnel
       opened.tunnel = device
@@ -202,9 +221,11 @@ package struct Enforcer {
       flush()
       // Saved with the window, so the stored totals and its usage base agree for every reader.
       advanceLedger(saveNow: true)
+      learnManagers()
     case .resume(let window):
       log.event("\(tunnel.terminalText) up inside the window: \(Self.duration(window.sessionEndsAt - now)) left")
       try arm(window.sessionEndsAt)
+      learnManagers()
     }
   }
 
@@ -276,6 +297,7 @@ package struct Enforcer {
     try arm(nil)
     // Nobody enforces the pause once this enforcer is gone: give the manager back its settings.
     try giveBackHolds(all: true)
+    managers.forgetAll()
     managerHolds.withdraw()
     advanceLedger(saveNow: true)
     refresh()
@@ -290,17 +312,20 @@ package struct Enforcer {
 
   // MARK: - Actions
 
-  /// Takes every device under the limit down, for `reason` (`Takedown`: the action's control,
-  /// the kernel's word and the manager's, link-down where the control did not do it). At the
-  /// deadline and in the pause the manager is held off (NetworkManager's autoconnect) until the
-  /// pause ends. Only then is the stop recorded (or kept for later). The one way the enforcer
-  /// disconnects, whatever the reason.
+  /// Takes every device under the limit down, for `reason` (`Takedown`): each link cut first,
+  /// one request each and nothing asked of anyone before; then the kernel's word, the manager's
+  /// own stop and its word. At the deadline and in the pause the manager is held off
+  /// (NetworkManager's autoconnect) until the pause ends. Only then is the stop recorded (or kept
+  /// for later). The one way the enforcer disconnects, whatever the reason.
   private mutating func disconnect(reason: StopReason, at now: Timestamp) throws {
+    let up = followed.up
+    let refusals = up.map { takedown.cut($0.index) }
     try arm(nil)
     var details: [String] = []
     var confirmed = true
-    for (index, device) in followed.up {
-      switch takedown.takeDown(index, device, reason: reason, details: &details) {
+    for ((index, device), refused) in zip(up, refusals) {
+      switch takedown.finish(index, device, refused: refused, reason: reason, managers: &managers, details: &details)
+      {
       case .vanished:
         followed.markDown(index)
       case .down(let control):
@@ -339,6 +364,16 @@ package struct Enforcer {
     }
     managerHolds.giveBack(all: all)
     if deadline.armed != nil, !followed.anyUp { try arm(nil) }
+  }
+
+  /// Learns who manages each device up under the limit and not known yet (`ManagerTable`), unless
+  /// the deadline is too close for the walk and the managers' answers to be sure not to delay it.
+  private mutating func learnManagers() {
+    if let armed = deadline.armed, armed - trustedNow() < ManagerTable.learningMargin { return }
+    for (index, _) in followed.up where managers.known(index) == nil {
+      guard let link = try? environment.links.link(index: index) else { continue }
+      managers.learn(link)
+    }
   }
 
   /// Arms the alarm for `target` (trusted time); nil disarms.

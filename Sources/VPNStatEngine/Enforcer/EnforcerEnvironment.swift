@@ -3,8 +3,8 @@ import VPNStatStore
 
 /// The enforcer's seams: everything through which it touches the world besides its database and
 /// the kernel's counters, each replaceable by a test — the kernel's links, the wall-clock alarm,
-/// the log and the calendar its times are told in, how a manager's hold is given back, and which
-/// process this is.
+/// the log and the calendar its times are told in, how a manager's hold is given back, how the
+/// exit of a manager's process is noticed, and which process this is.
 package struct EnforcerEnvironment {
   package var links: any LinkTable
   package var alarm: any DeadlineAlarm
@@ -12,18 +12,21 @@ package struct EnforcerEnvironment {
   /// The calendar the log's clock times are in.
   package var calendar: any LocalCalendar
   package var holdRelease: any HoldRelease
+  package var processExits: any ProcessExitWatching
   /// This process, as its presence file names it.
   package var process: ProcessStamp
 
   package init(
     links: any LinkTable, alarm: any DeadlineAlarm, log: any EventLog, calendar: any LocalCalendar,
-    holdRelease: any HoldRelease = ManagerHoldRelease(), process: ProcessStamp = .current
+    holdRelease: any HoldRelease = ManagerHoldRelease(), processExits: any ProcessExitWatching = PidfdExitWatching(),
+    process: ProcessStamp = .current
   ) {
     self.links = links
     self.alarm = alarm
     self.log = log
     self.calendar = calendar
     self.holdRelease = holdRelease
+    self.processExits = processExits
     self.process = process
   }
 }

@@ -3,7 +3,8 @@ import VPNStatModel
 import VPNStatSystem
 
 /// The enforcer's life as a process: the kernel's link notifications, the wall-clock alarm, a
-/// periodic tick and the stop signals, each turned into an `Enforcer.Event`.
+/// periodic tick, the stop signals and the exits of the processes managers were found through,
+/// each turned into an `Enforcer.Event`.
 package enum EnforcerLoop {
   /// Runs until a stop signal. `alarm` must be the one the enforcer arms.
   package static func run(_ enforcer: inout Enforcer, alarm: WallClockDeadline, checkInterval: Duration = .seconds(5))
@@ -15,8 +16,9 @@ package enum EnforcerLoop {
     let ticks = try IntervalTimer(interval: checkInterval)
     try enforcer.handle(.started)
     while true {
+      let exits = enforcer.exitNotices
       let ready = try waitForReadable(
-        [signals.descriptor, notifications.descriptor, alarm.descriptor, ticks.descriptor], timeout: nil)
+        [signals.descriptor, notifications.descriptor, alarm.descriptor, ticks.descriptor] + exits, timeout: nil)
       if ready.contains(signals.descriptor), !signals.received().isEmpty {
         try enforcer.handle(.stop)
         return
@@ -33,6 +35,8 @@ package enum EnforcerLoop {
         }
       }
       if ready.contains(ticks.descriptor), ticks.acknowledge() > 0 { try enforcer.handle(.tick) }
+      // Last: a manager's exit is news for the next deadline, never for this instant.
+      if ready.contains(where: exits.contains) { try enforcer.handle(.managerExited) }
     }
   }
 }

@@ -7,6 +7,13 @@ package protocol DisconnectAction {
   /// As `--action` names it (`auto`, `link-down`, `wg-quick`, …) or `exec PROGRAM`.
   var label: String { get }
   func control(for link: LinkRecord) -> any ManagerControl
+  /// Whether the link is cut by deleting it (`--action delete`) rather than by clearing its up
+  /// flag: the one request the enforcer makes before anything else.
+  var deletesLink: Bool { get }
+}
+
+extension DisconnectAction {
+  package var deletesLink: Bool { false }
 }
 
 /// `--action link-down` and `--action delete`: the kernel alone.
@@ -16,6 +23,7 @@ package struct LinkDownAction: DisconnectAction {
     control = DirectLinkControl(links: links, deleting: deleting)
   }
   package var label: String { control.label }
+  package var deletesLink: Bool { control.deleting }
   package func control(for link: LinkRecord) -> any ManagerControl { control }
 }
 

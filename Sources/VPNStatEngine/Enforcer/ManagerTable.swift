@@ -1,0 +1,95 @@
+import VPNStatKernel
+import VPNStatModel
+import VPNStatSystem
+
+/// Who manages each device under the limit, learned while nothing waits on it and kept current,
+/// so that no deadline and no undo in the pause ever waits for a /proc walk or a manager's answer:
+/// those take the link down first (`Takedown.cut`), and the manager's own stop comes after.
+///
+/// Learned when a followed device is up inside a window with its deadline far enough away
+/// (`learningMargin`), at a tick, and after every link-down (the check by issue 19's rules,
+/// `ManagerAction`, that the stop acts on). Forgotten when the device goes away or is renamed (a new
+/// ifindex is a new device), and when the process the manager was found through exits: its pidfd
+/// is in the loop's one wait (`exitNotices`), so the table never looks in /proc to stay true.
+struct ManagerTable {
+  /// What is known of one device.
+  struct Entry {
+    var control: any ManagerControl
+    /// Readable once the process the control was found through (the tun's holder) exits.
+    var exitNotice: FileDescriptor?
+  }
+
+  /// A deadline closer than this is not delayed by learning: what is not known by then is
+  /// found after the link is down. A manager's answer may take seconds (nmcli, systemctl).
+  static let learningMargin: Duration = .seconds(30)
+
+  let action: any DisconnectAction
+  let exits: any ProcessExitWatching
+  private(set) var entries: [Int32: Entry] = [:]
+
+  init(action: any DisconnectAction, exits: any ProcessExitWatching) {
+    self.action = action
+    self.exits = exits
+  }
+
+  /// The manager learned for the device, if any.
+  func known(_ index: Int32) -> (any ManagerControl)? { entries[index]?.control }
+
+  /// Finds the manager of `link` now (for `--action auto`: a walk of /proc, the managers' own
+  /// state) and keeps it. Only where nothing waits: never between an event and its link-down.
+  @discardableResult
+  mutating func learn(_ link: LinkRecord) -> any ManagerControl {
+    forget(link.index)
+    let control = action.control(for: link)
+    var notice = control.manager?.process.flatMap { exits.watch($0) }
+    // A zombie can still be watched, and would wake the loop at once, forever.
+    if let exited = notice, exits.hasExited(exited) {
+      exits.close(exited)
+      notice = nil
+    }
+    entries[link.index] = Entry(control: control, exitNotice: notice)
+    return control
+  }
+
+  /// The device went away, or is no longer what was learned (renamed).
+  mutating func forget(_ index: Int32) {
+    if let notice = entries[index]?.exitNotice { exits.close(notice) }
+    entries[index] = nil
+  }
+
+  mutating func forgetAll() {
+    for index in entries.keys { forget(index) }
+  }
+
+  /// The descriptors the loop waits on: each becomes readable when a process a manager was
+  /// found through exits.
+  var exitNotices: [FileDescriptor] { entries.values.compactMap(\.exitNotice) }
+
+  /// Forgets what was learned through a process that exited since; returns those devices.
+  mutating func forgetExited() -> [(index: Int32, control: any ManagerControl)] {
+    let exited = entries.filter { $0.value.exitNotice.map(exits.hasExited) ?? false }
+    for index in exited.keys { forget(index) }
+    return exited.sorted { $0.key < $1.key }.map { ($0.key, $0.value.control) }
+  }
+}
+
+/// How the enforcer learns that a process exited without looking in /proc: a descriptor that
+/// becomes readable at its exit. A seam, so the enforcer's tests run without real processes.
+package protocol ProcessExitWatching {
+  /// A descriptor readable once `process` exits; nil when it cannot be watched (gone already,
+  /// or its pid is another process's now).
+  func watch(_ process: TunnelProcess) -> FileDescriptor?
+  /// Whether the process `notice` watches has exited, without waiting.
+  func hasExited(_ notice: FileDescriptor) -> Bool
+  func close(_ notice: FileDescriptor)
+}
+
+/// Through pidfds (`ProcessTable.exitNotice`).
+package struct PidfdExitWatching: ProcessExitWatching {
+  package init() {}
+  package func watch(_ process: TunnelProcess) -> FileDescriptor? {
+    ProcessTable.exitNotice(of: process.pid, startTime: process.startTime)
+  }
+  package func hasExited(_ notice: FileDescriptor) -> Bool { ProcessTable.hasExited(notice) }
+  package func close(_ notice: FileDescriptor) { notice.close() }
+}
