@@ -66,8 +66,12 @@ struct NoticeRuleTests {
   func stops() {
     let end = window.sessionEndsAt
     let limit = StopRecord(at: end, interface: tunnel, reason: .freeLimit)
-    let decisions = run([look(end - .seconds(5)), look(end + .milliseconds(200), stop: limit)])
+    let decisions = run([
+      look(end - .seconds(5)), look(end + .milliseconds(200), stop: limit), look(end + .seconds(2), stop: limit),
+    ])
     #expect(decisions[1].notices == [.stopped(limit, nextSessionAt: window.pauseEndsAt)])
+    // Told once: the next look sees the same stop.
+    #expect(decisions[2].notices.isEmpty)
     // The person's own stop in the session: reconnecting is allowed now.
     let user = StopRecord(at: t0 + .seconds(60), interface: tunnel, reason: .user)
     #expect(
@@ -151,5 +155,28 @@ struct NoticeRuleTests {
       eighty.body.hasPrefix("≈ 4.10 MB of 5.00 MB this day (82 %).\n≈ 900 kB left until 2027-01-15 00:00."),
       "\(eighty.body)")
     #expect(eighty.body.hasSuffix("Figures are estimates from interface counters."))
+  }
+
+  @Test(
+    "a refusal says why: the reached cap (until its period ends) before the pause (until it ends); none when allowed")
+  func refusalOfReport() {
+    let cap = DataCap(limitBytes: 5_000_000, period: UsagePeriod(.day))
+    let record = SessionRecord(plan: .free, window: window, tunnel: tunnel)
+    func report(at now: Timestamp, used: UInt64) -> SessionReport {
+      SessionReport.make(
+        record, now: now, tunnelUp: false, nextLengths: .release, tunnelTotals: nil, lastStop: nil,
+        dataCap: cap.status(used: TrafficCounts(rxBytes: used, txBytes: 0), at: now, in: FixedOffsetCalendar.utc))
+    }
+    #expect(Refusal.of(report(at: t0 + .seconds(60), used: 0), interface: nil, by: .gate) == nil)
+    let paused = window.sessionEndsAt + .seconds(60)
+    #expect(
+      Refusal.of(report(at: paused, used: 0), interface: nil, by: .gate)
+        == Refusal(at: paused, interface: tunnel, by: .gate, reason: .pause, until: window.pauseEndsAt))
+    let capped = report(at: t0 + .seconds(60), used: 6_000_000)
+    #expect(
+      Refusal.of(capped, interface: InterfaceName("wg1"), by: .connect)
+        == Refusal(
+          at: t0 + .seconds(60), interface: InterfaceName("wg1"), by: .connect, reason: .dataCap,
+          until: capped.dataCap?.periodEnd))
   }
 }
