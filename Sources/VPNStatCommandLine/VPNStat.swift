@@ -7,7 +7,7 @@ package enum VPNStat {
   /// The subcommands, in the order help lists them.
   static let subcommands: [any Subcommand.Type] = [
     ReportCommand.self, StatusCommand.self, WatchCommand.self, SessionCommand.self, PlanCommand.self,
-    EnforceCommand.self,
+    EnforceCommand.self, NotifyCommand.self,
     ConnectCommand.self, DisconnectCommand.self,
     RecordCommand.self, HistoryCommand.self, AlertCommand.self, ExportCommand.self, FlowsCommand.self,
     CompletionsCommand.self,

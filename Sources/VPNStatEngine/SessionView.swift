@@ -60,7 +60,8 @@ package enum SessionView {
     var report = SessionReport.make(
       record, now: now, tunnelUp: tunnelUp(record, sample: sample, catalog: &catalog),
       nextLengths: request.nextLengths, tunnelTotals: totals, lastStop: try store.stops(limit: 1).first,
-      enforcer: enforcers.first { $0.tunnel == record.tunnel } ?? enforcers.first, dataCap: cap)
+      enforcer: enforcers.first { $0.tunnel == record.tunnel } ?? enforcers.first, dataCap: cap,
+      lastRefusal: try store.lastRefusal())
     if let detector = request.detector, let tunnel = record.tunnel,
       let entry = sample?.interfaces.first(where: { $0.name == tunnel })
     {
@@ -121,6 +122,26 @@ package enum SessionView {
     return try report(
       SessionRequest(reading: reading, sample: sampled?.sample, ledger: sampled?.ledger, nextLengths: nextLengths),
       store: store, catalog: &sampler.catalog)
+  }
+
+  /// Records `refusal` where every reader sees it (`watch`, `session`, `vpnstat notify`). The
+  /// gate decides by reading only; this write comes after the decision, waits at most
+  /// `timeout`, and changes nothing of it. Returns why it could not be recorded (a user's gate
+  /// may not write the system's database: root's records), nil when it was.
+  package static func record(
+    _ refusal: Refusal, at location: StoreLocation, timeout: Duration = .milliseconds(500),
+    calendar: any LocalCalendar
+  ) -> String? {
+    do {
+      guard
+        let store = try Store.open(
+          location, intent: .write, busyTimeoutMilliseconds: 250, waitingAtMost: timeout, calendar: calendar)
+      else { return "the refusal is not recorded: \(location.path) is empty" }
+      try store.recordRefusal(refusal)
+      return nil
+    } catch {
+      return "the refusal is not recorded for other readers (vpnstat notify, watch): \(error)"
+    }
   }
 
   /// Whether the session's tunnel is up: the one an enforcer opened the window for, else any

@@ -30,6 +30,8 @@ public struct SessionReport: Hashable, Sendable {
   public var usage: TrafficCounts?
   public var tunnel: InterfaceName?
   public var lastStop: StopRecord?
+  /// The last connection refused or undone because connecting was not allowed, as recorded.
+  public var lastRefusal: Refusal?
   /// The data cap against its current period's traffic, when there is a cap.
   public var dataCap: DataCapStatus?
   /// The enforcer that holds the tunnel now; nil when none runs (then nothing disconnects at
@@ -71,12 +73,12 @@ public struct SessionReport: Hashable, Sendable {
   public static func make(
     _ record: SessionRecord, now: Timestamp, tunnelUp: Bool, nextLengths: SessionLengths,
     tunnelTotals: TrafficCounts?, lastStop: StopRecord?, enforcer: EnforcerPresence? = nil,
-    dataCap: DataCapStatus? = nil
+    dataCap: DataCapStatus? = nil, lastRefusal: Refusal? = nil
   ) -> SessionReport {
     var report = SessionReport(
       plan: record.plan, state: .none, canConnect: record.canConnect(at: now) && dataCap?.reached != true, now: now,
       window: nil, nextLengths: Self.nextLengths(given: nextLengths, record: record, enforcer: enforcer), usage: nil,
-      tunnel: record.tunnel, lastStop: lastStop, dataCap: dataCap,
+      tunnel: record.tunnel, lastStop: lastStop, lastRefusal: lastRefusal, dataCap: dataCap,
       enforcer: enforcer)
     guard record.plan == .free else {
       report.state = .unlimited

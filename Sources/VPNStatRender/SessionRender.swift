@@ -93,6 +93,9 @@ package enum SessionText {
       if let detail = stop.detail { line += " (\(TerminalText.sanitize(detail)))" }
       lines.append(line)
     }
+    if let refusal = report.lastRefusal {
+      lines.append("last refusal: " + RefusalText.line(refusal, calendar: options.calendar, name: options.name))
+    }
     return lines
   }
 
@@ -172,6 +175,18 @@ package enum SessionJSON {
       json.field("at", stop.at.rfc3339(fractionDigits: 3))
       json.name(stop.interface, key: "interface", encodingKey: "interface_name_encoding")
       json.field("detail", stop.detail)
+      json.endObject()
+    } else {
+      json.null()
+    }
+    json.key("last_refusal")
+    if let refusal = report.lastRefusal {
+      json.beginObject()
+      json.field("reason", refusal.reason.rawValue)
+      json.field("by", refusal.by.rawValue)
+      json.field("at", refusal.at.rfc3339(fractionDigits: 3))
+      json.field("until", refusal.until?.rfc3339(fractionDigits: 3))
+      json.name(refusal.interface, key: "interface", encodingKey: "interface_name_encoding")
       json.endObject()
     } else {
       json.null()
@@ -296,5 +311,29 @@ enum TunnelManagerJSON {
     json.field("found_by", manager.foundBy.rawValue)
     json.field("evidence", manager.evidence)
     json.endObject()
+  }
+}
+
+/// A recorded refusal in words, for `session`, `watch` and the desktop's notices.
+package enum RefusalText {
+  /// `pause at 10:32:30 on wg0, by the connect gate (until 10:45:00)`.
+  package static func line(
+    _ refusal: Refusal, calendar: any LocalCalendar, name: (InterfaceName) -> String = { $0.terminalText }
+  ) -> String {
+    var line = "\(refusal.reason.rawValue) at \(refusal.at.localClockTime(in: calendar, withSeconds: true))"
+    if let interface = refusal.interface { line += " on \(name(interface))" }
+    line += ", \(path(refusal.by))"
+    if let until = refusal.until { line += " (until \(until.localClockTime(in: calendar, withSeconds: true)))" }
+    return line
+  }
+
+  /// Who refused, as a person reads it.
+  package static func path(_ path: Refusal.Path) -> String {
+    switch path {
+    case .gate: "by the connect gate"
+    case .dispatcher: "by NetworkManager's dispatcher (the connect gate)"
+    case .connect: "by vpnstat connect"
+    case .enforcer: "taken down at once by the enforcer"
+    }
   }
 }

@@ -77,6 +77,9 @@ final class SQLiteConnection {
     SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle)))
   }
 
+  /// The rows the last INSERT, UPDATE or DELETE changed.
+  var changes: Int { Int(sqlite3_changes(handle)) }
+
   /// Runs SQL that returns no rows (several statements allowed).
   func execute(_ sql: String) throws {
     var message: UnsafeMutablePointer<CChar>?

@@ -127,17 +127,61 @@ extension Store {
   package func recordStop(_ stop: StopRecord) throws {
     guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "no write access") }
     try guarded {
-      try connection.query(
-        """
-        INSERT INTO stops (at, interface, reason, detail) SELECT ?1, ?2, ?3, ?4
-        WHERE NOT EXISTS (SELECT 1 FROM stops WHERE at = ?1 AND interface IS ?2 AND reason = ?3)
-        """,
-        [
-          .integer(stop.at.nanoseconds), stop.interface.map { .blob($0.bytes) } ?? .null,
-          .text(stop.reason.rawValue), stop.detail.map { .text($0) } ?? .null,
-        ])
-      // Keep the last thousand; a tunnel flapping for months must not grow the file forever.
-      try connection.query("DELETE FROM stops WHERE id <= (SELECT max(id) FROM stops) - 1000")
+      try connection.transaction {
+        try connection.query(
+          """
+          INSERT INTO stops (at, interface, reason, detail) SELECT ?1, ?2, ?3, ?4
+          WHERE NOT EXISTS (SELECT 1 FROM stops WHERE at = ?1 AND interface IS ?2 AND reason = ?3)
+          """,
+          [
+            .integer(stop.at.nanoseconds), stop.interface.map { .blob($0.bytes) } ?? .null,
+            .text(stop.reason.rawValue), stop.detail.map { .text($0) } ?? .null,
+          ])
+        // A tunnel undone in the pause was refused (by the enforcer), until the stored pause ends:
+        // recorded with the stop, so a stop the spool kept is a refusal when it is written too.
+        if connection.changes > 0, let refusal = stop.refusal(pauseEndsAt: try readSession().window?.pauseEndsAt) {
+          try insertRefusal(refusal)
+        }
+        // Keep the last thousand; a tunnel flapping for months must not grow the file forever.
+        try connection.query("DELETE FROM stops WHERE id <= (SELECT max(id) FROM stops) - 1000")
+      }
+    }
+  }
+
+  // MARK: - Refusals
+
+  /// Records a connection refused or undone because connecting was not allowed.
+  package func recordRefusal(_ refusal: Refusal) throws {
+    guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "no write access") }
+    try guarded { try insertRefusal(refusal) }
+  }
+
+  private func insertRefusal(_ refusal: Refusal) throws {
+    try connection.query(
+      "INSERT INTO refusals (at, interface, by, reason, until) VALUES (?, ?, ?, ?, ?)",
+      [
+        .integer(refusal.at.nanoseconds), refusal.interface.map { .blob($0.bytes) } ?? .null,
+        .text(refusal.by.rawValue), .text(refusal.reason.rawValue), .optional(refusal.until?.nanoseconds),
+      ])
+    // The last thousand, as for stops.
+    try connection.query("DELETE FROM refusals WHERE id <= (SELECT max(id) FROM refusals) - 1000")
+  }
+
+  /// The last refusal recorded; nil when none (or the file predates refusals: schema 5).
+  package func lastRefusal() throws -> Refusal? {
+    guard schema >= 5 else { return nil }
+    return try guarded {
+      var result: Refusal?
+      try connection.query("SELECT at, interface, by, reason, until FROM refusals ORDER BY id DESC LIMIT 1") { row in
+        // A path or reason another version wrote and this one does not know is shown as the gate's pause.
+        result = Refusal(
+          at: Timestamp(nanoseconds: row.integer(0)),
+          interface: row.isNull(1) ? nil : InterfaceName(bytes: row.blob(1)),
+          by: Refusal.Path(rawValue: row.text(2) ?? "") ?? .gate,
+          reason: Refusal.Reason(rawValue: row.text(3) ?? "") ?? .pause,
+          until: row.optionalInteger(4).map { Timestamp(nanoseconds: $0) })
+      }
+      return result
     }
   }
 

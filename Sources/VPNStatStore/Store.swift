@@ -306,6 +306,18 @@ package final class Store {
     ALTER TABLE session ADD COLUMN data_cap_period TEXT;
     ALTER TABLE session ADD COLUMN month_start_day INTEGER;
     """,
+    // 5: refusals: connections refused or undone because connecting was not allowed, for readers
+    // (`watch`, `session`, `notify`) to say why a VPN did not come up.
+    """
+    CREATE TABLE refusals (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      at INTEGER NOT NULL,
+      interface BLOB,
+      by TEXT NOT NULL,
+      reason TEXT NOT NULL,
+      until INTEGER
+    );
+    """,
   ]
 
   /// The oldest schema a reader can read (older ones lack the session): readers never upgrade,

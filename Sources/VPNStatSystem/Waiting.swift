@@ -61,6 +61,13 @@ package final class WallClockDeadline {
     guard timerfd_settime(descriptor.rawValue, flags, &spec, nil) == 0 else { throw Errno.current }
   }
 
+  /// Disarms the timer and stops following changes of the clock: a process with no deadline
+  /// ahead (`vpnstat notify` between sessions) is not woken by every NTP step.
+  package func disarm() throws {
+    var spec = itimerspec()
+    guard timerfd_settime(descriptor.rawValue, 0, &spec, nil) == 0 else { throw Errno.current }
+  }
+
   /// Reads what happened since the last call.
   package func consume() -> Event {
     var count: UInt64 = 0

@@ -4,6 +4,7 @@ import Testing
 @testable import VPNStatCommandLine
 @testable import VPNStatEngine
 @testable import VPNStatModel
+@testable import VPNStatRender
 @testable import VPNStatSystem
 @testable import VPNStatTestSupport
 
@@ -190,11 +191,15 @@ struct DesktopNotificationTests {
     try Tool.require("/usr/bin/import")
     let desktop = try PrivateDesktop("picture", notificationServer: true, look: .person)
     let notifications = try FreedesktopNotifications.connect(environment: desktop.environment)
+    // What `vpnstat notify` says at the stop (its own words, `NoticeText`): 14:32:05, then a
+    // 45-minute pause.
+    let stoppedAt = Timestamp(seconds: 1_799_937_125)
     _ = try notifications.notify(
-      DesktopNotification(
-        summary: "VPN session ends in 5 minutes",
-        body: "wg0 disconnects at 14:32 (free plan: 15 minutes connected, then a 45-minute pause).",
-        urgency: .critical, expiry: .never))
+      NoticeText.notification(
+        .stopped(
+          StopRecord(at: stoppedAt, interface: InterfaceName("wg0"), reason: .freeLimit),
+          nextSessionAt: stoppedAt + .seconds(2700)), at: stoppedAt,
+        options: DisplayOptions(calendar: FixedOffsetCalendar.utc)))
     try desktop.waitUntilDisplayed(1)
     // dunst maps its window and draws: wait until the screen shows the red box with text in it.
     let deadline = Date().addingTimeInterval(10)

@@ -20,7 +20,7 @@ struct ContribTests {
     let directory = try TemporaryDirectory("units")
     let files = [
       "vpnstat-enforce@.service", "vpnstat-record.service", "wg-quick@.service.d/vpnstat-gate.conf",
-      "openvpn-client@.service.d/vpnstat-gate.conf",
+      "openvpn-client@.service.d/vpnstat-gate.conf", "vpnstat-notify.service",
     ]
     for file in files {
       let text = try String(contentsOf: contrib.appendingPathComponent(file), encoding: .utf8)
@@ -51,11 +51,43 @@ struct ContribTests {
     let directory = try Self.unitDirectory(binary: Built.vpnstat)
     for unit in [
       "vpnstat-enforce@wg0.service", "vpnstat-record.service", "wg-quick@wg0.service", "openvpn-client@work.service",
+      // A user unit; verified as a system one (no user manager here), the same syntax.
+      "vpnstat-notify.service",
     ] {
       let result = try Self.verify(unit, in: directory)
       #expect(result.status == 0, "\(unit): \(result.errors)")
       // Unknown keys are only warnings, with status 0: the output must be empty too.
       #expect(result.output.isEmpty && result.errors.isEmpty, "\(unit): \(result.output)\(result.errors)")
+    }
+  }
+
+  @Test(
+    "make install puts vpnstat notify's user unit and XDG autostart entry where systemd --user and the desktops look, running the installed binary; uninstall takes them"
+  )
+  func notifyAgentInstalled() throws {
+    try Tool.require("/usr/bin/make")
+    let scratch = try TemporaryDirectory("scratch")
+    try FileManager.default.createDirectory(atPath: scratch.file("release"), withIntermediateDirectories: true)
+    // A link, not a copy: a fresh copy is "text file busy" while a parallel test's child holds it
+    // between its fork and its exec.
+    try FileManager.default.createSymbolicLink(
+      atPath: scratch.file("release/vpnstat"), withDestinationPath: Built.vpnstat)
+    let stage = try TemporaryDirectory("stage")
+    let arguments = [
+      "-s", "-C", Built.packageRoot.path, "DESTDIR=" + stage.path, "SCRATCH=" + scratch.path, "PREFIX=/usr",
+    ]
+    let installed = try run("/usr/bin/make", arguments + ["install"])
+    try #require(installed.status == 0, "\(installed.errors)")
+    let unit = try String(contentsOfFile: stage.file("usr/lib/systemd/user/vpnstat-notify.service"), encoding: .utf8)
+    #expect(unit.contains("\nExecStart=/usr/bin/vpnstat notify\n"), "\(unit)")
+    #expect(unit.contains("\nWantedBy=graphical-session.target\n"), "\(unit)")
+    let entry = try String(contentsOfFile: stage.file("etc/xdg/autostart/vpnstat-notify.desktop"), encoding: .utf8)
+    #expect(entry.hasPrefix("[Desktop Entry]\n") && entry.contains("\nExec=/usr/bin/vpnstat notify\n"), "\(entry)")
+    #expect(entry.contains("\nType=Application\n"), "\(entry)")
+    let removed = try run("/usr/bin/make", arguments + ["uninstall"])
+    #expect(removed.status == 0, "\(removed.errors)")
+    for file in ["usr/lib/systemd/user/vpnstat-notify.service", "etc/xdg/autostart/vpnstat-notify.desktop"] {
+      #expect(!FileManager.default.fileExists(atPath: stage.file(file)), "\(file) left by uninstall")
     }
   }
 

@@ -330,11 +330,15 @@ struct DocumentationTests {
     }
     try #require(alert.contains("selected_interfaces") && alert.contains("limit_bytes"), "\(alert.sorted())")
     try #require(connect.contains("waited_for") && connect.contains("recorded"), "\(connect.sorted())")
+    // The refusal connect recorded there, as the session shows it.
+    let refusal = try Self.jsonKeys(["session", "--json", "--db", paused])
+    try #require(
+      refusal.contains("last_refusal") && refusal.contains("until") && refusal.contains("by"), "\(refusal.sorted())")
 
     let page = try Self.text(Self.manPage)
     let manJSON = try #require(Self.manSection(page, "JSON OUTPUT"), "man/vpnstat.1 has no JSON OUTPUT section")
     func keyCharacter(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
-    for key in status.union(session).union(history).union(alert).union(connect).sorted() {
+    for key in status.union(session).union(history).union(alert).union(connect).union(refusal).sorted() {
       let inManPage = Self.contains(manJSON, "Cm ", key, nameCharacters: keyCharacter)
       #expect(inManPage, "man/vpnstat.1 JSON OUTPUT does not document '\(key)' (as Cm \(key))")
     }

@@ -53,6 +53,11 @@ enum ConnectCommand: Subcommand {
     do {
       let session = try SessionCommand.gate(parsed, context, location: location, timeout: gateLimit, reading: reading)
       if let refusal = SessionText.refusal(session, calendar: context.calendar) {
+        if let recorded = Refusal.of(session, interface: InterfaceName(parsingEscaped: name), by: .connect),
+          let problem = SessionView.record(recorded, at: location, calendar: context.calendar)
+        {
+          context.warn(problem)
+        }
         return try TunnelCommand.finish(
           TunnelControlReport(command: .connect, name: name, timeout: limit, outcome: .notAllowed, detail: refusal),
           parsed, context)

@@ -8,6 +8,17 @@ enum SessionCommand: Subcommand {
   static let quiet = Flag("quiet", short: "q", help: "Print nothing; the exit status says it all.")
   static let timeout = Option.duration(
     "timeout", help: "How long to wait for a database another process holds locked (default 2s); then exit 66.")
+  /// Who runs the gate, as its refusals record it.
+  enum Caller: String, CaseIterable, Sendable {
+    case gate
+    case dispatcher
+
+    var path: Refusal.Path { self == .gate ? .gate : .dispatcher }
+  }
+  static let caller = Option<Caller>.oneOf(
+    "caller", valueName: "caller",
+    help:
+      "Who runs the gate, as a refusal is recorded: gate (default) or dispatcher (NetworkManager's dispatcher script).")
   static let common = [CommonOptions.db.spec, CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec]
 
   static let spec = CommandSpec(
@@ -26,9 +37,11 @@ enum SessionCommand: Subcommand {
         discussion: """
           Only reads: a database that is locked, full or read-only cannot make it hang or pass.
           When the session cannot be read within --timeout it exits 66 (undecided), which the
-          shipped hooks treat as a refusal.
+          shipped hooks treat as a refusal. A refusal is recorded in the database for other
+          readers (watch, session, notify) when the gate may write it (as root); otherwise it
+          says so and still refuses.
           """,
-        options: [quiet.spec, CommonOptions.json.spec, timeout.spec] + common),
+        options: [quiet.spec, CommonOptions.json.spec, timeout.spec, caller.spec] + common),
       CommandSpec(
         name: "reset", abstract: "Clear the session window (needs write access to the database).",
         options: [CommonOptions.db.spec]),
@@ -71,6 +84,11 @@ enum SessionCommand: Subcommand {
   {
     let reading = context.clock.now()
     let report = try gate(parsed, context, location: location, timeout: timeout, reading: reading)
+    if let refusal = Refusal.of(report, interface: nil, by: (parsed[caller] ?? .gate).path),
+      let problem = SessionView.record(refusal, at: location, calendar: context.calendar), !parsed.has(quiet)
+    {
+      context.warn(problem)
+    }
     if parsed.has(CommonOptions.json) {
       try context.write(SessionJSON.render(report, generatedAt: reading.wall) + [0x0A])
     } else if !parsed.has(quiet) {
