@@ -57,6 +57,7 @@ package enum VPNStat {
     case "alert": AlertCommand.self
     case "export": ExportCommand.self
     case "flows": FlowsCommand.self
+    case "notify": NotifyCommand.self
     case "completions": CompletionsCommand.self
     default: nil
     }
