@@ -3,19 +3,37 @@ import VPNStatModel
 import VPNStatRender
 import VPNStatSystem
 
-/// What `/metrics` serves: the recorder's figures after one sample — the ledger as it holds it
-/// in memory, the session, what the ledger could not see — and when they were taken.
+/// What `/metrics` and the status page at `/` serve: the recorder's figures after one sample —
+/// the ledger as it holds it in memory, the session, what the ledger could not see — and when
+/// they were taken; for the page, the rates since the sample before and the last day's history.
 package struct MetricsSnapshot: Sendable {
   package var ledger: Ledger
   package var session: SessionReport?
   package var health: StoreHealth?
   package var takenAt: Timestamp
+  package var rates: [InterfaceName: StatusPageModel.Rates]
+  package var history: TrafficHistory?
 
-  package init(ledger: Ledger, session: SessionReport?, health: StoreHealth?, takenAt: Timestamp) {
+  package init(
+    ledger: Ledger, session: SessionReport?, health: StoreHealth?, takenAt: Timestamp,
+    rates: [InterfaceName: StatusPageModel.Rates] = [:], history: TrafficHistory? = nil
+  ) {
     self.ledger = ledger
     self.session = session
     self.health = health
     self.takenAt = takenAt
+    self.rates = rates
+    self.history = history
+  }
+
+  /// The status page's model of these figures.
+  package func page(refreshSeconds: Int) -> StatusPageModel {
+    StatusPageModel(
+      takenAt: takenAt, session: session,
+      interfaces: ledger.entries.values.map {
+        StatusPageModel.Interface(
+          name: $0.name, interfaceClass: $0.interfaceClass, traffic: $0.totals.traffic, rates: rates[$0.name])
+      }, history: history, refreshSeconds: refreshSeconds)
   }
 }
 
@@ -28,14 +46,21 @@ package final class MetricsExposition: Sendable {
     var version = 0
     var rendered: [Encoded: (version: Int, bytes: [UInt8])] = [:]
   }
-  /// A body as it goes out: its format, and its coding on the wire.
+  /// A body as it goes out: its format (nil: the status page), and its coding on the wire.
   private struct Encoded: Hashable {
-    var format: OpenMetrics.Format
+    var format: OpenMetrics.Format?
     var coding: HTTPContentCoding
   }
   private let state = Mutex(State())
+  /// How the status page shows figures and times (the recorder's calendar), and how often it
+  /// reloads itself.
+  package let pageOptions: DisplayOptions
+  package let pageRefreshSeconds: Int
 
-  package init() {}
+  package init(pageOptions: DisplayOptions = DisplayOptions(), pageRefreshSeconds: Int = 10) {
+    self.pageOptions = pageOptions
+    self.pageRefreshSeconds = pageRefreshSeconds
+  }
 
   /// Publishes the figures of a new sample.
   package func publish(_ snapshot: MetricsSnapshot) {
@@ -48,20 +73,35 @@ package final class MetricsExposition: Sendable {
   /// The exposition of the last snapshot in `format`, encoded with `coding` (gzip: compressed
   /// once per snapshot, whatever the number of scrapers); nil before the first one.
   package func body(_ format: OpenMetrics.Format, coding: HTTPContentCoding = .identity) -> [UInt8]? {
-    let key = Encoded(format: format, coding: coding)
+    rendered(Encoded(format: format, coding: coding))
+  }
+
+  /// The status page of the last snapshot, the same way.
+  package func page(coding: HTTPContentCoding = .identity) -> [UInt8]? {
+    rendered(Encoded(format: nil, coding: coding))
+  }
+
+  private func rendered(_ key: Encoded) -> [UInt8]? {
     let (snapshot, version, cached) = state.withLock { ($0.snapshot, $0.version, $0.rendered[key]) }
     if let cached, cached.version == version { return cached.bytes }
     guard let snapshot else { return nil }
     var bytes: [UInt8]
-    switch coding {
+    switch key.coding {
     case .identity:
-      bytes = OpenMetrics.render(
-        ledger: snapshot.ledger, session: snapshot.session, health: snapshot.health, at: snapshot.takenAt,
-        format: format)
+      if let format = key.format {
+        bytes = OpenMetrics.render(
+          ledger: snapshot.ledger, session: snapshot.session, health: snapshot.health, at: snapshot.takenAt,
+          format: format)
+      } else {
+        bytes = Array(
+          StatusPage.render(snapshot.page(refreshSeconds: pageRefreshSeconds), options: pageOptions).utf8)
+      }
     case .gzip:
       // The plain body of the same snapshot (a newer one may have come meanwhile: then both are
       // of that one, and the version kept is the older, so the next scrape renders again).
-      guard let plain = body(format), let compressed = Gzip.compress(plain, level: Self.gzipLevel) else { return nil }
+      guard let plain = rendered(Encoded(format: key.format, coding: .identity)),
+        let compressed = Gzip.compress(plain, level: Self.gzipLevel)
+      else { return nil }
       bytes = compressed
     }
     state.withLock { $0.rendered[key] = (version, bytes) }
@@ -73,7 +113,7 @@ package final class MetricsExposition: Sendable {
   static let gzipLevel: Int32 = 1
 }
 
-/// `record --listen`: serves `GET /metrics` (and `/`, a page with a link) over HTTP, from the
+/// `record --listen`: serves `GET /metrics` (and `/`, the status page for a person) over HTTP, from the
 /// snapshot the recorder published, to any number of clients at once without ever waiting for
 /// one. A state machine: `step` waits once for whatever is ready and handles it;
 /// `MetricsServerLoop` runs it on a thread of its own, tests step it themselves.
@@ -303,23 +343,39 @@ package struct MetricsServer {
     guard head.method == "GET" || head.method == "HEAD" else {
       return HTTPResponse.error(405, "Method Not Allowed", headers: [("Allow", "GET, HEAD")])
     }
+    let coding = HTTPContentCoding.negotiated(acceptEncoding: head.acceptEncoding)
     if path == "/" {
-      return HTTPResponse.render(
-        status: 200, reason: "OK", contentType: "text/html; charset=utf-8", body: Array(MetricsPage.html.utf8))
+      // The page loads nothing from anywhere: a browser is told to refuse anything it would.
+      return encoded(
+        coding, contentType: "text/html; charset=utf-8",
+        headers: [
+          ("Vary", "Accept-Encoding"), ("Content-Security-Policy", StatusPage.contentSecurityPolicy),
+          ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store"),
+        ]
+      ) { exposition.page(coding: $0) }
     }
     let format = OpenMetrics.Format.negotiated(accept: head.accept)
-    let coding = HTTPContentCoding.negotiated(acceptEncoding: head.acceptEncoding)
     // The body depends on both headers: a cache between the scraper and here must know it.
-    var headers = [("Vary", "Accept, Accept-Encoding")]
-    var body = exposition.body(format, coding: coding)
-    if body != nil, coding == .gzip {
-      headers.append(("Content-Encoding", "gzip"))
-    } else if body == nil, coding != .identity {
-      // zlib failed (out of memory): the body as it is, if there is one.
-      body = exposition.body(format)
+    return encoded(coding, contentType: format.contentType, headers: [("Vary", "Accept, Accept-Encoding")]) {
+      exposition.body(format, coding: $0)
     }
-    guard let body else { return HTTPResponse.error(503, "Service Unavailable", headers: [("Retry-After", "1")]) }
-    return HTTPResponse.render(status: 200, reason: "OK", contentType: format.contentType, body: body, headers: headers)
+  }
+
+  /// A 200 with the body `body` gives in `coding`, or as it is when zlib failed (out of memory);
+  /// a 503 before the first sample.
+  private func encoded(
+    _ coding: HTTPContentCoding, contentType: String, headers: [(String, String)],
+    body: (HTTPContentCoding) -> [UInt8]?
+  ) -> [UInt8] {
+    var headers = headers
+    var bytes = body(coding)
+    if bytes != nil, coding == .gzip {
+      headers.append(("Content-Encoding", "gzip"))
+    } else if bytes == nil, coding != .identity {
+      bytes = body(.identity)
+    }
+    guard let bytes else { return HTTPResponse.error(503, "Service Unavailable", headers: [("Retry-After", "1")]) }
+    return HTTPResponse.render(status: 200, reason: "OK", contentType: contentType, body: bytes, headers: headers)
   }
 }
 

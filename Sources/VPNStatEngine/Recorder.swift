@@ -36,6 +36,11 @@ package struct Recorder {
   /// The session window as last seen, and SQLite's count of other connections' commits then: a
   /// window opened or ended by an enforcer is saved with the ledger at once.
   private var sessionSeen: (version: Int64, record: SessionRecord)?
+  /// For the status page: the totals of the last published sample (rates are the difference),
+  /// and the last day's history, read again once a minute, not every sample.
+  private var publishedTotals: (monotonic: Int64, traffic: [InterfaceName: TrafficCounts])?
+  private var pageHistory: (monotonic: Int64, history: TrafficHistory?)?
+  static let pageHistoryInterval: Int64 = 60_000_000_000
 
   package init(
     sampler: TrafficSampler, store: Store, textfileDirectory: String?, nextLengths: SessionLengths = .builtIn,
@@ -119,7 +124,46 @@ package struct Recorder {
         textfileDirectory)
     }
     // The in-memory figures of this sample: a scrape never reads the database.
-    exposition?.publish(MetricsSnapshot(ledger: ledger, session: session, health: health, takenAt: sample.taken.wall))
+    guard let exposition else { return }
+    let (rates, history) = pageFigures(sample.taken, ledger: ledger)
+    exposition.publish(
+      MetricsSnapshot(
+        ledger: ledger, session: session, health: health, takenAt: sample.taken.wall, rates: rates, history: history))
+  }
+
+  /// The status page's rates (each interface's totals against the last published sample's:
+  /// bridged totals only grow, so a reset between them is no negative rate) and its history of
+  /// the last 24 hours by class, read through the keeper so unsaved traffic is in it. A history
+  /// that cannot be read leaves the chart out; it never stops recording.
+  private mutating func pageFigures(_ taken: ClockReading, ledger: Ledger) -> (
+    [InterfaceName: StatusPageModel.Rates], TrafficHistory?
+  ) {
+    let traffic = ledger.entries.mapValues(\.totals.traffic)
+    var rates: [InterfaceName: StatusPageModel.Rates] = [:]
+    if let last = publishedTotals, taken.monotonic > last.monotonic {
+      let seconds = Double(taken.monotonic - last.monotonic) / 1e9
+      for (name, now) in traffic {
+        guard let before = last.traffic[name], now.rxBytes >= before.rxBytes, now.txBytes >= before.txBytes else {
+          continue
+        }
+        rates[name] = StatusPageModel.Rates(
+          rx: Double(now.rxBytes - before.rxBytes) / seconds, tx: Double(now.txBytes - before.txBytes) / seconds)
+      }
+    }
+    publishedTotals = (taken.monotonic, traffic)
+    if let seen = pageHistory, taken.monotonic - seen.monotonic < Self.pageHistoryInterval {
+      return (rates, seen.history)
+    }
+    let calendar = store.calendar
+    let history = try? RecordedTraffic.reading(keeper) { recorded in
+      TrafficHistory.make(
+        buckets: try recorded.buckets(
+          .hour, since: HistoryRows(.hour).start(ofLast: 24, at: taken.wall, in: calendar)),
+        granularity: .hour, count: 24, now: taken.wall, grouping: .class, selection: InterfaceSelection(),
+        calendar: calendar)
+    }
+    pageHistory = (taken.monotonic, history)
+    return (rates, history)
   }
 
   /// Before stopping: the last checkpoint, patiently; it throws when that fails, so the process

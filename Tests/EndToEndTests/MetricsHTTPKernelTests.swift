@@ -356,4 +356,70 @@ struct MetricsHTTPKernelTests {
     try six.waitForError("serving metrics on http://[::1]:9587/metrics")
     #expect(try fetch(ns, "http://[::1]:9587/metrics").headers.contains("HTTP/1.1 200 OK"))
   }
+
+  @Test(
+    "/ is the status page: 200 text/html with the enforcer's window and its countdowns, the data cap, per-class figures and the chart, a hostile tun name escaped, a policy that forbids outside loads; HEAD and gzip work"
+  )
+  func statusPage() throws {
+    try Tool.require(Self.curl)
+    // A free plan with a 50 MB daily cap, a real enforcer on tun9 (a 15 min window opens when it
+    // comes up), and beside it a tun whose name has markup, quotes, a BiDi override and an escape.
+    let t = try EnforcedTunnel("page")
+    try t.ns.ip("addr", "add", "10.215.0.1", "peer", "10.215.0.2", "dev", t.tunnel)
+    let plan = try t.ns.vpnstat("plan", "free", "--data-cap", "50MB", "--per", "day", "--db", t.db)
+    try #require(plan.status == 0, "\(plan.errors)")
+    let hostile = "<i>\u{202E}\"'&\u{1B}"
+    try t.ns.ip("tuntap", "add", "mode", "tun", "name", hostile)
+    try t.up()
+    _ = try t.startEnforcer(["--interval", "1s", "--action", "link-down"], session: "15m", pause: "45m")
+    let recorder = try t.ns.startRecorder(t.db, ["--interval", "1s", "--listen", "127.0.0.1:9588"])
+    defer { recorder.stop() }
+    try recorder.waitForError("serving metrics on http://127.0.0.1:9588/metrics")
+    try t.ns.peerRun("udp-send", "10.215.0.2", "9", "3000", "972", "--gap-us", "300")
+    let escaped = "&lt;i&gt;\\xe2\\x80\\xae&quot;&apos;&amp;\\x1b"
+    // The window open, and two samples after the traffic: every interface has a rate.
+    var page = (headers: "", body: "")
+    let seen = try waitUntil(timeout: 30, every: 0.2) {
+      page = try fetch(t.ns, "http://127.0.0.1:9588/")
+      return page.body.contains("<td>session ends</td>") && page.body.contains("<tr><td>tun9</td><td>≈ ")
+        && page.body.contains("<tr><td>\(escaped)</td><td>≈ ")
+    }
+    #expect(seen != nil, "\(page.body)")
+    #expect(page.headers.hasPrefix("HTTP/1.1 200 OK"), "\(page.headers)")
+    #expect(page.headers.contains("Content-Type: text/html; charset=utf-8"), "\(page.headers)")
+    #expect(page.headers.contains("Content-Security-Policy: default-src 'none';"), "\(page.headers)")
+    #expect(page.body.contains("<meta http-equiv=\"refresh\" content=\"5\">"))
+    #expect(page.body.contains("session: free plan · active · "), "\(page.body)")
+    #expect(page.body.contains("<td>pause ends</td>"))
+    #expect(page.body.contains("data cap: ≈ ") && page.body.contains(" of 50.0 MB this day ("), "\(page.body)")
+    #expect(page.body.contains("<tr class=\"class\"><td>tunnel</td>"))
+    #expect(page.body.contains("<svg xmlns=\"http://www.w3.org/2000/svg\""))
+    // The name never reaches the page raw.
+    #expect(!page.body.contains("<i>") && !page.body.contains("\u{202E}") && !page.body.contains("\u{1B}"))
+    // HEAD: the same head, no body.
+    let head = try t.ns.run(Self.curl, ["-s", "-S", "-I", "--max-time", "5", "http://127.0.0.1:9588/"])
+    #expect(head.status == 0 && head.output.hasPrefix("HTTP/1.1 200 OK"), "\(head.output)")
+    #expect(head.output.contains("Content-Type: text/html; charset=utf-8"))
+    #expect(head.output.hasSuffix("\r\n\r\n"), "\(head.output)")
+    // gzip when asked, inflating to the page.
+    let compressed = try fetch(t.ns, "http://127.0.0.1:9588/", compressed: true)
+    #expect(compressed.headers.contains("Content-Encoding: gzip"), "\(compressed.headers)")
+    #expect(compressed.headers.contains("Vary: Accept-Encoding"), "\(compressed.headers)")
+    #expect(compressed.body.contains("<tr><td>\(escaped)</td>"))
+    // scripts/status-page-picture: headless Chromium in the same namespace, on its listener.
+    if let picture = ProcessInfo.processInfo.environment["VPNSTAT_STATUS_PAGE_PICTURE"] {
+      // The recorder reads the chart once a minute: the picture waits for one with the traffic.
+      _ = try waitUntil(timeout: 75, every: 1) {
+        !(try fetch(t.ns, "http://127.0.0.1:9588/").body.contains("no traffic recorded"))
+      }
+      let profile = try TemporaryDirectory("page-chromium")
+      let shot = try t.ns.run(
+        "/usr/bin/chromium",
+        [
+          "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--user-data-dir=" + profile.path,
+          "--window-size=1000,1120", "--screenshot=" + picture, "http://127.0.0.1:9588/",
+        ], timeout: 120)
+      #expect(shot.status == 0 && FileManager.default.fileExists(atPath: picture), "\(shot.errors)")
+    }
+  }
 }

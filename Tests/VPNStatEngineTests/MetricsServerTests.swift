@@ -206,11 +206,14 @@ struct MetricsServerTests {
         == .complete(HTTPRequestHead(method: "GET", target: "/", version: "HTTP/1.1", acceptEncoding: "gzip,br")))
   }
 
-  @Test("/ is a page with a link; other paths 404, other methods 405 with Allow: GET, HEAD; no snapshot yet 503")
+  @Test(
+    "/ is the status page (with a link to /metrics, a policy that forbids outside loads); other paths 404, other methods 405 with Allow: GET, HEAD; no snapshot yet 503"
+  )
   mutating func pathsAndMethods() throws {
     for (request, status) in [
       ("GET /metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 503 Service Unavailable"),
-      ("GET / HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK"), ("GET /favicon.ico HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
+      ("GET / HTTP/1.0\r\n\r\n", "HTTP/1.1 503 Service Unavailable"),
+      ("GET /favicon.ico HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
       ("GET /metrics/../etc/passwd HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
       ("POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", "HTTP/1.1 405 Method Not Allowed"),
       ("GET ftp://host/metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found"),
@@ -221,13 +224,19 @@ struct MetricsServerTests {
       try exchange(client)
       #expect(client.statusLine == status, "\(request): \(client.text)")
       if status.contains("405") { #expect(client.header("Allow") == "GET, HEAD") }
-      if request.hasPrefix("GET / ") { #expect(client.body.contains("<a href=\"/metrics\">")) }
     }
     publish()
     let client = try TestClient(port: port)
     client.send("GET /metrics?x=1 HTTP/1.1\r\n\r\n")
     try exchange(client)
     #expect(client.statusLine == "HTTP/1.1 200 OK")
+    let page = try TestClient(port: port)
+    page.send("GET / HTTP/1.0\r\n\r\n")
+    try exchange(page)
+    #expect(page.statusLine == "HTTP/1.1 200 OK")
+    #expect(page.header("Content-Type") == "text/html; charset=utf-8")
+    #expect(page.header("Content-Security-Policy") == StatusPage.contentSecurityPolicy)
+    #expect(page.body.contains("<a href=\"/metrics\">") && page.body.contains("<h2>Traffic</h2>"))
   }
 
   @Test(

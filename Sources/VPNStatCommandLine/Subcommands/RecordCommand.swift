@@ -1,6 +1,7 @@
 import VPNStatEngine
 import VPNStatKernel
 import VPNStatModel
+import VPNStatRender
 import VPNStatStore
 import VPNStatSystem
 
@@ -79,7 +80,11 @@ enum RecordCommand: Subcommand {
     var stopServing: WakeUp?
     if let address = parsed[listen] {
       let listener = try ListeningSocket(address)
-      let exposition = MetricsExposition()
+      // The page reloads about as often as there are new figures, and no more than every 5 s.
+      let every = parsed[interval] ?? .seconds(5)
+      let exposition = MetricsExposition(
+        pageOptions: DisplayOptions(calendar: store.calendar),
+        pageRefreshSeconds: Int(max(5, min(3600, (every.nanoseconds + 999_999_999) / 1_000_000_000))))
       let stop = try WakeUp()
       recorder.exposition = exposition
       try MetricsServerLoop.start(
