@@ -33,7 +33,10 @@ enum NotifyCommand: Subcommand {
     let settings = NoticeSettings(
       warnings: parsed[warnBefore] ?? NoticeSettings.standard.warnings,
       capWarningPercent: parsed[capWarning] ?? NoticeSettings.standard.capWarningPercent)
-    let notifications = try FreedesktopNotifications.connect(environment: context.environmentVariables)
+    // What the bus's address is found from, and nothing else of the environment.
+    var busEnvironment: [String: String] = [:]
+    for name in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"] { busEnvironment[name] = context.environment(name) }
+    let notifications = try FreedesktopNotifications.connect(environment: busEnvironment)
     // One agent per user session, however it was started (the autostart entry, the user unit, a
     // terminal): a second says who runs and leaves.
     var lock: ProcessLock?
