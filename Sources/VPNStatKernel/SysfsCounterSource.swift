@@ -10,8 +10,8 @@ import VPNStatSystem
 /// is never read as another device's: the files are kept per directory entry, and an entry whose
 /// identity changed (a device deleted and created again under the same name, or renamed away and
 /// replaced) is opened afresh; a deleted device's files answer with an error, never a value.
-/// Files are kept for as many interfaces as the process's open-file limit allows with room to
-/// spare; those beyond are opened, read and closed at each sample, slower but all there.
+/// Files are kept for as many interfaces as the descriptors left to the process allow with room
+/// to spare; those beyond are opened, read and closed at each sample, slower but all there.
 package struct SysfsCounterSource: CounterSource {
   package var kind: CounterSourceKind { .sysfs }
   package let root: SysfsRoot
@@ -23,9 +23,9 @@ package struct SysfsCounterSource: CounterSource {
 
   package init(root: SysfsRoot = .system, keepLimit: Int? = nil) {
     self.root = root
-    // A quarter of the limit is left to everything else the process opens (a database, sockets,
-    // the recorder's listener and its clients).
-    self.keepLimit = keepLimit ?? max(0, CurrentProcess.openFileLimit * 3 / 4 / 6)
+    // A quarter of what is left is kept for everything else the process opens (a database,
+    // sockets, the recorder's listener and its clients).
+    self.keepLimit = keepLimit ?? max(0, CurrentProcess.openFilesLeft * 3 / 4 / 6)
   }
 
   /// How many interfaces have their files open now (tests look).

@@ -32,6 +32,19 @@ package enum CurrentProcess {
   /// see higher descriptors; vpnstat never does (poll), and a sysfs reader keeping 5 files per
   /// interface needs more than 1024 from ~200 interfaces on. Raised once, on first use.
   package static var openFileLimit: Int { raisedOpenFileLimit }
+
+  /// How many more files this process may open now: `openFileLimit` less the descriptors it
+  /// holds (a parent may have left it many), counted in /proc/self/fd.
+  package static var openFilesLeft: Int {
+    var held = 0
+    if let directory = try? OpenDirectory(SystemPath("/proc/self/fd")) {
+      try? directory.forEachEntry { _ in
+        held += 1
+        return true
+      }
+    }
+    return max(0, openFileLimit - held)
+  }
 }
 
 private let raisedOpenFileLimit: Int = {

@@ -73,15 +73,17 @@ struct SysfsReaderTests {
   }
 
   @Test(
-    "a process allowed 64 open files reads all 300 interfaces of a sysfs tree, sample after sample (it used to leave out those past its descriptors, silently)"
+    "a process allowed 64 open files, 30 of them held from its parent, reads all 300 interfaces of a sysfs tree, sample after sample (it used to leave out those past its descriptors, silently)"
   )
   func fewDescriptors() throws {
     let tree = try SysfsFixture()
     for i in 0..<300 { try tree.add(String(format: "veth%03d", i), index: 10 + i, rx: UInt64(i), tx: 1) }
     let result = try run(
-      "/usr/bin/prlimit",
+      "/bin/bash",
       [
-        "--nofile=64:64", "--", Built.vpnstat, "watch", "--json", "--count", "3", "--interval", "100ms",
+        "-c",
+        "for fd in $(seq 20 49); do eval \"exec $fd</dev/null\"; done; exec /usr/bin/prlimit --nofile=64:64 -- \"$@\"",
+        "held", Built.vpnstat, "watch", "--json", "--count", "3", "--interval", "100ms",
         "--sysfs-root", tree.directory.path,
       ])
     #expect(result.status == 0, "\(result.errors)")
