@@ -103,6 +103,9 @@ package struct ChildProgram: Sendable {
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     for (target, ends) in zip([Int32(1), 2], pipes.ends) { posix_spawn_file_actions_adddup2(&actions, ends[1], target) }
+    // Nothing else: vpnstat's own descriptors are close-on-exec, but what its parent left it
+    // open (a user's shell, a service manager's) is no business of a manager's tool or a hook.
+    clinux_spawn_closefrom(&actions, 3)
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }

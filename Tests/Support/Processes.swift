@@ -70,6 +70,9 @@ final class ChildProcess: @unchecked Sendable {
     posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
     posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
     posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+    // Only 0-2: a descriptor the test runner holds without close-on-exec (a fresh machine's
+    // left vpnstat ~25) would change what the child can open and keep things open after it.
+    clinux_spawn_closefrom(&actions, 3)
     var env = ProcessInfo.processInfo.environment
     // Never the machine's own database: commands that only read one find none unless a test
     // gives one with --db or VPNSTAT_DB.

@@ -39,6 +39,14 @@ static inline int clinux_ioctl_int(int fd, unsigned long request, int arg) {
 extern int pipe2(int pipefd[2], int flags);
 static inline int clinux_pipe2(int fds[2], int flags) { return pipe2(fds, flags); }
 
+/// Declared by <spawn.h> only under _GNU_SOURCE/__USE_MISC (glibc 2.34+): closes every
+/// descriptor from `from` up in the child, after the dup2s.
+#include <spawn.h>
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *, int);
+static inline int clinux_spawn_closefrom(posix_spawn_file_actions_t *actions, int from) {
+  return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
 /// A descriptor that becomes readable when the process exits (Linux 5.3+): waiting for a child
 /// with a timeout is then one poll, not a loop.
 static inline int clinux_pidfd_open(int pid) { return pidfd_open(pid, 0); }
