@@ -34,6 +34,21 @@ struct EscapingTests {
     #expect(parsed?.first == text)
   }
 
+  @Test(
+    "a terminal line: safe text (ASCII, CJK, the screen's own symbols) as it is; each unsafe scalar as \\x escapes of its bytes"
+  )
+  func terminalLines() {
+    for safe in ["", "eth0  1.2 MB ≈", "vpnstat watch · netlink · every 1s", "wg0 ▁▂▃▅▇ …", "日本語", "é"] {
+      #expect(TerminalText.sanitize(safe) == safe)
+    }
+    let cases: [(String, String)] = [
+      ("a\u{1B}[2Jb", "a\\x1b[2Jb"), ("\u{7F}", "\\x7f"), ("x\u{85}", "x\\xc2\\x85"),
+      ("\u{202E}evil", "\\xe2\\x80\\xaeevil"), ("e\u{301}", "e\\xcc\\x81"), ("a\u{2028}b", "a\\xe2\\x80\\xa8b"),
+      ("\u{E000}", "\\xee\\x80\\x80"), ("ok\n", "ok\\x0a"),
+    ]
+    for (raw, shown) in cases { #expect(TerminalText.sanitize(raw) == shown, "\(Array(raw.unicodeScalars))") }
+  }
+
   @Test("JSON keeps letters, CJK, emoji and the plain ASCII punctuation as they are")
   func jsonKeepsSafeText() {
     for text in ["wg0", "é", "天気wg0", "🦀", "naïve café", "tab-less ~!@#$%^&*()_+{}|:<>?", "𝔘"] {
