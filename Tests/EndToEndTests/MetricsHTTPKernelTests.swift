@@ -24,6 +24,17 @@ struct MetricsHTTPKernelTests {
     return (parts[0], parts.dropFirst().joined(separator: "\r\n\r\n"))
   }
 
+  /// Waits until the recorder on `url` has taken its first sample: before it, every answer is
+  /// the documented 503 with Retry-After (a loaded machine once fetched in that instant).
+  func waitForFirstSample(_ ns: TestNamespace, _ url: String) throws {
+    var last = ""
+    let served = try waitUntil(timeout: 30, every: 0.1) {
+      last = try fetch(ns, url).headers
+      return !last.hasPrefix("HTTP/1.1 503")
+    }
+    try #require(served != nil, "\(url) still answered before its first sample after 30 s: \(last)")
+  }
+
   @Test(
     "a real Prometheus scrapes record --listen: its query API gives the tunnel's totals status --json gives; curl negotiates both formats"
   )
@@ -38,6 +49,7 @@ struct MetricsHTTPKernelTests {
     let recorder = try ns.startRecorder(db, ["--interval", "1s", "--listen", "127.0.0.1:9586"])
     defer { recorder.stop() }
     try recorder.waitForError("serving metrics on http://127.0.0.1:9586/metrics")
+    try waitForFirstSample(ns, "http://127.0.0.1:9586/metrics")
     // Traffic through the tunnel, then quiet: every sampler must come to the same totals.
     try ns.peerRun("udp-send", "10.214.0.2", "9", "400", "972", "--gap-us", "300")
     usleep(1_500_000)
@@ -233,6 +245,7 @@ struct MetricsHTTPKernelTests {
     let recorder = try ns.startRecorder(db, ["--interval", "1s", "--listen", "127.0.0.1:9586"])
     defer { recorder.stop() }
     try recorder.waitForError("serving metrics on")
+    try waitForFirstSample(ns, "http://127.0.0.1:9586/metrics")
     let slow = try ns.start("/usr/bin/python3", ["-c", Self.slowClients, "200", "9586"])
     defer { slow.stop() }
     try slow.waitFor("ready")
@@ -307,6 +320,7 @@ struct MetricsHTTPKernelTests {
     let recorder = try ns.startRecorder(directory.file("v.db"), ["--interval", "1s", "--listen", "127.0.0.1:9586"])
     defer { recorder.stop() }
     try recorder.waitForError("serving metrics on")
+    try waitForFirstSample(ns, "http://127.0.0.1:9586/metrics")
     let holder = try ns.start("/usr/bin/python3", ["-c", Self.idleHolder, "1500", "9586", "12"])
     defer { holder.stop() }
     try holder.waitFor("ready", timeout: 30)
@@ -354,6 +368,7 @@ struct MetricsHTTPKernelTests {
       Built.vpnstat, ["record", "--db", directory.file("d.db"), "--interval", "1s", "--listen", "[::1]:9587"])
     defer { six.stop() }
     try six.waitForError("serving metrics on http://[::1]:9587/metrics")
+    try waitForFirstSample(ns, "http://[::1]:9587/metrics")
     #expect(try fetch(ns, "http://[::1]:9587/metrics").headers.contains("HTTP/1.1 200 OK"))
   }
 
