@@ -155,12 +155,12 @@ struct EnforceKernelTests {
     _ = try t.startEnforcer(["--exec", "/bin/sh", "-c", script, "sh"] + arguments, session: "1s", pause: "2s")
     let down = try waitUntil(timeout: 4) { try !t.isUp() }
     #expect(down != nil)
-    _ = waitUntil(timeout: 2) { FileManager.default.fileExists(atPath: out) }
+    // The link is cut first and the command runs after it; the stop is recorded once the
+    // command exited (and the kernel confirmed), so then all it wrote is there.
+    _ = try waitUntil(timeout: 30) { try t.lastStop() != nil }
     let written = String(decoding: contents(out) ?? Data(), as: UTF8.self)
     #expect(written == (arguments + ["\(t.tunnel) free-limit"]).joined(separator: "\n") + "\n")
     #expect(!FileManager.default.fileExists(atPath: pwned))
-    // Disconnect first, record after: the stop follows the kernel's confirmation.
-    _ = try waitUntil(timeout: 3) { try t.lastStop() != nil }
     let stop = try #require(try t.lastStop())
     #expect(stop["reason"] as? String == "free-limit")
     #expect(stop["detail"] is NSNull, "a working action records no failure: \(stop)")
@@ -174,7 +174,7 @@ struct EnforceKernelTests {
     _ = try t.startEnforcer(
       ["--exec", "--", "/bin/sh", "-c", "touch \(marker); ip link set \(t.tunnel) down"], session: "1s", pause: "2s")
     #expect(try waitUntil(timeout: 4) { try !t.isUp() } != nil)
-    _ = try waitUntil(timeout: 3) { try t.lastStop() != nil }
+    _ = try waitUntil(timeout: 30) { try t.lastStop() != nil }
     #expect(FileManager.default.fileExists(atPath: marker), "the command never ran")
     let stop = try #require(try t.lastStop())
     #expect(stop["reason"] as? String == "free-limit")
@@ -196,7 +196,7 @@ struct EnforceKernelTests {
     let enforcer = try t.startEnforcer(["--exec-timeout", "500ms", "--exec"] + command, session: "1s", pause: "3s")
     let down = try waitUntil(timeout: 6) { try !t.isUp() }
     #expect(down != nil, "the link was not cut")
-    _ = try waitUntil(timeout: 3) { (try t.lastStop()?["detail"] as? String) != nil }
+    _ = try waitUntil(timeout: 30) { (try t.lastStop()?["detail"] as? String) != nil }
     let detail = try #require(try t.lastStop()?["detail"] as? String)
     #expect(detail.contains(fragment), "\(detail)")
     #expect(detail.hasPrefix("down by link-down; exec "), "\(detail)")

@@ -53,10 +53,7 @@ struct InputKernelTests {
     let enforcer = try t.ns.start("/bin/sh", [script])
     t.enforcer = enforcer
     try enforcer.waitForError("enforcing the free plan")
-    // The command writes its arguments before it takes the link down: once down, all are there.
     #expect(try waitUntil(timeout: 30) { try !t.isUp() } != nil, "never taken down")
-    let written = [UInt8](contents(out) ?? Data())
-    #expect(written == Array(arguments.map { $0 + [0x0A] }.joined()), "\(InterfaceName(bytes: written).escaped)")
     // The enforcer records the stop after the command exited and the kernel confirmed the link
     // down, so later than the test sees it down — and when its database did not open within its
     // 500 ms at start (a loaded machine), only once it opens: wait for the record (it was read
@@ -68,6 +65,10 @@ struct InputKernelTests {
       return stop != nil
     }
     #expect(["free-limit", "undecided"].contains(stop?["reason"] as? String), "\(String(describing: stop))")
+    // The enforcer takes the link down first and runs the command after it (issue 22); the stop
+    // is recorded once the command exited, so now it has written all it was given.
+    let written = [UInt8](contents(out) ?? Data())
+    #expect(written == Array(arguments.map { $0 + [0x0A] }.joined()), "\(InterfaceName(bytes: written).escaped)")
     #expect(stop?["detail"] is NSNull, "a command that did its job leaves no detail: \(String(describing: stop))")
   }
 }
