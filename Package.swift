@@ -7,6 +7,17 @@ import PackageDescription
 //   VPNStatRender → VPNStatModel; VPNStatCapture beside the engine; VPNStatSystem (the only code
 //   that calls libc) under the kernel, the store and capture; the model, under all, depends on
 //   nothing.
+// Release builds lay out the machine code for `vpnstat record`, which runs for good: every
+// function in a section of its own (`-function-sections`), and the functions its steady loop runs
+// placed together at the start of the program's code by lld (`--symbol-ordering-file`; gold,
+// Swift's default linker here, orders sections by name only). The kernel maps a program's code
+// 64 KiB around every page first touched, so the loop's few hundred KiB scattered over a 10 MiB
+// static binary kept most of it resident. The list is Sources/vpnstat/recorder.order, made by
+// scripts/recorder-order from a profile of the loop; a name it lists that a build lacks is
+// skipped. VPNStatModel, the library other packages may use, takes no unsafe flag: its objects
+// are placed whole.
+let packedCode: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release))]
+
 let package = Package(
   name: "vpnstat",
   products: [
@@ -34,25 +45,28 @@ let package = Package(
     // The bottom layer: file descriptors, Errno, netlink framing, clocks and timers, signals,
     // child processes, terminal modes, locks and files, the session bus (vpnstat's own D-Bus
     // client), gzip (zlib). The only code that calls libc.
-    .target(name: "VPNStatSystem", dependencies: ["VPNStatModel", "CLinux", "CZlib"]),
+    .target(name: "VPNStatSystem", dependencies: ["VPNStatModel", "CLinux", "CZlib"], swiftSettings: packedCode),
     // What the kernel says: the counter readers (netlink, sysfs, getifaddrs), link
     // notifications, link control, the clocks and the local calendar as model values.
-    .target(name: "VPNStatKernel", dependencies: ["VPNStatModel", "VPNStatSystem", "CLinux"]),
+    .target(
+      name: "VPNStatKernel", dependencies: ["VPNStatModel", "VPNStatSystem", "CLinux"], swiftSettings: packedCode),
     // The SQLite database: the only target that links SQLite.
-    .target(name: "VPNStatStore", dependencies: ["VPNStatModel", "VPNStatSystem", "CSQLite"]),
+    .target(
+      name: "VPNStatStore", dependencies: ["VPNStatModel", "VPNStatSystem", "CSQLite"], swiftSettings: packedCode),
     // Pure functions from model values to text, JSON and OpenMetrics: no file or terminal I/O.
-    .target(name: "VPNStatRender", dependencies: ["VPNStatModel"]),
+    .target(name: "VPNStatRender", dependencies: ["VPNStatModel"], swiftSettings: packedCode),
     // Packet capture and flow attribution (`vpnstat flows`): the only user of libpcap.
     .target(
       name: "VPNStatCapture",
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatRender", "CPcap", "CPcapLoader",
-      ]),
+      ], swiftSettings: packedCode),
     // The use cases: sampler, recorder, enforcer, live view, the ledger as readers see it. They
     // reach the kernel, the store, the clock and the log through protocols.
     .target(
       name: "VPNStatEngine",
-      dependencies: ["VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender"]),
+      dependencies: ["VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender"],
+      swiftSettings: packedCode),
     // Arguments, the configuration file, the subcommands, and the one place that maps errors to
     // exit statuses. A library, so every command can run in-process in a test.
     .target(
@@ -61,7 +75,7 @@ let package = Package(
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
         "VPNStatCapture",
       ],
-      plugins: ["BuildCommit"]),
+      swiftSettings: packedCode, plugins: ["BuildCommit"]),
     // Names the commit of every build for `vpnstat --version` (scripts/build-commit: git, or the
     // `.commit` file a `git archive` tarball carries).
     .plugin(name: "BuildCommit", capability: .buildTool()),
@@ -70,8 +84,16 @@ let package = Package(
     // symbols (2.3 ms → 1.0 ms to start), and the binary runs without the toolchain. libpcap is
     // still loaded at run time by `flows` (CPcapLoader), which needs the build machine's glibc.
     .executableTarget(
-      name: "vpnstat", dependencies: ["VPNStatCommandLine", "VPNStatSystem"],
-      linkerSettings: [.unsafeFlags(["-static-executable"], .when(configuration: .release))]),
+      name: "vpnstat", dependencies: ["VPNStatCommandLine", "VPNStatSystem"], exclude: ["recorder.order"],
+      swiftSettings: packedCode,
+      linkerSettings: [
+        .unsafeFlags(
+          [
+            "-static-executable", "-use-ld=lld",
+            "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/vpnstat/recorder.order",
+            "-Xlinker", "--no-warn-symbol-ordering",
+          ], .when(configuration: .release))
+      ]),
 
     // The benchmark's floors in plain C (the netlink dumps, the kept sysfs files) and its traffic
     // mover; `netlink-floor` is the whole-process floor for `status` (the same two dumps).

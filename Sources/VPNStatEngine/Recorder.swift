@@ -26,13 +26,6 @@ package struct Recorder {
   let writeTextfile: ([UInt8], String) throws -> Void
   /// The database problem last logged, so a long outage is one line, not one per tick.
   package private(set) var lastProblem: String?
-  /// The recorder's current view: its last sample and the ledger in memory (ahead of the last
-  /// checkpoint; link notifications since the sample included). What the textfile shows, and
-  /// what anything serving metrics from the running recorder reads.
-  package var current: (sample: CounterSample, ledger: Ledger)? { lastSample.map { ($0, keeper.ledger) } }
-  /// Only the sample is kept: a copy of the ledger kept here would make the next sample copy the
-  /// whole table before changing it.
-  private var lastSample: CounterSample?
   /// The session window as last seen, and SQLite's count of other connections' commits then: a
   /// window opened or ended by an enforcer is saved with the ledger at once.
   private var sessionSeen: (version: Int64, record: SessionRecord)?
@@ -102,10 +95,15 @@ package struct Recorder {
       lastProblem = nil
     }
     for event in step.events { log.event(LedgerEventText.line(event)) }
-    // What the save built (rows, statements, the stored ledger's new copy) is freed by now.
-    if step.saved { ProcessMemory.trimHeap() }
+    // What the save built (rows, statements, the stored ledger's new copy) is freed by now, and
+    // the pages it read are not needed before the next save.
+    if step.saved {
+      store.releaseCache()
+      ProcessMemory.trimHeap()
+    }
+    // The sample is not kept past this call: a thousand interfaces' counters and attributes would
+    // stay resident between samples for nothing (the ledger holds what the next one needs).
     guard let sample = step.sample else { return }
-    lastSample = sample
     for problem in sample.problems {
       log.event("\(problem.name.terminalText): \(TerminalText.sanitize(problem.message))")
     }

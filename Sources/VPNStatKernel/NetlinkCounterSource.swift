@@ -144,10 +144,19 @@ package struct NetlinkCounterSource: CounterSource {
   package var links: [Int32: LinkRecord] {
     mutating get {
       tableFromFirstSample()
-      return table
+      return Dictionary(
+        uniqueKeysWithValues: table.map {
+          ($0.key, LinkRecord(index: $0.key, name: $0.value.name, attributes: $0.value.attributes))
+        })
     }
   }
-  private var table: [Int32: LinkRecord] = [:]
+  /// A link as the table keeps it: what a sample takes from it, no counters (the stats dump
+  /// brings those), so each of a thousand entries is a name and a few attributes.
+  private struct KnownLink {
+    var name: InterfaceName
+    var attributes: LinkAttributes
+  }
+  private var table: [Int32: KnownLink] = [:]
   /// The first sample's interfaces, until the table is made from them.
   private var firstInterfaces: [InterfaceSample]?
   /// How many dumps the kernel was asked for: what tests check ("a one-off sample is one dump").
@@ -163,9 +172,9 @@ package struct NetlinkCounterSource: CounterSource {
   /// Replaces the link table with a fresh `RTM_GETLINK` dump.
   package mutating func refreshLinks() throws {
     firstInterfaces = nil
-    var fresh: [Int32: LinkRecord] = [:]
+    var fresh: [Int32: KnownLink] = [:]
     fresh.reserveCapacity(table.count)
-    try dumpLinks { fresh[$0.index] = $0 }
+    try dumpLinks { fresh[$0.index] = KnownLink(name: $0.name, attributes: $0.attributes) }
     table = fresh
   }
 
@@ -184,9 +193,9 @@ package struct NetlinkCounterSource: CounterSource {
   private mutating func tableFromFirstSample() {
     guard let first = firstInterfaces else { return }
     firstInterfaces = nil
-    var made: [Int32: LinkRecord] = [:]
+    var made: [Int32: KnownLink] = [:]
     made.reserveCapacity(first.count)
-    for entry in first { made[entry.index] = LinkRecord(index: entry.index, name: entry.name, attributes: entry.link) }
+    for entry in first { made[entry.index] = KnownLink(name: entry.name, attributes: entry.link) }
     table = made
   }
 
@@ -196,9 +205,7 @@ package struct NetlinkCounterSource: CounterSource {
     if deleted {
       table[record.index] = nil
     } else {
-      var kept = record
-      kept.counters = nil
-      table[record.index] = kept
+      table[record.index] = KnownLink(name: record.name, attributes: record.attributes)
     }
   }
 
@@ -206,28 +213,41 @@ package struct NetlinkCounterSource: CounterSource {
     do {
       tableFromFirstSample()
       if table.isEmpty, let first = try firstSample(clock) { return first }
-      var counters: [(Int32, InterfaceCounters)] = []
-      counters.reserveCapacity(table.count)
+      var interfaces: [InterfaceSample] = []
+      interfaces.reserveCapacity(table.count)
+      // Once an ifindex is not in the table, every pair waits for a fresh link dump.
+      var unresolved: [(Int32, InterfaceCounters)]?
       // Stamped before the dump: a sample's time never lies after its counters.
       let taken = clock.now()
       dumps += 1
+      // Each message is matched as it is read: one lookup per link, its name and attributes
+      // taken where they lie in the table, no list of pairs in between.
       try socket.dump(
         type: RouteLinkMessages.getStats, payload: RouteLinkMessages.statsDumpRequest()
       ) { message in
         guard message.type == RouteLinkMessages.newStats,
-          let entry = RouteLinkMessages.parseStats(message.payload)
+          let (index, counters) = RouteLinkMessages.parseStats(message.payload)
         else { return }
-        counters.append(entry)
+        if unresolved == nil, let position = table.index(forKey: index) {
+          interfaces.append(
+            InterfaceSample(
+              name: table.values[position].name, index: index, counters: counters, width: .bits64,
+              link: table.values[position].attributes))
+        } else {
+          if unresolved == nil { unresolved = interfaces.map { ($0.index, $0.counters) } }
+          unresolved?.append((index, counters))
+        }
       }
-      if counters.contains(where: { table[$0.0] == nil }) { try refreshLinks() }
-      var interfaces: [InterfaceSample] = []
-      interfaces.reserveCapacity(counters.count)
-      for (index, value) in counters {
-        // An ifindex that is still unknown vanished between the two dumps: leave it out.
-        guard let link = table[index] else { continue }
-        interfaces.append(
-          InterfaceSample(
-            name: link.name, index: index, counters: value, width: .bits64, link: link.attributes))
+      if let unresolved {
+        try refreshLinks()
+        interfaces.removeAll(keepingCapacity: true)
+        for (index, counters) in unresolved {
+          // An ifindex that is still unknown vanished between the two dumps: leave it out.
+          guard let link = table[index] else { continue }
+          interfaces.append(
+            InterfaceSample(
+              name: link.name, index: index, counters: counters, width: .bits64, link: link.attributes))
+        }
       }
       return CounterSample(interfaces: interfaces, source: .netlink, taken: taken)
     } catch let error as Errno {

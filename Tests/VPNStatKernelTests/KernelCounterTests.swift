@@ -62,6 +62,52 @@ struct KernelCounterTests {
     #expect(source.links[loopback.index]?.name == InterfaceName("lo"))
   }
 
+  @Test(
+    "a link the netlink reader's table lacks is named after one fresh link dump, every name with its own index"
+  )
+  func unknownLinkJoinsTheTable() throws {
+    // All in a namespace of the test's own: the reader's socket, the links and `ip` with them.
+    let outcome = try inOwnNamespace(if: true) {
+      Result {
+        () throws -> (dumps: [Int], joined: CounterSample, next: CounterSample, kernel: [InterfaceName: Int32]) in
+        for i in 0..<4 { try VPNStatTestSupport.ip("link", "add", "nlj\(i)", "type", "ifb") }
+        var source = try NetlinkCounterSource()
+        let clock = SystemTimeSource()
+        _ = try source.sample(at: clock)
+        _ = try source.sample(at: clock)
+        let before = source.dumps
+        // Appeared after the table was made, and no notification tells this reader.
+        try VPNStatTestSupport.ip("link", "add", "nlj9", "type", "ifb")
+        let joined = try source.sample(at: clock)
+        let afterJoin = source.dumps
+        let next = try source.sample(at: clock)
+        return ([before, afterJoin, source.dumps], joined, next, try Self.linkIndexes())
+      }
+    }
+    let (dumps, joined, next, kernel) = try outcome.get()
+    #expect(dumps[1] == dumps[0] + 2, "the stats dump and one link dump")
+    #expect(dumps[2] == dumps[1] + 1, "known now: the stats dump alone")
+    #expect(joined.interfaces.count == kernel.count)
+    for entry in joined.interfaces {
+      #expect(kernel[entry.name] == entry.index, "\(entry.name)")
+    }
+    #expect(joined.interfaces.contains { $0.name == InterfaceName("nlj9") })
+    #expect(next.interfaces.map(\.name) == joined.interfaces.map(\.name))
+  }
+
+  /// Each link's ifindex in this thread's namespace, by name, as `ip` reads them.
+  static func linkIndexes() throws -> [InterfaceName: Int32] {
+    let listing = try VPNStatTestSupport.ip("-j", "link", "show")
+    let links = try JSONSerialization.jsonObject(with: Data(listing.output.utf8)) as? [[String: Any]] ?? []
+    var indexes: [InterfaceName: Int32] = [:]
+    for link in links {
+      if let name = link["ifname"] as? String, let index = link["ifindex"] as? Int {
+        indexes[InterfaceName(name)] = Int32(index)
+      }
+    }
+    return indexes
+  }
+
   @Test("bytes over veth between two namespaces match the kernel's counters, for every reader")
   func vethBytesMatchKernel() throws {
     let pair = try VethPair("veth", subnet: 11)

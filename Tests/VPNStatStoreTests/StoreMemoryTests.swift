@@ -17,4 +17,23 @@ struct StoreMemoryTests {
     let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
     #expect(try reader.connection.scalar("PRAGMA cache_size") == -2000)
   }
+
+  @Test("a writer hands its page cache back when asked (the recorder does after every save): it keeps no page")
+  func cacheReleased() throws {
+    let directory = try TemporaryDirectory("release")
+    let writer = try #require(try Store.open(StoreLocation(path: directory.file("v.db")), intent: .write))
+    try writer.connection.execute(
+      """
+      CREATE TABLE filler(x);
+      WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
+      INSERT INTO filler SELECT randomblob(300) FROM n;
+      """)
+    #expect(try writer.connection.scalar("SELECT count(*) FROM filler") == 1000)
+    let filled = writer.cacheBytes
+    #expect(filled > 200 * 1024, "\(filled) bytes")
+    writer.releaseCache()
+    #expect(writer.cacheBytes < 16 * 1024, "\(writer.cacheBytes) bytes of \(filled)")
+    // Still a working writer: the pages come back from the file.
+    #expect(try writer.connection.scalar("SELECT count(*) FROM filler") == 1000)
+  }
 }
