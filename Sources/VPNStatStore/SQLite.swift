@@ -49,6 +49,17 @@ final class SQLiteConnection {
 
   func setBusyTimeout(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
 
+  /// Frees what the page cache holds (`sqlite3_db_release_memory`).
+  func releaseMemory() { sqlite3_db_release_memory(handle) }
+
+  /// The bytes the page cache holds now (`SQLITE_DBSTATUS_CACHE_USED`).
+  var cacheUsed: Int {
+    var current: Int32 = 0
+    var highest: Int32 = 0
+    sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0)
+    return Int(current)
+  }
+
   /// Waits for other processes' locks until `deadline` (CLOCK_MONOTONIC nanoseconds) in all,
   /// however many statements wait: a caller that must answer in time (the connect gate) cannot
   /// be held longer by a lock that comes back for every statement.

@@ -189,25 +189,17 @@ package final class Store {
     return lines == ["ok"] ? nil : lines.joined(separator: "; ")
   }
 
+  /// Hands back the page cache's memory. A recorder saves once a save interval and reads a page
+  /// or two in between: the pages a save touched (some 500 KiB at a thousand interfaces) would
+  /// stay resident all interval; the next save reads them again from the OS's cache, a few
+  /// hundred microseconds once a minute.
+  package func releaseCache() { connection.releaseMemory() }
+
+  /// The bytes the page cache holds now.
+  package var cacheBytes: Int { connection.cacheUsed }
+
   /// Changes how long each statement waits for another process's lock (an enforcer opens with
   /// time to migrate, then waits only moments: it must never be held up by the database).
-  /// Hands back the page cache's memory (`sqlite3_db_release_memory`). A recorder saves once a
-  /// save interval and reads a page or two in between: the pages a save touched (some 500 KiB at
-  /// a thousand interfaces) would stay resident all interval; the next save reads them again
-  /// from the OS's cache, a few hundred microseconds once a minute.
-  package func releaseCache() {
-    if let handle = connection.handle { sqlite3_db_release_memory(handle) }
-  }
-
-  /// The bytes the page cache holds now (`SQLITE_DBSTATUS_CACHE_USED`).
-  package var cacheBytes: Int {
-    var current: Int32 = 0
-    var highest: Int32 = 0
-    guard let handle = connection.handle else { return 0 }
-    sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0)
-    return Int(current)
-  }
-
   package func setBusyTimeout(milliseconds: Int32) {
     busyTimeoutMilliseconds = milliseconds
     connection.setBusyTimeout(milliseconds: milliseconds)

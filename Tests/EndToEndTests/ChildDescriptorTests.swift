@@ -9,19 +9,11 @@ import Testing
 struct ChildDescriptorTests {
   @Test("a child started by a test holds only standard input, output and error, whatever the test process holds")
   func onlyStandardDescriptors() throws {
-    // Held without close-on-exec, as a runner's inherited descriptors are; high, so the
-    // shell's own descriptor cannot take its number.
-    let opened = open("/dev/null", O_RDONLY)
-    try #require(opened >= 0)
-    let held = fcntl(opened, F_DUPFD, 300)
-    close(opened)
-    try #require(held >= 300)
-    defer { close(held) }
-    let result = try run("/bin/sh", ["-c", "cd /proc/self/fd && echo *"])
+    let held = try LeftoverDescriptor()
+    let result = try run("/bin/sh", ["-c", LeftoverDescriptor.listing])
     #expect(result.status == 0)
-    // The shell's own look at its directory may add one descriptor above 2; the held one is not.
-    let open = result.output.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
-    #expect(!open.contains(Int(held)), "the child holds descriptor \(held): \(result.output)")
+    let open = LeftoverDescriptor.listed(result.output)
+    #expect(!open.contains(Int(held.number)), "the child holds descriptor \(held.number): \(result.output)")
     #expect(open.filter { $0 > 2 }.count <= 1, "descriptors above 2: \(result.output)")
   }
 }

@@ -346,3 +346,26 @@ final class BackgroundProcess: @unchecked Sendable {
     return child.wait(timeout: timeout)
   }
 }
+
+/// A descriptor held the way a parent's leftovers are: without close-on-exec, and numbered 300
+/// or higher, so no descriptor a child opens itself can take its number. Closed when it goes.
+final class LeftoverDescriptor {
+  let number: Int32
+
+  init() throws {
+    let opened = open("/dev/null", O_RDONLY)
+    guard opened >= 0 else { throw TestSetupError("open /dev/null: \(errno)") }
+    number = fcntl(opened, F_DUPFD, 300)
+    close(opened)
+    guard number >= 300 else { throw TestSetupError("F_DUPFD: \(errno)") }
+  }
+
+  deinit { close(number) }
+
+  /// The shell command that prints the descriptors it holds, and what it printed, read back.
+  /// Its own look at the directory adds one descriptor above 2.
+  static let listing = "cd /proc/self/fd && echo *"
+  static func listed(_ output: String) -> [Int] {
+    output.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+  }
+}
