@@ -175,7 +175,7 @@ package struct ChildProgram: Sendable {
   /// Collects the child, which exited or was killed, and says how it ended.
   private static func reap(_ pid: pid_t) -> Outcome {
     var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    while waitpid(pid, &status, 0) < 0 && Errno.current.meansInterrupted {}
     let signal = status & 0x7F
     return signal == 0 ? .exited((status >> 8) & 0xFF) : .signaled(signal)
   }

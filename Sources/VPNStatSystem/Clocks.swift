@@ -21,7 +21,7 @@ package enum SystemClock {
     let nanos = max(0, duration.nanoseconds)
     var request = timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
     var remaining = timespec()
-    while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
+    while nanosleep(&request, &remaining) == -1 && Errno.current.meansInterrupted { request = remaining }
   }
 }
 

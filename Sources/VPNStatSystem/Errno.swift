@@ -32,6 +32,14 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
   package static let connectionRefused = Errno(rawValue: ECONNREFUSED)
   package static let operationNotSupported = Errno(rawValue: EOPNOTSUPP)
 
+  /// True for an interrupted call: EINTR, and the kernel's own restart codes (512 ERESTARTSYS,
+  /// 513 ERESTARTNOINTR, 514 ERESTARTNOHAND, 516 ERESTART_RESTARTBLOCK), which should never
+  /// reach user space but do when a debugger attaches mid-call (`record` once exited
+  /// "Unknown error 516" under gdb). Either way the call was cut short, not refused.
+  package var meansInterrupted: Bool {
+    self == .interrupted || (512...514).contains(rawValue) || rawValue == 516
+  }
+
   /// True for the errors that mean "the thing is gone", which for interfaces is normal.
   package var meansVanished: Bool {
     self == .noSuchFile || self == .noSuchDevice || rawValue == ENXIO || rawValue == ENOTDIR
@@ -63,7 +71,7 @@ extension Errno {
       let result = call()
       if result != -1 { return result }
       let error = Errno.current
-      if error != .interrupted { throw error }
+      if !error.meansInterrupted { throw error }
     }
   }
 }

@@ -41,7 +41,7 @@ package final class FileChanges {
     defer { buffer.deallocate() }
     while true {
       let n = read(descriptor.rawValue, buffer.baseAddress, size)
-      if n < 0 && errno == EINTR { continue }
+      if n < 0 && Errno.current.meansInterrupted { continue }
       guard n > 0 else { return changed }
       var offset = 0
       let header = MemoryLayout<inotify_event>.size

@@ -62,7 +62,7 @@ extension LinkAddresses {
       let index = SystemPath(bytes: name.bytes).withCString { if_nametoindex($0) }
       if index != 0 { return Int32(bitPattern: index) }
       let error = Errno.current
-      if error != .interrupted { throw error }
+      if !error.meansInterrupted { throw error }
     }
   }
 

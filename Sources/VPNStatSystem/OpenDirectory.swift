@@ -68,7 +68,7 @@ package final class OpenDirectory {
       guard let entry = readdir(stream) else {
         let error = Errno.current
         if error.rawValue == 0 { return }
-        if error == .interrupted { continue }
+        if error.meansInterrupted { continue }
         throw error
       }
       // The name in place, in the entry readdir lent (valid until the next readdir).

@@ -144,8 +144,9 @@ package func waitForReadiness(reading: [FileDescriptor], writing: [FileDescripto
     timeout.map { Int32(clamping: max(0, ($0.nanoseconds + 999_999) / 1_000_000)) } ?? -1
   let count = poll(&fds, nfds_t(fds.count), milliseconds)
   if count < 0 {
-    if errno == EINTR { return ([], []) }
-    throw Errno.current
+    let error = Errno.current
+    if error.meansInterrupted { return ([], []) }
+    throw error
   }
   let trouble = Int16(POLLERR) | Int16(POLLHUP) | Int16(POLLNVAL)
   var readable: [FileDescriptor] = []
