@@ -26,6 +26,14 @@ package struct StoreLocation: Hashable, Sendable {
     return slash == path.startIndex ? "/" : String(path[..<slash])
   }
 
+  /// Writes to the database and its `-wal` from now on, by any process (`FileChanges`): how a
+  /// reader that must not read in its hot path learns it has something to read. Throws when the
+  /// directory cannot be watched (none yet, or inotify refused).
+  package func changes() throws -> FileChanges {
+    let name = String(path.split(separator: "/").last ?? "")
+    return try FileChanges(directory: SystemPath(directory), names: [name, name + "-wal"])
+  }
+
   package var exists: Bool { FileSystem.exists(path) }
   /// Whether this process may write the database: the file (if any) and its directory, where
   /// SQLite keeps the `-wal` and `-shm` files.

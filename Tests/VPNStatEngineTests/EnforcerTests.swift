@@ -69,6 +69,46 @@ struct EnforcerTests {
     #expect(try bench.stops() == [.pause, .freeLimit])
   }
 
+  @Test(
+    "an up in the pause is decided on the session held while nothing says the database changed: no read in that path; once told, read"
+  )
+  func pauseDecidedOnWhatIsHeld() throws {
+    let told = ToldChanges()
+    let bench = try EnforcerBench("held", changes: .told(told))
+    let (index, window) = try started(bench)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    // Another process switches to premium; the watch has not said so (yet).
+    let other = try #require(try Store.open(bench.location, intent: .write, calendar: FixedOffsetCalendar.utc))
+    _ = try other.updateSession { $0 = $0.switching(to: .premium) }
+    bench.clock.advance(.seconds(60))
+    let asked = told.asked
+    try bench.handle(.link(bench.kernel.set(index, up: true)))
+    #expect(told.asked > asked)
+    #expect(!bench.kernel.isUp(index), "decided on the free plan held: the database was not read")
+    // Told: the next up is decided on what the database says now.
+    told.changed = true
+    bench.clock.advance(.seconds(1))
+    try bench.handle(.link(bench.kernel.set(index, up: true)))
+    #expect(bench.kernel.isUp(index), "\(bench.log.lines)")
+    #expect(bench.enforcer.record?.plan == .premium)
+  }
+
+  @Test("with the kernel watching the database, another process's switch to premium in the pause lets the next up stay")
+  func pauseSeesOtherWriters() throws {
+    let bench = try EnforcerBench("watched", changes: .inotify)
+    let (index, window) = try started(bench)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    bench.clock.advance(.seconds(30))
+    try bench.handle(.link(bench.kernel.set(index, up: true)))
+    #expect(!bench.kernel.isUp(index))
+    let other = try #require(try Store.open(bench.location, intent: .write, calendar: FixedOffsetCalendar.utc))
+    _ = try other.updateSession { $0 = $0.switching(to: .premium) }
+    bench.clock.advance(.seconds(30))
+    try bench.handle(.link(bench.kernel.set(index, up: true)))
+    #expect(bench.kernel.isUp(index), "\(bench.log.lines)")
+    #expect(try bench.stops() == [.pause, .freeLimit])
+  }
+
   @Test("a reconnect inside the window resumes it: the same deadline, no extension")
   func reconnectInsideWindow() throws {
     let bench = try EnforcerBench("resume")

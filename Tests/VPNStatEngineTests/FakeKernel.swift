@@ -213,7 +213,8 @@ final class EnforcerBench: @unchecked Sendable {
     manager: (kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner)? = nil,
     presence: Bool = false, ledgerLock: any LedgerWriterLock = UncontendedLedgerLock(),
     saveInterval: Duration = Recorder.defaultSaveInterval, spool: Bool = false,
-    openStore: @escaping () throws -> Store? = { nil }, processExits: any ProcessExitWatching = NoProcessExits()
+    openStore: @escaping () throws -> Store? = { nil }, processExits: any ProcessExitWatching = NoProcessExits(),
+    changes: DatabaseChangesSource = .none
   ) throws {
     self.kernel = kernel
     self.directory = try directory ?? TemporaryDirectory(label)
@@ -232,7 +233,8 @@ final class EnforcerBench: @unchecked Sendable {
       storage: EnforcerStorage(
         store: present ? store : nil, open: openStore, saveInterval: saveInterval, ledgerLock: ledgerLock,
         spool: spool ? EnforcerSpool(location: location) : nil,
-        presence: presence ? EnforcerPresenceFile(location: location, tunnel: InterfaceName("wg0")) : nil),
+        presence: presence ? EnforcerPresenceFile(location: location, tunnel: InterfaceName("wg0")) : nil,
+        changes: try changes.make(location)),
       environment: EnforcerEnvironment(
         links: links, alarm: alarm, log: log, calendar: FixedOffsetCalendar.utc,
         holdRelease: ManagerHoldRelease(runner: manager?.runner ?? ChildProgramRunner()), processExits: processExits))
@@ -253,6 +255,33 @@ final class EnforcerBench: @unchecked Sendable {
   func alarmFires(at instant: Timestamp) throws {
     clock.advance(instant - clock.now().wall)
     try handle(.alarm)
+  }
+}
+
+/// Who tells a bench's enforcer that its database changed: nobody (it reads before every
+/// decision), the kernel (inotify on the bench's directory), or the test.
+enum DatabaseChangesSource {
+  case none
+  case inotify
+  case told(ToldChanges)
+
+  func make(_ location: StoreLocation) throws -> (any DatabaseChanges)? {
+    switch self {
+    case .none: nil
+    case .inotify: try location.changes()
+    case .told(let told): told
+    }
+  }
+}
+
+/// Changes as the test says: `changed` is returned once, then false again.
+final class ToldChanges: DatabaseChanges {
+  var changed = false
+  private(set) var asked = 0
+  func consume() -> Bool {
+    asked += 1
+    defer { changed = false }
+    return changed
   }
 }
 

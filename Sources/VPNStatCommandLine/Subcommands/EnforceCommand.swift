@@ -111,7 +111,9 @@ enum EnforceCommand: Subcommand {
         },
         saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
         ledgerLock: LedgerLockFile(location, role: "vpnstat enforce \(tunnel.escaped)"),
-        spool: EnforcerSpool(location: location), presence: EnforcerPresenceFile(location: location, tunnel: tunnel)),
+        spool: EnforcerSpool(location: location), presence: EnforcerPresenceFile(location: location, tunnel: tunnel),
+        // Without a watch (inotify refused), the session is read before every decision instead.
+        changes: try? location.changes()),
       environment: EnforcerEnvironment(
         links: links, alarm: alarm, log: StandardErrorLog(context: context), calendar: context.calendar,
         holdRelease: ManagerHoldRelease(runner: detector.runner)))

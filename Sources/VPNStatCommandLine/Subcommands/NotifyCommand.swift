@@ -52,8 +52,7 @@ enum NotifyCommand: Subcommand {
     let location = CommandServices.storeLocation(parsed, context)
     let changes: FileChanges
     do {
-      let name = String(location.path.split(separator: "/").last ?? "")
-      changes = try FileChanges(directory: SystemPath(location.directory), names: [name, name + "-wal"])
+      changes = try location.changes()
     } catch {
       throw GeneralFailure(
         .unavailable,

@@ -72,6 +72,10 @@ package struct Enforcer {
   var cap: DataCapCheck
   var deadline: TrustedAlarm
   var sleep = SleepDetector()
+  /// Who tells the enforcer that the database was written (nil: nobody, so it reads every time).
+  let databaseChanges: (any DatabaseChanges)?
+  /// The session held may be older than the database's: read it before the next decision.
+  var sessionStale = true
 
   /// `action`: how to disconnect (nil: link-down).
   package init(
@@ -93,6 +97,7 @@ package struct Enforcer {
       file: storage.presence, release: environment.holdRelease, process: environment.process, log: log)
     cap = DataCapCheck(calendar: environment.calendar)
     deadline = TrustedAlarm(alarm: environment.alarm)
+    databaseChanges = storage.changes
   }
 
   var clock: any TimeSource { sampler.clock }
@@ -151,6 +156,9 @@ package struct Enforcer {
       return
     }
     try giveBackHolds()
+    // What this event wrote (a window, a stop) or another process wrote meanwhile is read now,
+    // after the decision, so the next up finds the session held already current.
+    refreshIfChanged()
   }
 
   private mutating func start() throws {
@@ -195,7 +203,7 @@ package struct Enforcer {
 
   /// The on-tunnel-up rule, decided on the freshest record that can be read, applied at once.
   private mutating func tunnelCameUp(_ index: Int32) throws {
-    refresh()
+    refreshIfChanged()
     let now = trustedNow()
     switch rules.tunnelUp(session.record, capReached: capReached(at: now), at: now) {
     case .unknown:
@@ -396,14 +404,27 @@ package struct Enforcer {
 
   /// Reads the session and the trusted clock; on failure keeps what memory holds (and says so
   /// once). A window opened here and not yet written is kept over the stored record.
-  private mutating func refresh() {
-    guard let store = database.store else { return }
+  /// Reads the session and the trusted clock again. False when the database could not be read.
+  @discardableResult
+  private mutating func refresh() -> Bool {
+    guard let store = database.store else { return false }
     do {
       try session.refresh(from: store, clock: clock, keepingRecord: pending.window != nil)
       recovered()
+      return true
     } catch {
       database.outage.failed(error)
+      return false
     }
+  }
+
+  /// Reads the session again only when the database may have changed since it was last read
+  /// (`DatabaseChanges`): an up in the pause is then decided on what is held, with no read in the
+  /// path, yet never on a record another process changed (`vpnstat plan premium`, a reset). A
+  /// change that could not be read stays pending until it is.
+  private mutating func refreshIfChanged() {
+    if databaseChanges?.consume() ?? true { sessionStale = true }
+    if sessionStale, refresh() { sessionStale = false }
   }
 
   /// Writes what is pending (`PendingWrites`: the spool keeps what the database refuses).

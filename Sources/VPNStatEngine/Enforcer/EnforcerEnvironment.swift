@@ -1,5 +1,6 @@
 import VPNStatModel
 import VPNStatStore
+import VPNStatSystem
 
 /// The enforcer's seams: everything through which it touches the world besides its database and
 /// the kernel's counters, each replaceable by a test — the kernel's links, the wall-clock alarm,
@@ -44,11 +45,14 @@ package struct EnforcerStorage {
   package var ledgerLock: any LedgerWriterLock
   package var spool: EnforcerSpool?
   package var presence: EnforcerPresenceFile?
+  /// Writes to the database by any process, watched; nil: the session is read again before
+  /// every decision on an up.
+  package var changes: (any DatabaseChanges)?
 
   package init(
     store: Store?, open: @escaping () throws -> Store? = { nil }, saveInterval: Duration = Recorder.defaultSaveInterval,
     ledgerLock: any LedgerWriterLock = UncontendedLedgerLock(), spool: EnforcerSpool? = nil,
-    presence: EnforcerPresenceFile? = nil
+    presence: EnforcerPresenceFile? = nil, changes: (any DatabaseChanges)? = nil
   ) {
     self.store = store
     self.open = open
@@ -56,5 +60,17 @@ package struct EnforcerStorage {
     self.ledgerLock = ledgerLock
     self.spool = spool
     self.presence = presence
+    self.changes = changes
   }
 }
+
+/// Whether the database may have been written since the last call: lets the enforcer decide an
+/// up in the pause on the session it holds, reading the database only when another process may
+/// have changed it. `FileChanges` in the program; tests may say what they like.
+package protocol DatabaseChanges: AnyObject {
+  /// True when the database or its `-wal` may have changed since the last call (also when that
+  /// cannot be told: events were lost).
+  func consume() -> Bool
+}
+
+extension FileChanges: DatabaseChanges {}
