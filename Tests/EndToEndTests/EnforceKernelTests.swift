@@ -80,7 +80,8 @@ struct EnforceKernelTests {
     let latency = down.timeIntervalSince(ends)
     #expect(latency < 1.0, "deadline → down took \(latency) s")
     #expect(latency > -0.05, "taken down before the deadline: \(latency) s")
-    #expect(try t.lastStop()?["reason"] as? String == "free-limit")
+    // The stop is recorded after the link is cut and the manager step is done: waited for.
+    #expect(try waitUntil(timeout: 30) { try t.lastStop()?["reason"] as? String == "free-limit" } != nil)
     // The gate refuses during the pause and says how long and until when.
     let gate = try t.ns.vpnstat("session", "check", "--db", t.db)
     #expect(gate.status == 75)
@@ -90,7 +91,7 @@ struct EnforceKernelTests {
     try t.up()
     let undone = try waitUntil(timeout: 1) { try !t.isUp() }
     #expect(undone != nil, "a manual up during the pause stayed up")
-    #expect(try t.lastStop()?["reason"] as? String == "pause")
+    #expect(try waitUntil(timeout: 30) { try t.lastStop()?["reason"] as? String == "pause" } != nil)
     // After the pause the gate opens, and the next up opens a new window.
     _ = waitUntil(timeout: 8) { Date() > pauseEnds.addingTimeInterval(0.2) }
     #expect(try t.ns.vpnstat("session", "check", "--db", t.db).status == 0)
