@@ -110,7 +110,7 @@ struct CheckpointKernelTests {
     let enforcer = try t.startEnforcer(["--save-interval", "1s"], session: "120s", pause: "60s")
     try enforcer.waitForError("vpnstat record (pid \(recorder.pid)) keeps the ledger")
     // The window the enforcer opened is saved with the ledger by the recorder (at its next sample).
-    #expect(try t.session()["state"] as? String == "active")
+    #expect(try t.openedWindow()["state"] as? String == "active")
     usleep(600_000)
     let afterStart = try #require(try storedEntry(t.db, t.tunnel))
     try t.ns.peerRun("udp-send", "169.254.43.2", "9703", "300", "900", "--gap-us", "200")

@@ -53,6 +53,17 @@ final class EnforcedTunnel: @unchecked Sendable {
 
   func lastStop() throws -> [String: Any]? { try session()["last_stop"] as? [String: Any] }
 
+  /// The session once the enforcer's first look at an up tunnel has opened its window: the
+  /// enforcer says it enforces before it looks, so a read at once may come before the window.
+  func openedWindow() throws -> [String: Any] {
+    var session: [String: Any] = [:]
+    _ = try waitUntil(timeout: 30) {
+      session = try self.session()
+      return session["session_ends_at"] is String
+    }
+    return session
+  }
+
   deinit {
     enforcer?.stop()
     owner?.stop()
@@ -71,7 +82,7 @@ struct EnforceKernelTests {
     let t = try EnforcedTunnel("enf")
     try t.up()
     let enforcer = try t.startEnforcer(session: "3s", pause: "4s")
-    let session = try t.session()
+    let session = try t.openedWindow()
     #expect(session["state"] as? String == "active")
     let ends = try #require(instant(session["session_ends_at"]))
     let pauseEnds = try #require(instant(session["pause_ends_at"]))
@@ -109,7 +120,7 @@ struct EnforceKernelTests {
     let t = try EnforcedTunnel("rst")
     try t.up()
     var enforcer = try t.startEnforcer(session: "30s", pause: "30s")
-    let first = try #require(t.session()["session_ends_at"] as? String)
+    let first = try #require(t.openedWindow()["session_ends_at"] as? String)
     #expect(enforcer.stop() == 0)
     #expect(try t.lastStop()?["reason"] as? String == "stopped")
     sleep(1)
@@ -125,7 +136,7 @@ struct EnforceKernelTests {
     try t.up()
     let marker = t.directory.file("action-ran")
     _ = try t.startEnforcer(["--exec", "/bin/sh", "-c", "touch \(marker)"], session: "2s", pause: "2s")
-    let ends = try #require(instant(try t.session()["session_ends_at"]))
+    let ends = try #require(instant(try t.openedWindow()["session_ends_at"]))
     t.owner?.stop()
     _ = waitUntil(timeout: 2) { !t.exists() }
     #expect(!t.exists())
@@ -293,7 +304,7 @@ struct EnforceKernelTests {
     let t = try EnforcedTunnel("delact")
     try t.up()
     _ = try t.startEnforcer(["--action", "delete"], session: "2s", pause: "3s")
-    let ends = try #require(instant(try t.session()["session_ends_at"]))
+    let ends = try #require(instant(try t.openedWindow()["session_ends_at"]))
     let gone = try #require(waitUntil(timeout: 5) { !t.exists() }, "never deleted")
     #expect(gone.timeIntervalSince(ends) < 1.0)
     _ = try waitUntil(timeout: 3) { try t.lastStop() != nil }

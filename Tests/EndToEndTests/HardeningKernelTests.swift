@@ -50,7 +50,7 @@ struct OtherUserAttackTests {
     let t = try EnforcedTunnel("shm")
     try t.up()
     let enforcer = try t.startEnforcer(session: "3s", pause: "6s")
-    let window = try t.session()
+    let window = try t.openedWindow()
     let ends = try #require(instant(window["session_ends_at"]))
     let locker = try backgroundAsNobody("/usr/bin/python3", ["-c", holdSharedLock, t.db + "-shm", "posix"])
     defer { locker.stop(SIGKILL) }
@@ -485,7 +485,7 @@ struct EnforcerFollowsTunnelTests {
     let t = try EnforcedTunnel("ren")
     try t.up()
     let enforcer = try t.startEnforcer(session: "3s", pause: "5s")
-    let ends = try #require(instant(try t.session()["session_ends_at"]))
+    let ends = try #require(instant(try t.openedWindow()["session_ends_at"]))
     try t.ns.ip("link", "set", t.tunnel, "down")
     try t.ns.ip("link", "set", t.tunnel, "name", "tun19")
     try t.ns.ip("link", "set", "tun19", "up")

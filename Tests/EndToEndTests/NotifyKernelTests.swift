@@ -126,7 +126,7 @@ struct NotifyKernelTests {
     // Link-down: what is measured is the agent, not how long finding a manager takes on a loaded
     // machine (EnforceKernelTests and the manager tests measure the takedown).
     let enforcer = try t.startEnforcer(["--action", "link-down"], session: "3s", pause: "10s")
-    let session = try t.session()
+    let session = try t.openedWindow()
     let ends = try #require(instant(session["session_ends_at"]))
     let pauseEnds = try #require(instant(session["pause_ends_at"]))
     let first = try #require(desktop.waitFor("VPN session ends in 2 s"), "no first warning: \(desktop.diagnostics)")

@@ -403,8 +403,8 @@ package struct Enforcer {
   }
 
   /// Reads the session and the trusted clock; on failure keeps what memory holds (and says so
-  /// once). A window opened here and not yet written is kept over the stored record.
-  /// Reads the session and the trusted clock again. False when the database could not be read.
+  /// once) and returns false. A window opened here and not yet written is kept over the stored
+  /// record.
   @discardableResult
   private mutating func refresh() -> Bool {
     guard let store = database.store else { return false }
