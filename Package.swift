@@ -11,10 +11,11 @@ import PackageDescription
 // function in a section of its own (`-function-sections`), and the functions its steady loop runs
 // placed together at the start of the program's code by lld (`--symbol-ordering-file`; gold,
 // Swift's default linker here, orders sections by name only). The kernel maps a program's code
-// 64 KiB around every page first touched, so the loop's few hundred KiB scattered over a 10 MiB
-// static binary kept most of it resident. The list is Sources/vpnstat/recorder.order, made by
-// scripts/recorder-order from a profile of the loop; a name it lists that a build lacks is
-// skipped. VPNStatModel, the library other packages may use, takes no unsafe flag: its objects
+// by whole page-cache folios (256 KiB here) around every page first touched, so the loop's few
+// hundred KiB scattered over a 10 MiB static binary kept most of it resident, and a one-shot
+// `status` faulted in dozens of folios. The list is Sources/vpnstat/recorder.order, made by
+// scripts/recorder-order from a profile of the loop, then of the one-shot commands (`status`, the
+// gate) from exec to exit; a name it lists that a build lacks is skipped. VPNStatModel, the library other packages may use, takes no unsafe flag: its objects
 // are placed whole.
 let packedCode: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release))]
 
