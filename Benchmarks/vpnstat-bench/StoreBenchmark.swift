@@ -137,7 +137,11 @@ enum EnforceBenchmark {
         "\(others) other processes"
         + (crowd.map { ", \($0.processes) of them nobody's holding \($0.processes * $0.descriptors) descriptors" } ?? "")
       let anchor = try anchorUndo(ip: ip, links: links, index: index, watch: watch, count: quick ? 20 : 60)
+      let floor = try floorUndo(links: links, index: index, watch: watch, count: quick ? 20 : 60)
       lines.append("  \(label):")
+      lines.append(
+        "    floor (this process: up, its notification, down, its notification): median \(formatDuration(floor.median)), worst \(formatDuration(Double(floor.worst)))"
+      )
       lines.append(
         "    anchor (ip monitor | ip link set down): undo median \(formatDuration(anchor.median)), worst \(formatDuration(Double(anchor.worst)))"
       )
@@ -180,6 +184,19 @@ enum EnforceBenchmark {
     }
     /// Forgets what was said so far.
     func drain() { _ = notifications.drain() }
+    /// Waits until the kernel says the tun is up; false after `timeout`.
+    func waitForUp(timeout: Duration) throws -> Bool {
+      let end = monotonicNanoseconds() + timeout.nanoseconds
+      while monotonicNanoseconds() < end {
+        let left = Duration.nanoseconds(max(0, end - monotonicNanoseconds()))
+        guard try !waitForReadable([notifications.descriptor], timeout: left).isEmpty else { continue }
+        for change in notifications.drain().changes where change.record.index == index {
+          if !change.deleted && change.record.attributes.isAdministrativelyUp { return true }
+        }
+      }
+      return false
+    }
+
     /// Waits until the kernel says the tun is down (or gone); the monotonic time then, or nil
     /// after `timeout`.
     func waitForDown(timeout: Duration) throws -> Int64? {
@@ -204,6 +221,27 @@ enum EnforceBenchmark {
     let start = monotonicNanoseconds()
     try links.setUp(index: index)
     return try watch.waitForDown(timeout: .seconds(2)).map { $0 - start }
+  }
+
+  /// The physical floor of an undo: what the kernel takes to raise the tun, tell of it, take it
+  /// down and tell of that, with no other process in between — the part of every undo figure no
+  /// enforcer can remove.
+  static func floorUndo(links: NetlinkLinkTable, index: Int32, watch: LinkWatch, count: Int) throws -> (
+    median: Double, worst: Int64
+  ) {
+    var samples: [Int64] = []
+    for _ in 0..<count {
+      if try links.link(index: index)?.attributes.isAdministrativelyUp == true { try links.setDown(index: index) }
+      watch.drain()
+      let start = monotonicNanoseconds()
+      try links.setUp(index: index)
+      guard try watch.waitForUp(timeout: .seconds(2)) else { continue }
+      try links.setDown(index: index)
+      if let down = try watch.waitForDown(timeout: .seconds(2)) { samples.append(down - start) }
+      usleep(20_000)
+    }
+    guard !samples.isEmpty else { throw BenchError("\(device) never went up and down") }
+    return (Distribution(samples).median, samples.max() ?? 0)
   }
 
   /// The anchor: `ip -o monitor link` read by a shell loop that runs `ip link set DEV down` for
