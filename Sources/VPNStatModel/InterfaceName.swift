@@ -1,11 +1,85 @@
 /// An interface name exactly as the kernel holds it: 1 to 15 bytes, not `.` or `..`, and no NUL,
 /// `/`, `:` or whitespace (see `kernelProblem`). Names are bytes, not text — the kernel accepts
 /// ESC, quotes and non-UTF-8 — so every way of showing one is an explicit, escaping conversion.
+///
+/// A name of up to 15 bytes (every name the kernel gives) is kept in two words, no array: a
+/// recorder looks a thousand names up in its tables every second, and hashing and comparing two
+/// words, and copying an entry without a reference to count, cost a fraction of an array's bytes.
+/// A longer one (only what a person or a file says, which the kernel would refuse) keeps its bytes.
 public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvertible {
-  public let bytes: [UInt8]
+  /// The two forms. Each name has exactly one (a name of 15 bytes or fewer is always `packed`),
+  /// so equal names have equal storage and the synthesized equality and hash agree with the bytes.
+  @usableFromInline
+  enum Storage: Hashable, Sendable {
+    /// Bytes 0–7 in the first word and 8–14 in the second, byte i at bits 8·(i mod 8) (the low
+    /// byte first); the count in the second word's top byte; unused bytes zero.
+    case packed(UInt64, UInt64)
+    /// More than 15 bytes.
+    case long([UInt8])
+  }
+  @usableFromInline
+  let storage: Storage
 
-  public init(bytes: some Sequence<UInt8>) { self.bytes = Array(bytes) }
-  public init(_ string: String) { self.bytes = Array(string.utf8) }
+  /// The most bytes kept in two words: the kernel's longest name (IFNAMSIZ − 1).
+  static let packedCapacity = 15
+
+  public init(bytes: some Sequence<UInt8>) {
+    var words: (UInt64, UInt64) = (0, 0)
+    var count = 0
+    var long: [UInt8]?
+    for byte in bytes {
+      if var spilled = long {
+        long = nil
+        spilled.append(byte)
+        long = spilled
+        continue
+      }
+      if count == Self.packedCapacity {
+        var spilled = Self.unpack(words.0, words.1, count: count)
+        spilled.append(byte)
+        long = spilled
+        continue
+      }
+      if count < 8 {
+        words.0 |= UInt64(byte) << (8 * UInt64(count))
+      } else {
+        words.1 |= UInt64(byte) << (8 * UInt64(count - 8))
+      }
+      count += 1
+    }
+    if let long {
+      storage = .long(long)
+    } else {
+      storage = .packed(words.0, words.1 | UInt64(count) << 56)
+    }
+  }
+
+  public init(_ string: String) { self.init(bytes: string.utf8) }
+
+  /// The name's bytes.
+  public var bytes: [UInt8] {
+    switch storage {
+    case .packed(let low, let high): Self.unpack(low, high, count: Int(high >> 56))
+    case .long(let bytes): bytes
+    }
+  }
+
+  /// How many bytes the name has.
+  public var count: Int {
+    switch storage {
+    case .packed(_, let high): Int(high >> 56)
+    case .long(let bytes): bytes.count
+    }
+  }
+
+  private static func unpack(_ low: UInt64, _ high: UInt64, count: Int) -> [UInt8] {
+    var bytes = [UInt8]()
+    bytes.reserveCapacity(count)
+    for i in 0..<count {
+      bytes.append(UInt8(truncatingIfNeeded: i < 8 ? low >> (8 * UInt64(i)) : high >> (8 * UInt64(i - 8))))
+    }
+    return bytes
+  }
 
   /// Parses the escaped form (`\xHH` for a raw byte, `\\` for a backslash) that `escaped`
   /// produces, so a name printed by vpnstat can be given back to it.
@@ -29,24 +103,67 @@ public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvert
       out.append(b[i])
       i += 1
     }
-    bytes = out
+    self.init(bytes: out)
   }
 
-  /// The bytes hashed as one block, after their count. The synthesized form feeds the hasher one
-  /// byte at a time: with a few table lookups per interface per sample, that was a tenth of a
-  /// cold `status` of a thousand interfaces.
+  @inlinable
+  public static func == (a: InterfaceName, b: InterfaceName) -> Bool {
+    if case .packed(let al, let ah) = a.storage, case .packed(let bl, let bh) = b.storage {
+      return al == bl && ah == bh
+    }
+    return a.storage == b.storage
+  }
+
+  /// The two words where the name has them (the count is in the second), else the count and the
+  /// bytes as one block. Equal names have the same form, so the hash agrees with `==`.
+  @inlinable
   public func hash(into hasher: inout Hasher) {
-    hasher.combine(bytes.count)
-    bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    switch storage {
+    case .packed(let low, let high):
+      hasher.combine(low)
+      hasher.combine(high)
+    case .long(let bytes):
+      hasher.combine(bytes.count)
+      bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+  }
+
+  /// What a dictionary keyed by names hashes: a name's two words mixed in one multiplication
+  /// (wyhash's), keyed by the table's seed — which holds the process's random seed — instead of
+  /// a `Hasher` round per word and its finalization: a recorder makes four such lookups per
+  /// interface per sample, and the `Hasher` was most of each. A longer name goes through the
+  /// `Hasher`, seeded. Equal names have the same form and words, so this agrees with `==`.
+  @inlinable
+  public func _rawHashValue(seed: Int) -> Int {
+    switch storage {
+    case .packed(let low, let high):
+      let product = (low ^ UInt64(UInt(bitPattern: seed)) ^ 0xA076_1D64_78BD_642F).multipliedFullWidth(
+        by: high ^ 0xE703_7ED1_A0B4_28DB)
+      return Int(truncatingIfNeeded: product.high ^ product.low)
+    case .long(let bytes):
+      var hasher = Hasher()
+      hasher.combine(seed)
+      hasher.combine(bytes.count)
+      bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+      return hasher.finalize()
+    }
   }
 
   public static func < (a: InterfaceName, b: InterfaceName) -> Bool {
-    a.bytes.withUnsafeBufferPointer { x in
-      b.bytes.withUnsafeBufferPointer { y in
-        for i in 0..<min(x.count, y.count) where x[i] != y[i] { return x[i] < y[i] }
-        return x.count < y.count
-      }
+    if case .packed(let al, let ah) = a.storage, case .packed(let bl, let bh) = b.storage {
+      // Byte order is the words' order once the first byte is the most significant; the unused
+      // bytes are zero, so where the padded bytes tie, the shorter name is a prefix: the counts
+      // (the top bytes, cleared for the comparison) decide.
+      if al != bl { return al.byteSwapped < bl.byteSwapped }
+      let x = (ah & 0x00FF_FFFF_FFFF_FFFF).byteSwapped
+      let y = (bh & 0x00FF_FFFF_FFFF_FFFF).byteSwapped
+      if x != y { return x < y }
+      return ah >> 56 < bh >> 56
     }
+    let x = a.bytes
+    let y = b.bytes
+    for i in 0..<min(x.count, y.count) where x[i] != y[i] { return x[i] < y[i] }
+    return x.count < y.count
   }
 
   /// Why the kernel would refuse this name, or nil when it could name an interface. The kernel's
@@ -54,6 +171,7 @@ public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvert
   /// byte its `isspace` calls a space — tab, line feed, vertical tab, form feed, carriage
   /// return, space, and 0xA0 (Latin-1's no-break space). Checked on Linux 6.18.
   public var kernelProblem: String? {
+    let bytes = self.bytes
     if bytes.isEmpty { return "is empty" }
     if bytes.count > 15 { return "is longer than 15 bytes" }
     if bytes == [0x2E] || bytes == [0x2E, 0x2E] { return "is '.' or '..'" }

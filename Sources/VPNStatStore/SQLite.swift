@@ -104,10 +104,23 @@ final class SQLiteConnection {
 
   /// Runs one statement with `bindings`, calling `row` for each result row.
   func query(_ sql: String, _ bindings: [SQLiteValue] = [], row: (SQLiteRow) throws -> Void = { _ in }) throws {
+    try run(try prepared(sql), bindings, row: row)
+  }
+
+  /// Runs one statement (one that returns no rows) once for each set of bindings `each` hands to
+  /// its argument: a save's thousands of rows. The statement is looked up once, not per row —
+  /// hashing its text for every row cost a save more than SQLite's own work on some rows.
+  func repeatedly(_ sql: String, _ each: (_ run: ([SQLiteValue]) throws -> Void) throws -> Void) throws {
     let statement = try prepared(sql)
+    try each { bindings in try self.run(statement, bindings, row: { _ in }) }
+  }
+
+  private func run(_ statement: OpaquePointer?, _ bindings: [SQLiteValue], row: (SQLiteRow) throws -> Void) throws {
     defer {
       sqlite3_reset(statement)
-      sqlite3_clear_bindings(statement)
+      // Bindings a next run might not replace go back to NULL; where every parameter is bound,
+      // each run replaces them all anyway.
+      if bindings.count < sqlite3_bind_parameter_count(statement) { sqlite3_clear_bindings(statement) }
     }
     for (i, value) in bindings.enumerated() {
       let index = Int32(i + 1)

@@ -121,36 +121,45 @@ extension Store {
   }
 
   private func write(_ checkpoint: LedgerCheckpoint) throws {
-    for entry in checkpoint.entries {
-      let b = entry.baseline
-      let t = entry.totals
-      try connection.query(
-        """
-        INSERT OR REPLACE INTO interfaces (name, class, first_seen_at, if_index, boot_id, width,
-          rx_bytes, tx_bytes, rx_packets, tx_packets, sampled_at, boottime, total_rx_bytes,
-          total_tx_bytes, total_rx_packets, total_tx_packets, resets, wraps, discarded)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        """,
-        [
+    // Each statement prepared once for all its rows, and each row's values one array.
+    try connection.repeatedly(
+      """
+      INSERT OR REPLACE INTO interfaces (name, class, first_seen_at, if_index, boot_id, width,
+        rx_bytes, tx_bytes, rx_packets, tx_packets, sampled_at, boottime, total_rx_bytes,
+        total_tx_bytes, total_rx_packets, total_tx_packets, resets, wraps, discarded)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      """
+    ) { run in
+      for entry in checkpoint.entries {
+        let b = entry.baseline
+        let t = entry.totals
+        try run([
           .blob(entry.name.bytes), .text(entry.interfaceClass.rawValue), .integer(t.firstSeenAt.nanoseconds),
           .integer(Int64(b.instance.index)), .text(b.instance.bootID), .integer(Int64(b.width.rawValue)),
-        ] + SQLiteValue.traffic(b.counters) + [.integer(b.wall.nanoseconds), .integer(b.boottime)]
-          + SQLiteValue.traffic(t.traffic) + [.unsigned(t.resets), .unsigned(t.wraps), .unsigned(t.discarded)])
+          .unsigned(b.counters.rxBytes), .unsigned(b.counters.txBytes), .unsigned(b.counters.rxPackets),
+          .unsigned(b.counters.txPackets), .integer(b.wall.nanoseconds), .integer(b.boottime),
+          .unsigned(t.traffic.rxBytes), .unsigned(t.traffic.txBytes), .unsigned(t.traffic.rxPackets),
+          .unsigned(t.traffic.txPackets), .unsigned(t.resets), .unsigned(t.wraps), .unsigned(t.discarded),
+        ])
+      }
     }
-    for (granularity, bucket) in checkpoint.buckets {
-      try connection.query(
-        """
-        INSERT INTO buckets (name, granularity, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (granularity, start, name) DO UPDATE SET
-          class = excluded.class,
-          rx_bytes = rx_bytes + excluded.rx_bytes, tx_bytes = tx_bytes + excluded.tx_bytes,
-          rx_packets = rx_packets + excluded.rx_packets, tx_packets = tx_packets + excluded.tx_packets
-        """,
-        [
+    try connection.repeatedly(
+      """
+      INSERT INTO buckets (name, granularity, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (granularity, start, name) DO UPDATE SET
+        class = excluded.class,
+        rx_bytes = rx_bytes + excluded.rx_bytes, tx_bytes = tx_bytes + excluded.tx_bytes,
+        rx_packets = rx_packets + excluded.rx_packets, tx_packets = tx_packets + excluded.tx_packets
+      """
+    ) { run in
+      for (granularity, bucket) in checkpoint.buckets {
+        try run([
           .blob(bucket.name.bytes), .integer(Int64(granularity.rawValue)), .integer(bucket.start),
-          .text(bucket.interfaceClass.rawValue),
-        ] + SQLiteValue.traffic(bucket.traffic))
+          .text(bucket.interfaceClass.rawValue), .unsigned(bucket.traffic.rxBytes), .unsigned(bucket.traffic.txBytes),
+          .unsigned(bucket.traffic.rxPackets), .unsigned(bucket.traffic.txPackets),
+        ])
+      }
     }
   }
 

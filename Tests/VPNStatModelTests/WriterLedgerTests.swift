@@ -77,6 +77,43 @@ struct WriterLedgerTests {
     #expect(writer.saveRequested, "new names and events are saved at once")
   }
 
+  @Test(
+    "a checkpoint's rows are one per bucket, in the table's key order (granularity, start, name), also when the save interval crossed a bucket's end"
+  )
+  func rowsInKeyOrder() {
+    var unsaved = UnsavedTraffic()
+    // 1_800_000_000 is a multiple of 300: seconds 290 and 310 fall in two 5-minute buckets, the
+    // same hour, day and month. Names booked out of order, one a prefix of another.
+    var expected: [[Int64]: UInt64] = [:]
+    for (second, names) in [(290, ["wg1", "eth0", "wg", "a"]), (310, ["eth0", "b", "wg"]), (295, ["wg1", "b"])] {
+      let wall = Timestamp(seconds: 1_800_000_000 + Int64(second))
+      for (i, name) in names.enumerated() {
+        let rx = UInt64(100 * second + i)
+        unsaved.add(
+          BookedTraffic(
+            name: InterfaceName(name), interfaceClass: .ethernet, wall: wall,
+            delta: CounterDelta(TrafficCounts(rxBytes: rx, txBytes: 0, rxPackets: 1, txPackets: 0), kind: .growth)),
+          calendar: FixedOffsetCalendar.utc)
+        for granularity in TrafficGranularity.allCases {
+          let key =
+            [Int64(granularity.rawValue), granularity.start(of: wall, in: FixedOffsetCalendar.utc)]
+            + InterfaceName(name).bytes.map(Int64.init)
+          expected[key, default: 0] += rx
+        }
+      }
+    }
+    let rows = unsaved.rows
+    let keys = rows.map { [Int64($0.granularity.rawValue), $0.bucket.start] + $0.bucket.name.bytes.map(Int64.init) }
+    #expect(
+      keys
+        == expected.keys.sorted {
+          ($0[0], $0[1]) != ($1[0], $1[1])
+            ? ($0[0], $0[1]) < ($1[0], $1[1]) : $0[2...].lexicographicallyPrecedes($1[2...])
+        })
+    #expect(Dictionary(uniqueKeysWithValues: zip(keys, rows.map(\.bucket.traffic.rxBytes))) == expected)
+    #expect(Set(rows.filter { $0.granularity == .fiveMinutes }.map(\.bucket.start)).count == 2)
+  }
+
   @Test("the boot id \"unknown\" an older database stored is no evidence: the clocks decide, and the same boot grows")
   func unknownStoredBootID() throws {
     var stored = observation("eth0", rx: 1_000, second: 0).baseline

@@ -1,0 +1,93 @@
+import Testing
+
+@testable import VPNStatModel
+
+/// An interface name kept as two words (up to 15 bytes) or as its bytes (longer): whichever the
+/// form, a name is its bytes — equality, hash and order are the bytes', and the bytes come back
+/// as given.
+struct InterfaceNameTests {
+  /// Names of every length from 0 to 20, hostile bytes among them: NUL (trailing too, where
+  /// padding would hide it), 0xFF, ESC, a backslash, invalid UTF-8, a byte at each word's edge.
+  static let names: [[UInt8]] = {
+    var names: [[UInt8]] = [
+      [], [0], [0, 0], [0x61], [0x61, 0], [0x61, 0, 0], [0xFF], [0xFF, 0xFF], [0x1B, 0x5B, 0x32, 0x4A],
+      [0x5C], [0xC3, 0x28], Array("wg0".utf8), Array("wg0\u{0}".utf8), Array("tun-ünïcödé".utf8),
+      Array("123456789012345".utf8), Array("1234567890123456".utf8), Array("12345678".utf8),
+      Array("1234567".utf8), Array("123456789".utf8), [UInt8](repeating: 0xFF, count: 15),
+      [UInt8](repeating: 0xFF, count: 16), [UInt8](repeating: 0, count: 15), [UInt8](repeating: 0, count: 16),
+      [UInt8](repeating: 0x80, count: 8) + [0x01], [UInt8](repeating: 0x80, count: 8) + [0x01, 0x00],
+    ]
+    var random = SplitMix64(seed: 22)
+    for _ in 0..<400 {
+      let count = Int(random.next() % 21)
+      // Few distinct bytes, so equal prefixes and equal names are common.
+      names.append((0..<count).map { _ in [0x00, 0x61, 0x62, 0x7F, 0x80, 0xFF][Int(random.next() % 6)] })
+    }
+    return names
+  }()
+
+  @Test("a name gives back its bytes, and its count, however long and whatever they are")
+  func roundTrip() {
+    for bytes in Self.names {
+      let name = InterfaceName(bytes: bytes)
+      #expect(name.bytes == bytes)
+      #expect(name.count == bytes.count)
+      #expect(InterfaceName(bytes: bytes[...]) == name)
+      #expect(InterfaceName(parsingEscaped: name.escaped).bytes == bytes)
+      if let text = String(validating: bytes, as: UTF8.self) { #expect(InterfaceName(text) == name) }
+    }
+  }
+
+  @Test("equality, hash and order are the bytes' own: lexicographic, a prefix first")
+  func agreesWithBytes() {
+    for a in Self.names {
+      for b in Self.names {
+        let x = InterfaceName(bytes: a)
+        let y = InterfaceName(bytes: b)
+        #expect((x == y) == (a == b), "\(a) vs \(b)")
+        #expect((x < y) == a.lexicographicallyPrecedes(b), "\(a) < \(b)")
+        if a == b { #expect(x.hashValue == y.hashValue) }
+      }
+    }
+  }
+
+  @Test("names as dictionary keys and in a sort: no two names merge, the order is the bytes'")
+  func keysAndSorting() {
+    var table: [InterfaceName: [UInt8]] = [:]
+    for bytes in Self.names { table[InterfaceName(bytes: bytes)] = bytes }
+    #expect(table.count == Set(Self.names).count)
+    for (name, bytes) in table { #expect(name.bytes == bytes) }
+    let sorted = Self.names.map { InterfaceName(bytes: $0) }.sorted().map(\.bytes)
+    #expect(sorted == Self.names.sorted { $0.lexicographicallyPrecedes($1) })
+  }
+
+  @Test("the kernel's longest name (15 bytes) is held in two words; a longer one keeps its bytes")
+  func forms() {
+    let longest = InterfaceName("123456789012345")
+    guard case .packed = longest.storage else {
+      Issue.record("a 15-byte name is not packed")
+      return
+    }
+    let tooLong = InterfaceName("1234567890123456")
+    guard case .long(let bytes) = tooLong.storage else {
+      Issue.record("a 16-byte name is packed")
+      return
+    }
+    #expect(bytes == Array("1234567890123456".utf8))
+    #expect(longest.kernelProblem == nil)
+    #expect(tooLong.kernelProblem == "is longer than 15 bytes")
+  }
+}
+
+/// A small deterministic generator, so a failure names the same names again.
+private struct SplitMix64 {
+  var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
