@@ -22,16 +22,19 @@ package struct LedgerView {
   package mutating func sample(_ sampler: inout TrafficSampler) throws -> (sample: CounterSample, ledger: Ledger) {
     let version = try store.dataVersion()
     if version != loadedVersion {
-      ledger = try store.loadLedger()
+      // Stored boot ids of this boot become the clock's own String: advancing then compares each
+      // entry's boot by identity, not by its 36 bytes.
+      ledger = try store.loadLedger(sharingBootID: sampler.clock.now().bootID)
       loadedVersion = version
     }
     let sample = try sampler.sample()
-    _ = ledger.advance(sampler.observations(sample))
+    // In place, and nothing collected: a reader keeps no record of what changed.
+    ledger.advance(sampler.observations(sample)) { _ in }
     return (sample, ledger)
   }
 
   /// Books link notifications (a tunnel deleted between samples keeps its last bytes here).
   package mutating func book(_ observations: [LedgerObservation]) {
-    _ = ledger.advance(observations)
+    ledger.advance(observations) { _ in }
   }
 }

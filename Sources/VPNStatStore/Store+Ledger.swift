@@ -3,16 +3,19 @@ import VPNStatSystem
 
 /// The ledger and the traffic buckets, as stored.
 extension Store {
-  /// Every interface the ledger knows, with its baseline and totals.
-  package func loadLedger() throws -> Ledger {
-    try guarded { try readLedger() }
+  /// Every interface the ledger knows, with its baseline and totals. A stored boot id equal to
+  /// `sharingBootID` is that very String (not a copy of its bytes), so comparing it with the
+  /// boot id of a reading of the same clock is a comparison of identity
+  /// (`BootIdentity.same`, once per entry per sample).
+  package func loadLedger(sharingBootID: String? = nil) throws -> Ledger {
+    try guarded { try readLedger(sharingBootID: sharingBootID) }
   }
 
-  private func readLedger() throws -> Ledger {
+  private func readLedger(sharingBootID: String? = nil) throws -> Ledger {
     var entries: [InterfaceName: LedgerEntry] = [:]
     entries.reserveCapacity(Int(try connection.scalar("SELECT count(*) FROM interfaces") ?? 0))
     // Rows mostly share a boot id and a class: each is decoded once and compared after.
-    var bootID: String?
+    var bootID: String? = sharingBootID
     var lastClass: InterfaceClass?
     try connection.query(
       """
@@ -24,7 +27,8 @@ extension Store {
       let name = InterfaceName(bytes: row.blob(0))
       let baseline = LedgerBaseline(
         instance: InterfaceInstance(
-          index: Int32(truncatingIfNeeded: row.integer(3)), bootID: row.text(4, reusing: bootID) ?? ""),
+          index: Int32(truncatingIfNeeded: row.integer(3)),
+          bootID: row.text(4, reusing: bootID, or: sharingBootID) ?? ""),
         counters: row.traffic(6),
         width: CounterWidth(rawValue: Int(row.integer(5))) ?? .bits64,
         wall: Timestamp(nanoseconds: row.integer(10)), boottime: row.integer(11))

@@ -191,6 +191,31 @@ struct LiveViewTests {
 }
 
 /// A value a closure can change (the textfile writer's record).
+/// The ledger as a reader loads it.
+struct ReaderLedgerTests {
+  @Test("a reader's ledger holds this boot's id as its clock's own String, so advancing compares identities")
+  func sharedBootID() throws {
+    let directory = try TemporaryDirectory("readerboot")
+    let location = StoreLocation(path: directory.file("v.db"))
+    let writer = try #require(try Store.open(location, intent: .write))
+    let kernel = FakeKernel()
+    // A boot id made at run time (36 bytes, stored apart from any other String).
+    let clock = ManualTimeSource(bootID: UUID().uuidString.lowercased())
+    for name in ["ifb0", "ifb1"] { kernel.add(name, up: true) }
+    var sampler = fakeSampler(kernel, clock)
+    _ = try writer.advanceLedger(now: clock.now().wall) { ((), sampler.observations(kernel.sample(at: clock))) }
+    clock.advance(.seconds(1))
+    // Idle interfaces: advancing leaves each baseline as loaded.
+    var reader = fakeSampler(kernel, clock)
+    let read = try ReaderSample.take(&reader, store: try Store.open(location, intent: .read))
+    let entries = try #require(read.ledger).entries
+    #expect(entries.count == 2)
+    for entry in entries.values {
+      #expect(storage(of: entry.baseline.instance.bootID) == storage(of: clock.now().bootID))
+    }
+  }
+}
+
 final class Box<Value>: @unchecked Sendable {
   var value: Value
   init(_ value: Value) { self.value = value }

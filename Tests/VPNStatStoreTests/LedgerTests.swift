@@ -52,6 +52,32 @@ struct LedgerTests {
     #expect(try reopened.loadLedger().entries[name]?.totals == totals)
   }
 
+  @Test("a loaded boot id equal to the one given is that String itself, however the rows mix boots")
+  func sharedBootID() throws {
+    let directory = try TemporaryDirectory("bootshare")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    // 36 bytes made at run time, as a boot id is: each String has storage of its own.
+    let current = UUID().uuidString.lowercased()
+    let older = UUID().uuidString.lowercased()
+    let names = (0..<3).map { InterfaceName("ifb\($0)") }
+    let observations = names.enumerated().map { at, name in
+      var made = observation(0, 0, index: Int32(10 + at), boot: at == 1 ? older : current, at: clock)
+      made.name = name
+      return made
+    }
+    _ = try store.advanceLedger(observations, now: clock.now().wall)
+    // The same bytes as another String, as a clock's readings hold them.
+    let given = String(decoding: Array(current.utf8), as: UTF8.self)
+    #expect(storage(of: given) != storage(of: current))
+    let reader = try #require(try Store.open(StoreLocation(path: directory.file("ledger.db")), intent: .read))
+    let entries = try reader.loadLedger(sharingBootID: given).entries
+    // Rows by name: this boot, an older boot, this boot again.
+    #expect(storage(of: try #require(entries[names[0]]).baseline.instance.bootID) == storage(of: given))
+    #expect(try #require(entries[names[1]]).baseline.instance.bootID == older)
+    #expect(storage(of: try #require(entries[names[2]]).baseline.instance.bootID) == storage(of: given))
+  }
+
   @Test("a changed boot id is a reset, never a wrap, even with 32-bit counters and the same ifindex")
   func reboot() throws {
     let directory = try TemporaryDirectory("reboot")
