@@ -233,6 +233,12 @@ struct SQLiteRow {
       return true
     }
   }
+  /// The blob's bytes where SQLite holds them, for `body` only (no copy).
+  func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+    let pointer = sqlite3_column_blob(statement, column)
+    return body(
+      UnsafeRawBufferPointer(start: pointer, count: pointer == nil ? 0 : Int(sqlite3_column_bytes(statement, column))))
+  }
   func blob(_ column: Int32) -> [UInt8] {
     let count = Int(sqlite3_column_bytes(statement, column))
     guard count > 0, let pointer = sqlite3_column_blob(statement, column) else { return [] }

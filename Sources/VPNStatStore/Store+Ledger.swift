@@ -1,3 +1,4 @@
+import CSQLite
 import VPNStatModel
 import VPNStatSystem
 
@@ -8,10 +9,26 @@ extension Store {
   /// boot id of a reading of the same clock is a comparison of identity
   /// (`BootIdentity.same`, once per entry per sample).
   package func loadLedger(sharingBootID: String? = nil) throws -> Ledger {
-    try guarded { try readLedger(sharingBootID: sharingBootID) }
+    try guarded { try readSnapshot(sharingBootID: sharingBootID) ?? readLedger(sharingBootID: sharingBootID) }
   }
 
-  private func readLedger(sharingBootID: String? = nil) throws -> Ledger {
+  /// The ledger from its snapshot, one statement: nil when there is none (a writer changed the
+  /// rows since, or none has written one; a file vpnstat made before it) or it cannot be
+  /// decoded. The triggers make a snapshot that is there equal to the rows it was read with.
+  func readSnapshot(sharingBootID: String?) throws -> Ledger? {
+    var ledger: Ledger?
+    do {
+      try connection.query("SELECT data FROM ledger_snapshot WHERE id = 1") { row in
+        ledger = row.withBlob(0) { LedgerSnapshot.decode($0, sharingBootID: sharingBootID) }
+      }
+    } catch let error as SQLiteError where error.primary == SQLITE_ERROR {
+      return nil  // no such table: no writer of this vpnstat has opened the file
+    }
+    return ledger
+  }
+
+  /// The ledger from the `interfaces` rows: the record the snapshot stands for.
+  func readLedger(sharingBootID: String? = nil) throws -> Ledger {
     var entries: [InterfaceName: LedgerEntry] = [:]
     entries.reserveCapacity(Int(try connection.scalar("SELECT count(*) FROM interfaces") ?? 0))
     // Rows mostly share a boot id and a class: each is decoded once and compared after.
@@ -84,6 +101,13 @@ extension Store {
         let (result, checkpoint) = try prepare(stored)
         try write(checkpoint)
         for entry in checkpoint.entries { stored.replace(entry) }
+        // Written rows deleted the snapshot (the triggers); so may another writer's have.
+        let snapshotKept =
+          try checkpoint.entries.isEmpty && connection.scalar("SELECT count(*) FROM ledger_snapshot") == 1
+        if !snapshotKept {
+          try connection.query(
+            "INSERT OR REPLACE INTO ledger_snapshot (id, data) VALUES (1, ?)", [.blob(LedgerSnapshot.encode(stored))])
+        }
         if pruneDue { try prune(now: now) }
         return (result, stored, version)
       }

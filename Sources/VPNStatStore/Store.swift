@@ -178,7 +178,30 @@ package final class Store {
       }
       schema = Self.schemaVersion
     }
+    try guarded { try addLedgerSnapshot() }
     return true
+  }
+
+  /// The ledger's snapshot (`LedgerSnapshot`) and the triggers that delete it when any writer
+  /// changes a row. Not a migration: the schema version stays, so a vpnstat that knows nothing
+  /// of it still opens the file, and its writes, through the triggers, delete the snapshot
+  /// (readers then read the rows).
+  private func addLedgerSnapshot() throws {
+    let present = try connection.scalar(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'ledger_snapshot'")
+    guard present == 0 else { return }
+    try connection.transaction {
+      try connection.execute(
+        """
+        CREATE TABLE IF NOT EXISTS ledger_snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), data BLOB NOT NULL);
+        CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_insert AFTER INSERT ON interfaces
+          BEGIN DELETE FROM ledger_snapshot; END;
+        CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_update AFTER UPDATE ON interfaces
+          BEGIN DELETE FROM ledger_snapshot; END;
+        CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_delete AFTER DELETE ON interfaces
+          BEGIN DELETE FROM ledger_snapshot; END;
+        """)
+    }
   }
 
   /// What SQLite's quick check finds wrong with the file (page structure, freelist, indexes),

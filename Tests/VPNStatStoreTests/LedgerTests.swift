@@ -71,11 +71,100 @@ struct LedgerTests {
     let given = String(decoding: Array(current.utf8), as: UTF8.self)
     #expect(storage(of: given) != storage(of: current))
     let reader = try #require(try Store.open(StoreLocation(path: directory.file("ledger.db")), intent: .read))
-    let entries = try reader.loadLedger(sharingBootID: given).entries
-    // Rows by name: this boot, an older boot, this boot again.
-    #expect(storage(of: try #require(entries[names[0]]).baseline.instance.bootID) == storage(of: given))
-    #expect(try #require(entries[names[1]]).baseline.instance.bootID == older)
-    #expect(storage(of: try #require(entries[names[2]]).baseline.instance.bootID) == storage(of: given))
+    // From the rows, and from the snapshot (what `loadLedger` reads).
+    let snapshot = try #require(try reader.readSnapshot(sharingBootID: given))
+    for entries in [try reader.readLedger(sharingBootID: given).entries, snapshot.entries] {
+      // Rows by name: this boot, an older boot, this boot again.
+      #expect(storage(of: try #require(entries[names[0]]).baseline.instance.bootID) == storage(of: given))
+      #expect(try #require(entries[names[1]]).baseline.instance.bootID == older)
+      #expect(storage(of: try #require(entries[names[2]]).baseline.instance.bootID) == storage(of: given))
+    }
+  }
+
+  /// Saves a ledger of names of several classes, boots and widths, with figures up to 2⁶⁴ − 1.
+  func saveVaried(_ store: Store, clock: ManualTimeSource) throws {
+    let kinds: [(String, InterfaceClass, String, CounterWidth)] = [
+      ("tun0", .tunnel, UUID().uuidString.lowercased(), .bits64), ("wlan0", .wifi, "boot-b", .bits32),
+      ("eth\u{e9}", .ethernet, "", .bits64), ("veth-x", .other, "unknown", .bits64),
+    ]
+    func observations(_ rx: UInt64) -> [LedgerObservation] {
+      kinds.enumerated().map { at, kind in
+        var made = observation(rx, rx / 2, index: Int32(3 + at), boot: kind.2, at: clock, width: kind.3)
+        made.name = InterfaceName(kind.0)
+        made.interfaceClass = kind.1
+        return made
+      }
+    }
+    _ = try store.advanceLedger(observations(UInt64.max - 10_000), now: clock.now().wall)
+    clock.advance(.seconds(1))
+    _ = try store.advanceLedger(observations(UInt64.max - 1), now: clock.now().wall)
+  }
+
+  @Test("the snapshot a writer stores beside the rows reads as the rows do, and readers read it")
+  func snapshotIsTheRows() throws {
+    let directory = try TemporaryDirectory("snapshot")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    try saveVaried(store, clock: clock)
+    let reader = try #require(try Store.open(StoreLocation(path: directory.file("ledger.db")), intent: .read))
+    let rows = try reader.readLedger().entries
+    #expect(rows.count == 4)
+    #expect(rows[InterfaceName("tun0")]?.totals.traffic.rxBytes == 9_999)
+    let snapshot = try #require(try reader.readSnapshot(sharingBootID: nil))
+    #expect(snapshot.entries == rows)
+    #expect(try reader.loadLedger().entries == rows)
+  }
+
+  @Test("a row any writer changes (an older vpnstat, plain SQL) deletes the snapshot; the next save stores it again")
+  func snapshotInvalidated() throws {
+    let directory = try TemporaryDirectory("snapshot2")
+    let path = directory.file("ledger.db")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    try saveVaried(store, clock: clock)
+    let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+    #expect(try reader.readSnapshot(sharingBootID: nil) != nil)
+    // As a vpnstat that knows nothing of the snapshot writes: the rows alone.
+    let older = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: false)
+    try older.execute("UPDATE interfaces SET total_rx_bytes = 123456789 WHERE name = CAST('tun0' AS BLOB)")
+    #expect(try reader.readSnapshot(sharingBootID: nil) == nil)
+    #expect(try reader.loadLedger().entries[InterfaceName("tun0")]?.totals.traffic.rxBytes == 123_456_789)
+    try older.execute(
+      """
+      INSERT INTO interfaces SELECT CAST('tun9' AS BLOB), class, first_seen_at, if_index + 10, boot_id, width, rx_bytes,
+        tx_bytes, rx_packets, tx_packets, sampled_at, boottime, total_rx_bytes, total_tx_bytes, total_rx_packets,
+        total_tx_packets, resets, wraps, discarded FROM interfaces WHERE name = CAST('tun0' AS BLOB)
+      """)
+    // A save that changes no row stores the snapshot again, of the rows as they are.
+    clock.advance(.seconds(1))
+    _ = try store.advanceLedger([], now: clock.now().wall)
+    let again = try #require(try reader.readSnapshot(sharingBootID: nil))
+    #expect(again.entries == (try reader.readLedger().entries))
+    #expect(again.entries[InterfaceName("tun9")]?.totals.traffic.rxBytes == 123_456_789)
+  }
+
+  @Test("a damaged snapshot is not believed: readers read the rows")
+  func damagedSnapshot() throws {
+    let directory = try TemporaryDirectory("snapshot3")
+    let path = directory.file("ledger.db")
+    let store = try store(directory)
+    try saveVaried(store, clock: ManualTimeSource())
+    let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+    let rows = try reader.readLedger().entries
+    let raw = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: false)
+    // Shortened, lengthened, empty, another magic, a count too large, a text longer than the blob.
+    for damage in [
+      "substr(data, 1, length(data) - 1)", "data || x'00'", "x''", "x'00' || substr(data, 2)",
+      "substr(data, 1, 4) || x'ffffff7f' || substr(data, 9)", "substr(data, 1, 12) || x'ffffffff' || substr(data, 17)",
+    ] {
+      try raw.execute("UPDATE ledger_snapshot SET data = \(damage)")
+      #expect(try reader.readSnapshot(sharingBootID: nil) == nil, "\(damage)")
+      #expect(try reader.loadLedger().entries == rows, "\(damage)")
+      // The writer's own again for the next damage.
+      try raw.execute("DELETE FROM ledger_snapshot")
+      _ = try store.advanceLedger([], now: Timestamp(seconds: 1_800_000_100))
+      #expect(try reader.readSnapshot(sharingBootID: nil)?.entries == rows)
+    }
   }
 
   @Test("a changed boot id is a reset, never a wrap, even with 32-bit counters and the same ifindex")
