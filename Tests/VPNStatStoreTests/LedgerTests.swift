@@ -167,6 +167,27 @@ struct LedgerTests {
     }
   }
 
+  @Test("a file no writer of this vpnstat has opened (no snapshot table) is read from its rows and left as it is")
+  func fileWithoutSnapshot() throws {
+    let directory = try TemporaryDirectory("nosnapshot")
+    let path = directory.file("ledger.db")
+    _ = try FileSystem.createFile(path, mode: 0o644)
+    let older = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: true)
+    for step in Store.migrations { try older.execute(step) }
+    try older.execute(
+      """
+      PRAGMA application_id = \(Store.applicationID); PRAGMA user_version = \(Store.schemaVersion);
+      INSERT INTO interfaces (name, class, first_seen_at, if_index, boot_id, width, rx_bytes, tx_bytes, rx_packets,
+        tx_packets, sampled_at, boottime, total_rx_bytes)
+      VALUES (CAST('wg0' AS BLOB), 'tunnel', 1, 5, 'boot-a', 64, 10, 20, 1, 2, 3, 4, 777)
+      """)
+    let before = contents(path)
+    let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+    #expect(try reader.readSnapshot(sharingBootID: nil) == nil)
+    #expect(try reader.loadLedger().entries[InterfaceName("wg0")]?.totals.traffic.rxBytes == 777)
+    #expect(contents(path) == before, "a reader changed the file")
+  }
+
   @Test("a changed boot id is a reset, never a wrap, even with 32-bit counters and the same ifindex")
   func reboot() throws {
     let directory = try TemporaryDirectory("reboot")
