@@ -2,9 +2,9 @@ import VPNStatModel
 
 /// The whole ledger in one blob, stored by a writer beside the `interfaces` rows in the same
 /// transaction, so that a reader decodes one value instead of nineteen columns of a thousand
-/// rows. The rows stay the record: a trigger on `interfaces` deletes the snapshot whenever any
-/// writer (an older vpnstat too) changes a row, and a reader that finds no snapshot, or one it
-/// cannot decode, reads the rows (`Store.loadLedger`).
+/// rows. The rows stay the record: triggers on `interfaces` mark the snapshot stale whenever any
+/// writer (an older vpnstat too) changes a row, and a reader that finds no current snapshot, or
+/// one it cannot decode, reads the rows (`Store.loadLedger`).
 ///
 /// Little-endian: a header (magic, entry count, text count), the texts (boot ids and class
 /// names, each once: a length then its bytes), then per entry its name (a length then its
@@ -27,7 +27,8 @@ enum LedgerSnapshot {
     }
     var records: [UInt8] = []
     records.reserveCapacity(ledger.entries.count * 160)
-    for entry in ledger.entries.values {
+    // By name: a save that changed a few entries changes only their bytes (see `saveLedger`).
+    for entry in ledger.entries.values.sorted(by: { $0.name < $1.name }) {
       let b = entry.baseline
       let t = entry.totals
       records.append(UInt32(entry.name.bytes.count))

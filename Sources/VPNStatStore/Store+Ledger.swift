@@ -12,13 +12,15 @@ extension Store {
     try guarded { try readSnapshot(sharingBootID: sharingBootID) ?? readLedger(sharingBootID: sharingBootID) }
   }
 
-  /// The ledger from its snapshot, one statement: nil when there is none (a writer changed the
-  /// rows since, or none has written one; a file vpnstat made before it) or it cannot be
-  /// decoded. The triggers make a snapshot that is there equal to the rows it was read with.
+  /// The ledger from its snapshot, one statement: nil when there is none current (a writer
+  /// changed the rows since, or none has written one; a file vpnstat made before it) or it
+  /// cannot be decoded. The triggers make a current snapshot equal to the rows it was read with.
   func readSnapshot(sharingBootID: String?) throws -> Ledger? {
     var ledger: Ledger?
     do {
-      try connection.query("SELECT data FROM ledger_snapshot WHERE id = 1") { row in
+      try connection.query(
+        "SELECT data FROM ledger_snapshot WHERE id = 1 AND EXISTS (SELECT 1 FROM ledger_snapshot_current)"
+      ) { row in
         ledger = row.withBlob(0) { LedgerSnapshot.decode($0, sharingBootID: sharingBootID) }
       }
     } catch let error as SQLiteError where error.primary == SQLITE_ERROR {
@@ -101,12 +103,18 @@ extension Store {
         let (result, checkpoint) = try prepare(stored)
         try write(checkpoint)
         for entry in checkpoint.entries { stored.replace(entry) }
-        // Written rows deleted the snapshot (the triggers); so may another writer's have.
+        // Written rows made the snapshot stale (the triggers); so may another writer's have.
         let snapshotKept =
-          try checkpoint.entries.isEmpty && connection.scalar("SELECT count(*) FROM ledger_snapshot") == 1
+          try checkpoint.entries.isEmpty && connection.scalar("SELECT count(*) FROM ledger_snapshot_current") == 1
         if !snapshotKept {
+          // An update of the row, not a replacement: SQLite then rewrites in place only the pages
+          // whose bytes changed, and the entries' order (by name) keeps an unchanged one's bytes.
           try connection.query(
-            "INSERT OR REPLACE INTO ledger_snapshot (id, data) VALUES (1, ?)", [.blob(LedgerSnapshot.encode(stored))])
+            """
+            INSERT INTO ledger_snapshot (id, data) VALUES (1, ?)
+            ON CONFLICT (id) DO UPDATE SET data = excluded.data
+            """, [.blob(LedgerSnapshot.encode(stored))])
+          try connection.query("INSERT OR IGNORE INTO ledger_snapshot_current (id) VALUES (1)")
         }
         if pruneDue { try prune(now: now) }
         return (result, stored, version)

@@ -182,24 +182,27 @@ package final class Store {
     return true
   }
 
-  /// The ledger's snapshot (`LedgerSnapshot`) and the triggers that delete it when any writer
-  /// changes a row. Not a migration: the schema version stays, so a vpnstat that knows nothing
-  /// of it still opens the file, and its writes, through the triggers, delete the snapshot
-  /// (readers then read the rows).
+  /// The ledger's snapshot (`LedgerSnapshot`), the mark that it is current, and the triggers
+  /// that remove the mark when any writer changes a row. Not a migration: the schema version
+  /// stays, so a vpnstat that knows nothing of them still opens the file, and its writes,
+  /// through the triggers, make readers read the rows. The mark is a table of its own: a trigger
+  /// that deleted (or updated) the snapshot's row would free (or read) its every page once per
+  /// row written.
   private func addLedgerSnapshot() throws {
     let present = try connection.scalar(
-      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'ledger_snapshot'")
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'ledger_snapshot_current'")
     guard present == 0 else { return }
     try connection.transaction {
       try connection.execute(
         """
         CREATE TABLE IF NOT EXISTS ledger_snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), data BLOB NOT NULL);
+        CREATE TABLE IF NOT EXISTS ledger_snapshot_current (id INTEGER PRIMARY KEY CHECK (id = 1));
         CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_insert AFTER INSERT ON interfaces
-          BEGIN DELETE FROM ledger_snapshot; END;
+          BEGIN DELETE FROM ledger_snapshot_current; END;
         CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_update AFTER UPDATE ON interfaces
-          BEGIN DELETE FROM ledger_snapshot; END;
+          BEGIN DELETE FROM ledger_snapshot_current; END;
         CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_delete AFTER DELETE ON interfaces
-          BEGIN DELETE FROM ledger_snapshot; END;
+          BEGIN DELETE FROM ledger_snapshot_current; END;
         """)
     }
   }
