@@ -86,8 +86,10 @@ extension Store {
   /// Saves a writer's checkpoint in one write transaction: `prepare` is given the ledger as
   /// stored, read under the write lock, reads the kernel after it (the rule above), and returns
   /// what to write. Prunes old buckets at most once an hour. Returns what `prepare` returned.
+  /// `storingSnapshot`: whether the ledger's snapshot is kept current too (`LedgerSnapshot`);
+  /// without it, rows written leave it stale and readers read the rows.
   package func saveLedger<Result>(
-    now: Timestamp, preparing prepare: (Ledger) throws -> (Result, LedgerCheckpoint)
+    now: Timestamp, storingSnapshot: Bool = true, preparing prepare: (Ledger) throws -> (Result, LedgerCheckpoint)
   ) throws -> Result {
     guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "opened for reading") }
     let pruneDue = lastPrune.map { now - $0 > .seconds(3600) || now < $0 } ?? true
@@ -104,9 +106,9 @@ extension Store {
         try write(checkpoint)
         for entry in checkpoint.entries { stored.replace(entry) }
         // Written rows made the snapshot stale (the triggers); so may another writer's have.
-        let snapshotKept =
-          try checkpoint.entries.isEmpty && connection.scalar("SELECT count(*) FROM ledger_snapshot_current") == 1
-        if !snapshotKept {
+        if storingSnapshot,
+          try !checkpoint.entries.isEmpty || connection.scalar("SELECT count(*) FROM ledger_snapshot_current") != 1
+        {
           // An update of the row, not a replacement: SQLite then rewrites in place only the pages
           // whose bytes changed, and the entries' order (by name) keeps an unchanged one's bytes.
           try connection.query(
