@@ -9,24 +9,64 @@ extension Store {
   /// boot id of a reading of the same clock is a comparison of identity
   /// (`BootIdentity.same`, once per entry per sample).
   package func loadLedger(sharingBootID: String? = nil) throws -> Ledger {
-    try guarded { try readSnapshot(sharingBootID: sharingBootID) ?? readLedger(sharingBootID: sharingBootID) }
+    try loadVersionedLedger(sharingBootID: sharingBootID).ledger
   }
 
-  /// The ledger from its snapshot, one statement: nil when there is none current (a writer
-  /// changed the rows since, or none has written one; a file vpnstat made before it) or it
-  /// cannot be decoded. The triggers make a current snapshot equal to the rows it was read with.
-  func readSnapshot(sharingBootID: String?) throws -> Ledger? {
-    var ledger: Ledger?
+  /// The ledger as `loadLedger` reads it, with the version it was read at: a reader compares
+  /// `ledgerVersion()` with it to tell whether the stored ledger may have changed since.
+  package func loadVersionedLedger(sharingBootID: String? = nil) throws -> (ledger: Ledger, version: LedgerVersion) {
+    try guarded {
+      if let read = try readVersionedSnapshot(sharingBootID: sharingBootID) { return read }
+      // Read before the rows: a commit in between makes the next comparison differ, never miss.
+      let version = try readLedgerVersion()
+      return (try readLedger(sharingBootID: sharingBootID), version)
+    }
+  }
+
+  /// The version of the stored ledger now (one statement). See `LedgerVersion`.
+  package func ledgerVersion() throws -> LedgerVersion {
+    try guarded { try readLedgerVersion() }
+  }
+
+  private func readLedgerVersion() throws -> LedgerVersion {
+    var version: LedgerVersion?
     do {
       try connection.query(
-        "SELECT data FROM ledger_snapshot WHERE id = 1 AND EXISTS (SELECT 1 FROM ledger_snapshot_current)"
+        "SELECT (SELECT token FROM ledger_snapshot_current WHERE id = 1), data_version FROM pragma_data_version"
       ) { row in
-        ledger = row.withBlob(0) { LedgerSnapshot.decode($0, sharingBootID: sharingBootID) }
+        version = LedgerVersion(snapshot: row.optionalInteger(0), dataVersion: row.integer(1))
+      }
+    } catch let error as SQLiteError where error.primary == SQLITE_ERROR {
+      // No such table: no writer of this vpnstat has opened the file.
+      return LedgerVersion(snapshot: nil, dataVersion: try connection.scalar("PRAGMA data_version") ?? 0)
+    }
+    return version ?? LedgerVersion(snapshot: nil, dataVersion: 0)
+  }
+
+  /// The ledger from its snapshot: nil when there is none current (a writer changed the rows
+  /// since, or none has written one; a file vpnstat made before it) or it cannot be decoded.
+  /// The triggers make a current snapshot equal to the rows it was read with.
+  func readSnapshot(sharingBootID: String?) throws -> Ledger? {
+    try readVersionedSnapshot(sharingBootID: sharingBootID)?.ledger
+  }
+
+  /// The current snapshot with its version, one statement (so one read transaction).
+  private func readVersionedSnapshot(sharingBootID: String?) throws -> (ledger: Ledger, version: LedgerVersion)? {
+    var read: (ledger: Ledger, version: LedgerVersion)?
+    do {
+      try connection.query(
+        """
+        SELECT s.data, c.token, (SELECT data_version FROM pragma_data_version)
+        FROM ledger_snapshot AS s JOIN ledger_snapshot_current AS c ON c.id = 1 WHERE s.id = 1
+        """
+      ) { row in
+        guard let ledger = row.withBlob(0, { LedgerSnapshot.decode($0, sharingBootID: sharingBootID) }) else { return }
+        read = (ledger, LedgerVersion(snapshot: row.integer(1), dataVersion: row.integer(2)))
       }
     } catch let error as SQLiteError where error.primary == SQLITE_ERROR {
       return nil  // no such table: no writer of this vpnstat has opened the file
     }
-    return ledger
+    return read
   }
 
   /// The ledger from the `interfaces` rows: the record the snapshot stands for.
@@ -116,7 +156,8 @@ extension Store {
             INSERT INTO ledger_snapshot (id, data) VALUES (1, ?)
             ON CONFLICT (id) DO UPDATE SET data = excluded.data
             """, [.blob(LedgerSnapshot.encode(stored))])
-          try connection.query("INSERT OR IGNORE INTO ledger_snapshot_current (id) VALUES (1)")
+          // A new token for every snapshot stored: a reader that loaded another reloads.
+          try connection.query("INSERT OR REPLACE INTO ledger_snapshot_current (id, token) VALUES (1, random())")
         }
         if pruneDue { try prune(now: now) }
         return (result, stored, version)
@@ -249,5 +290,24 @@ extension Store {
   package func checkpoint() {
     guard !isReadOnly else { return }
     try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+  }
+}
+
+/// What a reader compares to tell whether the stored ledger may have changed since it loaded it:
+/// the token of the snapshot current then, else SQLite's count of other connections' commits.
+/// The token alone decides while there is one: with no writer connected and its `-wal` empty (a
+/// recorder truncates it at exit), a read-only connection's `data_version` changes at every read
+/// transaction (SQLite cannot trust the `-shm`), and `watch` would reload the ledger at every
+/// refresh. A writer of this vpnstat stores a new token with every snapshot, and any writer's
+/// change of a row removes it (the triggers), so an unchanged token is an unchanged ledger.
+package struct LedgerVersion: Equatable, Sendable {
+  /// The current snapshot's token; nil when none is current (readers read the rows).
+  package var snapshot: Int64?
+  package var dataVersion: Int64
+
+  /// Whether the ledger stored at `self` is the one loaded at `loaded`.
+  package func sameLedger(as loaded: LedgerVersion) -> Bool {
+    if let snapshot, let loadedSnapshot = loaded.snapshot { return snapshot == loadedSnapshot }
+    return snapshot == nil && loaded.snapshot == nil && dataVersion == loaded.dataVersion
   }
 }

@@ -305,7 +305,8 @@ struct LedgerWriterTests {
     #expect(try store.loadLedger().entries[wg0]?.totals.traffic.rxBytes == 31_005)
   }
 
-  @Test("an enforcer's save writes its rows and leaves the snapshot stale (readers read the rows); a recorder's stores it")
+  @Test(
+    "an enforcer's save writes its rows and leaves the snapshot stale (readers read the rows); a recorder's stores it")
   func enforcerLeavesSnapshot() throws {
     let directory = try TemporaryDirectory("cksnap")
     let kernel = FakeKernel()
@@ -314,13 +315,15 @@ struct LedgerWriterTests {
     let store = try #require(try Store.open(location, intent: .write, calendar: FixedOffsetCalendar.utc))
     for name in ["eth0", "wlan0", "tun7"] { kernel.add(name, up: true) }
     let index = try #require(kernel.index(of: "tun7"))
-    var recorder = LedgerKeeper(store: store, saveInterval: .seconds(60), role: .recorder, lock: UncontendedLedgerLock())
+    var recorder = LedgerKeeper(
+      store: store, saveInterval: .seconds(60), role: .recorder, lock: UncontendedLedgerLock())
     var sampler = fakeSampler(kernel, clock)
     _ = try recorder.step(&sampler)
     let reader = try #require(try Store.open(location, intent: .read, calendar: FixedOffsetCalendar.utc))
     #expect(try reader.readSnapshot(sharingBootID: nil)?.entries.count == 3)
     // An enforcer (no recorder running) saves its tunnel: the rows are the ledger.
-    var enforcer = LedgerKeeper(store: store, saveInterval: .seconds(60), role: .enforcer, lock: UncontendedLedgerLock())
+    var enforcer = LedgerKeeper(
+      store: store, saveInterval: .seconds(60), role: .enforcer, lock: UncontendedLedgerLock())
     clock.advance(.seconds(5))
     kernel.carry(index, rx: 1000, tx: 500)
     #expect(try enforcer.saveNow(&sampler)?.saved == true)
