@@ -253,7 +253,12 @@ package struct LedgerKeeper {
     let calendar = store.calendar
     let store = self.store
     var sample: CounterSample?
-    let (updated, events, checkpoint) = try store.saveLedger(now: attempt.wall) {
+    // An enforcer keeps its tunnel's rows only, and saves only while no recorder runs: it leaves
+    // the snapshot stale (readers read the rows) rather than encode and write every interface's
+    // entry for its one. Its loop answers the deadline: nothing there grows with the host's links.
+    let (updated, events, checkpoint) = try store.saveLedger(
+      now: attempt.wall, storingSnapshot: role == .recorder
+    ) {
       stored -> ((CheckpointedLedger, [LedgerEvent], LedgerCheckpoint), LedgerCheckpoint) in
       var memory = starting ?? CheckpointedLedger(stored: stored)
       memory.absorb(stored)

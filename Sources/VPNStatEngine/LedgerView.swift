@@ -11,27 +11,29 @@ import VPNStatSystem
 package struct LedgerView {
   package let store: Store
   package private(set) var ledger = Ledger()
-  private var loadedVersion: Int64?
+  /// The stored ledger's version when it was loaded; nil before the first load.
+  private var loadedVersion: LedgerVersion?
 
   package init(store: Store) { self.store = store }
 
   /// Takes a sample and returns it with the ledger it advances. The stored ledger is (re)loaded
-  /// first when another process committed since the last load, and the kernel is read after it:
-  /// every stored baseline is then older than the sample, so a counter that went back is never
-  /// mistaken for a reset.
+  /// first when it may have changed since the last load (`LedgerVersion`), and the kernel is
+  /// read after it: every stored baseline is then older than the sample, so a counter that went
+  /// back is never mistaken for a reset.
   package mutating func sample(_ sampler: inout TrafficSampler) throws -> (sample: CounterSample, ledger: Ledger) {
-    let version = try store.dataVersion()
-    if version != loadedVersion {
-      ledger = try store.loadLedger()
-      loadedVersion = version
+    if try loadedVersion.map({ try !store.ledgerVersion().sameLedger(as: $0) }) ?? true {
+      // Stored boot ids of this boot become the clock's own String: advancing then compares each
+      // entry's boot by identity, not by its 36 bytes.
+      (ledger, loadedVersion) = try store.loadVersionedLedger(sharingBootID: sampler.clock.now().bootID)
     }
     let sample = try sampler.sample()
-    _ = ledger.advance(sampler.observations(sample))
+    // In place, and nothing collected: a reader keeps no record of what changed.
+    ledger.advance(sampler.observations(sample)) { _ in }
     return (sample, ledger)
   }
 
   /// Books link notifications (a tunnel deleted between samples keeps its last bytes here).
   package mutating func book(_ observations: [LedgerObservation]) {
-    _ = ledger.advance(observations)
+    ledger.advance(observations) { _ in }
   }
 }

@@ -114,10 +114,11 @@ package struct ReaderSample {
   static func take(_ sampler: inout TrafficSampler, view: inout LedgerView?, health: Bool) throws -> ReaderSample {
     var warnings: [String] = []
     if let problem = sampler.clock.bootIDProblem { warnings.append(problem) }
-    guard var reading = view else { return ReaderSample(sample: try sampler.sample(), ledger: nil, warnings: warnings) }
-    let (sample, ledger) = try reading.sample(&sampler)
-    view = reading
-    if health, let warning = try reading.store.health().warning(at: sample.taken.wall) { warnings.append(warning) }
+    guard view != nil else { return ReaderSample(sample: try sampler.sample(), ledger: nil, warnings: warnings) }
+    // Sampled where it lies: a copy of the view would share its ledger, and advancing it would
+    // copy the whole table at every refresh of `watch`.
+    let (sample, ledger) = try view!.sample(&sampler)
+    if health, let warning = try view!.store.health().warning(at: sample.taken.wall) { warnings.append(warning) }
     return ReaderSample(sample: sample, ledger: ledger, warnings: warnings)
   }
 }

@@ -68,6 +68,12 @@ public struct CounterDelta: Hashable, Sendable {
   /// counters only go forward, so such a reading was taken before `old` (another sampler, a
   /// notification read late) and must neither be booked nor move the baseline back.
   public static func between(_ old: LedgerBaseline, _ new: LedgerBaseline) -> CounterDelta? {
+    between(old, new, sameBoot: BootIdentity.same(old, new))
+  }
+
+  /// `between(_:_:)` with `BootIdentity.same(old, new)` already decided: `Ledger.advance` needs
+  /// it for old news too, and decides it once per entry.
+  static func between(_ old: LedgerBaseline, _ new: LedgerBaseline, sameBoot: Bool?) -> CounterDelta? {
     let a = old.counters
     let b = new.counters
     let fresh = CounterDelta(b, kind: .reset)
@@ -80,7 +86,7 @@ public struct CounterDelta: Hashable, Sendable {
     case .bits64: below = b.anyBelow(a)
     case .bits32: below = b.masked32.anyBelow(a.masked32)
     }
-    switch BootIdentity.same(old, new) {
+    switch sameBoot {
     case false?: return fresh
     // Undecided, and the counters went back: a new boot (counting it anew books the least).
     case nil where below: return fresh

@@ -214,21 +214,22 @@ public struct Ledger: Sendable {
   private static func advance(_ entry: inout LedgerEntry, with observation: LedgerObservation) -> Change? {
     let new = observation.baseline
     let old = entry.baseline
+    let sameBoot = BootIdentity.same(old, new)
     // A reading stamped before the baseline of the same instance is old news; one whose
     // counters are below it too (CounterDelta says nil). Neither moves the baseline back.
-    if old.instance.index == new.instance.index, BootIdentity.same(old, new) != false,
+    if old.instance.index == new.instance.index, sameBoot != false,
       new.boottime < old.boottime
     {
       return nil
     }
-    guard let delta = CounterDelta.between(old, new) else { return nil }
+    guard let delta = CounterDelta.between(old, new, sameBoot: sameBoot) else { return nil }
     if delta.kind == .growth && delta.traffic.isZero {
       // Nothing to book; keep the stored baseline as it was, so idle interfaces cost no write.
       return nil
     }
     entry.interfaceClass = observation.interfaceClass
     entry.baseline = new
-    let seconds = window(from: old, to: new)
+    let seconds = window(from: old, to: new, sameBoot: sameBoot)
     let allowed = observation.plausibleBytesPerSecond * (seconds + 1)
     func event(_ kind: LedgerEvent.Kind) -> LedgerEvent {
       LedgerEvent(
@@ -261,8 +262,8 @@ public struct Ledger: Sendable {
 
   /// Seconds between two baselines: CLOCK_BOOTTIME within one boot; after a reboot, the new
   /// instance counted since the new boot.
-  static func window(from old: LedgerBaseline, to new: LedgerBaseline) -> Double {
-    if BootIdentity.same(old, new) != false && new.boottime >= old.boottime {
+  static func window(from old: LedgerBaseline, to new: LedgerBaseline, sameBoot: Bool?) -> Double {
+    if sameBoot != false && new.boottime >= old.boottime {
       return Double(new.boottime - old.boottime) / 1e9
     }
     return Double(max(new.boottime, 0)) / 1e9

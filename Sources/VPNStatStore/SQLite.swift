@@ -211,12 +211,13 @@ struct SQLiteRow {
     guard let pointer = sqlite3_column_text(statement, column) else { return nil }
     return String(cString: pointer)
   }
-  /// The text, or `previous` itself when it holds the same bytes (a thousand rows that share a
-  /// boot id then share one String instead of making a thousand).
-  func text(_ column: Int32, reusing previous: String?) -> String? {
+  /// The text, or `previous` (else `other`) itself when it holds the same bytes (a thousand rows
+  /// that share a boot id then share one String instead of making a thousand).
+  func text(_ column: Int32, reusing previous: String?, or other: String? = nil) -> String? {
     guard let pointer = sqlite3_column_text(statement, column) else { return nil }
     let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column)))
     if let previous, Self.same(bytes, previous) { return previous }
+    if let other, Self.same(bytes, other) { return other }
     return String(decoding: bytes, as: UTF8.self)
   }
   /// Whether the column holds `text`'s bytes (no String made of it).
@@ -244,6 +245,12 @@ struct SQLiteRow {
       }
       return true
     }
+  }
+  /// The blob's bytes where SQLite holds them, for `body` only (no copy).
+  func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+    let pointer = sqlite3_column_blob(statement, column)
+    return body(
+      UnsafeRawBufferPointer(start: pointer, count: pointer == nil ? 0 : Int(sqlite3_column_bytes(statement, column))))
   }
   func blob(_ column: Int32) -> [UInt8] {
     let count = Int(sqlite3_column_bytes(statement, column))

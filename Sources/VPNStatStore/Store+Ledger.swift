@@ -1,18 +1,80 @@
+import CSQLite
 import VPNStatModel
 import VPNStatSystem
 
 /// The ledger and the traffic buckets, as stored.
 extension Store {
-  /// Every interface the ledger knows, with its baseline and totals.
-  package func loadLedger() throws -> Ledger {
-    try guarded { try readLedger() }
+  /// Every interface the ledger knows, with its baseline and totals. A stored boot id equal to
+  /// `sharingBootID` is that very String (not a copy of its bytes), so comparing it with the
+  /// boot id of a reading of the same clock is a comparison of identity
+  /// (`BootIdentity.same`, once per entry per sample).
+  package func loadLedger(sharingBootID: String? = nil) throws -> Ledger {
+    try loadVersionedLedger(sharingBootID: sharingBootID).ledger
   }
 
-  private func readLedger() throws -> Ledger {
+  /// The ledger as `loadLedger` reads it, with the version it was read at: a reader compares
+  /// `ledgerVersion()` with it to tell whether the stored ledger may have changed since.
+  package func loadVersionedLedger(sharingBootID: String? = nil) throws -> (ledger: Ledger, version: LedgerVersion) {
+    try guarded {
+      if let read = try readVersionedSnapshot(sharingBootID: sharingBootID) { return read }
+      // Read before the rows: a commit in between makes the next comparison differ, never miss.
+      let version = try readLedgerVersion()
+      return (try readLedger(sharingBootID: sharingBootID), version)
+    }
+  }
+
+  /// The version of the stored ledger now (one statement). See `LedgerVersion`.
+  package func ledgerVersion() throws -> LedgerVersion {
+    try guarded { try readLedgerVersion() }
+  }
+
+  private func readLedgerVersion() throws -> LedgerVersion {
+    var version: LedgerVersion?
+    do {
+      try connection.query(
+        "SELECT (SELECT token FROM ledger_snapshot_current WHERE id = 1), data_version FROM pragma_data_version"
+      ) { row in
+        version = LedgerVersion(snapshot: row.optionalInteger(0), dataVersion: row.integer(1))
+      }
+    } catch let error as SQLiteError where error.primary == SQLITE_ERROR {
+      // No such table: no writer of this vpnstat has opened the file.
+      return LedgerVersion(snapshot: nil, dataVersion: try connection.scalar("PRAGMA data_version") ?? 0)
+    }
+    return version ?? LedgerVersion(snapshot: nil, dataVersion: 0)
+  }
+
+  /// The ledger from its snapshot: nil when there is none current (a writer changed the rows
+  /// since, or none has written one; a file vpnstat made before it) or it cannot be decoded.
+  /// The triggers make a current snapshot equal to the rows it was read with.
+  func readSnapshot(sharingBootID: String?) throws -> Ledger? {
+    try readVersionedSnapshot(sharingBootID: sharingBootID)?.ledger
+  }
+
+  /// The current snapshot with its version, one statement (so one read transaction).
+  private func readVersionedSnapshot(sharingBootID: String?) throws -> (ledger: Ledger, version: LedgerVersion)? {
+    var read: (ledger: Ledger, version: LedgerVersion)?
+    do {
+      try connection.query(
+        """
+        SELECT s.data, c.token, (SELECT data_version FROM pragma_data_version)
+        FROM ledger_snapshot AS s JOIN ledger_snapshot_current AS c ON c.id = 1 WHERE s.id = 1
+        """
+      ) { row in
+        guard let ledger = row.withBlob(0, { LedgerSnapshot.decode($0, sharingBootID: sharingBootID) }) else { return }
+        read = (ledger, LedgerVersion(snapshot: row.integer(1), dataVersion: row.integer(2)))
+      }
+    } catch let error as SQLiteError where error.primary == SQLITE_ERROR {
+      return nil  // no such table: no writer of this vpnstat has opened the file
+    }
+    return read
+  }
+
+  /// The ledger from the `interfaces` rows: the record the snapshot stands for.
+  func readLedger(sharingBootID: String? = nil) throws -> Ledger {
     var entries: [InterfaceName: LedgerEntry] = [:]
     entries.reserveCapacity(Int(try connection.scalar("SELECT count(*) FROM interfaces") ?? 0))
     // Rows mostly share a boot id and a class: each is decoded once and compared after.
-    var bootID: String?
+    var bootID: String? = sharingBootID
     var lastClass: InterfaceClass?
     try connection.query(
       """
@@ -24,7 +86,8 @@ extension Store {
       let name = InterfaceName(bytes: row.blob(0))
       let baseline = LedgerBaseline(
         instance: InterfaceInstance(
-          index: Int32(truncatingIfNeeded: row.integer(3)), bootID: row.text(4, reusing: bootID) ?? ""),
+          index: Int32(truncatingIfNeeded: row.integer(3)),
+          bootID: row.text(4, reusing: bootID, or: sharingBootID) ?? ""),
         counters: row.traffic(6),
         width: CounterWidth(rawValue: Int(row.integer(5))) ?? .bits64,
         wall: Timestamp(nanoseconds: row.integer(10)), boottime: row.integer(11))
@@ -63,8 +126,10 @@ extension Store {
   /// Saves a writer's checkpoint in one write transaction: `prepare` is given the ledger as
   /// stored, read under the write lock, reads the kernel after it (the rule above), and returns
   /// what to write. Prunes old buckets at most once an hour. Returns what `prepare` returned.
+  /// `storingSnapshot`: whether the ledger's snapshot is kept current too (`LedgerSnapshot`);
+  /// without it, rows written leave it stale and readers read the rows.
   package func saveLedger<Result>(
-    now: Timestamp, preparing prepare: (Ledger) throws -> (Result, LedgerCheckpoint)
+    now: Timestamp, storingSnapshot: Bool = true, preparing prepare: (Ledger) throws -> (Result, LedgerCheckpoint)
   ) throws -> Result {
     guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "opened for reading") }
     let pruneDue = lastPrune.map { now - $0 > .seconds(3600) || now < $0 } ?? true
@@ -80,6 +145,20 @@ extension Store {
         let (result, checkpoint) = try prepare(stored)
         try write(checkpoint)
         for entry in checkpoint.entries { stored.replace(entry) }
+        // Written rows made the snapshot stale (the triggers); so may another writer's have.
+        if storingSnapshot,
+          try !checkpoint.entries.isEmpty || connection.scalar("SELECT count(*) FROM ledger_snapshot_current") != 1
+        {
+          // An update of the row, not a replacement: SQLite then rewrites in place only the pages
+          // whose bytes changed, and the entries' order (by name) keeps an unchanged one's bytes.
+          try connection.query(
+            """
+            INSERT INTO ledger_snapshot (id, data) VALUES (1, ?)
+            ON CONFLICT (id) DO UPDATE SET data = excluded.data
+            """, [.blob(LedgerSnapshot.encode(stored))])
+          // A new token for every snapshot stored: a reader that loaded another reloads.
+          try connection.query("INSERT OR REPLACE INTO ledger_snapshot_current (id, token) VALUES (1, random())")
+        }
         if pruneDue { try prune(now: now) }
         return (result, stored, version)
       }
@@ -220,5 +299,24 @@ extension Store {
   package func checkpoint() {
     guard !isReadOnly else { return }
     try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+  }
+}
+
+/// What a reader compares to tell whether the stored ledger may have changed since it loaded it:
+/// the token of the snapshot current then, else SQLite's count of other connections' commits.
+/// The token alone decides while there is one: with no writer connected and its `-wal` empty (a
+/// recorder truncates it at exit), a read-only connection's `data_version` changes at every read
+/// transaction (SQLite cannot trust the `-shm`), and `watch` would reload the ledger at every
+/// refresh. A writer of this vpnstat stores a new token with every snapshot, and any writer's
+/// change of a row removes it (the triggers), so an unchanged token is an unchanged ledger.
+package struct LedgerVersion: Equatable, Sendable {
+  /// The current snapshot's token; nil when none is current (readers read the rows).
+  package var snapshot: Int64?
+  package var dataVersion: Int64
+
+  /// Whether the ledger stored at `self` is the one loaded at `loaded`.
+  package func sameLedger(as loaded: LedgerVersion) -> Bool {
+    if let snapshot, let loadedSnapshot = loaded.snapshot { return snapshot == loadedSnapshot }
+    return snapshot == nil && loaded.snapshot == nil && dataVersion == loaded.dataVersion
   }
 }

@@ -178,7 +178,37 @@ package final class Store {
       }
       schema = Self.schemaVersion
     }
+    try guarded { try addLedgerSnapshot() }
     return true
+  }
+
+  /// The ledger's snapshot (`LedgerSnapshot`), the mark that it is current (with the token a
+  /// reader compares, `LedgerVersion`), and the triggers that remove the mark when any writer
+  /// changes a row. Not a migration: the schema version
+  /// stays, so a vpnstat that knows nothing of them still opens the file, and its writes,
+  /// through the triggers, make readers read the rows. The mark is a table of its own: a trigger
+  /// that deleted (or updated) the snapshot's row would free (or read) its every page once per
+  /// row written.
+  private func addLedgerSnapshot() throws {
+    let present = "SELECT count(*) FROM pragma_table_info('ledger_snapshot_current') WHERE name = 'token'"
+    guard try connection.scalar(present) == 0 else { return }
+    try connection.transaction {
+      // Re-read under the write lock: another writer may have added them meanwhile.
+      guard try connection.scalar(present) == 0 else { return }
+      // A mark without a token (an early build of this table) is replaced: the snapshot is then stale.
+      try connection.execute(
+        """
+        DROP TABLE IF EXISTS ledger_snapshot_current;
+        CREATE TABLE IF NOT EXISTS ledger_snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), data BLOB NOT NULL);
+        CREATE TABLE ledger_snapshot_current (id INTEGER PRIMARY KEY CHECK (id = 1), token INTEGER NOT NULL);
+        CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_insert AFTER INSERT ON interfaces
+          BEGIN DELETE FROM ledger_snapshot_current; END;
+        CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_update AFTER UPDATE ON interfaces
+          BEGIN DELETE FROM ledger_snapshot_current; END;
+        CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_delete AFTER DELETE ON interfaces
+          BEGIN DELETE FROM ledger_snapshot_current; END;
+        """)
+    }
   }
 
   /// What SQLite's quick check finds wrong with the file (page structure, freelist, indexes),

@@ -109,3 +109,10 @@ final class ManualTimeSource: TimeSource, @unchecked Sendable {
     lock.unlock()
   }
 }
+
+/// Where a String's bytes are stored: two Strings at one address are one String (a boot id
+/// shared, not copied).
+func storage(of text: String) -> UnsafeRawPointer? {
+  var text = text
+  return text.withUTF8 { UnsafeRawPointer($0.baseAddress) }
+}

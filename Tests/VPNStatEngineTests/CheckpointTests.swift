@@ -305,6 +305,39 @@ struct LedgerWriterTests {
     #expect(try store.loadLedger().entries[wg0]?.totals.traffic.rxBytes == 31_005)
   }
 
+  @Test(
+    "an enforcer's save writes its rows and leaves the snapshot stale (readers read the rows); a recorder's stores it")
+  func enforcerLeavesSnapshot() throws {
+    let directory = try TemporaryDirectory("cksnap")
+    let kernel = FakeKernel()
+    let clock = ManualTimeSource()
+    let location = StoreLocation(path: directory.file("v.db"))
+    let store = try #require(try Store.open(location, intent: .write, calendar: FixedOffsetCalendar.utc))
+    for name in ["eth0", "wlan0", "tun7"] { kernel.add(name, up: true) }
+    let index = try #require(kernel.index(of: "tun7"))
+    var recorder = LedgerKeeper(
+      store: store, saveInterval: .seconds(60), role: .recorder, lock: UncontendedLedgerLock())
+    var sampler = fakeSampler(kernel, clock)
+    _ = try recorder.step(&sampler)
+    let reader = try #require(try Store.open(location, intent: .read, calendar: FixedOffsetCalendar.utc))
+    #expect(try reader.readSnapshot(sharingBootID: nil)?.entries.count == 3)
+    // An enforcer (no recorder running) saves its tunnel: the rows are the ledger.
+    var enforcer = LedgerKeeper(
+      store: store, saveInterval: .seconds(60), role: .enforcer, lock: UncontendedLedgerLock())
+    clock.advance(.seconds(5))
+    kernel.carry(index, rx: 1000, tx: 500)
+    #expect(try enforcer.saveNow(&sampler)?.saved == true)
+    #expect(try reader.readSnapshot(sharingBootID: nil) == nil, "the enforcer stored the snapshot")
+    let tun7 = InterfaceName("tun7")
+    #expect(try reader.loadLedger().entries[tun7]?.totals.traffic.rxBytes == 1000)
+    // The recorder's next save stores it again, of the rows as they are.
+    clock.advance(.seconds(5))
+    #expect(try recorder.saveNow(&sampler)?.saved == true)
+    let stored = try #require(try reader.readSnapshot(sharingBootID: nil))
+    #expect(stored.entries == (try reader.readLedger().entries))
+    #expect(stored.entries[tun7]?.totals.traffic.rxBytes == 1000)
+  }
+
   @Test("a recorder that starts while an enforcer saves reads for that sample, then claims the lock and writes")
   func recorderWaitsForAnEnforcersSave() throws {
     let directory = try TemporaryDirectory("ckwait")

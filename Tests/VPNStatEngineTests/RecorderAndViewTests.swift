@@ -191,6 +191,100 @@ struct LiveViewTests {
 }
 
 /// A value a closure can change (the textfile writer's record).
+/// The ledger as a reader loads it.
+struct ReaderLedgerTests {
+  @Test("a reader's ledger holds this boot's id as its clock's own String, so advancing compares identities")
+  func sharedBootID() throws {
+    let directory = try TemporaryDirectory("readerboot")
+    let location = StoreLocation(path: directory.file("v.db"))
+    let writer = try #require(try Store.open(location, intent: .write))
+    let kernel = FakeKernel()
+    // A boot id made at run time (36 bytes, stored apart from any other String).
+    let clock = ManualTimeSource(bootID: UUID().uuidString.lowercased())
+    for name in ["ifb0", "ifb1"] { kernel.add(name, up: true) }
+    var sampler = fakeSampler(kernel, clock)
+    _ = try writer.advanceLedger(now: clock.now().wall) { ((), sampler.observations(kernel.sample(at: clock))) }
+    clock.advance(.seconds(1))
+    // Idle interfaces: advancing leaves each baseline as loaded.
+    var reader = fakeSampler(kernel, clock)
+    let read = try ReaderSample.take(&reader, store: try Store.open(location, intent: .read))
+    let entries = try #require(read.ledger).entries
+    #expect(entries.count == 2)
+    for entry in entries.values {
+      #expect(storage(of: entry.baseline.instance.bootID) == storage(of: clock.now().bootID))
+    }
+  }
+
+  @Test(
+    "with no writer connected and the -wal emptied (a recorder's exit), a reader keeps its ledger: what it booked stays"
+  )
+  func noWriterKeepsBooked() throws {
+    let directory = try TemporaryDirectory("readerkeep")
+    let location = StoreLocation(path: directory.file("v.db"))
+    let kernel = FakeKernel()
+    let clock = ManualTimeSource()
+    kernel.add("tun7", up: true)
+    let index = try #require(kernel.index(of: "tun7"))
+    do {
+      let writer = try #require(try Store.open(location, intent: .write))
+      var keeper = LedgerKeeper(
+        store: writer, saveInterval: .seconds(60), role: .recorder, lock: UncontendedLedgerLock())
+      var sampler = fakeSampler(kernel, clock)
+      #expect(try keeper.saveNow(&sampler)?.saved == true)
+      writer.checkpoint()  // as a recorder's exit: the -wal emptied, then no writer connected
+    }
+    let wal = try FileManager.default.attributesOfItem(atPath: location.path + "-wal")
+    #expect(wal[.size] as? Int == 0)
+    let store = try #require(try Store.open(location, intent: .read))
+    var view = LedgerView(store: store)
+    var sampler = fakeSampler(kernel, clock)
+    _ = try view.sample(&sampler)
+    // The tunnel carries 1000 bytes and is deleted between samples: the reader books its last
+    // counters, which only its memory holds.
+    clock.advance(.seconds(1))
+    kernel.carry(index, rx: 1000, tx: 500)
+    let change = kernel.delete(index)
+    let observed = sampler.observation(change)
+    let observation = try #require(observed)
+    sampler.apply(change)
+    view.book([observation])
+    // Nothing was committed since: no sample reloads the stored ledger (which says 0).
+    for _ in 0..<3 {
+      clock.advance(.seconds(1))
+      let (_, ledger) = try view.sample(&sampler)
+      #expect(ledger.entries[InterfaceName("tun7")]?.totals.traffic.rxBytes == 1000, "the reader reloaded")
+    }
+  }
+
+  @Test("a reader reads each snapshot a writer stores: a name the writer saved shows its first-seen time")
+  func readsNewSnapshot() throws {
+    let directory = try TemporaryDirectory("readernew")
+    let location = StoreLocation(path: directory.file("v.db"))
+    let kernel = FakeKernel()
+    let clock = ManualTimeSource()
+    kernel.add("tun7", up: true)
+    // The writer first and for good (in one process, SQLite shares the -shm as the first opened it).
+    let writer = try #require(try Store.open(location, intent: .write))
+    var keeper = LedgerKeeper(
+      store: writer, saveInterval: .seconds(60), role: .recorder, lock: UncontendedLedgerLock())
+    var writing = fakeSampler(kernel, clock)
+    #expect(try keeper.saveNow(&writing)?.saved == true)
+    var view = LedgerView(store: try #require(try Store.open(location, intent: .read)))
+    var sampler = fakeSampler(kernel, clock)
+    _ = try view.sample(&sampler)
+    for name in ["tun8", "tun9"] {
+      kernel.add(name, up: true)
+      clock.advance(.seconds(1))
+      let saved = clock.now().wall
+      #expect(try keeper.saveNow(&writing)?.saved == true)
+      clock.advance(.seconds(1))
+      let (_, ledger) = try view.sample(&sampler)
+      // The reader's own first sight of it would be a second later.
+      #expect(ledger.entries[InterfaceName(name)]?.totals.firstSeenAt == saved, "the writer's save was not read")
+    }
+  }
+}
+
 final class Box<Value>: @unchecked Sendable {
   var value: Value
   init(_ value: Value) { self.value = value }

@@ -52,6 +52,142 @@ struct LedgerTests {
     #expect(try reopened.loadLedger().entries[name]?.totals == totals)
   }
 
+  @Test("a loaded boot id equal to the one given is that String itself, however the rows mix boots")
+  func sharedBootID() throws {
+    let directory = try TemporaryDirectory("bootshare")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    // 36 bytes made at run time, as a boot id is: each String has storage of its own.
+    let current = UUID().uuidString.lowercased()
+    let older = UUID().uuidString.lowercased()
+    let names = (0..<3).map { InterfaceName("ifb\($0)") }
+    let observations = names.enumerated().map { at, name in
+      var made = observation(0, 0, index: Int32(10 + at), boot: at == 1 ? older : current, at: clock)
+      made.name = name
+      return made
+    }
+    _ = try store.advanceLedger(observations, now: clock.now().wall)
+    // The same bytes as another String, as a clock's readings hold them.
+    let given = String(decoding: Array(current.utf8), as: UTF8.self)
+    #expect(storage(of: given) != storage(of: current))
+    let reader = try #require(try Store.open(StoreLocation(path: directory.file("ledger.db")), intent: .read))
+    // From the rows, and from the snapshot (what `loadLedger` reads).
+    let snapshot = try #require(try reader.readSnapshot(sharingBootID: given))
+    for entries in [try reader.readLedger(sharingBootID: given).entries, snapshot.entries] {
+      // Rows by name: this boot, an older boot, this boot again.
+      #expect(storage(of: try #require(entries[names[0]]).baseline.instance.bootID) == storage(of: given))
+      #expect(try #require(entries[names[1]]).baseline.instance.bootID == older)
+      #expect(storage(of: try #require(entries[names[2]]).baseline.instance.bootID) == storage(of: given))
+    }
+  }
+
+  /// Saves a ledger of names of several classes, boots and widths, with figures up to 2⁶⁴ − 1.
+  func saveVaried(_ store: Store, clock: ManualTimeSource) throws {
+    let kinds: [(String, InterfaceClass, String, CounterWidth)] = [
+      ("tun0", .tunnel, UUID().uuidString.lowercased(), .bits64), ("wlan0", .wifi, "boot-b", .bits32),
+      ("eth\u{e9}", .ethernet, "", .bits64), ("veth-x", .other, "unknown", .bits64),
+    ]
+    func observations(_ rx: UInt64) -> [LedgerObservation] {
+      kinds.enumerated().map { at, kind in
+        var made = observation(rx, rx / 2, index: Int32(3 + at), boot: kind.2, at: clock, width: kind.3)
+        made.name = InterfaceName(kind.0)
+        made.interfaceClass = kind.1
+        return made
+      }
+    }
+    _ = try store.advanceLedger(observations(UInt64.max - 10_000), now: clock.now().wall)
+    clock.advance(.seconds(1))
+    _ = try store.advanceLedger(observations(UInt64.max - 1), now: clock.now().wall)
+  }
+
+  @Test("the snapshot a writer stores beside the rows reads as the rows do, and readers read it")
+  func snapshotIsTheRows() throws {
+    let directory = try TemporaryDirectory("snapshot")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    try saveVaried(store, clock: clock)
+    let reader = try #require(try Store.open(StoreLocation(path: directory.file("ledger.db")), intent: .read))
+    let rows = try reader.readLedger().entries
+    #expect(rows.count == 4)
+    #expect(rows[InterfaceName("tun0")]?.totals.traffic.rxBytes == 9_999)
+    let snapshot = try #require(try reader.readSnapshot(sharingBootID: nil))
+    #expect(snapshot.entries == rows)
+    #expect(try reader.loadLedger().entries == rows)
+  }
+
+  @Test("a row any writer changes (an older vpnstat, plain SQL) makes the snapshot stale; the next save stores it")
+  func snapshotInvalidated() throws {
+    let directory = try TemporaryDirectory("snapshot2")
+    let path = directory.file("ledger.db")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    try saveVaried(store, clock: clock)
+    let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+    #expect(try reader.readSnapshot(sharingBootID: nil) != nil)
+    // As a vpnstat that knows nothing of the snapshot writes: the rows alone.
+    let older = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: false)
+    try older.execute("UPDATE interfaces SET total_rx_bytes = 123456789 WHERE name = CAST('tun0' AS BLOB)")
+    #expect(try reader.readSnapshot(sharingBootID: nil) == nil)
+    #expect(try reader.loadLedger().entries[InterfaceName("tun0")]?.totals.traffic.rxBytes == 123_456_789)
+    try older.execute(
+      """
+      INSERT INTO interfaces SELECT CAST('tun9' AS BLOB), class, first_seen_at, if_index + 10, boot_id, width, rx_bytes,
+        tx_bytes, rx_packets, tx_packets, sampled_at, boottime, total_rx_bytes, total_tx_bytes, total_rx_packets,
+        total_tx_packets, resets, wraps, discarded FROM interfaces WHERE name = CAST('tun0' AS BLOB)
+      """)
+    // A save that changes no row stores the snapshot again, of the rows as they are.
+    clock.advance(.seconds(1))
+    _ = try store.advanceLedger([], now: clock.now().wall)
+    let again = try #require(try reader.readSnapshot(sharingBootID: nil))
+    #expect(again.entries == (try reader.readLedger().entries))
+    #expect(again.entries[InterfaceName("tun9")]?.totals.traffic.rxBytes == 123_456_789)
+  }
+
+  @Test("a damaged snapshot is not believed: readers read the rows")
+  func damagedSnapshot() throws {
+    let directory = try TemporaryDirectory("snapshot3")
+    let path = directory.file("ledger.db")
+    let store = try store(directory)
+    try saveVaried(store, clock: ManualTimeSource())
+    let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+    let rows = try reader.readLedger().entries
+    let raw = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: false)
+    // Shortened, lengthened, empty, another magic, a count too large, a text longer than the blob.
+    for damage in [
+      "substr(data, 1, length(data) - 1)", "data || x'00'", "x''", "x'00' || substr(data, 2)",
+      "substr(data, 1, 4) || x'ffffff7f' || substr(data, 9)", "substr(data, 1, 12) || x'ffffffff' || substr(data, 17)",
+    ] {
+      try raw.execute("UPDATE ledger_snapshot SET data = \(damage)")
+      #expect(try reader.readSnapshot(sharingBootID: nil) == nil, "\(damage)")
+      #expect(try reader.loadLedger().entries == rows, "\(damage)")
+      // The writer's own again for the next damage (marked stale, as a changed row marks it).
+      try raw.execute("DELETE FROM ledger_snapshot_current")
+      _ = try store.advanceLedger([], now: Timestamp(seconds: 1_800_000_100))
+      #expect(try reader.readSnapshot(sharingBootID: nil)?.entries == rows)
+    }
+  }
+
+  @Test("a file no writer of this vpnstat has opened (no snapshot table) is read from its rows and left as it is")
+  func fileWithoutSnapshot() throws {
+    let directory = try TemporaryDirectory("nosnapshot")
+    let path = directory.file("ledger.db")
+    _ = try FileSystem.createFile(path, mode: 0o644)
+    let older = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: true)
+    for step in Store.migrations { try older.execute(step) }
+    try older.execute(
+      """
+      PRAGMA application_id = \(Store.applicationID); PRAGMA user_version = \(Store.schemaVersion);
+      INSERT INTO interfaces (name, class, first_seen_at, if_index, boot_id, width, rx_bytes, tx_bytes, rx_packets,
+        tx_packets, sampled_at, boottime, total_rx_bytes)
+      VALUES (CAST('wg0' AS BLOB), 'tunnel', 1, 5, 'boot-a', 64, 10, 20, 1, 2, 3, 4, 777)
+      """)
+    let before = contents(path)
+    let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+    #expect(try reader.readSnapshot(sharingBootID: nil) == nil)
+    #expect(try reader.loadLedger().entries[InterfaceName("wg0")]?.totals.traffic.rxBytes == 777)
+    #expect(contents(path) == before, "a reader changed the file")
+  }
+
   @Test("a changed boot id is a reset, never a wrap, even with 32-bit counters and the same ifindex")
   func reboot() throws {
     let directory = try TemporaryDirectory("reboot")
