@@ -231,7 +231,7 @@ package struct LedgerKeeper {
       return try checkpoint(&sampler, at: attempt)
     case .enforcer:
       var step: Step?
-      let (done, holder) = try lock.sharing { step = try checkpoint(&sampler, at: attempt) }
+      let (done, holder): (Void?, String?) = try lock.sharing { step = try checkpoint(&sampler, at: attempt) }
       guard done != nil else {
         // A recorder writes the ledger (and books this tunnel): read until it is gone.
         if memory != nil { view = LedgerView(store: store) }

@@ -125,14 +125,14 @@ struct ConnectEndToEndTests {
     #expect(!(try String(contentsOfFile: pair.left.configPath, encoding: .utf8)).contains("PersistentKeepalive"))
     // The datagram arrived through the tunnel, with a TTL of 1, at the address chosen for the peer.
     #expect(try pair.right.ns.kernelCounters("wg0").rxPackets >= 1)
-    _ = try? waitUntil(timeout: 2) { arrived.output.contains(".9: UDP") }
+    _ = waitUntil(timeout: 2) { arrived.output.contains(".9: UDP") }
     arrived.stop(SIGTERM)
     let target = fullTunnel ? "192.0.2.1.9: UDP" : "169.254.\(subnet).66.9: UDP"
     #expect(arrived.output.contains(target), "\(arrived.output)")
     #expect(arrived.output.contains("ttl 1,"), "\(arrived.output)")
     // The capture sees what crosses: a ping over the veth, the one thing expected in it.
     #expect(try pair.link.left.ping(pair.link.rightAddress))
-    _ = try? waitUntil(timeout: 2) { capture.output.contains("ICMP echo reply") }
+    _ = waitUntil(timeout: 2) { capture.output.contains("ICMP echo reply") }
     capture.stop(SIGTERM)
     let lines = capture.output.split(separator: "\n").filter { !$0.allSatisfy(\.isWhitespace) }
     #expect(lines.contains { $0.contains("ICMP echo request") }, "the capture saw nothing: \(capture.errors)")

@@ -70,7 +70,7 @@ struct OtherUserAttackTests {
     #expect(enforcer.isRunning, "the enforcer exited: \(enforcer.errors)")
     // Once the lock is gone, what was kept is written: the deadline's stop and the pause's.
     locker.stop(SIGKILL)
-    _ = try waitUntil(timeout: 8) { (try? stops(t.db).count) ?? 0 >= 2 }
+    _ = waitUntil(timeout: 8) { (try? stops(t.db).count) ?? 0 >= 2 }
     let reasons = try stops(t.db).map(\.reason)
     #expect(reasons.prefix(2) == [.pause, .freeLimit], "\(reasons)")
     #expect(enforcer.stop() == 0, "\(enforcer.errors)")
@@ -156,7 +156,7 @@ struct OtherUserAttackTests {
     defer { for squatter in squatters { squatter.stop(SIGKILL) } }
     for name in ["enforce-\(t.tunnel)", "record"] {
       let lock = t.db + ".\(name).lock"
-      FileManager.default.createFile(atPath: lock, contents: nil)
+      #expect(FileManager.default.createFile(atPath: lock, contents: nil))
       chmod(lock, 0o644)
       let squatter = try backgroundAsNobody("/usr/bin/python3", ["-c", holdSharedLock, lock, "flock"])
       try squatter.waitFor("locked")
@@ -193,7 +193,7 @@ struct FileSafetyTests {
         atPath: textfiles + "/.vpnstat.prom.\(pid).tmp", withDestinationPath: victim)
     }
     // And a leftover of a killed recorder (a regular file of root's): cleaned up.
-    FileManager.default.createFile(atPath: textfiles + "/.vpnstat.prom.99999999.tmp", contents: Data("x".utf8))
+    #expect(FileManager.default.createFile(atPath: textfiles + "/.vpnstat.prom.99999999.tmp", contents: Data("x".utf8)))
     let result = try run(
       Built.vpnstat, ["record", "--count", "1", "--db", directory.file("v.db"), "--textfile", textfiles])
     #expect(result.status == 0, "\(result.errors)")
@@ -320,7 +320,7 @@ struct DatabaseStateTests {
   func emptyFile() throws {
     let directory = try TemporaryDirectory("empty")
     let db = directory.file("v.db")
-    FileManager.default.createFile(atPath: db, contents: Data())
+    #expect(FileManager.default.createFile(atPath: db, contents: Data()))
     for arguments in [["status", "--json"], ["session", "check"], ["export"], ["watch", "--count", "1", "--json"]] {
       let result = try run(Built.vpnstat, arguments + ["--db", db])
       #expect(result.status == 0, "\(arguments): \(result.errors)")
@@ -385,7 +385,7 @@ struct LedgerConcurrencyKernelTests {
     let directory = try TemporaryDirectory("boot")
     let db = directory.file("v.db")
     let empty = directory.file("no-boot-id")
-    FileManager.default.createFile(atPath: empty, contents: Data())
+    #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
     let owner = try ns.echoTunnel("tun6", local: "169.254.6.1", peer: "169.254.6.2")
     defer { owner.stop() }
     func record(hidden: Bool) throws -> CommandResult {

@@ -37,7 +37,7 @@ final class ProcFixture: @unchecked Sendable {
     ).write(to: URL(fileURLWithPath: base + "/status"))
     if let executable { try fm.createSymbolicLink(atPath: base + "/exe", withDestinationPath: executable) }
     try Data("0::\(controlGroup)\n".utf8).write(to: URL(fileURLWithPath: base + "/cgroup"))
-    for fd in foreign { fm.createFile(atPath: base + "/foreign/\(fd)", contents: Data()) }
+    for fd in foreign { try Data().write(to: URL(fileURLWithPath: base + "/foreign/\(fd)")) }
     try Data(arguments.map { $0 + "\0" }.joined().utf8).write(to: URL(fileURLWithPath: base + "/cmdline"))
     try fm.createSymbolicLink(atPath: base + "/ns/net", withDestinationPath: namespace)
     for (fd, name) in tuns {

@@ -398,7 +398,7 @@ struct TunProcessSurveyTests {
     try proc.process(13, command: "openvpn", arguments: ["openvpn"], namespace: "net:[4026532458]", tuns: [3: "tun8"])
     try proc.process(14, command: "bash", arguments: ["bash"], otherFiles: [0: "/dev/pts/0"])
     let config = try TemporaryDirectory("survey")
-    FileManager.default.createFile(atPath: config.file("wg0.conf"), contents: Data())
+    #expect(FileManager.default.createFile(atPath: config.file("wg0.conf"), contents: Data()))
     let survey = TunProcessSurvey(procRoot: SystemPath(proc.root), attachments: proc.attachments)
     // /run/wireguard exists: the reader looks for wireguard-go (its socket is not there).
     var reader = WireGuardReader(
