@@ -355,8 +355,12 @@ package struct JSONWriter {
       null()
       return
     }
-    if name.bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) {
-      name.bytes.withUnsafeBufferPointer { field(nameKey, plain: $0) }
+    let plain = name.withBytes { bytes in
+      guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) else { return false }
+      field(nameKey, plain: bytes.assumingMemoryBound(to: UInt8.self))
+      return true
+    }
+    if plain {
       field(encodingKey, literal: "utf8")
       return
     }

@@ -33,6 +33,10 @@ struct InterfaceNameTests {
       #expect(name.bytes == bytes)
       #expect(name.count == bytes.count)
       #expect(InterfaceName(bytes: bytes[...]) == name)
+      // Where they lie, and from where they lie (the contiguous path), the same bytes.
+      #expect(name.withBytes { Array($0) } == bytes)
+      #expect(bytes.withUnsafeBytes { InterfaceName(bytes: $0) } == name)
+      #expect(InterfaceName(bytes: AnySequence(bytes)) == name)
       #expect(InterfaceName(parsingEscaped: name.escaped).bytes == bytes)
       if let text = String(validating: bytes, as: UTF8.self) { #expect(InterfaceName(text) == name) }
     }
