@@ -31,8 +31,10 @@ enum LedgerSnapshot {
     for entry in ledger.entries.values.sorted(by: { $0.name < $1.name }) {
       let b = entry.baseline
       let t = entry.totals
-      records.append(UInt32(entry.name.bytes.count))
-      records.append(contentsOf: entry.name.bytes)
+      entry.name.withBytes { name in
+        records.append(UInt32(name.count))
+        records.append(contentsOf: name)
+      }
       records.append(number(entry.interfaceClass.rawValue))
       records.append(number(b.instance.bootID))
       records.append(UInt32(bitPattern: b.instance.index))

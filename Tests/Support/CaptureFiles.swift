@@ -162,8 +162,8 @@ struct KnownTraffic {
   var totalIPBytes: Int { packets.reduce(0) { $0 + $1.ipLength } }
 }
 
-/// A deterministic generator, so a failing case can be replayed.
-struct SplitMix {
+/// A deterministic generator (SplitMix64), so a failing case can be replayed.
+struct SplitMix: RandomNumberGenerator {
   var state: UInt64
   init(seed: UInt64) { state = seed }
   mutating func next() -> UInt64 {

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import VPNStatModel
+@testable import VPNStatTestSupport
 
 /// An interface name kept as two words (up to 15 bytes) or as its bytes (longer): whichever the
 /// form, a name is its bytes — equality, hash and order are the bytes', and the bytes come back
@@ -17,7 +18,7 @@ struct InterfaceNameTests {
       [UInt8](repeating: 0xFF, count: 16), [UInt8](repeating: 0, count: 15), [UInt8](repeating: 0, count: 16),
       [UInt8](repeating: 0x80, count: 8) + [0x01], [UInt8](repeating: 0x80, count: 8) + [0x01, 0x00],
     ]
-    var random = SplitMix64(seed: 22)
+    var random = SplitMix(seed: 22)
     for _ in 0..<400 {
       let count = Int(random.next() % 21)
       // Few distinct bytes, so equal prefixes and equal names are common.
@@ -80,18 +81,5 @@ struct InterfaceNameTests {
     #expect(bytes == Array("1234567890123456".utf8))
     #expect(longest.kernelProblem == nil)
     #expect(tooLong.kernelProblem == "is longer than 15 bytes")
-  }
-}
-
-/// A small deterministic generator, so a failure names the same names again.
-private struct SplitMix64 {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }

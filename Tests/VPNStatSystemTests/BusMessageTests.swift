@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import VPNStatSystem
+@testable import VPNStatTestSupport
 
 /// Bytes written as hex, whitespace ignored.
 func hexBytes(_ text: String) -> [UInt8] {
@@ -196,18 +197,6 @@ struct BusMessageTests {
     }
   }
 
-  /// A deterministic random source (SplitMix64): the same mutations on every run.
-  struct Mixer: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
-    }
-  }
-
   @Test("mutated messages (every byte set to edge values; 20,000 random mutations) are refused or read consistently")
   func mutations() throws {
     var refused = 0
@@ -241,7 +230,7 @@ struct BusMessageTests {
         }
       }
     }
-    var random = Mixer(state: 23)
+    var random = SplitMix(seed: 23)  // the same mutations on every run
     for _ in 0..<20_000 {
       var bytes = originals[Int.random(in: 0..<originals.count, using: &random)]
       for _ in 0..<Int.random(in: 1...4, using: &random) {
