@@ -2,14 +2,23 @@
 // cold `status` makes (RTM_GETLINK without IPv6's statistics, the counters read from each
 // link's IFLA_STATS64) and prints how many interfaces it saw and their bytes. vpnstat-bench
 // times it beside `status --json` and `ip -s -j link`.
+//
+// With `--react IFINDEX` it is instead the plainest enforcer: it undoes every up of that link
+// until killed, the floor vpnstat-bench compares the enforcer's undo with.
 
 #include <CNetlinkFloor.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--react") == 0) {
+    int error = netlink_floor_react(atoi(argv[2]));
+    fprintf(stderr, "netlink-floor: react: %s\n", strerror(-error));
+    return 69;
+  }
   int fd = netlink_floor_open();
   if (fd < 0) {
     fprintf(stderr, "netlink-floor: socket: %s\n", strerror(-fd));

@@ -142,6 +142,13 @@ enum EnforceBenchmark {
       lines.append(
         "    floor (this process: up, its notification, down, its notification): median \(formatDuration(floor.median)), worst \(formatDuration(Double(floor.worst)))"
       )
+      if let reactor = try reactorUndo(links: links, index: index, watch: watch, count: quick ? 20 : 60) {
+        lines.append(
+          "    C reactor (netlink-floor --react: one socket, one request per notification): undo median \(formatDuration(reactor.median)), worst \(formatDuration(Double(reactor.worst)))"
+        )
+      } else {
+        lines.append("    C reactor: netlink-floor is not beside vpnstat-bench (build the package's products)")
+      }
       lines.append(
         "    anchor (ip monitor | ip link set down): undo median \(formatDuration(anchor.median)), worst \(formatDuration(Double(anchor.worst)))"
       )
@@ -258,16 +265,40 @@ enum EnforceBenchmark {
       kill(-loop, SIGTERM)
       _ = try? waitForExit(loop)
     }
-    // Ready once it took the tun down once.
+    return try undoes(by: "the anchor", links: links, index: index, watch: watch, count: count)
+  }
+
+  /// The floor for a process that undoes: `netlink-floor --react` (plain C, one socket, one
+  /// request per notification) — the kernel's work and two processes waking each other, which
+  /// every enforcer pays. Nil when `netlink-floor` is not beside this program.
+  static func reactorUndo(links: NetlinkLinkTable, index: Int32, watch: LinkWatch, count: Int) throws -> (
+    median: Double, worst: Int64
+  )? {
+    let reactor =
+      ownExecutablePath().split(separator: "/", omittingEmptySubsequences: false).dropLast()
+      .joined(separator: "/") + "/netlink-floor"
+    guard access(reactor, X_OK) == 0 else { return nil }
+    let process = try PreparedCommand(label: "", path: reactor, arguments: ["--react", String(index)]).spawn()
+    defer {
+      kill(process, SIGTERM)
+      _ = try? waitForExit(process)
+    }
+    return try undoes(by: "netlink-floor --react", links: links, index: index, watch: watch, count: count)
+  }
+
+  /// Times `count` undos by another process, once it has taken the tun down once.
+  static func undoes(by who: String, links: NetlinkLinkTable, index: Int32, watch: LinkWatch, count: Int) throws -> (
+    median: Double, worst: Int64
+  ) {
     var ready = false
     for _ in 0..<20 where !ready { ready = try undo(links: links, index: index, watch: watch) != nil }
-    guard ready else { throw BenchError("the anchor never took \(device) down") }
+    guard ready else { throw BenchError("\(who) never took \(device) down") }
     var samples: [Int64] = []
     for _ in 0..<count {
       if let latency = try undo(links: links, index: index, watch: watch) { samples.append(latency) }
       usleep(20_000)
     }
-    guard !samples.isEmpty else { throw BenchError("the anchor never took \(device) down") }
+    guard !samples.isEmpty else { throw BenchError("\(who) never took \(device) down") }
     return (Distribution(samples).median, samples.max() ?? 0)
   }
 

@@ -21,4 +21,7 @@ void sysfs_floor_close(void);
 int traffic_mover_open(void);
 /// Sends one 60-byte broadcast frame out of the interface `ifindex`. Returns 0 or -errno.
 int traffic_mover_send(int fd, int ifindex);
+/// Undoes every up of the link `ifindex` as soon as the kernel tells of it, until killed: the
+/// floor an enforcer's undo is compared with. Returns -errno when it cannot go on.
+int netlink_floor_react(int ifindex);
 #endif
