@@ -42,10 +42,7 @@ extension StatusSnapshot {
     reports.reserveCapacity(chosen.count)
     for (at, interfaceClass, evidence) in chosen {
       let entry = sample.interfaces[at]
-      var report = InterfaceReport(
-        name: entry.name, index: entry.index, interfaceClass: interfaceClass, classBy: evidence,
-        state: LinkState(entry.link), counters: entry.counters,
-        width: entry.width, ledger: ledger?.entries[entry.name]?.totals)
+      var rate: TrafficRate?
       if let previous, let before = previousEntry(at, entry.name) {
         let seconds = Double(sample.taken.boottime - previous.taken.boottime) / 1e9
         if seconds > 0 {
@@ -53,12 +50,16 @@ extension StatusSnapshot {
             CounterDelta.between(
               LedgerBaseline(before, taken: previous.taken), LedgerBaseline(entry, taken: sample.taken))
             ?? CounterDelta(.zero, kind: .growth)
-          report.rate = TrafficRate(
+          rate = TrafficRate(
             rxBytesPerSecond: Double(delta.traffic.rxBytes) / seconds,
             txBytesPerSecond: Double(delta.traffic.txBytes) / seconds)
         }
       }
-      reports.append(report)
+      reports.append(
+        InterfaceReport(
+          name: entry.name, index: entry.index, interfaceClass: interfaceClass, classBy: evidence,
+          state: LinkState(entry.link), counters: entry.counters,
+          width: entry.width, rate: rate, ledger: ledger?.entries[entry.name]?.totals))
     }
     return StatusSnapshot(
       generatedAt: sample.taken.wall, source: sample.source, fallbackReason: sample.fallbackReason,

@@ -26,6 +26,9 @@ public struct InterfaceReport: Hashable, Sendable {
   /// or why it could not be read; nil for every other interface.
   public var wireguard: WireGuardStatus?
 
+  /// Inlinable: made in place where a snapshot is made (a thousand at a time), not built here
+  /// and copied out.
+  @inlinable
   public init(
     name: InterfaceName, index: Int32, interfaceClass: InterfaceClass, classBy: ClassEvidence,
     state: LinkState, counters: InterfaceCounters, width: CounterWidth, rate: TrafficRate? = nil,
