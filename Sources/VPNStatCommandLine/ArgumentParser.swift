@@ -19,13 +19,48 @@ package struct UsageError: Error, Equatable, Sendable, CustomStringConvertible {
   package var description: String { message }
 }
 
+/// Option values by long name: a handful of entries, in an array.
+///
+/// Not a `[String: [String]]`: the first dictionary a process makes has the Swift runtime scan
+/// every protocol conformance in the program for `String: Hashable` — some 180,000 instructions,
+/// a fifth of all `status --json` runs at four interfaces.
+package struct OptionValues: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+  private var entries: [(key: String, value: [String])] = []
+
+  package init(dictionaryLiteral elements: (String, [String])...) {
+    for (key, value) in elements { self[key] = value }
+  }
+
+  package subscript(long: String) -> [String]? {
+    get { entries.first { $0.key == long }?.value }
+    set {
+      let at = entries.firstIndex { $0.key == long }
+      switch (at, newValue) {
+      case (let at?, let value?): entries[at].value = value
+      case (let at?, nil): entries.remove(at: at)
+      case (nil, let value?): entries.append((long, value))
+      case (nil, nil): break
+      }
+    }
+  }
+
+  package subscript(long: String, default empty: [String]) -> [String] {
+    get { self[long] ?? empty }
+    set { self[long] = newValue }
+  }
+
+  package var isEmpty: Bool { entries.isEmpty }
+
+  package func makeIterator() -> IndexingIterator<[(key: String, value: [String])]> { entries.makeIterator() }
+}
+
 /// The result of parsing: which command, which options with which values, which positionals.
 package struct ParsedCommand: Sendable {
   /// The command names from the top, e.g. `["vpnstat", "session", "check"]`.
   package var path: [String]
   package var spec: CommandSpec
   /// Values by option long name, in command-line order; flags map to `[""]` per occurrence.
-  package var values: [String: [String]]
+  package var values: OptionValues
   package var positionals: [String]
   /// The exact bytes of a remainder option's words (`--exec`), by long name: a command's
   /// arguments are passed on as given, also when they are not UTF-8.

@@ -67,6 +67,35 @@ struct ClassificationTests {
     #expect(wlan.classBy == .override)
   }
 
+  /// Every link kind that decides a class, as netlink names it, and kinds merely like one.
+  static let kinds: [(String, InterfaceClass?)] = [
+    ("tun", .tunnel), ("wireguard", .tunnel), ("ovpn", .tunnel), ("ipip", .tunnel), ("sit", .tunnel),
+    ("gre", .tunnel), ("gretap", .tunnel), ("ip6gre", .tunnel), ("ip6gretap", .tunnel), ("ip6tnl", .tunnel),
+    ("vti", .tunnel), ("vti6", .tunnel), ("xfrm", .tunnel), ("ppp", .tunnel), ("l2tp_eth", .tunnel),
+    ("vxlan", .tunnel), ("geneve", .tunnel), ("wwan", .cellular), ("rmnet", .cellular), ("veth", .other),
+    ("ifb", .other), ("bridge", .other), ("bond", .other), ("team", .other), ("macvlan", .other),
+    ("macvtap", .other), ("ipvlan", .other), ("ipvtap", .other), ("vlan", .other), ("vrf", .other),
+    ("dummy", .other), ("netkit", .other), ("nlmon", .other), ("batadv", .other), ("hsr", .other),
+    ("netdevsim", .other),
+    ("", nil), ("tu", nil), ("tun0", nil), ("TUN", nil), ("ifbx", nil), ("wireguar", nil), ("wireguardx", nil),
+    ("ip6gretaq", nil), ("macvla", nil), ("l2tp_et", nil), ("vlan\u{0}", nil), ("bridge ", nil), ("wlan", nil),
+  ]
+
+  @Test("each netlink link kind decides its class; a kind merely like one does not")
+  func kindTable() {
+    for (kind, expected) in Self.kinds {
+      #expect(Classifier.classByKind(kind) == expected, "\(kind.debugDescription)")
+      #expect(Classifier.kindDecides(kind) == (expected != nil), "\(kind.debugDescription)")
+    }
+    let devtypes: [(String, InterfaceClass?)] = [
+      ("wlan", .wifi), ("wwan", .cellular), ("wireguard", .tunnel), ("ppp", .tunnel), ("bridge", .other),
+      ("vlan", .other), ("bond", .other), ("macsec", .other), ("", nil), ("wlan0", nil), ("tun", nil),
+    ]
+    for (devtype, expected) in devtypes {
+      #expect(Classifier.classByDevtype(devtype) == expected, "\(devtype.debugDescription)")
+    }
+  }
+
   @Test("the link kind from netlink decides without reading sysfs")
   func kindDecidesWithoutSysfs() throws {
     let tree = try SysfsFixture()
