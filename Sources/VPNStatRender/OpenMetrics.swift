@@ -229,11 +229,13 @@ package enum OpenMetrics {
   /// printable ASCII without a backslash or a quote (which both forms keep as they are), else
   /// the escaped form.
   static func appendLabel(_ name: InterfaceName, to out: inout [UInt8]) {
-    if name.bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x5C && $0 != 0x22 }) {
-      out.append(contentsOf: name.bytes)
-    } else {
-      out.append(contentsOf: label(name).utf8)
+    // The bytes where they lie: `name.bytes` makes an array of them each time it is asked.
+    let plain = name.withBytes { bytes in
+      guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x5C && $0 != 0x22 }) else { return false }
+      out.append(contentsOf: bytes)
+      return true
     }
+    if !plain { out.append(contentsOf: label(name).utf8) }
   }
 
   /// A label value: the name as vpnstat shows it everywhere (`terminalText`: clean UTF-8 as
@@ -326,14 +328,27 @@ struct MetricsText {
     labels.withUnsafeBufferPointer { begin(name, labels: $0) }
   }
 
+  /// In one reservation of the output: a sample's beginning is written some ten thousand times
+  /// an exposition at 1000 interfaces, and a capacity check per piece was most of its cost.
   mutating func begin(_ name: [UInt8], labels: UnsafeBufferPointer<UInt8>) {
-    bytes.append(name)
-    if !labels.isEmpty {
-      bytes.append(0x7B)
-      bytes.append(labels)
-      bytes.append(0x7D)
+    name.withUnsafeBufferPointer { name in
+      bytes.append(atMost: name.count + labels.count + 3) { at in
+        var written = 0
+        if let source = name.baseAddress {
+          at.update(from: source, count: name.count)
+          written = name.count
+        }
+        if let source = labels.baseAddress, labels.count > 0 {
+          at[written] = 0x7B
+          (at + written + 1).update(from: source, count: labels.count)
+          written += labels.count + 1
+          at[written] = 0x7D
+          written += 1
+        }
+        at[written] = 0x20
+        return written + 1
+      }
     }
-    bytes.append(0x20)
   }
 
   /// Unix seconds with milliseconds: `1800000000.123`.
