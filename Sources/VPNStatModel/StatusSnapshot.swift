@@ -21,7 +21,14 @@ public struct InterfaceReport: Hashable, Sendable {
   public var rate: TrafficRate?
   public var ledger: LedgerTotals?
   /// Who manages it, for a tunnel whose manager was looked up (nil otherwise).
-  public var manager: TunnelManager?
+  public var manager: TunnelManager? {
+    get { if case .some(let manager) = managerSlot { manager } else { nil } }
+    set { managerSlot = newValue.map { .some($0) } ?? .none }
+  }
+  /// Out of line: a manager is 129 bytes and few interfaces have one, and a thousand reports are
+  /// written into fresh pages — each a page fault (~2 µs on this VM) a smaller report does not
+  /// take. Not generic, so making its type asks the runtime for no conformance.
+  @usableFromInline var managerSlot: ManagerSlot = .none
   /// For a WireGuard tunnel, what WireGuard itself says (peers, handshakes, encrypted transfer)
   /// or why it could not be read; nil for every other interface.
   public var wireguard: WireGuardStatus?
@@ -45,6 +52,13 @@ public struct InterfaceReport: Hashable, Sendable {
     self.ledger = ledger
     self.wireguard = wireguard
   }
+}
+
+/// A report's manager, held out of line (`InterfaceReport.manager`).
+@usableFromInline
+enum ManagerSlot: Hashable, Sendable {
+  case none
+  indirect case some(TunnelManager)
 }
 
 /// The sums over one class's interfaces.
