@@ -29,6 +29,7 @@ extension StatusSnapshot {
     // than the rest of the snapshot.
     var chosen: [(at: Int, interfaceClass: InterfaceClass, evidence: ClassEvidence)] = []
     chosen.reserveCapacity(sample.interfaces.count)
+    catalog.reserve(sample.interfaces.count)
     for (at, entry) in sample.interfaces.enumerated() where selection.includes(name: entry.name) {
       let described = catalog.entry(for: entry)
       guard selection.includes(entry.name, described.interfaceClass) else { continue }
