@@ -152,7 +152,7 @@ package enum SessionView {
     for at in sample.interfaces.indices where LinkState(sample.interfaces[at].link) == .up {
       if let tunnel = record.tunnel {
         if sample.interfaces[at].name == tunnel { return true }
-      } else if catalog.entry(for: sample.interfaces[at]).interfaceClass == .tunnel {
+      } else if catalog.verdict(for: sample.interfaces[at]).interfaceClass == .tunnel {
         return true
       }
     }

@@ -29,9 +29,9 @@ extension StatusSnapshot {
     // than the rest of the snapshot.
     var chosen: [(at: Int, interfaceClass: InterfaceClass, evidence: ClassEvidence)] = []
     chosen.reserveCapacity(sample.interfaces.count)
-    for (at, entry) in sample.interfaces.enumerated() where selection.includes(name: entry.name) {
-      let described = catalog.entry(for: entry)
-      guard selection.includes(entry.name, described.interfaceClass) else { continue }
+    for at in sample.interfaces.indices where selection.includes(name: sample.interfaces[at].name) {
+      let described = catalog.verdict(for: sample.interfaces[at])
+      guard selection.includes(sample.interfaces[at].name, described.interfaceClass) else { continue }
       chosen.append((at, described.interfaceClass, described.evidence))
     }
     chosen.sort { a, b in

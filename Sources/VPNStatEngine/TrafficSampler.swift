@@ -33,14 +33,20 @@ package struct TrafficSampler {
   package mutating func observations(_ sample: CounterSample) -> [LedgerObservation] {
     var result: [LedgerObservation] = []
     result.reserveCapacity(sample.interfaces.count)
-    for entry in sample.interfaces where recorded.includes(name: entry.name) {
-      let described = catalog.entry(for: entry)
-      guard recorded.includes(entry.name, described.interfaceClass) else { continue }
-      result.append(
-        LedgerObservation(
-          name: entry.name, interfaceClass: described.interfaceClass,
-          baseline: LedgerBaseline(entry, taken: sample.taken),
-          plausibleBytesPerSecond: plausible(described)))
+    // Taken out of `self` first: the loop below changes the catalog, and a read of `self` in it
+    // would copy the whole sampler.
+    let (taken, recorded, cap) = (sample.taken, self.recorded, capBytesPerSecond)
+    // Read where they lie: a copy of each entry would count its name's and kind's references.
+    sample.interfaces.withUnsafeBufferPointer { interfaces in
+      for at in interfaces.indices where recorded.includes(name: interfaces[at].name) {
+        let described = catalog.verdict(for: interfaces[at])
+        guard recorded.includes(interfaces[at].name, described.interfaceClass) else { continue }
+        result.append(
+          LedgerObservation(
+            name: interfaces[at].name, interfaceClass: described.interfaceClass,
+            baseline: LedgerBaseline(interfaces[at], taken: taken),
+            plausibleBytesPerSecond: Self.plausible(speedMbps: described.speedMbps, cap: cap)))
+      }
     }
     return result
   }
@@ -52,12 +58,12 @@ package struct TrafficSampler {
     let entry = InterfaceSample(
       name: change.record.name, index: change.record.index, counters: counters, width: .bits64,
       link: change.record.attributes)
-    let described = catalog.entry(for: entry)
+    let described = catalog.verdict(for: entry)
     guard recorded.includes(entry.name, described.interfaceClass) else { return nil }
     return LedgerObservation(
       name: entry.name, interfaceClass: described.interfaceClass,
       baseline: LedgerBaseline(entry, taken: now),
-      plausibleBytesPerSecond: plausible(described))
+      plausibleBytesPerSecond: Self.plausible(speedMbps: described.speedMbps, cap: capBytesPerSecond))
   }
 
   /// Keeps the netlink reader's link table current from a notification.
@@ -65,10 +71,10 @@ package struct TrafficSampler {
     reader.apply(change.record, deleted: change.deleted)
   }
 
-  private func plausible(_ entry: InterfaceCatalog.Entry) -> Double {
+  private static func plausible(speedMbps: UInt64?, cap: Double) -> Double {
     // A link speed is a real bound only for a physical NIC (tun reports a fake 10 Mbit/s); with
     // a margin, since a sample's time and its counters are not read at the same instant.
-    if let speed = entry.facts.speedMbps { return Double(speed) * 1e6 / 8 * 1.25 }
-    return capBytesPerSecond
+    if let speed = speedMbps { return Double(speed) * 1e6 / 8 * 1.25 }
+    return cap
   }
 }

@@ -68,10 +68,32 @@ package struct InterfaceCatalog {
     return low
   }
 
+  /// An entry's plain fields, read where the entry lies: what is asked of every interface at every
+  /// sample, for which a copy of the entry (its facts' strings) would cost more than the lookup.
+  package struct Verdict: Sendable {
+    package var interfaceClass: InterfaceClass
+    package var evidence: ClassEvidence
+    /// The link speed in Mbit/s where the kernel knows a real one (`InterfaceFacts.speedMbps`).
+    package var speedMbps: UInt64?
+  }
+
+  /// `entry(for:)`'s class, evidence and speed.
+  package mutating func verdict(for sample: InterfaceSample) -> Verdict {
+    let at = position(classifying: sample.name, index: sample.index, link: sample.link)
+    return Verdict(
+      interfaceClass: known[at].entry.interfaceClass, evidence: known[at].entry.evidence,
+      speedMbps: known[at].entry.facts.speedMbps)
+  }
+
   private mutating func entry(name: InterfaceName, index: Int32, link: LinkAttributes) -> Entry {
+    known[position(classifying: name, index: index, link: link)].entry
+  }
+
+  /// Where the instance is in `known`, classified first if it is not there yet.
+  private mutating func position(classifying name: InterfaceName, index: Int32, link: LinkAttributes) -> Int {
     let at = position(of: index)
     let found = at < known.count && known[at].index == index
-    if found, known[at].name == name { return known[at].entry }
+    if found, known[at].name == name { return at }
     let entry: Entry
     if let (interfaceClass, evidence) = classifier.classify(name, kind: link.kind) {
       entry = Entry(
@@ -90,7 +112,7 @@ package struct InterfaceCatalog {
     } else {
       known.insert(Instance(index: index, name: name, entry: entry), at: at)
     }
-    return entry
+    return at
   }
 
   /// Forgets instances absent from `sample`, so a long-running sampler's memory stays bounded.

@@ -30,59 +30,87 @@ public struct UnsavedTraffic: Sendable {
     var interfaceClass: InterfaceClass
     var traffic: TrafficCounts
   }
-  /// Per name, the sums of its buckets: a booking looks its name up once, then finds its few
-  /// buckets (one per granularity, two where a save interval crosses a bucket's end) by a scan.
-  private var sums: [InterfaceName: [Sum]] = [:]
-  /// The bucket starts of the last time booked: every booking of one sample has the same time,
-  /// and a calendar conversion per booking would cost more than the sum.
-  private var lastStarts: (seconds: Int64, starts: [(granularity: TrafficGranularity, start: Int64)])?
+  /// One name's bookings. Those of its latest period are one sum, which stands for that
+  /// period's bucket of every granularity at once: a booking is then one addition, not a search
+  /// through four buckets. Those of earlier periods are settled per bucket (one per granularity,
+  /// two where a save interval crosses a bucket's end).
+  struct Booked {
+    var period: Int
+    var interfaceClass: InterfaceClass
+    var traffic: TrafficCounts
+    var settled: [Sum] = []
+    /// Everything booked, whatever the bucket.
+    var total: TrafficCounts
+  }
+  /// Per name, its bookings: a booking looks its name up once.
+  private var names: [InterfaceName: Booked] = [:]
+  /// The bucket starts of each period booked into, one per granularity (`allCases` order): a
+  /// period is the buckets an instant falls in, shared by every booking of one sample.
+  private var periods: [[Int64]] = []
+  /// The period of the last time booked: every booking of one sample has the same time, and a
+  /// calendar conversion per booking would cost more than the sum.
+  private var lastPeriod: (seconds: Int64, period: Int)?
 
   public init() {}
 
-  public var isEmpty: Bool { sums.isEmpty }
+  public var isEmpty: Bool { names.isEmpty }
 
   /// Forgets every sum, keeping the table's room for the next save interval's.
-  public mutating func removeAll() { sums.removeAll(keepingCapacity: true) }
+  public mutating func removeAll() {
+    names.removeAll(keepingCapacity: true)
+    periods.removeAll(keepingCapacity: true)
+    lastPeriod = nil
+  }
 
   public mutating func add(_ booked: [BookedTraffic], calendar: any LocalCalendar) {
     for entry in booked { add(entry, calendar: calendar) }
   }
 
-  /// Adds one booking to the buckets that hold its time, each sum changed where it lies.
+  /// Adds one booking to the buckets that hold its time.
   public mutating func add(_ entry: BookedTraffic, calendar: any LocalCalendar) {
-    guard !entry.delta.traffic.isZero else { return }
-    let seconds = entry.wall.seconds
-    let starts: [(granularity: TrafficGranularity, start: Int64)]
-    if let last = lastStarts, last.seconds == seconds {
-      starts = last.starts
-    } else {
-      starts = TrafficGranularity.allCases.map { ($0, $0.start(of: entry.wall, in: calendar)) }
-      lastStarts = (seconds, starts)
-    }
-    if let index = sums.index(forKey: entry.name) {
-      Self.book(entry, in: starts, into: &sums.values[index])
-    } else {
-      var list: [Sum] = []
-      list.reserveCapacity(starts.count)
-      Self.book(entry, in: starts, into: &list)
-      sums[entry.name] = list
-    }
+    add(entry.delta.traffic, of: entry.name, as: entry.interfaceClass, at: entry.wall, calendar: calendar)
   }
 
-  private static func book(
-    _ entry: BookedTraffic, in starts: [(granularity: TrafficGranularity, start: Int64)], into list: inout [Sum]
-  ) {
-    for (granularity, start) in starts {
-      if let i = list.firstIndex(where: { $0.granularity == granularity && $0.start == start }) {
-        list[i].interfaceClass = entry.interfaceClass
-        list[i].traffic += entry.delta.traffic
-      } else {
-        list.append(
-          Sum(
-            granularity: granularity, start: start, interfaceClass: entry.interfaceClass,
-            traffic: entry.delta.traffic))
-      }
+  /// Adds `traffic` of `name` at `wall` to the buckets that hold that time, its sums changed
+  /// where they lie. Returns all `name` has booked here, this included (since the sums were
+  /// last emptied, or the name removed).
+  @discardableResult
+  public mutating func add(
+    _ traffic: TrafficCounts, of name: InterfaceName, as interfaceClass: InterfaceClass, at wall: Timestamp,
+    calendar: any LocalCalendar
+  ) -> TrafficCounts {
+    guard !traffic.isZero else { return names[name]?.total ?? .zero }
+    let period = self.period(of: wall, calendar: calendar)
+    guard let index = names.index(forKey: name) else {
+      names[name] = Booked(period: period, interfaceClass: interfaceClass, traffic: traffic, total: traffic)
+      return traffic
     }
+    // Changed where it lies, through one access: a read of the table's value would copy it.
+    return names.values[index].add(traffic, as: interfaceClass, in: period, periods: periods)
+  }
+
+  /// The period holding `wall`, added to `periods` when new.
+  private mutating func period(of wall: Timestamp, calendar: any LocalCalendar) -> Int {
+    let seconds = wall.seconds
+    if let last = lastPeriod, last.seconds == seconds { return last.period }
+    let starts = TrafficGranularity.allCases.map { $0.start(of: wall, in: calendar) }
+    let period: Int
+    if let known = periods.firstIndex(of: starts) {
+      period = known
+    } else {
+      period = periods.count
+      periods.append(starts)
+    }
+    lastPeriod = (seconds, period)
+    return period
+  }
+
+  /// Each bucket's sum for `booked`, the latest period's folded into the settled ones: the
+  /// buckets in the order they were first booked into, each with the class last booked there.
+  private func sums(of booked: Booked) -> [Sum] {
+    var folded = booked
+    folded.settleLatest(starts: periods[booked.period])
+    return folded.settled
   }
 
   /// The traffic booked into `granularity`'s buckets starting at `start` (Unix seconds) or later,
@@ -91,8 +119,8 @@ public struct UnsavedTraffic: Sendable {
     _ granularity: TrafficGranularity, since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName?
   ) -> TrafficCounts {
     var total = TrafficCounts.zero
-    for (key, list) in sums where name == nil || key == name {
-      for sum in list
+    for (key, booked) in names where name == nil || key == name {
+      for sum in sums(of: booked)
       where sum.granularity == granularity && sum.start >= start
         && (interfaceClass == nil || sum.interfaceClass == interfaceClass)
       {
@@ -124,8 +152,8 @@ public struct UnsavedTraffic: Sendable {
   /// The unsaved buckets of `granularity` starting at `start` (Unix seconds) or later: what to
   /// add to the stored ones of that granularity for the traffic as it stands now.
   public func buckets(_ granularity: TrafficGranularity, since start: Int64) -> [TrafficBucket] {
-    sums.flatMap { name, list in
-      list.compactMap { sum in
+    names.flatMap { name, booked in
+      sums(of: booked).compactMap { sum in
         guard sum.granularity == granularity, sum.start >= start else { return nil }
         return TrafficBucket(name: name, start: sum.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
       }
@@ -134,7 +162,7 @@ public struct UnsavedTraffic: Sendable {
 
   /// Forgets what was booked for `name` (another writer booked it).
   public mutating func remove(_ name: InterfaceName) {
-    sums[name] = nil
+    names[name] = nil
   }
 
   /// One row per bucket, ordered as the table's key (granularity, start, name) so a checkpoint
@@ -142,7 +170,7 @@ public struct UnsavedTraffic: Sendable {
   /// each granularity taken in that order: a sort of every row (four per name) by the whole key
   /// moved each row some ten times, a quarter of a save.
   public var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] {
-    let lists = sums.sorted { $0.key < $1.key }
+    let lists = names.sorted { $0.key < $1.key }.map { (key: $0.key, value: sums(of: $0.value)) }
     var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] = []
     rows.reserveCapacity(lists.reduce(0) { $0 + $1.value.count })
     for granularity in TrafficGranularity.allCases {
@@ -166,6 +194,38 @@ public struct UnsavedTraffic: Sendable {
       }
     }
     return rows
+  }
+}
+
+extension UnsavedTraffic.Booked {
+  /// Adds a booking in `period` (an index into `periods`); returns the name's new total.
+  mutating func add(
+    _ booked: TrafficCounts, as bookedClass: InterfaceClass, in bookedPeriod: Int, periods: [[Int64]]
+  ) -> TrafficCounts {
+    if period != bookedPeriod {
+      // A new period: the latest one's sum is settled bucket by bucket (every five minutes).
+      settleLatest(starts: periods[period])
+      period = bookedPeriod
+      traffic = .zero
+    }
+    interfaceClass = bookedClass
+    traffic += booked
+    total += booked
+    return total
+  }
+
+  /// Adds the latest period's sum, whose bucket starts are `starts`, to the settled sum of each
+  /// of its buckets (a bucket first booked into now goes last).
+  mutating func settleLatest(starts: [Int64]) {
+    for (granularity, start) in zip(TrafficGranularity.allCases, starts) {
+      if let i = settled.firstIndex(where: { $0.granularity == granularity && $0.start == start }) {
+        settled[i].interfaceClass = interfaceClass
+        settled[i].traffic += traffic
+      } else {
+        settled.append(
+          UnsavedTraffic.Sum(granularity: granularity, start: start, interfaceClass: interfaceClass, traffic: traffic))
+      }
+    }
   }
 }
 
@@ -212,16 +272,20 @@ public struct CheckpointedLedger: Sendable {
     // table is changed where it lies.
     var unsaved = self.unsaved
     self.unsaved = UnsavedTraffic()
-    let saved = self.saved
-    ledger.advance(observations) { change in
+    ledger.advance(observations) { _, observation, change in
       if change.isNew { saveNow = true }
-      if let event = change.event {
+      // The stored baseline is of another instance: a reader would take the kernel's counters
+      // as growth from it. (Asked once: the request stands until a save is made.)
+      if change.movedInstance { saveNow = true }
+      if let event = change.event(of: observation) {
         events.append(event)
         saveNow = true
       }
       if let booked = change.booked {
-        unsaved.add(booked, calendar: calendar)
-        if !saveNow, Self.outrunsReaders(change.entry, booked, saved: saved) { saveNow = true }
+        let unsavedTotal = unsaved.add(
+          booked.traffic, of: observation.name, as: observation.interfaceClass, at: observation.baseline.wall,
+          calendar: calendar)
+        if !saveNow, Self.outrunsReaders(unsaved: unsavedTotal, booked: booked.traffic) { saveNow = true }
       }
     }
     self.unsaved = unsaved
@@ -245,13 +309,12 @@ public struct CheckpointedLedger: Sendable {
   /// writer's own samples reads the same as one that grew 2³² less; the writer books the least
   /// the readings allow, and readers agree with it. Only a faster sample or a 64-bit reader sees
   /// more.
-  static func outrunsReaders(
-    _ entry: LedgerEntry, _ booked: BookedTraffic, saved: [InterfaceName: LedgerEntry]
-  ) -> Bool {
-    guard let stored = saved[booked.name] else { return true }
-    if entry.baseline.instance != stored.baseline.instance { return true }
-    // `entry` already holds this booking: its totals are where the next sample's would start.
-    let next = entry.totals.traffic - stored.totals.traffic + booked.delta.traffic
+  static func outrunsReaders(unsaved: TrafficCounts, booked: TrafficCounts) -> Bool {
+    // What the name booked since its entry was saved is how far its totals grew past the
+    // stored ones: every change of the totals between saves is a booking, and an entry taken
+    // in from the database drops what was booked for it (`absorb`). It holds this booking
+    // already: it is where the next sample's would start.
+    let next = unsaved + booked
     let margin = Self.readerMargin
     return next.rxBytes >= margin || next.txBytes >= margin || next.rxPackets >= margin || next.txPackets >= margin
   }

@@ -20,6 +20,8 @@ public enum BootIdentity {
 
   /// True or false when the evidence decides; nil when only the counters can (an unreadable boot
   /// id, uptime gone forward, the wall clock apparently set).
+  // Inlined into the ledger's step, which reads both baselines where they lie (a call copies them).
+  @inline(__always)
   public static func same(_ old: LedgerBaseline, _ new: LedgerBaseline) -> Bool? {
     // Compared where they lie: an optional copy of each id cost a retain and a release per
     // interface per sample, more than the comparison.
@@ -72,7 +74,8 @@ public struct CounterDelta: Hashable, Sendable {
   }
 
   /// `between(_:_:)` with `BootIdentity.same(old, new)` already decided: `Ledger.advance` needs
-  /// it for old news too, and decides it once per entry.
+  /// it for old news too, and decides it once per entry. Inlined there, as `BootIdentity.same`.
+  @inline(__always)
   static func between(_ old: LedgerBaseline, _ new: LedgerBaseline, sameBoot: Bool?) -> CounterDelta? {
     let a = old.counters
     let b = new.counters
