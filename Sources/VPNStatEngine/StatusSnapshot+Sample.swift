@@ -30,7 +30,7 @@ extension StatusSnapshot {
     var chosen: [(at: Int, interfaceClass: InterfaceClass, evidence: ClassEvidence)] = []
     chosen.reserveCapacity(sample.interfaces.count)
     for at in sample.interfaces.indices where selection.includes(name: sample.interfaces[at].name) {
-      let described = catalog.verdict(for: sample.interfaces[at])
+      let described = catalog.verdict(of: sample.interfaces, at: at)
       guard selection.includes(sample.interfaces[at].name, described.interfaceClass) else { continue }
       chosen.append((at, described.interfaceClass, described.evidence))
     }

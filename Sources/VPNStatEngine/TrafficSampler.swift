@@ -31,22 +31,35 @@ package struct TrafficSampler {
 
   /// Observations of the recorded interfaces in `sample`.
   package mutating func observations(_ sample: CounterSample) -> [LedgerObservation] {
+    Self.observations(
+      of: sample.interfaces, bootID: sample.taken.bootID, wall: sample.taken.wall, boottime: sample.taken.boottime,
+      recorded: recorded.names.isEmpty && recorded.classes.isEmpty ? nil : recorded, cap: capBytesPerSecond,
+      catalog: &catalog)
+  }
+
+  /// The loop of `observations(_:)`, given the reading's fields and the selection (nil: every
+  /// interface) as plain arguments: read from the sample or from `self` in the loop, the whole
+  /// reading, or sampler, was copied at every interface. Each interface is read field by field
+  /// where it lies: a copy of one (passed whole) would count its name's and kind's references.
+  /// Not inlined: inlined, the boot id was again taken from a copy of the reading.
+  @inline(never)
+  private static func observations(
+    of interfaces: [InterfaceSample], bootID: String, wall: Timestamp, boottime: Int64, recorded: InterfaceSelection?,
+    cap: Double, catalog: inout InterfaceCatalog
+  ) -> [LedgerObservation] {
     var result: [LedgerObservation] = []
-    result.reserveCapacity(sample.interfaces.count)
-    // Taken out of `self` first: the loop below changes the catalog, and a read of `self` in it
-    // would copy the whole sampler.
-    let (taken, recorded, cap) = (sample.taken, self.recorded, capBytesPerSecond)
-    // Read where they lie: a copy of each entry would count its name's and kind's references.
-    sample.interfaces.withUnsafeBufferPointer { interfaces in
-      for at in interfaces.indices where recorded.includes(name: interfaces[at].name) {
-        let described = catalog.verdict(for: interfaces[at])
-        guard recorded.includes(interfaces[at].name, described.interfaceClass) else { continue }
-        result.append(
-          LedgerObservation(
-            name: interfaces[at].name, interfaceClass: described.interfaceClass,
-            baseline: LedgerBaseline(interfaces[at], taken: taken),
-            plausibleBytesPerSecond: Self.plausible(speedMbps: described.speedMbps, cap: cap)))
-      }
+    result.reserveCapacity(interfaces.count)
+    for at in interfaces.indices {
+      if let recorded, !recorded.includes(name: interfaces[at].name) { continue }
+      let described = catalog.verdict(of: interfaces, at: at)
+      if let recorded, !recorded.includes(interfaces[at].name, described.interfaceClass) { continue }
+      result.append(
+        LedgerObservation(
+          name: interfaces[at].name, interfaceClass: described.interfaceClass,
+          baseline: LedgerBaseline(
+            instance: InterfaceInstance(index: interfaces[at].index, bootID: bootID),
+            counters: interfaces[at].counters.traffic, width: interfaces[at].width, wall: wall, boottime: boottime),
+          plausibleBytesPerSecond: plausible(speedMbps: described.speedMbps, cap: cap)))
     }
     return result
   }

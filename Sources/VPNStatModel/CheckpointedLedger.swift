@@ -44,7 +44,7 @@ public struct UnsavedTraffic: Sendable {
   }
   /// Per name, its bookings: a booking looks its name up once.
   private var names: [InterfaceName: Booked] = [:]
-  /// The bucket starts of each period booked into, one per granularity (`allCases` order): a
+  /// The bucket starts of each period booked into, one per granularity (by raw value): a
   /// period is the buckets an instant falls in, shared by every booking of one sample.
   private var periods: [[Int64]] = []
   /// The period of the last time booked: every booking of one sample has the same time, and a
@@ -93,7 +93,11 @@ public struct UnsavedTraffic: Sendable {
   private mutating func period(of wall: Timestamp, calendar: any LocalCalendar) -> Int {
     let seconds = wall.seconds
     if let last = lastPeriod, last.seconds == seconds { return last.period }
-    let starts = TrafficGranularity.allCases.map { $0.start(of: wall, in: calendar) }
+    // Indexed by granularity (its raw value), as `forEachSum` reads them.
+    var starts = [Int64](repeating: 0, count: TrafficGranularity.allCases.count)
+    for granularity in TrafficGranularity.allCases {
+      starts[granularity.rawValue] = granularity.start(of: wall, in: calendar)
+    }
     let period: Int
     if let known = periods.firstIndex(of: starts) {
       period = known
@@ -105,12 +109,24 @@ public struct UnsavedTraffic: Sendable {
     return period
   }
 
-  /// Each bucket's sum for `booked`, the latest period's folded into the settled ones: the
-  /// buckets in the order they were first booked into, each with the class last booked there.
-  private func sums(of booked: Booked) -> [Sum] {
-    var folded = booked
-    folded.settleLatest(starts: periods[booked.period])
-    return folded.settled
+  /// Calls `body` with each of `booked`'s sums in `granularity`, the latest period's folded into
+  /// the settled ones: the buckets in the order they were first booked into, each with the class
+  /// last booked there. Nothing is made for it: a name's settled sums are usually none.
+  private func forEachSum(
+    of booked: Booked, in granularity: TrafficGranularity,
+    _ body: (_ start: Int64, _ interfaceClass: InterfaceClass, _ traffic: TrafficCounts) -> Void
+  ) {
+    let latestStart = periods[booked.period][granularity.rawValue]
+    var folded = false
+    for sum in booked.settled where sum.granularity == granularity {
+      if sum.start == latestStart {
+        folded = true
+        body(sum.start, booked.interfaceClass, sum.traffic + booked.traffic)
+      } else {
+        body(sum.start, sum.interfaceClass, sum.traffic)
+      }
+    }
+    if !folded { body(latestStart, booked.interfaceClass, booked.traffic) }
   }
 
   /// The traffic booked into `granularity`'s buckets starting at `start` (Unix seconds) or later,
@@ -120,11 +136,8 @@ public struct UnsavedTraffic: Sendable {
   ) -> TrafficCounts {
     var total = TrafficCounts.zero
     for (key, booked) in names where name == nil || key == name {
-      for sum in sums(of: booked)
-      where sum.granularity == granularity && sum.start >= start
-        && (interfaceClass == nil || sum.interfaceClass == interfaceClass)
-      {
-        total += sum.traffic
+      forEachSum(of: booked, in: granularity) { sumStart, sumClass, traffic in
+        if sumStart >= start && (interfaceClass == nil || sumClass == interfaceClass) { total += traffic }
       }
     }
     return total
@@ -152,12 +165,15 @@ public struct UnsavedTraffic: Sendable {
   /// The unsaved buckets of `granularity` starting at `start` (Unix seconds) or later: what to
   /// add to the stored ones of that granularity for the traffic as it stands now.
   public func buckets(_ granularity: TrafficGranularity, since start: Int64) -> [TrafficBucket] {
-    names.flatMap { name, booked in
-      sums(of: booked).compactMap { sum in
-        guard sum.granularity == granularity, sum.start >= start else { return nil }
-        return TrafficBucket(name: name, start: sum.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+    var buckets: [TrafficBucket] = []
+    for (name, booked) in names {
+      forEachSum(of: booked, in: granularity) { sumStart, interfaceClass, traffic in
+        if sumStart >= start {
+          buckets.append(TrafficBucket(name: name, start: sumStart, interfaceClass: interfaceClass, traffic: traffic))
+        }
       }
     }
+    return buckets
   }
 
   /// Forgets what was booked for `name` (another writer booked it).
@@ -170,20 +186,22 @@ public struct UnsavedTraffic: Sendable {
   /// each granularity taken in that order: a sort of every row (four per name) by the whole key
   /// moved each row some ten times, a quarter of a save.
   public var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] {
-    let lists = names.sorted { $0.key < $1.key }.map { (key: $0.key, value: sums(of: $0.value)) }
+    // The names' positions sorted, not the names with their sums.
+    let lists = Array(names)
+    let order = lists.indices.sorted { lists[$0].key < lists[$1].key }
     var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] = []
-    rows.reserveCapacity(lists.reduce(0) { $0 + $1.value.count })
+    rows.reserveCapacity(lists.reduce(TrafficGranularity.allCases.count * lists.count) { $0 + $1.value.settled.count })
     for granularity in TrafficGranularity.allCases {
       let first = rows.count
       var starts: (lowest: Int64, highest: Int64)?
-      for (name, list) in lists {
-        for sum in list where sum.granularity == granularity {
+      for i in order {
+        forEachSum(of: lists[i].value, in: granularity) { start, interfaceClass, traffic in
           rows.append(
             (
               granularity,
-              TrafficBucket(name: name, start: sum.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+              TrafficBucket(name: lists[i].key, start: start, interfaceClass: interfaceClass, traffic: traffic)
             ))
-          starts = (min(starts?.lowest ?? sum.start, sum.start), max(starts?.highest ?? sum.start, sum.start))
+          starts = (min(starts?.lowest ?? start, start), max(starts?.highest ?? start, start))
         }
       }
       // A save interval that crossed a bucket's end: more than one start, ordered by start too.
@@ -217,7 +235,8 @@ extension UnsavedTraffic.Booked {
   /// Adds the latest period's sum, whose bucket starts are `starts`, to the settled sum of each
   /// of its buckets (a bucket first booked into now goes last).
   mutating func settleLatest(starts: [Int64]) {
-    for (granularity, start) in zip(TrafficGranularity.allCases, starts) {
+    for granularity in TrafficGranularity.allCases {
+      let start = starts[granularity.rawValue]
       if let i = settled.firstIndex(where: { $0.granularity == granularity && $0.start == start }) {
         settled[i].interfaceClass = interfaceClass
         settled[i].traffic += traffic
@@ -272,19 +291,19 @@ public struct CheckpointedLedger: Sendable {
     // table is changed where it lies.
     var unsaved = self.unsaved
     self.unsaved = UnsavedTraffic()
-    ledger.advance(observations) { _, observation, change in
+    ledger.advance(observations) { _, change in
       if change.isNew { saveNow = true }
       // The stored baseline is of another instance: a reader would take the kernel's counters
       // as growth from it. (Asked once: the request stands until a save is made.)
       if change.movedInstance { saveNow = true }
-      if let event = change.event(of: observation) {
+      if change.bridged != nil, let event = change.event(of: observations[change.position]) {
         events.append(event)
         saveNow = true
       }
       if let booked = change.booked {
         let unsavedTotal = unsaved.add(
-          booked.traffic, of: observation.name, as: observation.interfaceClass, at: observation.baseline.wall,
-          calendar: calendar)
+          booked.traffic, of: observations[change.position].name, as: observations[change.position].interfaceClass,
+          at: observations[change.position].baseline.wall, calendar: calendar)
         if !saveNow, Self.outrunsReaders(unsaved: unsavedTotal, booked: booked.traffic) { saveNow = true }
       }
     }

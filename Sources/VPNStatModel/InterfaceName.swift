@@ -177,6 +177,9 @@ public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvert
     }
   }
 
+  // Inlinable as `==` and the hash are: every report sorts a thousand names by it, and a call per
+  // comparison copied both names.
+  @inlinable
   public static func < (a: InterfaceName, b: InterfaceName) -> Bool {
     if case .packed(let al, let ah) = a.storage, case .packed(let bl, let bh) = b.storage {
       // Byte order is the words' order once the first byte is the most significant; the unused

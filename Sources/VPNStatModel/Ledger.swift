@@ -172,18 +172,20 @@ public struct Ledger: Sendable {
   /// rules give, unless it is faster than plausible, in which case it is discarded and counted.
   public mutating func advance(_ observations: [LedgerObservation]) -> LedgerAdvance {
     var result = LedgerAdvance()
-    advance(observations) { entry, observation, change in
+    advance(observations) { entry, change in
       result.changed.append(copy entry)
-      if let booked = change.booking(of: observation) { result.booked.append(booked) }
-      if let event = change.event(of: observation) { result.events.append(event) }
+      if let booked = change.booking(of: observations[change.position]) { result.booked.append(booked) }
+      if let event = change.event(of: observations[change.position]) { result.events.append(event) }
     }
     return result
   }
 
   /// What one name's observation changed, as `advance` makes the change. Plain numbers: the
-  /// entry and the observation it came from are handed beside it where they lie, so reporting
-  /// a thousand interfaces a second copies no name and counts no reference.
+  /// entry is handed beside it where it lies and the observation is named by its position, so
+  /// reporting a thousand interfaces a second copies no name and counts no reference.
   public struct Change: Sendable {
+    /// Which observation made it: its position in the array advanced.
+    public var position: Int
     /// True when the name was seen for the first time.
     public var isNew: Bool
     /// True when the entry moved to another instance (ifindex or boot id) than its baseline's.
@@ -221,12 +223,10 @@ public struct Ledger: Sendable {
 
   /// `advance(_:)` without collecting: each entry is changed where it lies in the table (no copy
   /// of the table, and no array that grows with the interfaces), and each change is handed to
-  /// `report` as it is made, with the entry as it now stands and the observation that made it —
-  /// what a writer advancing every second keeps.
+  /// `report` as it is made, with the entry as it now stands — what a writer advancing every
+  /// second keeps.
   public mutating func advance(
-    _ observations: [LedgerObservation],
-    reporting report: (_ entry: borrowing LedgerEntry, _ observation: borrowing LedgerObservation, _ change: Change)
-      -> Void
+    _ observations: [LedgerObservation], reporting report: (_ entry: borrowing LedgerEntry, _ change: Change) -> Void
   ) {
     // Read where they lie: a copy of each observation would count its name's and boot id's
     // references up and down again.
@@ -236,13 +236,14 @@ public struct Ledger: Sendable {
           let entry = Self.firstEntry(observations[position])
           entries[entry.name] = entry
           report(
-            entry, observations[position],
+            entry,
             Change(
-              isNew: true, movedInstance: false, booked: nil, bridged: nil, delta: CounterDelta(.zero, kind: .growth),
-              seconds: 0, previousIndex: entry.baseline.instance.index))
+              position: position, isNew: true, movedInstance: false, booked: nil, bridged: nil,
+              delta: CounterDelta(.zero, kind: .growth), seconds: 0, previousIndex: entry.baseline.instance.index))
           continue
         }
-        Self.advance(&entries.values[index], with: observations[position], reporting: report)
+        Self.advance(
+          &entries.values[index], with: observations.baseAddress! + position, at: position, reporting: report)
       }
     }
   }
@@ -256,44 +257,55 @@ public struct Ledger: Sendable {
   }
 
   /// One known name's step; the entry stays as it was, and nothing is reported, for old news or
-  /// an idle interface.
+  /// an idle interface. The observation is read through its address and the rules are given the
+  /// fields they read: a baseline or an observation passed whole is copied, boot id and name
+  /// with it, at every interface of every sample.
+  @inline(__always)
   private static func advance(
-    _ entry: inout LedgerEntry, with observation: borrowing LedgerObservation,
-    reporting report: (borrowing LedgerEntry, borrowing LedgerObservation, Change) -> Void
+    _ entry: inout LedgerEntry, with observation: UnsafePointer<LedgerObservation>, at position: Int,
+    reporting report: (borrowing LedgerEntry, Change) -> Void
   ) {
-    let sameBoot = BootIdentity.same(entry.baseline, observation.baseline)
+    let new = (
+      index: observation.pointee.baseline.instance.index, counters: observation.pointee.baseline.counters,
+      width: observation.pointee.baseline.width, wall: observation.pointee.baseline.wall,
+      boottime: observation.pointee.baseline.boottime
+    )
+    let old = (
+      index: entry.baseline.instance.index, counters: entry.baseline.counters, width: entry.baseline.width,
+      wall: entry.baseline.wall, boottime: entry.baseline.boottime
+    )
+    // The boot id through its own address: read through the observation's, it came with a copy
+    // of the whole baseline.
+    let newBoot = observation.pointer(to: \.baseline.instance.bootID)!
+    let sameBoot = BootIdentity.same(
+      old: (entry.baseline.instance.bootID, old.wall, old.boottime), new: (newBoot.pointee, new.wall, new.boottime))
     // A reading stamped before the baseline of the same instance is old news; one whose
     // counters are below it too (CounterDelta says nil). Neither moves the baseline back.
-    let old = (index: entry.baseline.instance.index, boottime: entry.baseline.boottime)
-    let new = (index: observation.baseline.instance.index, boottime: observation.baseline.boottime)
     if old.index == new.index, sameBoot != false,
       new.boottime < old.boottime
     {
       return
     }
-    guard let delta = CounterDelta.between(entry.baseline, observation.baseline, sameBoot: sameBoot) else { return }
+    guard
+      let delta = CounterDelta.between(
+        old: (old.index, old.counters, old.width), new: (new.index, new.counters, new.width), sameBoot: sameBoot)
+    else { return }
     if delta.kind == .growth && delta.traffic.isZero {
       // Nothing to book; keep the stored baseline as it was, so idle interfaces cost no write.
       return
     }
     let seconds = window(from: old.boottime, to: new.boottime, sameBoot: sameBoot)
-    let moved = entry.baseline.instance != observation.baseline.instance
-    entry.interfaceClass = observation.interfaceClass
-    if moved {
-      entry.baseline = observation.baseline
-    } else {
-      // Field by field: a whole baseline's copy goes through an outlined copy of every field.
-      // The boot id is equal, and taken anyway: the next sample's comparisons then find the
-      // same String, not equal bytes.
-      entry.baseline.instance.bootID = observation.baseline.instance.bootID
-      entry.baseline.counters = observation.baseline.counters
-      entry.baseline.width = observation.baseline.width
-      entry.baseline.wall = observation.baseline.wall
-      entry.baseline.boottime = observation.baseline.boottime
-    }
-    let allowed = observation.plausibleBytesPerSecond * (seconds + 1)
+    let moved = old.index != new.index || entry.baseline.instance.bootID != newBoot.pointee
+    entry.interfaceClass = observation.pointee.interfaceClass
+    // Made of its fields (a copy of the observation's would go through an outlined copy of each).
+    // The boot id is taken even when equal: the next sample's comparisons then find the same
+    // String, not equal bytes.
+    entry.baseline = LedgerBaseline(
+      instance: InterfaceInstance(index: new.index, bootID: newBoot.pointee),
+      counters: new.counters, width: new.width, wall: new.wall, boottime: new.boottime)
+    let allowed = observation.pointee.plausibleBytesPerSecond * (seconds + 1)
     var change = Change(
-      isNew: false, movedInstance: moved, booked: nil, bridged: nil, delta: delta, seconds: seconds,
+      position: position, isNew: false, movedInstance: moved, booked: nil, bridged: nil, delta: delta, seconds: seconds,
       previousIndex: old.index)
     if Double(delta.traffic.rxBytes) > allowed || Double(delta.traffic.txBytes) > allowed {
       entry.totals.discarded += 1
@@ -311,7 +323,7 @@ public struct Ledger: Sendable {
       }
       if !delta.traffic.isZero { change.booked = delta }
     }
-    report(entry, observation, change)
+    report(entry, change)
   }
 
   /// Seconds between the CLOCK_BOOTTIME readings of two baselines within one boot; after a
