@@ -28,12 +28,12 @@ package struct LedgerView {
     }
     let sample = try sampler.sample()
     // In place, and nothing collected: a reader keeps no record of what changed.
-    ledger.advance(sampler.observations(sample)) { _ in }
+    ledger.advance(sampler.observations(sample)) { _, _ in }
     return (sample, ledger)
   }
 
   /// Books link notifications (a tunnel deleted between samples keeps its last bytes here).
   package mutating func book(_ observations: [LedgerObservation]) {
-    ledger.advance(observations) { _ in }
+    ledger.advance(observations) { _, _ in }
   }
 }

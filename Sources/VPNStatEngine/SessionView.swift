@@ -147,14 +147,12 @@ package enum SessionView {
   /// Whether the session's tunnel is up: the one an enforcer opened the window for, else any
   /// tunnel-class interface.
   static func tunnelUp(_ record: SessionRecord, sample: CounterSample?, catalog: inout InterfaceCatalog) -> Bool {
-    guard let sample else { return false }
+    guard let interfaces = sample?.interfaces else { return false }
     // By position: iterating the entries would copy each, a thousand of them at every report.
-    for at in sample.interfaces.indices where LinkState(sample.interfaces[at].link) == .up {
-      if let tunnel = record.tunnel {
-        if sample.interfaces[at].name == tunnel { return true }
-      } else if catalog.entry(for: sample.interfaces[at]).interfaceClass == .tunnel {
-        return true
-      }
+    for at in interfaces.indices {
+      if let tunnel = record.tunnel, interfaces[at].name != tunnel { continue }
+      guard LinkState(interfaces[at].link) == .up else { continue }
+      if record.tunnel != nil || catalog.verdict(of: interfaces, at: at).interfaceClass == .tunnel { return true }
     }
     return false
   }

@@ -30,9 +30,9 @@ extension StatusSnapshot {
     var chosen: [(at: Int, interfaceClass: InterfaceClass, evidence: ClassEvidence)] = []
     chosen.reserveCapacity(sample.interfaces.count)
     catalog.reserve(sample.interfaces.count)
-    for (at, entry) in sample.interfaces.enumerated() where selection.includes(name: entry.name) {
-      let described = catalog.entry(for: entry)
-      guard selection.includes(entry.name, described.interfaceClass) else { continue }
+    for at in sample.interfaces.indices where selection.includes(name: sample.interfaces[at].name) {
+      let described = catalog.verdict(of: sample.interfaces, at: at)
+      guard selection.includes(sample.interfaces[at].name, described.interfaceClass) else { continue }
       chosen.append((at, described.interfaceClass, described.evidence))
     }
     chosen.sort { a, b in

@@ -31,16 +31,35 @@ package struct TrafficSampler {
 
   /// Observations of the recorded interfaces in `sample`.
   package mutating func observations(_ sample: CounterSample) -> [LedgerObservation] {
+    Self.observations(
+      of: sample.interfaces, bootID: sample.taken.bootID, wall: sample.taken.wall, boottime: sample.taken.boottime,
+      recorded: recorded.names.isEmpty && recorded.classes.isEmpty ? nil : recorded, cap: capBytesPerSecond,
+      catalog: &catalog)
+  }
+
+  /// The loop of `observations(_:)`, given the reading's fields and the selection (nil: every
+  /// interface) as plain arguments: read from the sample or from `self` in the loop, the whole
+  /// reading, or sampler, was copied at every interface. Each interface is read field by field
+  /// where it lies: a copy of one (passed whole) would count its name's and kind's references.
+  /// Not inlined: inlined, the boot id was again taken from a copy of the reading.
+  @inline(never)
+  private static func observations(
+    of interfaces: [InterfaceSample], bootID: String, wall: Timestamp, boottime: Int64, recorded: InterfaceSelection?,
+    cap: Double, catalog: inout InterfaceCatalog
+  ) -> [LedgerObservation] {
     var result: [LedgerObservation] = []
-    result.reserveCapacity(sample.interfaces.count)
-    for entry in sample.interfaces where recorded.includes(name: entry.name) {
-      let described = catalog.entry(for: entry)
-      guard recorded.includes(entry.name, described.interfaceClass) else { continue }
+    result.reserveCapacity(interfaces.count)
+    for at in interfaces.indices {
+      if let recorded, !recorded.includes(name: interfaces[at].name) { continue }
+      let described = catalog.verdict(of: interfaces, at: at)
+      if let recorded, !recorded.includes(interfaces[at].name, described.interfaceClass) { continue }
       result.append(
         LedgerObservation(
-          name: entry.name, interfaceClass: described.interfaceClass,
-          baseline: LedgerBaseline(entry, taken: sample.taken),
-          plausibleBytesPerSecond: plausible(described)))
+          name: interfaces[at].name, interfaceClass: described.interfaceClass,
+          baseline: LedgerBaseline(
+            instance: InterfaceInstance(index: interfaces[at].index, bootID: bootID),
+            counters: interfaces[at].counters.traffic, width: interfaces[at].width, wall: wall, boottime: boottime),
+          plausibleBytesPerSecond: plausible(speedMbps: described.speedMbps, cap: cap)))
     }
     return result
   }
@@ -52,12 +71,12 @@ package struct TrafficSampler {
     let entry = InterfaceSample(
       name: change.record.name, index: change.record.index, counters: counters, width: .bits64,
       link: change.record.attributes)
-    let described = catalog.entry(for: entry)
+    let described = catalog.verdict(for: entry)
     guard recorded.includes(entry.name, described.interfaceClass) else { return nil }
     return LedgerObservation(
       name: entry.name, interfaceClass: described.interfaceClass,
       baseline: LedgerBaseline(entry, taken: now),
-      plausibleBytesPerSecond: plausible(described))
+      plausibleBytesPerSecond: Self.plausible(speedMbps: described.speedMbps, cap: capBytesPerSecond))
   }
 
   /// Keeps the netlink reader's link table current from a notification.
@@ -65,10 +84,10 @@ package struct TrafficSampler {
     reader.apply(change.record, deleted: change.deleted)
   }
 
-  private func plausible(_ entry: InterfaceCatalog.Entry) -> Double {
+  private static func plausible(speedMbps: UInt64?, cap: Double) -> Double {
     // A link speed is a real bound only for a physical NIC (tun reports a fake 10 Mbit/s); with
     // a margin, since a sample's time and its counters are not read at the same instant.
-    if let speed = entry.facts.speedMbps { return Double(speed) * 1e6 / 8 * 1.25 }
-    return capBytesPerSecond
+    if let speed = speedMbps { return Double(speed) * 1e6 / 8 * 1.25 }
+    return cap
   }
 }

@@ -72,10 +72,58 @@ package struct InterfaceCatalog {
     return low
   }
 
+  /// An entry's plain fields, read where the entry lies: what is asked of every interface at every
+  /// sample, for which a copy of the entry (its facts' strings) would cost more than the lookup.
+  package struct Verdict: Sendable {
+    package var interfaceClass: InterfaceClass
+    package var evidence: ClassEvidence
+    /// The link speed in Mbit/s where the kernel knows a real one (`InterfaceFacts.speedMbps`).
+    package var speedMbps: UInt64?
+  }
+
+  /// `entry(for:)`'s class, evidence and speed.
+  package mutating func verdict(for sample: InterfaceSample) -> Verdict {
+    verdict(at: position(classifying: sample.name, index: sample.index, link: sample.link))
+  }
+
+  /// The verdict on the interface at `position` in `interfaces` (a sample's): read from the
+  /// array where it lies, since an interface passed on its own is a copy (its name and kind).
+  package mutating func verdict(of interfaces: [InterfaceSample], at position: Int) -> Verdict {
+    let index = interfaces[position].index
+    var at = self.position(of: index)
+    if !holds(at, index: index, name: interfaces[position].name) {
+      at = classify(interfaces[position].name, index: index, link: interfaces[position].link, at: at)
+    }
+    return verdict(at: at)
+  }
+
+  private func verdict(at position: Int) -> Verdict {
+    Verdict(
+      interfaceClass: known[position].entry.interfaceClass, evidence: known[position].entry.evidence,
+      speedMbps: known[position].entry.facts.speedMbps)
+  }
+
   private mutating func entry(name: InterfaceName, index: Int32, link: LinkAttributes) -> Entry {
+    known[position(classifying: name, index: index, link: link)].entry
+  }
+
+  /// Where the instance is in `known`, classified first if it is not there yet.
+  private mutating func position(classifying name: InterfaceName, index: Int32, link: LinkAttributes) -> Int {
     let at = position(of: index)
+    if holds(at, index: index, name: name) { return at }
+    return classify(name, index: index, link: link, at: at)
+  }
+
+  /// Whether `known[at]` is the instance: its ifindex with its name (a new name at a known
+  /// ifindex is another interface, classified anew).
+  private func holds(_ at: Int, index: Int32, name: InterfaceName) -> Bool {
+    at < known.count && known[at].index == index && known[at].name == name
+  }
+
+  /// Classifies an instance `known` lacks (or has under another name) and puts it at `at`, where
+  /// `position(of:)` says it goes; returns its position.
+  private mutating func classify(_ name: InterfaceName, index: Int32, link: LinkAttributes, at: Int) -> Int {
     let found = at < known.count && known[at].index == index
-    if found, known[at].name == name { return known[at].entry }
     let entry: Entry
     if let (interfaceClass, evidence) = classifier.classify(name, kind: link.kind) {
       entry = Entry(
@@ -94,7 +142,7 @@ package struct InterfaceCatalog {
     } else {
       known.insert(Instance(index: index, name: name, entry: entry), at: at)
     }
-    return entry
+    return at
   }
 
   /// Forgets instances absent from `sample`, so a long-running sampler's memory stays bounded.

@@ -145,18 +145,57 @@ package struct NetlinkCounterSource: CounterSource {
     mutating get {
       tableFromFirstSample()
       return Dictionary(
-        uniqueKeysWithValues: table.map {
-          ($0.key, LinkRecord(index: $0.key, name: $0.value.name, attributes: $0.value.attributes))
+        uniqueKeysWithValues: table.links.map {
+          ($0.index, LinkRecord(index: $0.index, name: $0.name, attributes: $0.attributes))
         })
     }
   }
   /// A link as the table keeps it: what a sample takes from it, no counters (the stats dump
-  /// brings those), so each of a thousand entries is a name and a few attributes.
+  /// brings those), so each of a thousand entries is an ifindex, a name and a few attributes.
   private struct KnownLink {
+    var index: Int32
     var name: InterfaceName
     var attributes: LinkAttributes
   }
-  private var table: [Int32: KnownLink] = [:]
+  /// The known links sorted by ifindex. A sorted array rather than a Dictionary: the kernel
+  /// dumps links in ifindex order, so a sample finds each one just after the last (no hashing),
+  /// and reads its name and attributes where they lie (a Dictionary's value is read as a copy).
+  private struct LinkTable {
+    var links: [KnownLink] = []
+
+    var isEmpty: Bool { links.isEmpty }
+
+    /// Where `index` is, or would go; `hint` is where the search starts (the position after the
+    /// last link found, in a dump).
+    func position(of index: Int32, hint: Int = 0) -> (at: Int, found: Bool) {
+      if hint < links.count, links[hint].index == index { return (hint, true) }
+      var low = 0
+      var high = links.count
+      while low < high {
+        let middle = (low + high) / 2
+        if links[middle].index < index { low = middle + 1 } else { high = middle }
+      }
+      return (low, low < links.count && links[low].index == index)
+    }
+
+    mutating func set(_ link: KnownLink) {
+      let (at, found) = position(of: link.index)
+      if found { links[at] = link } else { links.insert(link, at: at) }
+    }
+
+    mutating func remove(_ index: Int32) {
+      let (at, found) = position(of: index)
+      if found { links.remove(at: at) }
+    }
+
+    /// A table of `links` in any order.
+    init(_ links: [KnownLink] = []) {
+      self.links = links
+      // Already in order from a dump; sorted anyway, since nothing promises it.
+      if !self.links.isEmpty { self.links.sort { $0.index < $1.index } }
+    }
+  }
+  private var table = LinkTable()
   /// The first sample's interfaces, until the table is made from them.
   private var firstInterfaces: [InterfaceSample]?
   /// How many dumps the kernel was asked for: what tests check ("a one-off sample is one dump").
@@ -172,10 +211,10 @@ package struct NetlinkCounterSource: CounterSource {
   /// Replaces the link table with a fresh `RTM_GETLINK` dump.
   package mutating func refreshLinks() throws {
     firstInterfaces = nil
-    var fresh: [Int32: KnownLink] = [:]
-    fresh.reserveCapacity(table.count)
-    try dumpLinks { fresh[$0.index] = KnownLink(name: $0.name, attributes: $0.attributes) }
-    table = fresh
+    var fresh: [KnownLink] = []
+    fresh.reserveCapacity(table.links.count)
+    try dumpLinks { fresh.append(KnownLink(index: $0.index, name: $0.name, attributes: $0.attributes)) }
+    table = LinkTable(fresh)
   }
 
   /// One `RTM_GETLINK` dump, each link handed to `body` as it is read.
@@ -193,19 +232,16 @@ package struct NetlinkCounterSource: CounterSource {
   private mutating func tableFromFirstSample() {
     guard let first = firstInterfaces else { return }
     firstInterfaces = nil
-    var made: [Int32: KnownLink] = [:]
-    made.reserveCapacity(first.count)
-    for entry in first { made[entry.index] = KnownLink(name: entry.name, attributes: entry.link) }
-    table = made
+    table = LinkTable(first.map { KnownLink(index: $0.index, name: $0.name, attributes: $0.link) })
   }
 
   /// Updates the link table from a link notification (`RTM_NEWLINK` or `RTM_DELLINK`).
   package mutating func apply(_ record: LinkRecord, deleted: Bool) {
     tableFromFirstSample()
     if deleted {
-      table[record.index] = nil
+      table.remove(record.index)
     } else {
-      table[record.index] = KnownLink(name: record.name, attributes: record.attributes)
+      table.set(KnownLink(index: record.index, name: record.name, attributes: record.attributes))
     }
   }
 
@@ -214,7 +250,8 @@ package struct NetlinkCounterSource: CounterSource {
       tableFromFirstSample()
       if table.isEmpty, let first = try firstSample(clock) { return first }
       var interfaces: [InterfaceSample] = []
-      interfaces.reserveCapacity(table.count)
+      interfaces.reserveCapacity(table.links.count)
+      var next = 0
       // Once an ifindex is not in the table, every pair waits for a fresh link dump.
       var unresolved: [(Int32, InterfaceCounters)]?
       // Stamped before the dump: a sample's time never lies after its counters.
@@ -228,11 +265,13 @@ package struct NetlinkCounterSource: CounterSource {
         guard message.type == RouteLinkMessages.newStats,
           let (index, counters) = RouteLinkMessages.parseStats(message.payload)
         else { return }
-        if unresolved == nil, let position = table.index(forKey: index) {
+        let (at, found) = table.position(of: index, hint: next)
+        if unresolved == nil, found {
+          next = at + 1
           interfaces.append(
             InterfaceSample(
-              name: table.values[position].name, index: index, counters: counters, width: .bits64,
-              link: table.values[position].attributes))
+              name: table.links[at].name, index: index, counters: counters, width: .bits64,
+              link: table.links[at].attributes))
         } else {
           if unresolved == nil { unresolved = interfaces.map { ($0.index, $0.counters) } }
           unresolved?.append((index, counters))
@@ -243,10 +282,12 @@ package struct NetlinkCounterSource: CounterSource {
         interfaces.removeAll(keepingCapacity: true)
         for (index, counters) in unresolved {
           // An ifindex that is still unknown vanished between the two dumps: leave it out.
-          guard let link = table[index] else { continue }
+          let (at, found) = table.position(of: index)
+          guard found else { continue }
           interfaces.append(
             InterfaceSample(
-              name: link.name, index: index, counters: counters, width: .bits64, link: link.attributes))
+              name: table.links[at].name, index: index, counters: counters, width: .bits64,
+              link: table.links[at].attributes))
         }
       }
       return CounterSample(interfaces: interfaces, source: .netlink, taken: taken)

@@ -30,59 +30,103 @@ public struct UnsavedTraffic: Sendable {
     var interfaceClass: InterfaceClass
     var traffic: TrafficCounts
   }
-  /// Per name, the sums of its buckets: a booking looks its name up once, then finds its few
-  /// buckets (one per granularity, two where a save interval crosses a bucket's end) by a scan.
-  private var sums: [InterfaceName: [Sum]] = [:]
-  /// The bucket starts of the last time booked: every booking of one sample has the same time,
-  /// and a calendar conversion per booking would cost more than the sum.
-  private var lastStarts: (seconds: Int64, starts: [(granularity: TrafficGranularity, start: Int64)])?
+  /// One name's bookings. Those of its latest period are one sum, which stands for that
+  /// period's bucket of every granularity at once: a booking is then one addition, not a search
+  /// through four buckets. Those of earlier periods are settled per bucket (one per granularity,
+  /// two where a save interval crosses a bucket's end).
+  struct Booked {
+    var period: Int
+    var interfaceClass: InterfaceClass
+    var traffic: TrafficCounts
+    var settled: [Sum] = []
+    /// Everything booked, whatever the bucket.
+    var total: TrafficCounts
+  }
+  /// Per name, its bookings: a booking looks its name up once.
+  private var names: [InterfaceName: Booked] = [:]
+  /// The bucket starts of each period booked into, one per granularity (by raw value): a
+  /// period is the buckets an instant falls in, shared by every booking of one sample.
+  private var periods: [[Int64]] = []
+  /// The period of the last time booked: every booking of one sample has the same time, and a
+  /// calendar conversion per booking would cost more than the sum.
+  private var lastPeriod: (seconds: Int64, period: Int)?
 
   public init() {}
 
-  public var isEmpty: Bool { sums.isEmpty }
+  public var isEmpty: Bool { names.isEmpty }
 
   /// Forgets every sum, keeping the table's room for the next save interval's.
-  public mutating func removeAll() { sums.removeAll(keepingCapacity: true) }
+  public mutating func removeAll() {
+    names.removeAll(keepingCapacity: true)
+    periods.removeAll(keepingCapacity: true)
+    lastPeriod = nil
+  }
 
   public mutating func add(_ booked: [BookedTraffic], calendar: any LocalCalendar) {
     for entry in booked { add(entry, calendar: calendar) }
   }
 
-  /// Adds one booking to the buckets that hold its time, each sum changed where it lies.
+  /// Adds one booking to the buckets that hold its time.
   public mutating func add(_ entry: BookedTraffic, calendar: any LocalCalendar) {
-    guard !entry.delta.traffic.isZero else { return }
-    let seconds = entry.wall.seconds
-    let starts: [(granularity: TrafficGranularity, start: Int64)]
-    if let last = lastStarts, last.seconds == seconds {
-      starts = last.starts
-    } else {
-      starts = TrafficGranularity.allCases.map { ($0, $0.start(of: entry.wall, in: calendar)) }
-      lastStarts = (seconds, starts)
-    }
-    if let index = sums.index(forKey: entry.name) {
-      Self.book(entry, in: starts, into: &sums.values[index])
-    } else {
-      var list: [Sum] = []
-      list.reserveCapacity(starts.count)
-      Self.book(entry, in: starts, into: &list)
-      sums[entry.name] = list
-    }
+    add(entry.delta.traffic, of: entry.name, as: entry.interfaceClass, at: entry.wall, calendar: calendar)
   }
 
-  private static func book(
-    _ entry: BookedTraffic, in starts: [(granularity: TrafficGranularity, start: Int64)], into list: inout [Sum]
+  /// Adds `traffic` of `name` at `wall` to the buckets that hold that time, its sums changed
+  /// where they lie. Returns all `name` has booked here, this included (since the sums were
+  /// last emptied, or the name removed).
+  @discardableResult
+  public mutating func add(
+    _ traffic: TrafficCounts, of name: InterfaceName, as interfaceClass: InterfaceClass, at wall: Timestamp,
+    calendar: any LocalCalendar
+  ) -> TrafficCounts {
+    guard !traffic.isZero else { return names[name]?.total ?? .zero }
+    let period = self.period(of: wall, calendar: calendar)
+    guard let index = names.index(forKey: name) else {
+      names[name] = Booked(period: period, interfaceClass: interfaceClass, traffic: traffic, total: traffic)
+      return traffic
+    }
+    // Changed where it lies, through one access: a read of the table's value would copy it.
+    return names.values[index].add(traffic, as: interfaceClass, in: period, periods: periods)
+  }
+
+  /// The period holding `wall`, added to `periods` when new.
+  private mutating func period(of wall: Timestamp, calendar: any LocalCalendar) -> Int {
+    let seconds = wall.seconds
+    if let last = lastPeriod, last.seconds == seconds { return last.period }
+    // Indexed by granularity (its raw value), as `forEachSum` reads them.
+    var starts = [Int64](repeating: 0, count: TrafficGranularity.allCases.count)
+    for granularity in TrafficGranularity.allCases {
+      starts[granularity.rawValue] = granularity.start(of: wall, in: calendar)
+    }
+    let period: Int
+    if let known = periods.firstIndex(of: starts) {
+      period = known
+    } else {
+      period = periods.count
+      periods.append(starts)
+    }
+    lastPeriod = (seconds, period)
+    return period
+  }
+
+  /// Calls `body` with each of `booked`'s sums in `granularity`, the latest period's folded into
+  /// the settled ones: the buckets in the order they were first booked into, each with the class
+  /// last booked there. Nothing is made for it: a name's settled sums are usually none.
+  private func forEachSum(
+    of booked: Booked, in granularity: TrafficGranularity,
+    _ body: (_ start: Int64, _ interfaceClass: InterfaceClass, _ traffic: TrafficCounts) -> Void
   ) {
-    for (granularity, start) in starts {
-      if let i = list.firstIndex(where: { $0.granularity == granularity && $0.start == start }) {
-        list[i].interfaceClass = entry.interfaceClass
-        list[i].traffic += entry.delta.traffic
+    let latestStart = periods[booked.period][granularity.rawValue]
+    var folded = false
+    for sum in booked.settled where sum.granularity == granularity {
+      if sum.start == latestStart {
+        folded = true
+        body(sum.start, booked.interfaceClass, sum.traffic + booked.traffic)
       } else {
-        list.append(
-          Sum(
-            granularity: granularity, start: start, interfaceClass: entry.interfaceClass,
-            traffic: entry.delta.traffic))
+        body(sum.start, sum.interfaceClass, sum.traffic)
       }
     }
+    if !folded { body(latestStart, booked.interfaceClass, booked.traffic) }
   }
 
   /// The traffic booked into `granularity`'s buckets starting at `start` (Unix seconds) or later,
@@ -91,12 +135,9 @@ public struct UnsavedTraffic: Sendable {
     _ granularity: TrafficGranularity, since start: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName?
   ) -> TrafficCounts {
     var total = TrafficCounts.zero
-    for (key, list) in sums where name == nil || key == name {
-      for sum in list
-      where sum.granularity == granularity && sum.start >= start
-        && (interfaceClass == nil || sum.interfaceClass == interfaceClass)
-      {
-        total += sum.traffic
+    for (key, booked) in names where name == nil || key == name {
+      forEachSum(of: booked, in: granularity) { sumStart, sumClass, traffic in
+        if sumStart >= start && (interfaceClass == nil || sumClass == interfaceClass) { total += traffic }
       }
     }
     return total
@@ -124,17 +165,20 @@ public struct UnsavedTraffic: Sendable {
   /// The unsaved buckets of `granularity` starting at `start` (Unix seconds) or later: what to
   /// add to the stored ones of that granularity for the traffic as it stands now.
   public func buckets(_ granularity: TrafficGranularity, since start: Int64) -> [TrafficBucket] {
-    sums.flatMap { name, list in
-      list.compactMap { sum in
-        guard sum.granularity == granularity, sum.start >= start else { return nil }
-        return TrafficBucket(name: name, start: sum.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+    var buckets: [TrafficBucket] = []
+    for (name, booked) in names {
+      forEachSum(of: booked, in: granularity) { sumStart, interfaceClass, traffic in
+        if sumStart >= start {
+          buckets.append(TrafficBucket(name: name, start: sumStart, interfaceClass: interfaceClass, traffic: traffic))
+        }
       }
     }
+    return buckets
   }
 
   /// Forgets what was booked for `name` (another writer booked it).
   public mutating func remove(_ name: InterfaceName) {
-    sums[name] = nil
+    names[name] = nil
   }
 
   /// One row per bucket, ordered as the table's key (granularity, start, name) so a checkpoint
@@ -142,20 +186,22 @@ public struct UnsavedTraffic: Sendable {
   /// each granularity taken in that order: a sort of every row (four per name) by the whole key
   /// moved each row some ten times, a quarter of a save.
   public var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] {
-    let lists = sums.sorted { $0.key < $1.key }
+    // The names' positions sorted, not the names with their sums.
+    let lists = Array(names)
+    let order = lists.indices.sorted { lists[$0].key < lists[$1].key }
     var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] = []
-    rows.reserveCapacity(lists.reduce(0) { $0 + $1.value.count })
+    rows.reserveCapacity(lists.reduce(TrafficGranularity.allCases.count * lists.count) { $0 + $1.value.settled.count })
     for granularity in TrafficGranularity.allCases {
       let first = rows.count
       var starts: (lowest: Int64, highest: Int64)?
-      for (name, list) in lists {
-        for sum in list where sum.granularity == granularity {
+      for i in order {
+        forEachSum(of: lists[i].value, in: granularity) { start, interfaceClass, traffic in
           rows.append(
             (
               granularity,
-              TrafficBucket(name: name, start: sum.start, interfaceClass: sum.interfaceClass, traffic: sum.traffic)
+              TrafficBucket(name: lists[i].key, start: start, interfaceClass: interfaceClass, traffic: traffic)
             ))
-          starts = (min(starts?.lowest ?? sum.start, sum.start), max(starts?.highest ?? sum.start, sum.start))
+          starts = (min(starts?.lowest ?? start, start), max(starts?.highest ?? start, start))
         }
       }
       // A save interval that crossed a bucket's end: more than one start, ordered by start too.
@@ -166,6 +212,39 @@ public struct UnsavedTraffic: Sendable {
       }
     }
     return rows
+  }
+}
+
+extension UnsavedTraffic.Booked {
+  /// Adds a booking in `period` (an index into `periods`); returns the name's new total.
+  mutating func add(
+    _ booked: TrafficCounts, as bookedClass: InterfaceClass, in bookedPeriod: Int, periods: [[Int64]]
+  ) -> TrafficCounts {
+    if period != bookedPeriod {
+      // A new period: the latest one's sum is settled bucket by bucket (every five minutes).
+      settleLatest(starts: periods[period])
+      period = bookedPeriod
+      traffic = .zero
+    }
+    interfaceClass = bookedClass
+    traffic += booked
+    total += booked
+    return total
+  }
+
+  /// Adds the latest period's sum, whose bucket starts are `starts`, to the settled sum of each
+  /// of its buckets (a bucket first booked into now goes last).
+  mutating func settleLatest(starts: [Int64]) {
+    for granularity in TrafficGranularity.allCases {
+      let start = starts[granularity.rawValue]
+      if let i = settled.firstIndex(where: { $0.granularity == granularity && $0.start == start }) {
+        settled[i].interfaceClass = interfaceClass
+        settled[i].traffic += traffic
+      } else {
+        settled.append(
+          UnsavedTraffic.Sum(granularity: granularity, start: start, interfaceClass: interfaceClass, traffic: traffic))
+      }
+    }
   }
 }
 
@@ -212,16 +291,20 @@ public struct CheckpointedLedger: Sendable {
     // table is changed where it lies.
     var unsaved = self.unsaved
     self.unsaved = UnsavedTraffic()
-    let saved = self.saved
-    ledger.advance(observations) { change in
+    ledger.advance(observations) { _, change in
       if change.isNew { saveNow = true }
-      if let event = change.event {
+      // The stored baseline is of another instance: a reader would take the kernel's counters
+      // as growth from it. (Asked once: the request stands until a save is made.)
+      if change.movedInstance { saveNow = true }
+      if change.bridged != nil, let event = change.event(of: observations[change.position]) {
         events.append(event)
         saveNow = true
       }
       if let booked = change.booked {
-        unsaved.add(booked, calendar: calendar)
-        if !saveNow, Self.outrunsReaders(change.entry, booked, saved: saved) { saveNow = true }
+        let unsavedTotal = unsaved.add(
+          booked.traffic, of: observations[change.position].name, as: observations[change.position].interfaceClass,
+          at: observations[change.position].baseline.wall, calendar: calendar)
+        if !saveNow, Self.outrunsReaders(unsaved: unsavedTotal, booked: booked.traffic) { saveNow = true }
       }
     }
     self.unsaved = unsaved
@@ -245,13 +328,12 @@ public struct CheckpointedLedger: Sendable {
   /// writer's own samples reads the same as one that grew 2³² less; the writer books the least
   /// the readings allow, and readers agree with it. Only a faster sample or a 64-bit reader sees
   /// more.
-  static func outrunsReaders(
-    _ entry: LedgerEntry, _ booked: BookedTraffic, saved: [InterfaceName: LedgerEntry]
-  ) -> Bool {
-    guard let stored = saved[booked.name] else { return true }
-    if entry.baseline.instance != stored.baseline.instance { return true }
-    // `entry` already holds this booking: its totals are where the next sample's would start.
-    let next = entry.totals.traffic - stored.totals.traffic + booked.delta.traffic
+  static func outrunsReaders(unsaved: TrafficCounts, booked: TrafficCounts) -> Bool {
+    // What the name booked since its entry was saved is how far its totals grew past the
+    // stored ones: every change of the totals between saves is a booking, and an entry taken
+    // in from the database drops what was booked for it (`absorb`). It holds this booking
+    // already: it is where the next sample's would start.
+    let next = unsaved + booked
     let margin = Self.readerMargin
     return next.rxBytes >= margin || next.txBytes >= margin || next.rxPackets >= margin || next.txPackets >= margin
   }

@@ -8,9 +8,11 @@ public enum InterfaceClass: String, Hashable, Sendable, CaseIterable, Comparable
   case other
 
   /// Display order: the tunnel first, then the links it may run over.
+  @inlinable
   public static func < (a: InterfaceClass, b: InterfaceClass) -> Bool { a.rank < b.rank }
 
   /// The position in `allCases` (sorting a thousand reports compares classes ten thousand times).
+  @usableFromInline
   var rank: Int {
     switch self {
     case .tunnel: 0

@@ -21,10 +21,20 @@ public enum BootIdentity {
   /// True or false when the evidence decides; nil when only the counters can (an unreadable boot
   /// id, uptime gone forward, the wall clock apparently set).
   public static func same(_ old: LedgerBaseline, _ new: LedgerBaseline) -> Bool? {
+    same(
+      old: (old.instance.bootID, old.wall, old.boottime), new: (new.instance.bootID, new.wall, new.boottime))
+  }
+
+  /// `same(_:_:)` on the fields it reads: the ledger's step passes them from where they lie, as
+  /// the whole baselines would be copied (with their boot ids) to be passed.
+  @inline(__always)
+  static func same(
+    old: (bootID: String, wall: Timestamp, boottime: Int64), new: (bootID: String, wall: Timestamp, boottime: Int64)
+  ) -> Bool? {
     // Compared where they lie: an optional copy of each id cost a retain and a release per
     // interface per sample, more than the comparison.
-    if isKnown(old.instance.bootID) && isKnown(new.instance.bootID) {
-      return old.instance.bootID == new.instance.bootID
+    if isKnown(old.bootID) && isKnown(new.bootID) {
+      return old.bootID == new.bootID
     }
     if new.boottime < old.boottime { return false }
     let oldBoot = old.wall.nanoseconds &- old.boottime
@@ -74,10 +84,22 @@ public struct CounterDelta: Hashable, Sendable {
   /// `between(_:_:)` with `BootIdentity.same(old, new)` already decided: `Ledger.advance` needs
   /// it for old news too, and decides it once per entry.
   static func between(_ old: LedgerBaseline, _ new: LedgerBaseline, sameBoot: Bool?) -> CounterDelta? {
+    between(
+      old: (old.instance.index, old.counters, old.width), new: (new.instance.index, new.counters, new.width),
+      sameBoot: sameBoot)
+  }
+
+  /// The rules on the fields they read (plain values: the ledger's step passes them from where
+  /// they lie, with nothing to copy), inlined there.
+  @inline(__always)
+  static func between(
+    old: (index: Int32, counters: TrafficCounts, width: CounterWidth),
+    new: (index: Int32, counters: TrafficCounts, width: CounterWidth), sameBoot: Bool?
+  ) -> CounterDelta? {
     let a = old.counters
     let b = new.counters
     let fresh = CounterDelta(b, kind: .reset)
-    guard old.instance.index == new.instance.index else { return fresh }
+    guard old.index == new.index else { return fresh }
     // Two readers may disagree on width (a netlink recorder, `status --source getifaddrs`): the
     // narrower one decides, since the wider value holds the same low bits.
     let width: CounterWidth = old.width == .bits32 || new.width == .bits32 ? .bits32 : .bits64

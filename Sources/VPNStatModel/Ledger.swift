@@ -172,100 +172,166 @@ public struct Ledger: Sendable {
   /// rules give, unless it is faster than plausible, in which case it is discarded and counted.
   public mutating func advance(_ observations: [LedgerObservation]) -> LedgerAdvance {
     var result = LedgerAdvance()
-    advance(observations) { change in
-      result.changed.append(change.entry)
-      if let booked = change.booked { result.booked.append(booked) }
-      if let event = change.event { result.events.append(event) }
+    advance(observations) { entry, change in
+      result.changed.append(copy entry)
+      if let booked = change.booking(of: observations[change.position]) { result.booked.append(booked) }
+      if let event = change.event(of: observations[change.position]) { result.events.append(event) }
     }
     return result
   }
 
-  /// What one name's observation changed, as `advance` makes the change.
-  public struct Change {
-    /// The entry as it now stands.
-    public var entry: LedgerEntry
+  /// What one name's observation changed, as `advance` makes the change. Plain numbers: the
+  /// entry is handed beside it where it lies and the observation is named by its position, so
+  /// reporting a thousand interfaces a second copies no name and counts no reference.
+  public struct Change: Sendable {
+    /// Which observation made it: its position in the array advanced.
+    public var position: Int
     /// True when the name was seen for the first time.
     public var isNew: Bool
-    /// The traffic booked, if any.
-    public var booked: BookedTraffic?
+    /// True when the entry moved to another instance (ifindex or boot id) than its baseline's.
+    public var movedInstance: Bool
+    /// The traffic added to the totals, if any (nil for a name seen first, a discarded sample,
+    /// or a reset to counters of zero).
+    public var booked: CounterDelta?
     /// What had to be bridged or refused, if anything.
-    public var event: LedgerEvent?
+    public var bridged: LedgerEvent.Kind?
+    /// The rules' delta, and the window and earlier ifindex it was taken over: what an event
+    /// reports.
+    var delta: CounterDelta
+    var seconds: Double
+    var previousIndex: Int32
+
+    /// The traffic booked, as the buckets take it.
+    public func booking(of observation: LedgerObservation) -> BookedTraffic? {
+      booked.map {
+        BookedTraffic(
+          name: observation.name, interfaceClass: observation.interfaceClass, wall: observation.baseline.wall,
+          delta: $0)
+      }
+    }
+
+    /// What had to be bridged or refused, as `record` logs it.
+    public func event(of observation: LedgerObservation) -> LedgerEvent? {
+      bridged.map {
+        LedgerEvent(
+          name: observation.name, kind: $0, delta: delta,
+          indexes: (previousIndex, observation.baseline.instance.index), seconds: seconds,
+          plausibleBytesPerSecond: observation.plausibleBytesPerSecond)
+      }
+    }
   }
 
   /// `advance(_:)` without collecting: each entry is changed where it lies in the table (no copy
   /// of the table, and no array that grows with the interfaces), and each change is handed to
-  /// `report` as it is made — what a writer advancing every second keeps.
-  public mutating func advance(_ observations: [LedgerObservation], reporting report: (Change) -> Void) {
-    for observation in observations {
-      guard let index = entries.index(forKey: observation.name) else {
-        let new = observation.baseline
-        let entry = LedgerEntry(
-          name: observation.name, interfaceClass: observation.interfaceClass, baseline: new,
-          totals: LedgerTotals(firstSeenAt: new.wall))
-        entries[observation.name] = entry
-        report(Change(entry: entry, isNew: true, booked: nil, event: nil))
-        continue
+  /// `report` as it is made, with the entry as it now stands — what a writer advancing every
+  /// second keeps.
+  public mutating func advance(
+    _ observations: [LedgerObservation], reporting report: (_ entry: borrowing LedgerEntry, _ change: Change) -> Void
+  ) {
+    // Read where they lie: a copy of each observation would count its name's and boot id's
+    // references up and down again.
+    observations.withUnsafeBufferPointer { observations in
+      for position in observations.indices {
+        guard let index = entries.index(forKey: observations[position].name) else {
+          let entry = Self.firstEntry(observations[position])
+          entries[entry.name] = entry
+          report(
+            entry,
+            Change(
+              position: position, isNew: true, movedInstance: false, booked: nil, bridged: nil,
+              delta: CounterDelta(.zero, kind: .growth), seconds: 0, previousIndex: entry.baseline.instance.index))
+          continue
+        }
+        Self.advance(
+          &entries.values[index], with: observations.baseAddress! + position, at: position, reporting: report)
       }
-      if let change = Self.advance(&entries.values[index], with: observation) { report(change) }
     }
   }
 
-  /// One known name's step: nil when the entry stays as it was (old news, or an idle interface).
-  private static func advance(_ entry: inout LedgerEntry, with observation: LedgerObservation) -> Change? {
+  /// The entry of a name seen for the first time: it starts at the observed counters.
+  private static func firstEntry(_ observation: borrowing LedgerObservation) -> LedgerEntry {
     let new = observation.baseline
-    let old = entry.baseline
-    let sameBoot = BootIdentity.same(old, new)
+    return LedgerEntry(
+      name: observation.name, interfaceClass: observation.interfaceClass, baseline: new,
+      totals: LedgerTotals(firstSeenAt: new.wall))
+  }
+
+  /// One known name's step; the entry stays as it was, and nothing is reported, for old news or
+  /// an idle interface. The observation is read through its address and the rules are given the
+  /// fields they read: a baseline or an observation passed whole is copied, boot id and name
+  /// with it, at every interface of every sample.
+  @inline(__always)
+  private static func advance(
+    _ entry: inout LedgerEntry, with observation: UnsafePointer<LedgerObservation>, at position: Int,
+    reporting report: (borrowing LedgerEntry, Change) -> Void
+  ) {
+    let new = (
+      index: observation.pointee.baseline.instance.index, counters: observation.pointee.baseline.counters,
+      width: observation.pointee.baseline.width, wall: observation.pointee.baseline.wall,
+      boottime: observation.pointee.baseline.boottime
+    )
+    let old = (
+      index: entry.baseline.instance.index, counters: entry.baseline.counters, width: entry.baseline.width,
+      wall: entry.baseline.wall, boottime: entry.baseline.boottime
+    )
+    // The boot id through its own address: read through the observation's, it came with a copy
+    // of the whole baseline.
+    let newBoot = observation.pointer(to: \.baseline.instance.bootID)!
+    let sameBoot = BootIdentity.same(
+      old: (entry.baseline.instance.bootID, old.wall, old.boottime), new: (newBoot.pointee, new.wall, new.boottime))
     // A reading stamped before the baseline of the same instance is old news; one whose
     // counters are below it too (CounterDelta says nil). Neither moves the baseline back.
-    if old.instance.index == new.instance.index, sameBoot != false,
+    if old.index == new.index, sameBoot != false,
       new.boottime < old.boottime
     {
-      return nil
+      return
     }
-    guard let delta = CounterDelta.between(old, new, sameBoot: sameBoot) else { return nil }
+    guard
+      let delta = CounterDelta.between(
+        old: (old.index, old.counters, old.width), new: (new.index, new.counters, new.width), sameBoot: sameBoot)
+    else { return }
     if delta.kind == .growth && delta.traffic.isZero {
       // Nothing to book; keep the stored baseline as it was, so idle interfaces cost no write.
-      return nil
+      return
     }
-    entry.interfaceClass = observation.interfaceClass
-    entry.baseline = new
-    let seconds = window(from: old, to: new, sameBoot: sameBoot)
-    let allowed = observation.plausibleBytesPerSecond * (seconds + 1)
-    func event(_ kind: LedgerEvent.Kind) -> LedgerEvent {
-      LedgerEvent(
-        name: observation.name, kind: kind, delta: delta, indexes: (old.instance.index, new.instance.index),
-        seconds: seconds, plausibleBytesPerSecond: observation.plausibleBytesPerSecond)
-    }
-    var booked: BookedTraffic?
-    var bridged: LedgerEvent?
+    let seconds = window(from: old.boottime, to: new.boottime, sameBoot: sameBoot)
+    let moved = old.index != new.index || entry.baseline.instance.bootID != newBoot.pointee
+    entry.interfaceClass = observation.pointee.interfaceClass
+    // Made of its fields (a copy of the observation's would go through an outlined copy of each).
+    // The boot id is taken even when equal: the next sample's comparisons then find the same
+    // String, not equal bytes.
+    entry.baseline = LedgerBaseline(
+      instance: InterfaceInstance(index: new.index, bootID: newBoot.pointee),
+      counters: new.counters, width: new.width, wall: new.wall, boottime: new.boottime)
+    let allowed = observation.pointee.plausibleBytesPerSecond * (seconds + 1)
+    var change = Change(
+      position: position, isNew: false, movedInstance: moved, booked: nil, bridged: nil, delta: delta, seconds: seconds,
+      previousIndex: old.index)
     if Double(delta.traffic.rxBytes) > allowed || Double(delta.traffic.txBytes) > allowed {
       entry.totals.discarded += 1
-      bridged = event(.discarded)
+      change.bridged = .discarded
     } else {
       entry.totals.traffic += delta.traffic
       switch delta.kind {
       case .growth: break
       case .reset:
         entry.totals.resets += 1
-        bridged = event(.reset)
+        change.bridged = .reset
       case .wrap:
         entry.totals.wraps += 1
-        bridged = event(.wrap)
+        change.bridged = .wrap
       }
-      if !delta.traffic.isZero {
-        booked = BookedTraffic(
-          name: observation.name, interfaceClass: observation.interfaceClass, wall: new.wall, delta: delta)
-      }
+      if !delta.traffic.isZero { change.booked = delta }
     }
-    return Change(entry: entry, isNew: false, booked: booked, event: bridged)
+    report(entry, change)
   }
 
-  /// Seconds between two baselines: CLOCK_BOOTTIME within one boot; after a reboot, the new
-  /// instance counted since the new boot.
-  static func window(from old: LedgerBaseline, to new: LedgerBaseline, sameBoot: Bool?) -> Double {
-    if sameBoot != false && new.boottime >= old.boottime {
-      return Double(new.boottime - old.boottime) / 1e9
+  /// Seconds between the CLOCK_BOOTTIME readings of two baselines within one boot; after a
+  /// reboot, the new instance counted since the new boot.
+  static func window(from old: Int64, to new: Int64, sameBoot: Bool?) -> Double {
+    if sameBoot != false && new >= old {
+      return Double(new - old) / 1e9
     }
-    return Double(max(new.boottime, 0)) / 1e9
+    return Double(max(new, 0)) / 1e9
   }
 }

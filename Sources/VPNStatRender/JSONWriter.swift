@@ -7,6 +7,10 @@ package struct JSONWriter {
   /// Whether the next element of the open container needs a comma before it. No stack is
   /// needed: a container that closes was an element of its parent, which then needs one.
   private var needsComma = false
+  /// The whole second `field(_:rfc3339:)` last wrote, and its text: the interfaces of a report
+  /// were mostly first seen in one sample, so their thousand `first_seen_at` are one text, made
+  /// once.
+  private var lastTime: (seconds: Int64, count: Int, text: (UInt64, UInt64, UInt64, UInt64))?
 
   /// Where the bytes go as they are written, if anywhere before the end (`passOnIfFull`).
   package var sink: ((UnsafeRawBufferPointer) -> Void)?
@@ -310,13 +314,27 @@ package struct JSONWriter {
       key(name)
       return string(time?.rfc3339)
     }
+    let seconds = time.seconds
+    if lastTime?.seconds != seconds {
+      var text: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+      let count = withUnsafeMutableBytes(of: &text) { raw in
+        time.rfc3339(
+          fractionDigits: 0,
+          into: UnsafeMutableBufferPointer(
+            start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: raw.count))
+      }
+      lastTime = (seconds, count, text)
+    }
+    guard let last = lastTime else { return }
     let comma = needsComma
-    output.append(atMost: name.utf8CodeUnitCount + 6 + Timestamp.rfc3339Capacity) { at in
+    output.append(atMost: name.utf8CodeUnitCount + 6 + last.count) { at in
       var written = Self.key(name, comma: comma, at: at)
       at[written] = 0x22
       written += 1
-      written += time.rfc3339(
-        fractionDigits: 0, into: UnsafeMutableBufferPointer(start: at + written, count: Timestamp.rfc3339Capacity))
+      withUnsafeBytes(of: last.text) {
+        (at + written).update(from: $0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: last.count)
+      }
+      written += last.count
       at[written] = 0x22
       return written + 1
     }

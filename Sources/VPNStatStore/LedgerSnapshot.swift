@@ -18,35 +18,51 @@ enum LedgerSnapshot {
   static func encode(_ ledger: Ledger) -> [UInt8] {
     var texts: [String] = []
     var textNumbers: [String: UInt32] = [:]
-    func number(_ text: String) -> UInt32 {
-      if let known = textNumbers[text] { return known }
-      let next = UInt32(texts.count)
-      texts.append(text)
-      textNumbers[text] = next
-      return next
+    func number(_ text: String, after last: inout (text: String, number: UInt32)?) -> UInt32 {
+      // Most entries have the class and the boot id of the one before (the same String, which
+      // compares at once): no hashing of it then.
+      if let last, last.text == text { return last.number }
+      let found: UInt32
+      if let known = textNumbers[text] {
+        found = known
+      } else {
+        found = UInt32(texts.count)
+        texts.append(text)
+        textNumbers[text] = found
+      }
+      last = (text, found)
+      return found
     }
+    var lastClass: (text: String, number: UInt32)?
+    var lastBoot: (text: String, number: UInt32)?
     var records: [UInt8] = []
     records.reserveCapacity(ledger.entries.count * 160)
     // By name: a save that changed a few entries changes only their bytes (see `saveLedger`).
-    for entry in ledger.entries.values.sorted(by: { $0.name < $1.name }) {
-      let b = entry.baseline
-      let t = entry.totals
-      entry.name.withBytes { name in
+    // Their positions are sorted, not the entries (each some hundred bytes, moved many times by
+    // a sort, which was most of the encoding), and each is read where it lies.
+    let entries = Array(ledger.entries.values)
+    for i in entries.indices.sorted(by: { entries[$0].name < entries[$1].name }) {
+      entries[i].name.withBytes { name in
         records.append(UInt32(name.count))
         records.append(contentsOf: name)
       }
-      records.append(number(entry.interfaceClass.rawValue))
-      records.append(number(b.instance.bootID))
-      records.append(UInt32(bitPattern: b.instance.index))
-      records.append(UInt32(truncatingIfNeeded: b.width.rawValue))
-      for figure in [
-        b.counters.rxBytes, b.counters.txBytes, b.counters.rxPackets, b.counters.txPackets,
-        UInt64(bitPattern: b.wall.nanoseconds), UInt64(bitPattern: b.boottime),
-        t.traffic.rxBytes, t.traffic.txBytes, t.traffic.rxPackets, t.traffic.txPackets, t.resets, t.wraps,
-        t.discarded, UInt64(bitPattern: t.firstSeenAt.nanoseconds),
-      ] {
-        records.append(figure)
-      }
+      let b = entries[i].baseline
+      let t = entries[i].totals
+      let numbers = (
+        number(entries[i].interfaceClass.rawValue, after: &lastClass).littleEndian,
+        number(b.instance.bootID, after: &lastBoot).littleEndian, UInt32(bitPattern: b.instance.index).littleEndian,
+        UInt32(truncatingIfNeeded: b.width.rawValue).littleEndian
+      )
+      let figures = (
+        b.counters.rxBytes.littleEndian, b.counters.txBytes.littleEndian, b.counters.rxPackets.littleEndian,
+        b.counters.txPackets.littleEndian, UInt64(bitPattern: b.wall.nanoseconds).littleEndian,
+        UInt64(bitPattern: b.boottime).littleEndian, t.traffic.rxBytes.littleEndian, t.traffic.txBytes.littleEndian,
+        t.traffic.rxPackets.littleEndian, t.traffic.txPackets.littleEndian, t.resets.littleEndian,
+        t.wraps.littleEndian, t.discarded.littleEndian, UInt64(bitPattern: t.firstSeenAt.nanoseconds).littleEndian
+      )
+      // Tuples of one type lie without padding: the fixed part is their bytes as they are.
+      withUnsafeBytes(of: numbers) { records.append(contentsOf: $0) }
+      withUnsafeBytes(of: figures) { records.append(contentsOf: $0) }
     }
     var out: [UInt8] = []
     out.reserveCapacity(records.count + 64)

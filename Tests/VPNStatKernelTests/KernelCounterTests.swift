@@ -95,6 +95,46 @@ struct KernelCounterTests {
     #expect(next.interfaces.map(\.name) == joined.interfaces.map(\.name))
   }
 
+  @Test(
+    "links deleted and added between samples with no notification to the reader: every name read with its own index and counters, the deleted ones absent"
+  )
+  func tableFollowsTheDump() throws {
+    let outcome = try inOwnNamespace(if: true) {
+      Result {
+        () throws -> (samples: [CounterSample], kernel: [InterfaceName: Int32]) in
+        for i in 0..<6 { try VPNStatTestSupport.ip("link", "add", "nlt\(i)", "type", "ifb") }
+        var source = try NetlinkCounterSource()
+        let clock = SystemTimeSource()
+        _ = try source.sample(at: clock)
+        var samples = [try source.sample(at: clock)]
+        // Gaps in the table's order: the next link after one found is not the table's next.
+        try VPNStatTestSupport.ip("link", "del", "nlt1")
+        try VPNStatTestSupport.ip("link", "del", "nlt4")
+        samples.append(try source.sample(at: clock))
+        // And one the table lacks: read after a fresh link dump.
+        try VPNStatTestSupport.ip("link", "add", "nlt9", "type", "ifb")
+        samples.append(try source.sample(at: clock))
+        samples.append(try source.sample(at: clock))
+        return (samples, try Self.linkIndexes())
+      }
+    }
+    let (samples, kernel) = try outcome.get()
+    #expect(samples[0].interfaces.filter { $0.name.description.hasPrefix("nlt") }.count == 6)
+    // The indexes of the links that remain are the kernel's to the end.
+    for (number, sample) in samples.enumerated() where number > 0 {
+      for entry in sample.interfaces {
+        #expect(kernel[entry.name] == entry.index, "sample \(number): \(entry.name)")
+      }
+    }
+    for sample in samples.dropFirst() {
+      #expect(!sample.interfaces.contains { $0.name == InterfaceName("nlt1") || $0.name == InterfaceName("nlt4") })
+      #expect(Set(sample.interfaces.map(\.index)).count == sample.interfaces.count)
+    }
+    #expect(samples[3].interfaces.map(\.name) == samples[2].interfaces.map(\.name))
+    #expect(samples[3].interfaces.contains { $0.name == InterfaceName("nlt9") })
+    #expect(Set(samples[3].interfaces.map(\.name)) == Set(kernel.keys))
+  }
+
   /// Each link's ifindex in this thread's namespace, by name, as `ip` reads them.
   static func linkIndexes() throws -> [InterfaceName: Int32] {
     let listing = try VPNStatTestSupport.ip("-j", "link", "show")

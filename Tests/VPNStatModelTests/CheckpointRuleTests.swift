@@ -130,4 +130,29 @@ struct CheckpointRuleTests {
     #expect(writer.saves == 4, "a discarded sample")
     #expect(writer.memory.ledger.entries[name]?.totals.discarded == 1)
   }
+
+  @Test(
+    "a baseline that moves to another instance without a reset (a boot id stored unreadable, read now) is saved at once, and asked for until a save is made; the next samples are not"
+  )
+  func instanceLearnedIsSaved() {
+    var unknownBoot = observation(1_000, .bits64, step: 0)
+    unknownBoot.baseline.instance.bootID = ""
+    var writer = Writer()
+    writer.sample(unknownBoot)
+    #expect(writer.saves == 1)
+    // The clocks say the same boot: growth from the stored counters, not a reset.
+    writer.memory.advance([observation(1_500, .bits64, step: 10)], calendar: FixedOffsetCalendar.utc)
+    #expect(writer.memory.ledger.entries[name]?.totals.traffic.rxBytes == 500)
+    #expect(writer.memory.ledger.entries[name]?.totals.resets == 0)
+    #expect(writer.memory.saveRequested, "readers compare the stored boot id with the kernel's")
+    // A save that did not happen (a busy database): the next sample, of the same instance as
+    // memory's, still asks for it.
+    writer.memory.advance([observation(1_600, .bits64, step: 20)], calendar: FixedOffsetCalendar.utc)
+    #expect(writer.memory.saveRequested)
+    writer.sample(observation(1_700, .bits64, step: 30))
+    #expect(writer.saves == 2)
+    #expect(writer.stored.entries[name]?.baseline.instance.bootID == "boot-a")
+    writer.sample(observation(1_800, .bits64, step: 40))
+    #expect(writer.saves == 2, "saved once: the stored instance is the kernel's now")
+  }
 }

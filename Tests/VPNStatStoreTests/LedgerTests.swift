@@ -115,6 +115,75 @@ struct LedgerTests {
     #expect(try reader.loadLedger().entries == rows)
   }
 
+  @Test(
+    "the snapshot's bytes are its documented layout: entries by name, each text once in the order first met (class, then boot id), little-endian fields"
+  )
+  func snapshotLayout() throws {
+    func entry(_ name: String, _ interfaceClass: InterfaceClass, boot: String, index: Int32, base: UInt64)
+      -> LedgerEntry
+    {
+      LedgerEntry(
+        name: InterfaceName(name), interfaceClass: interfaceClass,
+        baseline: LedgerBaseline(
+          instance: InterfaceInstance(index: index, bootID: boot),
+          counters: TrafficCounts(rxBytes: base + 1, txBytes: base + 2, rxPackets: base + 3, txPackets: base + 4),
+          width: index == 3 ? .bits32 : .bits64, wall: Timestamp(nanoseconds: Int64(base) + 5),
+          boottime: Int64(base) + 6),
+        totals: LedgerTotals(
+          TrafficCounts(rxBytes: base + 7, txBytes: base + 8, rxPackets: base + 9, txPackets: base + 10),
+          resets: base + 11, wraps: base + 12, discarded: base + 13, firstSeenAt: Timestamp(nanoseconds: -Int64(base))))
+    }
+    // Names in no order, classes and boots mixed, one name longer than a packed one.
+    let entries = [
+      entry("wlan0", .wifi, boot: "boot-b", index: 3, base: 300),
+      entry("a-very-long-name-0", .other, boot: "boot-a", index: 9, base: 900),
+      entry("eth0", .ethernet, boot: "boot-a", index: 2, base: 200),
+      entry("wg0", .tunnel, boot: "boot-b", index: 5, base: 500),
+      entry("eth1", .ethernet, boot: "boot-b", index: 4, base: 400),
+    ]
+    let ledger = Ledger(entries: Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0) }))
+    var expected: [UInt8] = []
+    func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { expected += $0 } }
+    func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { expected += $0 } }
+    let sorted = entries.sorted { $0.name < $1.name }
+    var texts: [String] = []
+    for entry in sorted {
+      for text in [entry.interfaceClass.rawValue, entry.baseline.instance.bootID] where !texts.contains(text) {
+        texts.append(text)
+      }
+    }
+    u32(0x3173_6C76)
+    u32(UInt32(entries.count))
+    u32(UInt32(texts.count))
+    for text in texts {
+      u32(UInt32(text.utf8.count))
+      expected += Array(text.utf8)
+    }
+    for entry in sorted {
+      let b = entry.baseline
+      let t = entry.totals
+      u32(UInt32(entry.name.bytes.count))
+      expected += entry.name.bytes
+      u32(UInt32(texts.firstIndex(of: entry.interfaceClass.rawValue)!))
+      u32(UInt32(texts.firstIndex(of: b.instance.bootID)!))
+      u32(UInt32(bitPattern: b.instance.index))
+      u32(UInt32(b.width.rawValue))
+      for figure in [
+        b.counters.rxBytes, b.counters.txBytes, b.counters.rxPackets, b.counters.txPackets,
+        UInt64(bitPattern: b.wall.nanoseconds), UInt64(bitPattern: b.boottime), t.traffic.rxBytes, t.traffic.txBytes,
+        t.traffic.rxPackets, t.traffic.txPackets, t.resets, t.wraps, t.discarded,
+        UInt64(bitPattern: t.firstSeenAt.nanoseconds),
+      ] {
+        u64(figure)
+      }
+    }
+    let encoded = LedgerSnapshot.encode(ledger)
+    #expect(encoded == expected)
+    #expect(texts == ["other", "boot-a", "ethernet", "boot-b", "tunnel", "wifi"])
+    let decoded = try #require(encoded.withUnsafeBytes { LedgerSnapshot.decode($0, sharingBootID: nil) })
+    #expect(decoded.entries == ledger.entries)
+  }
+
   @Test("a row any writer changes (an older vpnstat, plain SQL) makes the snapshot stale; the next save stores it")
   func snapshotInvalidated() throws {
     let directory = try TemporaryDirectory("snapshot2")
