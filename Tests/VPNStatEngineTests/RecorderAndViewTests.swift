@@ -127,6 +127,24 @@ struct RecorderTests {
     #expect(try store.loadLedger().entries[InterfaceName("tun7")]?.totals.traffic.rxBytes == carried)
   }
 
+  @Test("after a save, the writer's saved entries and the store's ledger are one table, not two copies")
+  func oneSavedTable() throws {
+    let directory = try TemporaryDirectory("share")
+    var (recorder, store, _) = try recorder(directory, saveInterval: .seconds(10))
+    for i in 0..<20 { kernel.add("tun\(i)", up: true) }
+    let index = try #require(kernel.index(of: "tun3"))
+    try recorder.sample()
+    kernel.carry(index, rx: 100, tx: 200)
+    clock.advance(.seconds(11))
+    try recorder.sample()
+    let saved = try #require(recorder.keeper.memory?.saved)
+    let stored = try #require(store.savedLedger?.entries)
+    #expect(saved == stored)
+    #expect(stored[InterfaceName("tun3")]?.totals.traffic.rxBytes == 100)
+    // A dictionary is one reference to its storage: equal bits, one table.
+    #expect(unsafeBitCast(saved, to: UInt.self) == unsafeBitCast(stored, to: UInt.self))
+  }
+
   @Test("the textfile is written after each sample, in the Prometheus format, with the session gauges")
   func textfile() throws {
     let directory = try TemporaryDirectory("tf")
