@@ -117,11 +117,13 @@ final class SQLiteConnection {
   }
 
   private func run(_ statement: OpaquePointer?, _ bindings: [SQLiteValue], row: (SQLiteRow) throws -> Void) throws {
+    var boundBlob = false
     defer {
       sqlite3_reset(statement)
       // Bindings a next run might not replace go back to NULL; where every parameter is bound,
-      // each run replaces them all anyway.
-      if bindings.count < sqlite3_bind_parameter_count(statement) { sqlite3_clear_bindings(statement) }
+      // each run replaces them all anyway. A blob goes at once: SQLite keeps its copy of a bound
+      // value until the statement's next run, and the ledger's snapshot is the whole ledger.
+      if boundBlob || bindings.count < sqlite3_bind_parameter_count(statement) { sqlite3_clear_bindings(statement) }
     }
     for (i, value) in bindings.enumerated() {
       let index = Int32(i + 1)
@@ -131,6 +133,7 @@ final class SQLiteConnection {
       case .integer(let v): rc = sqlite3_bind_int64(statement, index, v)
       case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, transientDestructor)
       case .blob(let v):
+        boundBlob = true
         rc = v.withUnsafeBytes {
           sqlite3_bind_blob(
             statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transientDestructor)
@@ -195,6 +198,12 @@ final class SQLiteConnection {
         return SQLITE_OK
       }, UnsafeMutableRawPointer(count))
   }
+  /// The heap the statement prepared for `sql` holds now, its bound values included
+  /// (`SQLITE_STMTSTATUS_MEMUSED`); nil when `sql` was never prepared.
+  func memoryHeld(by sql: String) -> Int? {
+    statements[sql].map { Int(sqlite3_stmt_status($0, SQLITE_STMTSTATUS_MEMUSED, 0)) }
+  }
+
   /// The authorizer's questions since `countCompilations()`; nil before.
   var compilations: Int? { compilationCount?.pointee }
   private var compilationCount: UnsafeMutablePointer<Int>?
