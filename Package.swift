@@ -15,7 +15,8 @@ import PackageDescription
 // hundred KiB scattered over a 10 MiB static binary kept most of it resident, and a one-shot
 // `status` faulted in dozens of folios. The list is Sources/vpnstat/recorder.order, made by
 // scripts/recorder-order from a profile of the loop, then of the one-shot commands (`status`, the
-// gate) from exec to exit; a name it lists that a build lacks is skipped. VPNStatModel, the library other packages may use, takes no unsafe flag: its objects
+// gate) from exec to exit; a name it lists that a build lacks is skipped. The link keeps
+// `.rodata` read-only too (Sources/vpnstat/read-only-data.ld says why). VPNStatModel, the library other packages may use, takes no unsafe flag: its objects
 // are placed whole.
 let packedCode: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release))]
 
@@ -85,7 +86,8 @@ let package = Package(
     // symbols (2.3 ms → 1.0 ms to start), and the binary runs without the toolchain. libpcap is
     // still loaded at run time by `flows` (CPcapLoader), which needs the build machine's glibc.
     .executableTarget(
-      name: "vpnstat", dependencies: ["VPNStatCommandLine", "VPNStatSystem"], exclude: ["recorder.order"],
+      name: "vpnstat", dependencies: ["VPNStatCommandLine", "VPNStatSystem"],
+      exclude: ["recorder.order", "read-only-data.ld"],
       swiftSettings: packedCode,
       linkerSettings: [
         .unsafeFlags(
@@ -93,6 +95,7 @@ let package = Package(
             "-static-executable", "-use-ld=lld",
             "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/vpnstat/recorder.order",
             "-Xlinker", "--no-warn-symbol-ordering",
+            "-Xlinker", "--script=\(Context.packageDirectory)/Sources/vpnstat/read-only-data.ld",
           ], .when(configuration: .release))
       ]),
 

@@ -14,25 +14,30 @@ int clinux_peer_credentials(int fd, int *pid, unsigned int *uid) {
 #include <link.h>
 #include <stdint.h>
 
-static int clinux_first_text(struct dl_phdr_info *info, size_t size, void *data) {
+#include "CLinux.h"
+
+struct clinux_segments {
+  struct clinux_segment *segments;
+  int capacity;
+  int count;
+};
+
+static int clinux_collect_segments(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
-  uintptr_t *range = data;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
+  struct clinux_segments *found = data;
+  for (int i = 0; i < info->dlpi_phnum && found->count < found->capacity; i++) {
     const ElfW(Phdr) *header = &info->dlpi_phdr[i];
-    if (header->p_type == PT_LOAD && (header->p_flags & PF_X) && !(header->p_flags & PF_W)) {
-      range[0] = info->dlpi_addr + header->p_vaddr;
-      range[1] = range[0] + header->p_filesz;
-      break;
-    }
+    struct clinux_segment *segment = &found->segments[found->count++];
+    segment->start = info->dlpi_addr + header->p_vaddr;
+    segment->end = segment->start + header->p_memsz;
+    segment->type = header->p_type;
+    segment->flags = header->p_flags;
   }
   return 1;  // the first object is the program itself
 }
 
-int clinux_program_text(uintptr_t *start, uintptr_t *end) {
-  uintptr_t range[2] = {0, 0};
-  dl_iterate_phdr(clinux_first_text, range);
-  if (range[1] <= range[0]) return -1;
-  *start = range[0];
-  *end = range[1];
-  return 0;
+int clinux_program_segments(struct clinux_segment *segments, int capacity) {
+  struct clinux_segments found = {segments, capacity, 0};
+  dl_iterate_phdr(clinux_collect_segments, &found);
+  return found.count;
 }

@@ -272,7 +272,8 @@ package struct LedgerKeeper {
       return ((memory, events, checkpoint), checkpoint)
     }
     var memory = updated
-    memory.saved(checkpoint)
+    // The table the store wrote is the saved one: shared, not a second copy.
+    memory.saved(checkpoint, stored: store.savedLedger)
     self.memory = memory
     absorbedVersion = try? store.dataVersion()
     unbooked = []

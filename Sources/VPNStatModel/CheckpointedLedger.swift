@@ -263,7 +263,7 @@ public struct CheckpointedLedger: Sendable {
   /// The ledger in memory: the stored one advanced with every observation since.
   public private(set) var ledger: Ledger
   /// Each entry as the database last had it (read or written by this writer).
-  private var saved: [InterfaceName: LedgerEntry]
+  private(set) var saved: [InterfaceName: LedgerEntry]
   private var unsaved = UnsavedTraffic()
   /// Set when something must be saved at once.
   public private(set) var saveRequested = false
@@ -360,9 +360,15 @@ public struct CheckpointedLedger: Sendable {
     LedgerCheckpoint(entries: changedEntries, buckets: unsaved.rows)
   }
 
-  /// The checkpoint was committed: memory and database agree.
-  public mutating func saved(_ checkpoint: LedgerCheckpoint) {
-    for entry in checkpoint.entries { saved[entry.name] = entry }
+  /// The checkpoint was committed: memory and database agree. `stored`, when the writer has it,
+  /// is the ledger the database holds now (the store keeps the one it wrote): its table is kept
+  /// as the saved entries themselves, so writer and store hold one table, not two equal ones.
+  public mutating func saved(_ checkpoint: LedgerCheckpoint, stored: Ledger? = nil) {
+    if let stored {
+      saved = stored.entries
+    } else {
+      for entry in checkpoint.entries { saved[entry.name] = entry }
+    }
     unsaved.removeAll()
     saveRequested = false
   }

@@ -43,6 +43,7 @@ final class SQLiteConnection {
     for statement in statements.values { sqlite3_finalize(statement) }
     sqlite3_close_v2(handle)
     busyDeadline.deallocate()
+    compilationCount?.deallocate()
   }
 
   var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
@@ -116,11 +117,13 @@ final class SQLiteConnection {
   }
 
   private func run(_ statement: OpaquePointer?, _ bindings: [SQLiteValue], row: (SQLiteRow) throws -> Void) throws {
+    var boundBlob = false
     defer {
       sqlite3_reset(statement)
       // Bindings a next run might not replace go back to NULL; where every parameter is bound,
-      // each run replaces them all anyway.
-      if bindings.count < sqlite3_bind_parameter_count(statement) { sqlite3_clear_bindings(statement) }
+      // each run replaces them all anyway. A blob goes at once: SQLite keeps its copy of a bound
+      // value until the statement's next run, and the ledger's snapshot is the whole ledger.
+      if boundBlob || bindings.count < sqlite3_bind_parameter_count(statement) { sqlite3_clear_bindings(statement) }
     }
     for (i, value) in bindings.enumerated() {
       let index = Int32(i + 1)
@@ -130,6 +133,7 @@ final class SQLiteConnection {
       case .integer(let v): rc = sqlite3_bind_int64(statement, index, v)
       case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, transientDestructor)
       case .blob(let v):
+        boundBlob = true
         rc = v.withUnsafeBytes {
           sqlite3_bind_blob(
             statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transientDestructor)
@@ -163,17 +167,46 @@ final class SQLiteConnection {
 
   /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
   /// `immediate` takes the write lock at once, so two writers serialise instead of deadlocking.
+  /// Its statements are prepared once, as every other: `execute` would compile them at each
+  /// transaction, and a recorder that runs nothing but prepared statements between saves leaves
+  /// SQLite's parser — its code and its tables — out of its resident memory.
   func transaction<T>(immediate: Bool = true, _ body: () throws -> T) throws -> T {
-    try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
+    try query(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
     do {
       let result = try body()
-      try execute("COMMIT")
+      try query("COMMIT")
       return result
     } catch {
-      try? execute("ROLLBACK")
+      try? query("ROLLBACK")
       throw error
     }
   }
+
+  /// Counts from now on what SQLite compiles on this connection, for a test that holds a loop to
+  /// statements prepared before it: SQLite asks an authorizer about every statement it compiles
+  /// (a few questions each), and about nothing else. Setting one expires the prepared statements,
+  /// which are compiled again at their next run.
+  func countCompilations() {
+    guard compilationCount == nil else { return }
+    let count = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+    count.initialize(to: 0)
+    compilationCount = count
+    sqlite3_set_authorizer(
+      handle,
+      { context, _, _, _, _, _ in
+        context?.assumingMemoryBound(to: Int.self).pointee += 1
+        return SQLITE_OK
+      }, UnsafeMutableRawPointer(count))
+  }
+  /// The heap the statement prepared for `sql` holds now, its bound values included
+  /// (`SQLITE_STMTSTATUS_MEMUSED`); nil when `sql` was never prepared.
+  func memoryHeld(by sql: String) -> Int? {
+    statements[sql].map { Int(sqlite3_stmt_status($0, SQLITE_STMTSTATUS_MEMUSED, 0)) }
+  }
+
+  /// The authorizer's questions since `countCompilations()`; nil before.
+  var compilations: Int? { compilationCount?.pointee }
+  private var compilationCount: UnsafeMutablePointer<Int>?
 }
 
 private let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -23,6 +23,10 @@ extension Store {
     }
   }
 
+  /// The ledger as this connection last read or wrote it in a save (`saveLedger`): the stored
+  /// one, while no other connection has committed since.
+  package var savedLedger: Ledger? { cachedLedger?.ledger }
+
   /// The version of the stored ledger now (one statement). See `LedgerVersion`.
   package func ledgerVersion() throws -> LedgerVersion {
     try guarded { try readLedgerVersion() }

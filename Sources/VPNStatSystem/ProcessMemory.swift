@@ -8,25 +8,85 @@ import VPNStatModel
 /// What a long-running process hands back once it has started: memory that start-up needed and
 /// the steady loop does not.
 package enum ProcessMemory {
-  /// Drops the program's own machine code from this process's resident set, and gives the heap's
-  /// free pages back. The kernel maps code 64 KiB around every page first touched (fault-around),
-  /// so parsing arguments, opening and checking the database and the first sample leave most of a
-  /// static binary resident though the loop runs a small part of it; the pages stay in the page
-  /// cache, and those the loop runs come back at its next touch. Only the executable's code is
-  /// dropped: it is never written, so nothing is lost (writable data would be).
+  /// Drops the pages of the program's own file that start-up touched from this process's
+  /// resident set — its code, its read-only data (the standard library's Unicode tables, SQLite's
+  /// parser tables, glibc's locale data) and what relocation wrote and then protected — and gives
+  /// the heap's free pages back. The kernel maps a file's pages by whole page-cache folios around
+  /// every page first touched, so parsing arguments, opening and checking the database and the
+  /// first sample leave most of a static binary resident though the loop uses a small part of it;
+  /// the pages stay in the page cache, and those the loop uses come back at its next touch.
+  /// Nothing is lost: only pages of read-only mappings that are still the file's are dropped
+  /// (`dropFilePages`), never a page any write made the process's own.
   package static func releaseStartUp() {
-    var start: UInt = 0
-    var end: UInt = 0
-    if clinux_program_text(&start, &end) == 0 {
-      let page = UInt(sysconf(Int32(_SC_PAGESIZE)))
-      // Whole pages only: the last one may share its page with data.
-      let first = (start + page - 1) & ~(page - 1)
-      let last = end & ~(page - 1)
-      if last > first, let address = UnsafeMutableRawPointer(bitPattern: first) {
-        _ = madvise(address, Int(last - first), MADV_DONTNEED)
+    for range in readOnlyRanges() { dropFilePages(range) }
+    trimHeap()
+  }
+
+  /// The program's own address ranges that are never written once it runs, in whole pages: its
+  /// segments mapped without write permission (code, read-only data) and the part relocation
+  /// wrote and then made read-only (RELRO), from its program headers. None holds a variable:
+  /// `.data` and `.bss` lie in the writable segment.
+  package static func readOnlyRanges() -> [Range<UInt>] {
+    let page = pageSize
+    let capacity = 32
+    return withUnsafeTemporaryAllocation(of: clinux_segment.self, capacity: capacity) { segments in
+      let count = Int(clinux_program_segments(segments.baseAddress, Int32(capacity)))
+      return segments.prefix(count).compactMap { segment -> Range<UInt>? in
+        let readOnly =
+          (segment.type == UInt32(PT_LOAD) && segment.flags & UInt32(PF_W) == 0) || segment.type == UInt32(PT_GNU_RELRO)
+        // Whole pages only: a segment's first or last page may be shared with another's bytes.
+        let first = (UInt(segment.start) + page - 1) & ~(page - 1)
+        let last = UInt(segment.end) & ~(page - 1)
+        return readOnly && last > first ? first..<last : nil
       }
     }
-    trimHeap()
+  }
+
+  /// Drops from this process's resident set the pages of `range` (page-aligned, in a mapping of
+  /// a file that the process cannot write) that are still the file's, and keeps every other: a
+  /// page present as an anonymous copy — written before it was made read-only (relocation), or by
+  /// a debugger — or swapped out holds bytes the file does not, and dropping it would lose them.
+  /// `/proc/self/pagemap` tells which is which; a read-only mapping cannot gain such a page
+  /// between that look and the drop, whatever other threads do. Returns how many resident pages
+  /// were dropped; nil when the pagemap could not be read (what it did not show is kept).
+  @discardableResult
+  package static func dropFilePages(_ range: Range<UInt>) -> Int? {
+    let page = pageSize
+    guard let pagemap = try? FileDescriptor.openForReading("/proc/self/pagemap") else { return nil }
+    defer { pagemap.close() }
+    var dropped = 0
+    var run: UInt?  // where the pages to drop found so far start
+    func drop(until end: UInt) {
+      if let start = run, end > start, let address = UnsafeMutableRawPointer(bitPattern: start) {
+        _ = madvise(address, Int(end - start), MADV_DONTNEED)
+      }
+      run = nil
+    }
+    let entrySize = MemoryLayout<UInt64>.size
+    var address = range.lowerBound
+    let read = withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 512) { entries -> Bool in
+      while address < range.upperBound {
+        let wanted = min(entries.count, Int((range.upperBound - address) / page))
+        let buffer = UnsafeMutableRawBufferPointer(start: entries.baseAddress, count: wanted * entrySize)
+        guard let bytes = try? pagemap.read(into: buffer, at: Int(address / page) * entrySize), bytes >= entrySize
+        else { return false }
+        for entry in entries.prefix(bytes / entrySize) {
+          let present = entry & (1 << 63) != 0
+          let swapped = entry & (1 << 62) != 0
+          let fileOrShared = entry & (1 << 61) != 0
+          if swapped || (present && !fileOrShared) {
+            drop(until: address)
+          } else {
+            if run == nil { run = address }
+            if present { dropped += 1 }
+          }
+          address += page
+        }
+      }
+      return true
+    }
+    drop(until: address)
+    return read ? dropped : nil
   }
 
   /// Gives the heap's free pages back to the kernel, those between live blocks too: a save
@@ -35,4 +95,6 @@ package enum ProcessMemory {
   package static func trimHeap() {
     _ = malloc_trim(0)
   }
+
+  private static var pageSize: UInt { UInt(sysconf(Int32(_SC_PAGESIZE))) }
 }

@@ -96,6 +96,55 @@ struct RecorderTests {
     #expect(log.contains("overflowed"))
   }
 
+  @Test("after its first saves, the recorder compiles no SQL: every statement a sample or a save runs stays prepared")
+  func savesCompileNothing() throws {
+    let directory = try TemporaryDirectory("compile")
+    var (recorder, store, _) = try recorder(directory, saveInterval: .seconds(10))
+    kernel.add("tun7", up: true)
+    kernel.add("eth0", up: true)
+    let index = try #require(kernel.index(of: "tun7"))
+    try recorder.sample()
+    var carried: UInt64 = 0
+    /// Samples after `seconds`, with traffic: a save when the interval has passed.
+    func sample(after seconds: Int64) throws {
+      kernel.carry(index, rx: 100, tx: 200)
+      carried += 100
+      clock.advance(.seconds(seconds))
+      try recorder.sample()
+    }
+    store.connection.countCompilations()
+    // What the counter expired is compiled again at its next run: a save, a sample between.
+    try sample(after: 11)
+    try sample(after: 1)
+    let warm = try #require(store.connection.compilations)
+    #expect(warm > 0)
+    for _ in 0..<3 {
+      try sample(after: 1)
+      try sample(after: 11)
+    }
+    #expect(store.connection.compilations == warm)
+    // Those were saves.
+    #expect(try store.loadLedger().entries[InterfaceName("tun7")]?.totals.traffic.rxBytes == carried)
+  }
+
+  @Test("after a save, the writer's saved entries and the store's ledger are one table, not two copies")
+  func oneSavedTable() throws {
+    let directory = try TemporaryDirectory("share")
+    var (recorder, store, _) = try recorder(directory, saveInterval: .seconds(10))
+    for i in 0..<20 { kernel.add("tun\(i)", up: true) }
+    let index = try #require(kernel.index(of: "tun3"))
+    try recorder.sample()
+    kernel.carry(index, rx: 100, tx: 200)
+    clock.advance(.seconds(11))
+    try recorder.sample()
+    let saved = try #require(recorder.keeper.memory?.saved)
+    let stored = try #require(store.savedLedger?.entries)
+    #expect(saved == stored)
+    #expect(stored[InterfaceName("tun3")]?.totals.traffic.rxBytes == 100)
+    // A dictionary is one reference to its storage: equal bits, one table.
+    #expect(unsafeBitCast(saved, to: UInt.self) == unsafeBitCast(stored, to: UInt.self))
+  }
+
   @Test("the textfile is written after each sample, in the Prometheus format, with the session gauges")
   func textfile() throws {
     let directory = try TemporaryDirectory("tf")

@@ -36,4 +36,16 @@ struct StoreMemoryTests {
     // Still a working writer: the pages come back from the file.
     #expect(try writer.connection.scalar("SELECT count(*) FROM filler") == 1000)
   }
+
+  @Test("a statement keeps no copy of a blob once it has run: the recorder's snapshot is the whole ledger")
+  func blobNotKept() throws {
+    let directory = try TemporaryDirectory("blob")
+    let connection = try SQLiteConnection(uri: "file:" + directory.file("v.db"), readOnly: false, create: true)
+    try connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)")
+    let insert = "INSERT OR REPLACE INTO t (id, b) VALUES (1, ?)"
+    try connection.query(insert, [.blob([UInt8](repeating: 7, count: 100_000))])
+    let held = try #require(connection.memoryHeld(by: insert))
+    #expect(held < 50_000, "\(held) bytes")
+    #expect(try connection.scalar("SELECT length(b) FROM t") == 100_000)
+  }
 }

@@ -75,9 +75,17 @@ static inline int clinux_pidfd_send_signal(int pidfd, int sig) { return pidfd_se
 int clinux_peer_credentials(int fd, int *pid, unsigned int *uid);
 static inline unsigned long clinux_tunsetpersist(void) { return TUNSETPERSIST; }
 
-/// The executable's own code (its first executable, non-writable PT_LOAD segment, from
-/// dl_iterate_phdr, which needs _GNU_SOURCE: see shim.c): 0, or -1 when none was found.
-int clinux_program_text(uintptr_t *start, uintptr_t *end);
+#include <elf.h>
+/// One segment of the executable's program headers, where it lies in memory.
+struct clinux_segment {
+  uintptr_t start;
+  uintptr_t end;
+  uint32_t type;   // PT_LOAD, PT_GNU_RELRO, …
+  uint32_t flags;  // PF_R, PF_W, PF_X
+};
+/// The executable's own segments (dl_iterate_phdr, which needs _GNU_SOURCE: see shim.c), at
+/// most `capacity`: how many were filled in.
+int clinux_program_segments(struct clinux_segment *segments, int capacity);
 #include <malloc.h>
 
 #endif
