@@ -83,7 +83,10 @@ package struct InterfaceCatalog {
 
   /// `entry(for:)`'s class, evidence and speed.
   package mutating func verdict(for sample: InterfaceSample) -> Verdict {
-    verdict(at: position(classifying: sample.name, index: sample.index, link: sample.link))
+    // Two statements: in `verdict(at: position(classifying: …))` Swift reads `self` for the call
+    // before the argument inserts into `known`, and the position is then past the old table's end.
+    let at = position(classifying: sample.name, index: sample.index, link: sample.link)
+    return verdict(at: at)
   }
 
   /// The verdict on the interface at `position` in `interfaces` (a sample's): read from the
@@ -104,7 +107,8 @@ package struct InterfaceCatalog {
   }
 
   private mutating func entry(name: InterfaceName, index: Int32, link: LinkAttributes) -> Entry {
-    known[position(classifying: name, index: index, link: link)].entry
+    let at = position(classifying: name, index: index, link: link)
+    return known[at].entry
   }
 
   /// Where the instance is in `known`, classified first if it is not there yet.

@@ -125,6 +125,19 @@ struct ClassificationTests {
     #expect(catalog.classified(index: 8, name: InterfaceName("veth0")) == nil)
   }
 
+  @Test("a verdict on instances the catalog has not seen classifies each, at the end and between")
+  func verdictOfNewInstances() {
+    var catalog = InterfaceCatalog()
+    for (index, kind, expected) in [(3, "tun", InterfaceClass.tunnel), (9, "veth", .other), (5, "wwan", .cellular)] {
+      let sample = InterfaceSample(
+        name: InterfaceName("if\(index)"), index: Int32(index), counters: InterfaceCounters(.zero), width: .bits64,
+        link: LinkAttributes(arpType: 1, kind: kind))
+      #expect(catalog.verdict(for: sample).interfaceClass == expected, "\(kind)")
+      #expect(catalog.classified(index: Int32(index), name: InterfaceName("if\(index)"))?.interfaceClass == expected)
+    }
+    #expect(catalog.factReads == 0)
+  }
+
   @Test("--class wins over the link kind, without reading sysfs either")
   func overrideBeatsKind() {
     var catalog = InterfaceCatalog(classifier: Classifier(overrides: [InterfaceName("tun0"): .wifi]))
