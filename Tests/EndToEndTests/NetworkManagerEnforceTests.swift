@@ -62,9 +62,17 @@ struct NetworkManagerEnforceTests {
     #expect(waitUntil(timeout: 30) { !nm.ns.hasLink("nmtun0") } != nil)
     _ = waitUntil(timeout: 3) { (try? nm.autoconnect("vpnt")) == false }
     #expect(try !nm.autoconnect("vpnt"), "autoconnect not held off for the pause")
-    let stop = try #require(
-      try nmJSON(nm, ["session", "--json", "--db", db])["session"].flatMap { ($0 as? [String: Any])?["last_stop"] }
-        as? [String: Any])
+    // The stop is recorded once the manager's own stop and word are in (after the link is down):
+    // waited for, not read at once.
+    var recorded: [String: Any]?
+    _ = waitUntil(timeout: 10) {
+      recorded =
+        (try? nmJSON(nm, ["session", "--json", "--db", db]))?["session"].flatMap {
+          ($0 as? [String: Any])?["last_stop"]
+        } as? [String: Any]
+      return recorded?["reason"] != nil
+    }
+    let stop = try #require(recorded, "no stop recorded: \(enforcer.errors)")
     #expect(stop["reason"] as? String == "free-limit")
     #expect(stop["detail"] as? String == "stopped through networkmanager 'vpnt' (\(uuid))", "\(stop)")
 
