@@ -79,7 +79,10 @@ package struct InterfaceCatalog {
 
   /// `entry(for:)`'s class, evidence and speed.
   package mutating func verdict(for sample: InterfaceSample) -> Verdict {
-    verdict(at: position(classifying: sample.name, index: sample.index, link: sample.link))
+    // Two statements: in one, `self` would be read for `verdict(at:)` before the classification
+    // changed it.
+    let at = position(classifying: sample.name, index: sample.index, link: sample.link)
+    return verdict(at: at)
   }
 
   /// The verdict on the interface at `position` in `interfaces` (a sample's): read from the
@@ -100,7 +103,8 @@ package struct InterfaceCatalog {
   }
 
   private mutating func entry(name: InterfaceName, index: Int32, link: LinkAttributes) -> Entry {
-    known[position(classifying: name, index: index, link: link)].entry
+    let at = position(classifying: name, index: index, link: link)
+    return known[at].entry
   }
 
   /// Where the instance is in `known`, classified first if it is not there yet.
