@@ -148,11 +148,13 @@ package enum SessionView {
   /// tunnel-class interface.
   static func tunnelUp(_ record: SessionRecord, sample: CounterSample?, catalog: inout InterfaceCatalog) -> Bool {
     guard let interfaces = sample?.interfaces else { return false }
+    // Taken out of the record first: read in the loop, the record was copied at every interface.
+    let tunnel = record.tunnel
     // By position: iterating the entries would copy each, a thousand of them at every report.
     for at in interfaces.indices {
-      if let tunnel = record.tunnel, interfaces[at].name != tunnel { continue }
+      if let tunnel, interfaces[at].name != tunnel { continue }
       guard LinkState(interfaces[at].link) == .up else { continue }
-      if record.tunnel != nil || catalog.verdict(of: interfaces, at: at).interfaceClass == .tunnel { return true }
+      if tunnel != nil || catalog.verdict(of: interfaces, at: at).interfaceClass == .tunnel { return true }
     }
     return false
   }

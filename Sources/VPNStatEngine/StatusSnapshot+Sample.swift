@@ -10,16 +10,16 @@ extension StatusSnapshot {
     sample: CounterSample, catalog: inout InterfaceCatalog, selection: InterfaceSelection,
     previous: CounterSample? = nil, ledger: Ledger? = nil
   ) -> StatusSnapshot {
-    // The previous sample's entry for the same name: two samples of one reader list the links
-    // in the same order, so it is usually at the same position; a table is made only if not.
-    var previousByName: [InterfaceName: InterfaceSample]?
-    func previousEntry(_ at: Int, _ name: InterfaceName) -> InterfaceSample? {
+    // Where the previous sample has the same name: two samples of one reader list the links in
+    // the same order, so it is usually at the same position; a table is made only if not.
+    var previousByName: [InterfaceName: Int]?
+    func previousPosition(_ at: Int, _ name: InterfaceName) -> Int? {
       guard let previous else { return nil }
-      if at < previous.interfaces.count, previous.interfaces[at].name == name { return previous.interfaces[at] }
+      if at < previous.interfaces.count, previous.interfaces[at].name == name { return at }
       if previousByName == nil {
-        var table: [InterfaceName: InterfaceSample] = [:]
+        var table: [InterfaceName: Int] = [:]
         table.reserveCapacity(previous.interfaces.count)
-        for entry in previous.interfaces { table[entry.name] = entry }
+        for position in previous.interfaces.indices { table[previous.interfaces[position].name] = position }
         previousByName = table
       }
       return previousByName?[name]
@@ -39,28 +39,38 @@ extension StatusSnapshot {
       a.interfaceClass != b.interfaceClass
         ? a.interfaceClass < b.interfaceClass : sample.interfaces[a.at].name < sample.interfaces[b.at].name
     }
+    // Rates: the counter rules between the previous sample's reading and this one's. Whether the
+    // two are of one boot depends on the readings alone, so it is decided once; each interface
+    // is then read field by field where it lies (a baseline made of each copied it).
+    let rateWindow = previous.map { Double(sample.taken.boottime - $0.taken.boottime) / 1e9 } ?? 0
+    let sameBoot = previous.map {
+      BootIdentity.same(
+        old: ($0.taken.bootID, $0.taken.wall, $0.taken.boottime),
+        new: (sample.taken.bootID, sample.taken.wall, sample.taken.boottime))
+    }
+    let interfaces = sample.interfaces
     var reports: [InterfaceReport] = []
     reports.reserveCapacity(chosen.count)
     for (at, interfaceClass, evidence) in chosen {
-      let entry = sample.interfaces[at]
       var rate: TrafficRate?
-      if let previous, let before = previousEntry(at, entry.name) {
-        let seconds = Double(sample.taken.boottime - previous.taken.boottime) / 1e9
-        if seconds > 0 {
-          let delta =
-            CounterDelta.between(
-              LedgerBaseline(before, taken: previous.taken), LedgerBaseline(entry, taken: sample.taken))
-            ?? CounterDelta(.zero, kind: .growth)
-          rate = TrafficRate(
-            rxBytesPerSecond: Double(delta.traffic.rxBytes) / seconds,
-            txBytesPerSecond: Double(delta.traffic.txBytes) / seconds)
-        }
+      if let previous, rateWindow > 0, let sameBoot, let before = previousPosition(at, interfaces[at].name) {
+        let delta =
+          CounterDelta.between(
+            old: (
+              previous.interfaces[before].index, previous.interfaces[before].counters.traffic,
+              previous.interfaces[before].width
+            ),
+            new: (interfaces[at].index, interfaces[at].counters.traffic, interfaces[at].width), sameBoot: sameBoot)
+          ?? CounterDelta(.zero, kind: .growth)
+        rate = TrafficRate(
+          rxBytesPerSecond: Double(delta.traffic.rxBytes) / rateWindow,
+          txBytesPerSecond: Double(delta.traffic.txBytes) / rateWindow)
       }
       reports.append(
         InterfaceReport(
-          name: entry.name, index: entry.index, interfaceClass: interfaceClass, classBy: evidence,
-          state: LinkState(entry.link), counters: entry.counters,
-          width: entry.width, rate: rate, ledger: ledger?.entries[entry.name]?.totals))
+          name: interfaces[at].name, index: interfaces[at].index, interfaceClass: interfaceClass, classBy: evidence,
+          state: LinkState(interfaces[at].link), counters: interfaces[at].counters,
+          width: interfaces[at].width, rate: rate, ledger: ledger?.entries[interfaces[at].name]?.totals))
     }
     return StatusSnapshot(
       generatedAt: sample.taken.wall, source: sample.source, fallbackReason: sample.fallbackReason,

@@ -186,9 +186,11 @@ public struct UnsavedTraffic: Sendable {
   /// each granularity taken in that order: a sort of every row (four per name) by the whole key
   /// moved each row some ten times, a quarter of a save.
   public var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] {
-    // The names' positions sorted, not the names with their sums.
+    // The names' positions sorted, by the names alone (a comparison that read a name with its
+    // sums copied both).
     let lists = Array(names)
-    let order = lists.indices.sorted { lists[$0].key < lists[$1].key }
+    let keys = lists.map(\.key)
+    let order = keys.indices.sorted { keys[$0] < keys[$1] }
     var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] = []
     rows.reserveCapacity(lists.reduce(TrafficGranularity.allCases.count * lists.count) { $0 + $1.value.settled.count })
     for granularity in TrafficGranularity.allCases {
@@ -377,6 +379,7 @@ public struct CheckpointedLedger: Sendable {
   /// themselves (each some hundred bytes, moved many times by a sort).
   private var changedEntries: [LedgerEntry] {
     let changed = ledger.entries.values.filter { saved[$0.name] != $0 }
-    return changed.indices.sorted { changed[$0].name < changed[$1].name }.map { changed[$0] }
+    let names = changed.map(\.name)
+    return names.indices.sorted { names[$0] < names[$1] }.map { changed[$0] }
   }
 }

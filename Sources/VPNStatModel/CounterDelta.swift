@@ -26,9 +26,10 @@ public enum BootIdentity {
   }
 
   /// `same(_:_:)` on the fields it reads: the ledger's step passes them from where they lie, as
-  /// the whole baselines would be copied (with their boot ids) to be passed.
+  /// the whole baselines would be copied (with their boot ids) to be passed; a report decides it
+  /// once for two samples' readings.
   @inline(__always)
-  static func same(
+  package static func same(
     old: (bootID: String, wall: Timestamp, boottime: Int64), new: (bootID: String, wall: Timestamp, boottime: Int64)
   ) -> Bool? {
     // Compared where they lie: an optional copy of each id cost a retain and a release per
@@ -90,9 +91,9 @@ public struct CounterDelta: Hashable, Sendable {
   }
 
   /// The rules on the fields they read (plain values: the ledger's step passes them from where
-  /// they lie, with nothing to copy), inlined there.
+  /// they lie, with nothing to copy), inlined there; a report's rates take them from two samples.
   @inline(__always)
-  static func between(
+  package static func between(
     old: (index: Int32, counters: TrafficCounts, width: CounterWidth),
     new: (index: Int32, counters: TrafficCounts, width: CounterWidth), sameBoot: Bool?
   ) -> CounterDelta? {

@@ -59,6 +59,14 @@ public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvert
     }
   }
 
+  /// `init(bytes:)` for bytes in memory (a netlink attribute, a database blob): not generic, so
+  /// a caller in another module makes each name in two loads rather than through the generic
+  /// sequence's witnesses (a report reads a thousand names).
+  public init(bytes: UnsafeRawBufferPointer) {
+    let buffer = UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+    storage = Self.packed(buffer) ?? .long(Array(buffer))
+  }
+
   public init(_ string: String) { self.init(bytes: string.utf8) }
 
   /// The name's bytes.

@@ -41,7 +41,8 @@ enum LedgerSnapshot {
     // Their positions are sorted, not the entries (each some hundred bytes, moved many times by
     // a sort, which was most of the encoding), and each is read where it lies.
     let entries = Array(ledger.entries.values)
-    for i in entries.indices.sorted(by: { entries[$0].name < entries[$1].name }) {
+    let names = entries.map(\.name)
+    for i in names.indices.sorted(by: { names[$0] < names[$1] }) {
       entries[i].name.withBytes { name in
         records.append(UInt32(name.count))
         records.append(contentsOf: name)

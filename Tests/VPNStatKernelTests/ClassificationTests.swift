@@ -138,6 +138,41 @@ struct ClassificationTests {
     #expect(catalog.factReads == 0)
   }
 
+  @Test(
+    "each way of asking (an entry, a sampler's verdict, a verdict on a sample's interface) answers for the interface asked about, met first before, between and after the known ones, or renamed"
+  )
+  func everyWayAnswersForItsInterface() {
+    func link(_ name: String, _ index: Int32, kind: String) -> InterfaceSample {
+      InterfaceSample(
+        name: InterfaceName(name), index: index, counters: InterfaceCounters(.zero), width: .bits64,
+        link: LinkAttributes(arpType: 65534, kind: kind))
+    }
+    let kinds: [String: (String, InterfaceClass)] = ["tun": ("tun", .tunnel), "veth": ("veth", .other)]
+    // Met in this order, each at an ifindex the catalog does not hold yet; then one renamed.
+    let sequence = [
+      link("tun5", 5, kind: "tun"), link("veth9", 9, kind: "veth"), link("tun7", 7, kind: "tun"),
+      link("veth2", 2, kind: "veth"), link("tun12", 12, kind: "tun"), link("tun9", 9, kind: "tun"),
+    ]
+    for way in 0..<3 {
+      var catalog = InterfaceCatalog()
+      for (step, interface) in sequence.enumerated() {
+        let wanted = kinds[interface.link.kind ?? ""]!.1
+        let got: InterfaceClass
+        switch way {
+        case 0: got = catalog.entry(for: interface).interfaceClass
+        case 1: got = catalog.verdict(for: interface).interfaceClass
+        default: got = catalog.verdict(of: sequence, at: step).interfaceClass
+        }
+        #expect(got == wanted, "way \(way), \(interface.name)")
+        // Asked again, each one met so far is known (ifindex 9, renamed at the end, left out).
+        for earlier in sequence[...step] where earlier.index != 9 {
+          let known = kinds[earlier.link.kind ?? ""]!.1
+          #expect(catalog.verdict(for: earlier).interfaceClass == known, "way \(way), \(earlier.name), step \(step)")
+        }
+      }
+    }
+  }
+
   @Test("--class wins over the link kind, without reading sysfs either")
   func overrideBeatsKind() {
     var catalog = InterfaceCatalog(classifier: Classifier(overrides: [InterfaceName("tun0"): .wifi]))

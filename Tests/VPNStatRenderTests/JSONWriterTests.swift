@@ -55,4 +55,22 @@ struct JSONWriterTests {
     #expect(String(decoding: first.bytes, as: UTF8.self) == #"{"a":1,"b":2}"#)
     #expect(String(decoding: second.bytes, as: UTF8.self) == #"{"a":1,"c":3}"#)
   }
+
+  @Test(
+    "a time written again is written from the text made the first time only when it is the same whole second: each field its own time, whatever came before"
+  )
+  func timesInTurn() {
+    let seconds: [Int64] = [1_800_000_000, 1_800_000_000, 1_800_000_001, 1_800_000_000, -1, 1_800_000_001, 86_399]
+    // Nanoseconds within the same second too: whole seconds are written.
+    let times = seconds.enumerated().map { Timestamp(nanoseconds: $1 * 1_000_000_000 + Int64($0) * 100_000_000) }
+    let text = document { json in
+      for time in times {
+        json.field("t", rfc3339: time)
+        json.field("none", rfc3339: nil)
+      }
+    }
+    let expected = times.map { #""t":""# + $0.rfc3339 + #"","none":null"# }.joined(separator: ",")
+    #expect(text == "{" + expected + "}")
+    #expect(Set(times.map(\.rfc3339)).count == 4)
+  }
 }
