@@ -25,6 +25,7 @@ final class SQLiteConnection {
 
   /// Opens `uri` (a `file:` URI, so read-only and immutable modes can be asked for).
   init(uri: String, readOnly: Bool, create: Bool) throws {
+    Self.configureOnce
     var flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX
     flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
     if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
@@ -37,6 +38,18 @@ final class SQLiteConnection {
     }
     handle = db
     sqlite3_extended_result_codes(db, 1)
+  }
+
+  /// SQLite's process-wide settings, made before its first use (see the function's comment).
+  private static let configureOnce: Void = { _ = csqlite_page_cache_without_initial_block() }()
+
+  /// The largest single allocation SQLite made in this process since the last call (the high
+  /// mark of `SQLITE_STATUS_MALLOC_SIZE`, reset): a test tells a block of pages from one page.
+  static func largestAllocationSinceLastAsked() -> Int {
+    var current: Int64 = 0
+    var highest: Int64 = 0
+    sqlite3_status64(SQLITE_STATUS_MALLOC_SIZE, &current, &highest, 1)
+    return Int(highest)
   }
 
   deinit {

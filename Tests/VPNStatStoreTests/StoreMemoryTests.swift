@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import VPNStatStore
@@ -47,5 +48,27 @@ struct StoreMemoryTests {
     let held = try #require(connection.memoryHeld(by: insert))
     #expect(held < 50_000, "\(held) bytes")
     #expect(try connection.scalar("SELECT length(b) FROM t") == 100_000)
+  }
+
+  @Test("a page cache allocates page by page, never SQLite's block of 20 pages that would outlast every release")
+  func noBlockOfPages() async {
+    // In a process of its own: SQLite's allocation statistics are the process's.
+    await #expect(processExitsWith: .success) {
+      let directory = try TemporaryDirectory("block")
+      let path = directory.file("v.db")
+      let setup = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: true)
+      try setup.execute(
+        """
+        CREATE TABLE filler(x);
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+        INSERT INTO filler SELECT randomblob(300) FROM n;
+        """)
+      // A fresh connection's first read makes its page cache.
+      let connection = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: false)
+      _ = SQLiteConnection.largestAllocationSinceLastAsked()
+      let rows = try connection.scalar("SELECT count(*) FROM filler")
+      let largest = SQLiteConnection.largestAllocationSinceLastAsked()
+      if rows != 200 || largest > 16 * 1024 { exit(1) }
+    }
   }
 }
