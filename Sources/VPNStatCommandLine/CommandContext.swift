@@ -17,6 +17,9 @@ package struct CommandContext: Sendable {
   package var isRoot: Bool
   package var clock: any TimeSource
   package var calendar: any LocalCalendar
+  /// True for the process's own context, which exits after the command: what a one-shot command
+  /// built is left to the exit (`leaveToExit`). A test's context runs many commands and frees each.
+  package var leavesToExit = false
 
   package init(
     standardInput: FileDescriptor = .standardInput, standardOutput: FileDescriptor = .standardOutput,
@@ -34,9 +37,17 @@ package struct CommandContext: Sendable {
 
   /// The process as it is: its standard streams, environment, user, clocks and time zone.
   package static func process() -> CommandContext {
-    CommandContext(
+    var context = CommandContext(
       environmentVariables: nil, isRoot: CurrentProcess.isRoot, clock: SystemTimeSource(),
       calendar: SystemCalendar())
+    context.leavesToExit = true
+    return context
+  }
+
+  /// Leaves `value` to the process's exit rather than freeing it, where this is the process's
+  /// own context (`leavesToExit`); a test's frees it as usual.
+  func leaveToExit(_ value: Any) {
+    if leavesToExit { CurrentProcess.leaveToExit(value) }
   }
 
   package func environment(_ name: String) -> String? {

@@ -21,7 +21,10 @@ package struct SQLiteError: Error, CustomStringConvertible {
 /// Not thread-safe; one per process and thread.
 final class SQLiteConnection {
   private(set) var handle: OpaquePointer?
-  private var statements: [String: OpaquePointer] = [:]
+  /// The statements prepared so far, each with its SQL: a few, looked up by a linear search.
+  /// A table keyed by the text cost a reader more than the search (its first hashed `String` key
+  /// makes the runtime look up the conformance, some 150,000 instructions).
+  private var statements: [PreparedStatement] = []
 
   /// Opens `uri` (a `file:` URI, so read-only and immutable modes can be asked for).
   init(uri: String, readOnly: Bool, create: Bool) throws {
@@ -53,7 +56,7 @@ final class SQLiteConnection {
   }
 
   deinit {
-    for statement in statements.values { sqlite3_finalize(statement) }
+    for statement in statements { sqlite3_finalize(statement.handle) }
     sqlite3_close_v2(handle)
     busyDeadline.deallocate()
     compilationCount?.deallocate()
@@ -170,11 +173,12 @@ final class SQLiteConnection {
   }
 
   private func prepared(_ sql: String) throws -> OpaquePointer? {
-    if let cached = statements[sql] { return cached }
+    if let cached = statements.first(where: { $0.sql == sql }) { return cached.handle }
     var statement: OpaquePointer?
     let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
     if rc != SQLITE_OK { throw error(rc) }
-    statements[sql] = statement
+    guard let statement else { return nil }  // only comments or white space: nothing to run
+    statements.append(PreparedStatement(sql: sql, handle: statement))
     return statement
   }
 
@@ -214,12 +218,18 @@ final class SQLiteConnection {
   /// The heap the statement prepared for `sql` holds now, its bound values included
   /// (`SQLITE_STMTSTATUS_MEMUSED`); nil when `sql` was never prepared.
   func memoryHeld(by sql: String) -> Int? {
-    statements[sql].map { Int(sqlite3_stmt_status($0, SQLITE_STMTSTATUS_MEMUSED, 0)) }
+    statements.first { $0.sql == sql }.map { Int(sqlite3_stmt_status($0.handle, SQLITE_STMTSTATUS_MEMUSED, 0)) }
   }
 
   /// The authorizer's questions since `countCompilations()`; nil before.
   var compilations: Int? { compilationCount?.pointee }
   private var compilationCount: UnsafeMutablePointer<Int>?
+}
+
+/// A statement prepared once and kept for the connection's life: its SQL, SQLite's handle.
+private struct PreparedStatement {
+  let sql: String
+  let handle: OpaquePointer
 }
 
 private let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -27,6 +27,16 @@ package enum CurrentProcess {
 
   package static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
 
+  /// Keeps `value` until the process exits instead of freeing it: a one-shot command's tables
+  /// (a thousand interfaces' samples, reports and ledger entries) take longer to free one by
+  /// one than the exit takes to drop them whole. Only for a process that is about to exit.
+  package static func leaveToExit(_ value: Any) { _ = Unmanaged.passRetained(KeptUntilExit(value)) }
+
+  private final class KeptUntilExit {
+    let value: Any
+    init(_ value: Any) { self.value = value }
+  }
+
   /// How many files this process may hold open, once raised as far as the hard limit allows.
   /// The soft limit stays at 1024 by default only for programs that use select(2), which cannot
   /// see higher descriptors; vpnstat never does (poll), and a sysfs reader keeping 5 files per

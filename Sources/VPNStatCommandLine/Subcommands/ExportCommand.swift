@@ -30,6 +30,8 @@ enum ExportCommand: Subcommand {
       ledger = Ledger(kernelCountersOf: sampler.observations(sample))
       warnings.append("no database at \(location.path): exporting the kernel's counters of the current instances")
     }
+    // The sampler, the sample, the ledger and the store are freed by the exit.
+    defer { context.leaveToExit((sampler, read, ledger, store)) }
     for warning in warnings { context.warn(warning) }
     let session = try store.map { store in
       try SessionView.report(

@@ -37,6 +37,8 @@ enum StatusCommand: Subcommand {
     if reader.store == nil, parsed.has(CommonOptions.db) {
       snapshot.warnings.append("no database at \(location.path) (vpnstat record creates one)")
     }
+    // The reader (its samples, catalog and ledger) and the report are freed by the exit.
+    defer { context.leaveToExit((reader, report)) }
     for name in report.missing { context.warn("no interface named '\(name.terminalText)'") }
     if parsed.has(CommonOptions.json) {
       try context.write(pieces: { StatusJSON.writeLine(snapshot, to: $0) })
