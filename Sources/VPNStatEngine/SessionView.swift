@@ -151,10 +151,15 @@ package enum SessionView {
     // Taken out of the record first: read in the loop, the record was copied at every interface.
     let tunnel = record.tunnel
     // By position: iterating the entries would copy each, a thousand of them at every report.
+    // The class before the state: the cached verdict is cheaper than a link state, and a
+    // thousand other interfaces then need none.
     for at in interfaces.indices {
-      if let tunnel, interfaces[at].name != tunnel { continue }
-      guard LinkState(interfaces[at].link) == .up else { continue }
-      if tunnel != nil || catalog.verdict(of: interfaces, at: at).interfaceClass == .tunnel { return true }
+      if let tunnel {
+        guard interfaces[at].name == tunnel else { continue }
+      } else if catalog.verdict(of: interfaces, at: at).interfaceClass != .tunnel {
+        continue
+      }
+      if LinkState(interfaces[at].link) == .up { return true }
     }
     return false
   }

@@ -263,6 +263,13 @@ public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvert
   /// every control character, BiDi control, invisible format character, backslash and invalid
   /// byte is shown escaped, so a name can neither repaint the screen nor reorder a line.
   public var terminalText: String {
+    // Nearly every name is printable ASCII without a backslash, shown as it is: made from its
+    // bytes where they lie (a screen names thirty interfaces at every refresh).
+    let plain = withBytes { bytes in
+      bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") }
+        ? String(decoding: bytes, as: UTF8.self) : nil
+    }
+    if let plain { return plain }
     guard let text = String(validating: bytes, as: UTF8.self) else { return escaped }
     var out = ""
     for scalar in text.unicodeScalars {

@@ -242,8 +242,12 @@ package enum WatchScreen {
       kept = Array(columns.indices)
       keptWidths = []
       cellTexts = []
-      nameWidth = min(max(rows.map { TerminalText.width(label($0)) }.max() ?? 9, 10), max(10, width / 3))
-      let allTexts = rows.map { row in columns.map { text($0, row) } }
+      // Through static functions: a method called in an initializer is handed a copy of `self`
+      // (its arrays counted up and down), once per row and column.
+      nameWidth = min(
+        max(rows.map { TerminalText.width(Self.label($0, reports: reports, options: options)) }.max() ?? 9, 10),
+        max(10, width / 3))
+      let allTexts = rows.map { row in columns.map { Self.text($0, row, reports: reports) } }
       func widths(_ indices: [Int]) -> [Int] {
         indices.map { c in
           allTexts.reduce(TerminalText.width(columns[c].header)) { max($0, TerminalText.width($1[c])) }
@@ -262,7 +266,9 @@ package enum WatchScreen {
       cellTexts = allTexts.map { texts in keptColumns.map { texts[$0] } }
     }
 
-    func label(_ row: Row) -> String {
+    func label(_ row: Row) -> String { Self.label(row, reports: reports, options: options) }
+
+    static func label(_ row: Row, reports: [InterfaceReport], options: DisplayOptions) -> String {
       switch row {
       case .group(let interfaceClass, let count, _): "\(interfaceClass.rawValue) (\(count))"
       case .member(let at): "  " + options.name(reports[at].name)
@@ -270,7 +276,7 @@ package enum WatchScreen {
       }
     }
 
-    func text(_ column: Column, _ row: Row) -> String {
+    static func text(_ column: Column, _ row: Row, reports: [InterfaceReport]) -> String {
       switch row {
       case .group(_, _, let summary): column.groupCell(summary)
       case .member(let at): column.cell(reports[at])

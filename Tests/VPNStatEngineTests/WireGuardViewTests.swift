@@ -72,6 +72,36 @@ struct WireGuardViewTests {
     for name in ["tun7", "veth0", "wgk", "lo"] { #expect(byName[name]?.wireguard == nil, "\(name)") }
   }
 
+  @Test(
+    "a link whose kind decided a class other than tunnel is passed without a look at its facts: no kind that makes a candidate decides another class, and an override still gets asked"
+  )
+  func kindDecidedLinksAreNoCandidates() {
+    // Every kind the classifier knows, and the two that make candidates: a candidate's kind
+    // classifies as a tunnel, so only an override can give it another class.
+    let kinds = [
+      "tun", "sit", "gre", "vti", "ppp", "ifb", "vrf", "hsr", "ovpn", "ipip", "vti6", "xfrm", "wwan", "veth", "bond",
+      "team", "vlan", "vxlan", "rmnet", "dummy", "nlmon", "gretap", "ip6gre", "ip6tnl", "geneve", "bridge", "ipvlan",
+      "ipvtap", "netkit", "batadv", "macvlan", "macvtap", "l2tp_eth", "wireguard", "ip6gretap", "netdevsim",
+    ]
+    var makesCandidates: [String] = []
+    for kind in kinds
+    where WireGuardCandidate(name: InterfaceName("x"), index: 2, facts: InterfaceFacts(kind: kind)) != nil {
+      makesCandidates.append(kind)
+      #expect(Classifier.classByKind(kind) == .tunnel, "\(kind)")
+    }
+    #expect(makesCandidates.sorted() == ["tun", "wireguard"])
+    // Moved to other classes by --class, WireGuard and a tun are still asked about.
+    var catalog = InterfaceCatalog(
+      classifier: Classifier(overrides: [InterfaceName("wg0"): .other, InterfaceName("tun7"): .ethernet]))
+    let taken = sample([("wg0", 4, "wireguard"), ("tun7", 5, "tun"), ("ifb0", 6, "ifb")])
+    var snapshot = StatusSnapshot.make(sample: taken, catalog: &catalog, selection: InterfaceSelection())
+    #expect(snapshot.interfaces.map(\.interfaceClass).sorted() == [.ethernet, .other, .other])
+    let fake = FakeWireGuard()
+    var source: any WireGuardSource = fake
+    snapshot.addWireGuard(sample: taken, catalog: &catalog, source: &source)
+    #expect(Set(fake.asked.flatMap { $0 }.map(\.name.escaped)) == ["wg0", "tun7"])
+  }
+
   @Test("no interface that can be WireGuard (or none selected): the source is not asked at all")
   func nothingAsked() {
     var catalog = InterfaceCatalog()

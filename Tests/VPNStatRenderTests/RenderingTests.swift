@@ -123,4 +123,49 @@ struct RenderingTests {
     #expect(TerminalText.truncate("abcdefgh", to: 5) == "abcd…")
     #expect(TerminalText.width(TerminalText.truncate("天気天気天気", to: 5)) <= 5)
   }
+
+  @Test(
+    "width and the unsafe check read UTF-8 bytes as the scalar view reads scalars, for 1-, 2-, 3- and 4-byte scalars; the symbols taken as safe without their category are safe by it"
+  )
+  func bytesReadAsScalars() {
+    let pool: [Unicode.Scalar] = [
+      "a", " ", "\u{7F}", "\u{1B}", "é", "·", "\u{85}", "≈", "…", "▁", "█", "天", "\u{202E}", "\u{301}", "😀",
+      "\u{10FFFD}",
+      "\u{E000}", "\u{FFFF}",
+    ]
+    var generator = SystemRandomNumberGenerator()
+    for _ in 0..<2000 {
+      var text = ""
+      for _ in 0..<Int.random(in: 0...12, using: &generator) {
+        text.unicodeScalars.append(pool.randomElement(using: &generator)!)
+      }
+      let width = text.unicodeScalars.reduce(0) { $0 + ($1.value < 0x80 ? 1 : TerminalText.columns($1)) }
+      let unsafe = text.unicodeScalars.contains(where: TerminalText.isUnsafe)
+      if !unsafe { #expect(TerminalText.width(text) == width, "\(text.debugDescription)") }
+      #expect((TerminalText.sanitize(text) != text) == unsafe, "\(text.debugDescription)")
+    }
+    let unsafeCategories: [Unicode.GeneralCategory] = [
+      .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned, .nonspacingMark,
+      .enclosingMark, .spacingMark,
+    ]
+    // The wide ranges searched by halves answer as every range asked in turn.
+    let ranges = TerminalText.wideRanges
+    #expect(zip(ranges, ranges.dropFirst()).allSatisfy { $0.upperBound < $1.lowerBound })
+    let probes = ranges.flatMap { [$0.lowerBound - 1, $0.lowerBound, $0.upperBound, $0.upperBound + 1] }
+    for value in probes + Array(stride(from: UInt32(0x1000), to: 0x40000, by: 97)) {
+      guard let scalar = Unicode.Scalar(value) else { continue }
+      let wide = value >= 0x1100 && ranges.contains { $0.contains(value) }
+      #expect(TerminalText.columns(scalar) == (wide ? 2 : 1), "U+\(String(value, radix: 16))")
+    }
+    // A printable ASCII name is itself on a terminal; a backslash or a control is escaped.
+    for name in ["eth0", "wg-home", "tun_9", "a~b", "x.y:z"] {
+      #expect(InterfaceName(name).terminalText == name)
+    }
+    #expect(InterfaceName("a\\b").terminalText == "a\\\\b")
+    #expect(InterfaceName("a\u{1B}b").terminalText == "a\\x1bb")
+    for value in Array(0x2200...0x22FF) + Array(0x2580...0x259F) + [0x2026] {
+      let scalar = Unicode.Scalar(UInt32(value))!
+      #expect(!unsafeCategories.contains(scalar.properties.generalCategory), "U+\(String(value, radix: 16))")
+    }
+  }
 }
