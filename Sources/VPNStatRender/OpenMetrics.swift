@@ -163,17 +163,21 @@ package enum OpenMetrics {
 
   /// The bytes of each class, summed over its interfaces.
   static func writeClassCounters(_ entries: [LedgerEntry], into out: inout MetricsText) {
-    var classes: [InterfaceClass: LedgerTotals] = [:]
+    // By position in allCases: the first [InterfaceClass: …] table of a process makes the runtime
+    // scan every conformance in the program (~160,000 instructions, an eighth of an export).
+    let allClasses = InterfaceClass.allCases
+    var sums = [LedgerTotals?](repeating: nil, count: allClasses.count)
     for entry in entries {
-      classes[entry.interfaceClass] = classes[entry.interfaceClass].map { $0 + entry.totals } ?? entry.totals
+      guard let at = allClasses.firstIndex(of: entry.interfaceClass) else { continue }
+      sums[at] = sums[at].map { $0 + entry.totals } ?? entry.totals
     }
     for (name, help, receive) in [
       ("vpnstat_class_receive_bytes", "Bytes received by all interfaces of a class (estimate).", true),
       ("vpnstat_class_transmit_bytes", "Bytes transmitted by all interfaces of a class (estimate).", false),
     ] {
       out.family(name, .counter, unit: "bytes", help: help)
-      for interfaceClass in InterfaceClass.allCases {
-        guard let totals = classes[interfaceClass] else { continue }
+      for (at, interfaceClass) in allClasses.enumerated() {
+        guard let totals = sums[at] else { continue }
         out.sample(
           name, .counter, labels: Array("class=\"\(interfaceClass.rawValue)\"".utf8),
           value: receive ? totals.traffic.rxBytes : totals.traffic.txBytes, created: totals.firstSeenAt)

@@ -34,6 +34,8 @@ struct FirstRunTests {
       (["LC_CTYPE": "en_US.utf8", "LANG": "POSIX"], false),
       (["LANG": "de_DE.UTF-8"], false),
       (["LANG": "en_US.ISO-8859-1"], true),
+      (["LANG": "sv_SE.Utf8"], false),
+      (["LANG": "xx_XX.UTF-16"], true),
     ]
     for (environment, ascii) in cases {
       let result = try run(Built.vpnstat, arguments, environment: Self.noConfig.merging(environment) { $1 })
