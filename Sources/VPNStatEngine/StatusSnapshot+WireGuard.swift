@@ -17,7 +17,7 @@ extension StatusSnapshot {
       // A link whose kind decided a class other than tunnel is no candidate: the kinds that make
       // one (wireguard, tun) classify as tunnels, and where the kind decides the catalog reads
       // no sysfs fact (devtype, tun flags) that could make one. A thousand such links are passed
-      // without a copy of their facts (`WireGuardStatusTests.kindDecidedLinksAreNoCandidates`).
+      // without a copy of their facts (`WireGuardViewTests.kindDecidedLinksAreNoCandidates`).
       if interfaces[at].classBy == .kind && interfaces[at].interfaceClass != .tunnel { continue }
       let (name, index) = (interfaces[at].name, interfaces[at].index)
       let known = catalog.classified(index: index, name: name)?.facts

@@ -34,12 +34,12 @@ package struct InterfaceCatalog {
     self.classifier = classifier
   }
 
-  /// The entry for a sampled interface, reading sysfs only for an instance not seen before and
-  /// only when netlink's link kind does not already decide the class.
   /// Makes room for `count` instances at once: a catalog grown one insertion at a time copies
   /// itself into fresh memory at every doubling, and each new page is a fault.
   package mutating func reserve(_ count: Int) { known.reserveCapacity(count) }
 
+  /// The entry for a sampled interface, reading sysfs only for an instance not seen before and
+  /// only when netlink's link kind does not already decide the class.
   package mutating func entry(for sample: InterfaceSample) -> Entry {
     entry(name: sample.name, index: sample.index, link: sample.link)
   }

@@ -79,15 +79,9 @@ public struct CounterDelta: Hashable, Sendable {
   /// counters only go forward, so such a reading was taken before `old` (another sampler, a
   /// notification read late) and must neither be booked nor move the baseline back.
   public static func between(_ old: LedgerBaseline, _ new: LedgerBaseline) -> CounterDelta? {
-    between(old, new, sameBoot: BootIdentity.same(old, new))
-  }
-
-  /// `between(_:_:)` with `BootIdentity.same(old, new)` already decided: `Ledger.advance` needs
-  /// it for old news too, and decides it once per entry.
-  static func between(_ old: LedgerBaseline, _ new: LedgerBaseline, sameBoot: Bool?) -> CounterDelta? {
     between(
       old: (old.instance.index, old.counters, old.width), new: (new.instance.index, new.counters, new.width),
-      sameBoot: sameBoot)
+      sameBoot: BootIdentity.same(old, new))
   }
 
   /// The rules on the fields they read (plain values: the ledger's step passes them from where

@@ -59,50 +59,44 @@ public enum TerminalText {
   public static func width(_ text: String) -> Int {
     // Through the UTF-8 where it lies, an ASCII byte a column: a screen's lines are mostly
     // ASCII, and the scalar view decoded each (a tenth of a `watch` refresh).
-    var text = text
-    return text.withUTF8 { utf8 in
-      var total = 0
-      var i = 0
-      while i < utf8.count {
-        if utf8[i] < 0x80 {
-          total += 1
-          i += 1
-        } else {
-          let (scalar, length) = scalar(in: utf8, at: i)
-          total += columns(scalar)
-          i += length
-        }
-      }
-      return total
+    var total = 0
+    forEachScalar(of: text) { scalar in
+      total += scalar.value < 0x80 ? 1 : columns(scalar)
+      return true
     }
-  }
-
-  /// The scalar whose UTF-8 begins at `i` of a String's bytes (valid UTF-8), and its length.
-  private static func scalar(in utf8: UnsafeBufferPointer<UInt8>, at i: Int) -> (Unicode.Scalar, Int) {
-    let lead = UInt32(utf8[i])
-    let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2
-    var value = lead & (0x7F >> UInt32(length))
-    for k in 1..<min(length, utf8.count - i) { value = value << 6 | UInt32(utf8[i + k] & 0x3F) }
-    return (Unicode.Scalar(value) ?? "\u{FFFD}", length)
+    return total
   }
 
   /// Whether any scalar of `text` is unsafe, read as `width` reads.
   private static func containsUnsafe(_ text: String) -> Bool {
+    var found = false
+    forEachScalar(of: text) { scalar in
+      found = isUnsafe(scalar)
+      return !found
+    }
+    return found
+  }
+
+  /// Hands `body` each scalar of `text`, decoded from the String's UTF-8 where it lies (an ASCII
+  /// byte is its scalar), until `body` returns false.
+  @inline(__always)
+  private static func forEachScalar(of text: String, _ body: (Unicode.Scalar) -> Bool) {
     var text = text
-    return text.withUTF8 { utf8 in
+    text.withUTF8 { utf8 in
       var i = 0
       while i < utf8.count {
-        let byte = utf8[i]
-        if byte < 0x80 {
-          if byte < 0x20 || byte == 0x7F { return true }
+        let lead = UInt32(utf8[i])
+        if lead < 0x80 {
+          guard body(Unicode.Scalar(UInt8(lead))) else { return }
           i += 1
-        } else {
-          let (scalar, length) = scalar(in: utf8, at: i)
-          if isUnsafe(scalar) { return true }
-          i += length
+          continue
         }
+        let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2
+        var value = lead & (0x7F >> UInt32(length))
+        for k in 1..<min(length, utf8.count - i) { value = value << 6 | UInt32(utf8[i + k] & 0x3F) }
+        guard body(Unicode.Scalar(value) ?? "\u{FFFD}") else { return }
+        i += length
       }
-      return false
     }
   }
 
