@@ -66,19 +66,26 @@ package struct StatusReader {
       previous = try sampler.sample()
       sampler.clock.sleep(for: interval)
     }
-    let read = try ReaderSample.take(&sampler, view: &ledgerView, health: reportsStoreHealth)
+    // Every query of the database in one read transaction, before WireGuard's and the managers'
+    // look-ups (which may wait on other programs) keep it open.
+    let (read, session) = try Store.inOneRead(store) {
+      let read = try ReaderSample.take(&sampler, view: &ledgerView, health: reportsStoreHealth)
+      let session = try store.map { store in
+        try SessionView.report(
+          SessionRequest(
+            reading: read.sample.taken, sample: read.sample, ledger: read.ledger, nextLengths: request.nextLengths),
+          store: store, catalog: &sampler.catalog)
+      }
+      return (read, session)
+    }
     let sample = read.sample
     var snapshot = StatusSnapshot.make(
       sample: sample, catalog: &sampler.catalog, selection: request.selection, previous: previous, ledger: read.ledger)
     snapshot.warnings += read.warnings
+    snapshot.session = session
     if var source = wireGuard {
       snapshot.addWireGuard(sample: sample, catalog: &sampler.catalog, source: &source)
       wireGuard = source
-    }
-    if let store {
-      snapshot.session = try SessionView.report(
-        SessionRequest(reading: sample.taken, sample: sample, ledger: read.ledger, nextLengths: request.nextLengths),
-        store: store, catalog: &sampler.catalog)
     }
     if let managers { snapshot.addManagers(managers, sample: sample) }
     previous = sample

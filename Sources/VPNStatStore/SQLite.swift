@@ -188,6 +188,9 @@ final class SQLiteConnection {
   /// transaction, and a recorder that runs nothing but prepared statements between saves leaves
   /// SQLite's parser — its code and its tables — out of its resident memory.
   func transaction<T>(immediate: Bool = true, _ body: () throws -> T) throws -> T {
+    // A read inside a transaction already open is part of it (a report reads in one, and the
+    // use cases it calls read in their own); a write never joins one silently: BEGIN fails.
+    if !immediate && sqlite3_get_autocommit(handle) == 0 { return try body() }
     try query(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
     do {
       let result = try body()

@@ -188,6 +188,14 @@ extension Store {
     try guarded { try connection.transaction(immediate: false, read) }
   }
 
+  /// `read` in one read transaction of `store`, or just `read` without a database. A reader's
+  /// report makes half a dozen queries: in one transaction they agree, and SQLite takes its
+  /// locks and checks the file and the WAL once, not at each (seven system calls each).
+  package static func inOneRead<T>(_ store: Store?, _ read: () throws -> T) throws -> T {
+    guard let store else { return try read() }
+    return try store.snapshot(read)
+  }
+
   /// When a writer last stored the trusted clock — every checkpoint does, and every decision
   /// of an enforcer — or nil when none has: how current the saved ledger is, for a report that
   /// says so.

@@ -99,8 +99,12 @@ final class FakeKernel: @unchecked Sendable {
     if refused { throw Errno.notPermitted }
   }
 
+  /// Runs at each sample, before the links are read: what another process does meanwhile.
+  var duringSample: (() -> Void)?
+
   /// A sample as the netlink reader gives it.
   func sample(at clock: any TimeSource) -> CounterSample {
+    duringSample?()
     let taken = clock.now()
     let samples = locked {
       links.sorted { $0.key < $1.key }.map { index, link in

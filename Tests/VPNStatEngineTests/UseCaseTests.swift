@@ -53,6 +53,54 @@ struct UseCaseTests {
     #expect(clock.now().wall.seconds >= 2, "the rate's interval passed on the request's clock")
   }
 
+  @Test("status reads the database in one transaction: a commit during its sample shows in neither ledger nor session")
+  func statusReadsOneCommit() throws {
+    let directory = try TemporaryDirectory("usecase-one-read")
+    kernel.add("wg0", up: true)
+    let index = try #require(kernel.index(of: "wg0"))
+    let location = try database(directory)
+    let writer = try #require(try Store.open(location, intent: .write))
+    var reader = StatusReader(sampler: fakeSampler(kernel, clock), store: try Store.open(location, intent: .read))
+    // Another process ends the window and books traffic while the reader reads the kernel: after
+    // the ledger was loaded, before the session would have been read outside one transaction.
+    kernel.duringSample = {
+      kernel.duringSample = nil
+      kernel.carry(index, rx: 500, tx: 0)
+      var sampler = fakeSampler(kernel, clock)
+      let observations = sampler.observations(kernel.sample(at: clock))
+      _ = try? writer.advanceLedger(now: clock.now().wall) { ((), observations) }
+      _ = try? writer.updateSession { record in record.tunnel = InterfaceName("tun7") }
+    }
+    let report = try reader.report(StatusRequest(nextLengths: .release))
+    #expect(kernel.duringSample == nil, "the writer committed during the report")
+    #expect(try writer.sessionRecord().tunnel == InterfaceName("tun7"))
+    #expect(report.snapshot.session?.tunnel == InterfaceName("wg0"), "the session of the commit the ledger came from")
+    // And the next report sees the commit, in both.
+    let next = try reader.report(StatusRequest(nextLengths: .release))
+    #expect(next.snapshot.session?.tunnel == InterfaceName("tun7"))
+    #expect(next.snapshot.interfaces.first?.ledger?.traffic.rxBytes == 500)
+  }
+
+  @Test("a read inside a read transaction joins it; a write inside one is refused, never joined")
+  func readTransactionsNest() throws {
+    let directory = try TemporaryDirectory("usecase-nesting")
+    kernel.add("wg0", up: true)
+    let location = try database(directory)
+    let writer = try #require(try Store.open(location, intent: .write))
+    let reader = try #require(try Store.open(location, intent: .read))
+    let tunnels = try Store.inOneRead(reader) {
+      let before = try reader.snapshot { try reader.sessionRecord().tunnel }
+      _ = try writer.updateSession { record in record.tunnel = InterfaceName("tun7") }
+      return (before, try reader.snapshot { try reader.sessionRecord().tunnel })
+    }
+    #expect(tunnels.0 == InterfaceName("wg0") && tunnels.1 == InterfaceName("wg0"), "both reads in the outer one")
+    #expect(try reader.sessionRecord().tunnel == InterfaceName("tun7"), "outside it, the commit")
+    #expect(throws: StoreError.self) {
+      try writer.snapshot { try writer.updateSession { record in record.tunnel = nil } }
+    }
+    #expect(try writer.sessionRecord().tunnel == InterfaceName("tun7"), "the refused write changed nothing")
+  }
+
   @Test("status without a database: the kernel's counters, no session, no ledger")
   func statusWithoutDatabase() throws {
     kernel.add("wg0", up: true)

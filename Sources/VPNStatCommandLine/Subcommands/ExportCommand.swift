@@ -1,6 +1,7 @@
 import VPNStatEngine
 import VPNStatModel
 import VPNStatRender
+import VPNStatStore
 
 /// `vpnstat export`: the ledger as OpenMetrics text, for a scrape or a one-off.
 enum ExportCommand: Subcommand {
@@ -21,7 +22,18 @@ enum ExportCommand: Subcommand {
     var sampler = CommandServices.sampler(parsed, context)
     let location = CommandServices.storeLocation(parsed, context)
     let store = try context.openStore(location, intent: .read)
-    let read = try ReaderSample.take(&sampler, store: store)
+    // Every query of the database in one read transaction (see `StatusReader.report`).
+    let (read, session, health) = try Store.inOneRead(store) {
+      let read = try ReaderSample.take(&sampler, store: store)
+      let session = try store.map { store in
+        try SessionView.report(
+          SessionRequest(
+            reading: read.sample.taken, sample: read.sample, ledger: read.ledger,
+            nextLengths: CommandServices.lengths(parsed)),
+          store: store, catalog: &sampler.catalog)
+      }
+      return (read, session, try store?.health())
+    }
     let sample = read.sample
     var (ledger, warnings) = (read.ledger, read.warnings)
     if ledger == nil {
@@ -33,14 +45,7 @@ enum ExportCommand: Subcommand {
     // The sampler, the sample, the ledger and the store are freed by the exit.
     defer { context.leaveToExit((sampler, read, ledger, store)) }
     for warning in warnings { context.warn(warning) }
-    let session = try store.map { store in
-      try SessionView.report(
-        SessionRequest(
-          reading: sample.taken, sample: sample, ledger: ledger, nextLengths: CommandServices.lengths(parsed)),
-        store: store, catalog: &sampler.catalog)
-    }
     // Bytes: metrics are for programs, in UTF-8 whatever the locale.
-    let health = try store?.health()
     try context.write(pieces: {
       OpenMetrics.write(
         ledger: ledger ?? Ledger(), session: session, health: health, at: sample.taken.wall,
