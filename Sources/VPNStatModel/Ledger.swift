@@ -146,12 +146,21 @@ public struct Ledger: Sendable {
   /// reported when there is no database to keep a real one in.
   public init(kernelCountersOf observations: [LedgerObservation]) {
     var entries: [InterfaceName: LedgerEntry] = [:]
+    entries.reserveCapacity(observations.count)
     for observation in observations {
       entries[observation.name] = LedgerEntry(
         name: observation.name, interfaceClass: observation.interfaceClass, baseline: observation.baseline,
         totals: LedgerTotals(observation.baseline.counters, firstSeenAt: observation.baseline.wall))
     }
     self.entries = entries
+  }
+
+  /// The positions of `entries` in name order (bytes compared): what a save encodes and an export
+  /// prints. Positions are sorted, not entries (each some hundred bytes, moved many times by a
+  /// sort), over the names alone, side by side.
+  public static func nameOrder(_ entries: [LedgerEntry]) -> [Int] {
+    let names = entries.map(\.name)
+    return names.withUnsafeBufferPointer { names in names.indices.sorted { names[$0] < names[$1] } }
   }
 
   /// Puts `entry` in place of what the ledger held for its name (as another writer stored it).

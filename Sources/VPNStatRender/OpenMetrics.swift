@@ -39,8 +39,8 @@ package enum OpenMetrics {
     ledger: Ledger, session: SessionReport?, health: StoreHealth?, at time: Timestamp, format: Format,
     sink: ((UnsafeRawBufferPointer) -> Void)? = nil
   ) -> MetricsText {
-    // Names sorted, entries looked up: sorting the entries themselves moves far more memory.
-    let entries = ledger.entries.keys.sorted().map { ledger.entries[$0]! }
+    let values = Array(ledger.entries.values)
+    let entries = Ledger.nameOrder(values).map { values[$0] }
     let whole = 4096 + entries.count * (format == .openmetrics ? 1700 : 900)
     var out = MetricsText(format: format, capacity: sink == nil ? whole : min(whole, MetricsText.piece * 2))
     out.sink = sink

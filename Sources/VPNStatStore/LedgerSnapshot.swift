@@ -38,11 +38,9 @@ enum LedgerSnapshot {
     var records: [UInt8] = []
     records.reserveCapacity(ledger.entries.count * 160)
     // By name: a save that changed a few entries changes only their bytes (see `saveLedger`).
-    // Their positions are sorted, not the entries (each some hundred bytes, moved many times by
-    // a sort, which was most of the encoding), and each is read where it lies.
+    // Each is read where it lies.
     let entries = Array(ledger.entries.values)
-    let names = entries.map(\.name)
-    for i in names.indices.sorted(by: { names[$0] < names[$1] }) {
+    for i in Ledger.nameOrder(entries) {
       entries[i].name.withBytes { name in
         records.append(UInt32(name.count))
         records.append(contentsOf: name)
