@@ -49,6 +49,7 @@ package struct TrafficSampler {
   ) -> [LedgerObservation] {
     var result: [LedgerObservation] = []
     result.reserveCapacity(interfaces.count)
+    catalog.reserve(interfaces.count)
     for at in interfaces.indices {
       if let recorded, !recorded.includes(name: interfaces[at].name) { continue }
       let described = catalog.verdict(of: interfaces, at: at)

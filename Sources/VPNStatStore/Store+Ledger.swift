@@ -16,7 +16,14 @@ extension Store {
   /// `ledgerVersion()` with it to tell whether the stored ledger may have changed since.
   package func loadVersionedLedger(sharingBootID: String? = nil) throws -> (ledger: Ledger, version: LedgerVersion) {
     try guarded {
-      if let read = try readVersionedSnapshot(sharingBootID: sharingBootID) { return read }
+      if let read = try readVersionedSnapshot(sharingBootID: sharingBootID) {
+        // A reader reads the rest of its report in the same transaction, and its kernel sample
+        // and report are allocated meanwhile: the snapshot's pages, read once, are given back for
+        // them to reuse (kept, they made the report fault in some fifty fresh pages at a thousand
+        // interfaces). A writer keeps its cache.
+        if isReadOnly { connection.releaseMemory() }
+        return read
+      }
       // Read before the rows: a commit in between makes the next comparison differ, never miss.
       let version = try readLedgerVersion()
       return (try readLedger(sharingBootID: sharingBootID), version)
