@@ -66,6 +66,28 @@ struct InterfaceNameTests {
     #expect(sorted == Self.names.sorted { $0.lexicographicallyPrecedes($1) })
   }
 
+  @Test("a ledger's name order is the bytes' order: by the names' keys, and by the names when one is long")
+  func ledgerNameOrder() {
+    func entries(_ names: [[UInt8]]) -> [LedgerEntry] {
+      // Each name once, as a ledger holds them, in an order that is not the sorted one.
+      var seen = Set<[UInt8]>()
+      return names.reversed().filter { seen.insert($0).inserted }.map {
+        LedgerEntry(
+          name: InterfaceName(bytes: $0), interfaceClass: .other,
+          baseline: LedgerBaseline(
+            instance: InterfaceInstance(index: 1, bootID: ""), counters: .zero, width: .bits64,
+            wall: Timestamp(nanoseconds: 0), boottime: 0),
+          totals: LedgerTotals(firstSeenAt: Timestamp(nanoseconds: 0)))
+      }
+    }
+    for names in [Self.names.filter { $0.count <= 15 }, Self.names] {
+      let given = entries(names)
+      let ordered = Ledger.nameOrder(given).map { given[$0].name.bytes }
+      #expect(ordered == given.map(\.name.bytes).sorted { $0.lexicographicallyPrecedes($1) })
+    }
+    #expect(InterfaceName(bytes: [UInt8](repeating: 0x61, count: 16)).orderKey == nil)
+  }
+
   @Test("the kernel's longest name (15 bytes) is held in two words; a longer one keeps its bytes")
   func forms() {
     let longest = InterfaceName("123456789012345")
