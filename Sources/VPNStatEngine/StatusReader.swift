@@ -66,8 +66,8 @@ package struct StatusReader {
       previous = try sampler.sample()
       sampler.clock.sleep(for: interval)
     }
-    // Every query of the database in one read transaction, before WireGuard's and the managers'
-    // look-ups (which may wait on other programs) keep it open.
+    // Every query of the database in one read transaction, ended before WireGuard's and the
+    // managers' look-ups, which may wait on other programs.
     let (read, session) = try Store.inOneRead(store) {
       let read = try ReaderSample.take(&sampler, view: &ledgerView, health: reportsStoreHealth)
       let session = try store.map { store in
