@@ -111,6 +111,9 @@ package struct ReaderSample {
   package var sample: CounterSample
   package var ledger: Ledger?
   package var warnings: [String]
+  /// The database's health as the sample's warnings were made from it; nil without a database,
+  /// or where it was not asked for (`watch`).
+  package var health: StoreHealth?
 
   /// One sample over `store`'s ledger (none without a database).
   package static func take(_ sampler: inout TrafficSampler, store: Store?) throws -> ReaderSample {
@@ -121,11 +124,14 @@ package struct ReaderSample {
   static func take(_ sampler: inout TrafficSampler, view: inout LedgerView?, health: Bool) throws -> ReaderSample {
     var warnings: [String] = []
     if let problem = sampler.clock.bootIDProblem { warnings.append(problem) }
-    guard view != nil else { return ReaderSample(sample: try sampler.sample(), ledger: nil, warnings: warnings) }
+    guard view != nil else {
+      return ReaderSample(sample: try sampler.sample(), ledger: nil, warnings: warnings, health: nil)
+    }
     // Sampled where it lies: a copy of the view would share its ledger, and advancing it would
     // copy the whole table at every refresh of `watch`.
     let (sample, ledger) = try view!.sample(&sampler)
-    if health, let warning = try view!.store.health().warning(at: sample.taken.wall) { warnings.append(warning) }
-    return ReaderSample(sample: sample, ledger: ledger, warnings: warnings)
+    let stored = health ? try view!.store.health() : nil
+    if let warning = stored?.warning(at: sample.taken.wall) { warnings.append(warning) }
+    return ReaderSample(sample: sample, ledger: ledger, warnings: warnings, health: stored)
   }
 }

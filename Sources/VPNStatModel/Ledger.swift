@@ -159,7 +159,7 @@ public struct Ledger: Sendable {
   /// prints. Positions are sorted, not entries (each some hundred bytes, moved many times by a
   /// sort), over the names' order keys side by side (the names themselves only when one is too
   /// long to have a key).
-  public static func nameOrder(_ entries: [LedgerEntry]) -> [Int] {
+  package static func nameOrder(_ entries: [LedgerEntry]) -> [Int] {
     var keys: [(UInt64, UInt64)] = []
     keys.reserveCapacity(entries.count)
     for entry in entries {

@@ -23,7 +23,7 @@ enum ExportCommand: Subcommand {
     let location = CommandServices.storeLocation(parsed, context)
     let store = try context.openStore(location, intent: .read)
     // Every query of the database in one read transaction (see `StatusReader.report`).
-    let (read, session, health) = try Store.inOneRead(store) {
+    let (read, session) = try Store.inOneRead(store) {
       let read = try ReaderSample.take(&sampler, store: store)
       let session = try store.map { store in
         try SessionView.report(
@@ -32,8 +32,9 @@ enum ExportCommand: Subcommand {
             nextLengths: CommandServices.lengths(parsed)),
           store: store, catalog: &sampler.catalog)
       }
-      return (read, session, try store?.health())
+      return (read, session)
     }
+    let health = read.health
     let sample = read.sample
     var (ledger, warnings) = (read.ledger, read.warnings)
     if ledger == nil {
