@@ -265,7 +265,7 @@ public struct CheckpointedLedger: Sendable {
   /// The ledger in memory: the stored one advanced with every observation since.
   public private(set) var ledger: Ledger
   /// Each entry as the database last had it (read or written by this writer).
-  private(set) var saved: [InterfaceName: LedgerEntry]
+  private(set) var saved: LedgerTable
   private var unsaved = UnsavedTraffic()
   /// Set when something must be saved at once.
   public private(set) var saveRequested = false
@@ -350,7 +350,7 @@ public struct CheckpointedLedger: Sendable {
       if let mine = saved[name], mine == entry, ledger.entries[name] != nil { continue }
       if ledger.entries[name] != nil { unsaved.remove(name) }
       ledger.replace(entry)
-      saved[name] = entry
+      saved.update(entry)
     }
   }
 
@@ -369,7 +369,7 @@ public struct CheckpointedLedger: Sendable {
     if let stored {
       saved = stored.entries
     } else {
-      for entry in checkpoint.entries { saved[entry.name] = entry }
+      for entry in checkpoint.entries { saved.update(entry) }
     }
     unsaved.removeAll()
     saveRequested = false

@@ -100,6 +100,25 @@ public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvert
     }
   }
 
+  /// The hash `LedgerTable` indexes by: a packed name's two words mixed by two multiplies (a
+  /// longer name's bytes folded first), where `hash(into:)` runs SipHash over them. Names come
+  /// from the kernel of this namespace and the database of record, neither of which an
+  /// unprivileged user fills; and colliding names would only cost probes, never a wrong entry.
+  @inlinable
+  var tableHash: UInt64 {
+    var x: UInt64
+    switch storage {
+    case .packed(let low, let high):
+      x = low &* 0x9E37_79B9_7F4A_7C15 ^ high
+    case .long(let bytes):
+      x = 0xCBF2_9CE4_8422_2325
+      for byte in bytes { x = (x ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+    }
+    x ^= x >> 29
+    x &*= 0xBF58_476D_1CE4_E5B9
+    return x ^ x >> 32
+  }
+
   /// The packed form of `bytes`, or nil when they are too many.
   private static func packed(_ bytes: UnsafeBufferPointer<UInt8>) -> Storage? {
     guard bytes.count <= packedCapacity else { return nil }

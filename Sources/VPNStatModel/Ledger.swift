@@ -138,19 +138,21 @@ public struct LedgerAdvance: Sendable {
 /// Cumulative, bridged traffic per interface name: the rules of ARCHITECTURE.md ("The ledger") applied
 /// to a stream of observations. Pure: the Store loads and saves it, the clock and kernel feed it.
 public struct Ledger: Sendable {
-  public private(set) var entries: [InterfaceName: LedgerEntry]
+  public private(set) var entries: LedgerTable
 
-  public init(entries: [InterfaceName: LedgerEntry] = [:]) { self.entries = entries }
+  public init(entries: LedgerTable = LedgerTable()) { self.entries = entries }
+
+  public init(entries: [InterfaceName: LedgerEntry]) { self.entries = LedgerTable(entries) }
 
   /// A ledger whose totals are just the kernel's counters of the observed instances: what can be
   /// reported when there is no database to keep a real one in.
   public init(kernelCountersOf observations: [LedgerObservation]) {
-    var entries: [InterfaceName: LedgerEntry] = [:]
-    entries.reserveCapacity(observations.count)
+    var entries = LedgerTable(minimumCapacity: observations.count)
     for observation in observations {
-      entries[observation.name] = LedgerEntry(
-        name: observation.name, interfaceClass: observation.interfaceClass, baseline: observation.baseline,
-        totals: LedgerTotals(observation.baseline.counters, firstSeenAt: observation.baseline.wall))
+      entries.update(
+        LedgerEntry(
+          name: observation.name, interfaceClass: observation.interfaceClass, baseline: observation.baseline,
+          totals: LedgerTotals(observation.baseline.counters, firstSeenAt: observation.baseline.wall)))
     }
     self.entries = entries
   }
@@ -173,7 +175,7 @@ public struct Ledger: Sendable {
   }
 
   /// Puts `entry` in place of what the ledger held for its name (as another writer stored it).
-  public mutating func replace(_ entry: LedgerEntry) { entries[entry.name] = entry }
+  public mutating func replace(_ entry: LedgerEntry) { entries.update(entry) }
 
   /// The summed totals of every name of `interfaceClass` (the tunnel class: a window's usage).
   public func totals(of interfaceClass: InterfaceClass) -> TrafficCounts {
@@ -250,9 +252,9 @@ public struct Ledger: Sendable {
     // references up and down again.
     observations.withUnsafeBufferPointer { observations in
       for position in observations.indices {
-        guard let index = entries.index(forKey: observations[position].name) else {
+        guard let index = entries.position(of: observations[position].name) else {
           let entry = Self.firstEntry(observations[position])
-          entries[entry.name] = entry
+          entries.insert(entry)
           report(
             entry,
             Change(

@@ -39,7 +39,7 @@ enum LedgerSnapshot {
     records.reserveCapacity(ledger.entries.count * 160)
     // By name: a save that changed a few entries changes only their bytes (see `saveLedger`).
     // Each is read where it lies.
-    let entries = Array(ledger.entries.values)
+    let entries = ledger.entries.values
     for i in Ledger.nameOrder(entries) {
       entries[i].name.withBytes { name in
         records.append(UInt32(name.count))
@@ -96,8 +96,7 @@ enum LedgerSnapshot {
     }
     // Class names decoded once each, as the rows decode them.
     let classes = texts.map { InterfaceClass(rawValue: $0) ?? .other }
-    var entries: [InterfaceName: LedgerEntry] = [:]
-    entries.reserveCapacity(Int(count))
+    var entries = LedgerTable(minimumCapacity: Int(count))
     for _ in 0..<count {
       guard let nameLength = reader.u32(), let nameBytes = reader.bytes(Int(nameLength)),
         let fixed = reader.bytes(fixedLength)
@@ -110,18 +109,21 @@ enum LedgerSnapshot {
       let bootNumber = Int(u32(4))
       guard classNumber < texts.count, bootNumber < texts.count else { return nil }
       let name = InterfaceName(bytes: nameBytes)
-      entries[name] = LedgerEntry(
-        name: name, interfaceClass: classes[classNumber],
-        baseline: LedgerBaseline(
-          instance: InterfaceInstance(index: Int32(bitPattern: u32(8)), bootID: texts[bootNumber]),
-          counters: TrafficCounts(rxBytes: u64(0), txBytes: u64(1), rxPackets: u64(2), txPackets: u64(3)),
-          width: CounterWidth(rawValue: Int(u32(12))) ?? .bits64,
-          wall: Timestamp(nanoseconds: Int64(bitPattern: u64(4))), boottime: Int64(bitPattern: u64(5))),
-        totals: LedgerTotals(
-          TrafficCounts(rxBytes: u64(6), txBytes: u64(7), rxPackets: u64(8), txPackets: u64(9)), resets: u64(10),
-          wraps: u64(11), discarded: u64(12), firstSeenAt: Timestamp(nanoseconds: Int64(bitPattern: u64(13)))))
+      let added = entries.insert(
+        LedgerEntry(
+          name: name, interfaceClass: classes[classNumber],
+          baseline: LedgerBaseline(
+            instance: InterfaceInstance(index: Int32(bitPattern: u32(8)), bootID: texts[bootNumber]),
+            counters: TrafficCounts(rxBytes: u64(0), txBytes: u64(1), rxPackets: u64(2), txPackets: u64(3)),
+            width: CounterWidth(rawValue: Int(u32(12))) ?? .bits64,
+            wall: Timestamp(nanoseconds: Int64(bitPattern: u64(4))), boottime: Int64(bitPattern: u64(5))),
+          totals: LedgerTotals(
+            TrafficCounts(rxBytes: u64(6), txBytes: u64(7), rxPackets: u64(8), txPackets: u64(9)), resets: u64(10),
+            wraps: u64(11), discarded: u64(12), firstSeenAt: Timestamp(nanoseconds: Int64(bitPattern: u64(13))))))
+      // A name twice is damage.
+      guard added else { return nil }
     }
-    guard reader.atEnd, entries.count == Int(count) else { return nil }
+    guard reader.atEnd else { return nil }
     return Ledger(entries: entries)
   }
 

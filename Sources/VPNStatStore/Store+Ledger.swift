@@ -82,8 +82,7 @@ extension Store {
 
   /// The ledger from the `interfaces` rows: the record the snapshot stands for.
   func readLedger(sharingBootID: String? = nil) throws -> Ledger {
-    var entries: [InterfaceName: LedgerEntry] = [:]
-    entries.reserveCapacity(Int(try connection.scalar("SELECT count(*) FROM interfaces") ?? 0))
+    var entries = LedgerTable(minimumCapacity: Int(try connection.scalar("SELECT count(*) FROM interfaces") ?? 0))
     // Rows mostly share a boot id and a class: each is decoded once and compared after.
     var bootID: String? = sharingBootID
     var lastClass: InterfaceClass?
@@ -113,7 +112,7 @@ extension Store {
         interfaceClass = InterfaceClass(rawValue: row.text(1) ?? "") ?? .other
         lastClass = interfaceClass
       }
-      entries[name] = LedgerEntry(name: name, interfaceClass: interfaceClass, baseline: baseline, totals: totals)
+      entries.update(LedgerEntry(name: name, interfaceClass: interfaceClass, baseline: baseline, totals: totals))
     }
     return Ledger(entries: entries)
   }

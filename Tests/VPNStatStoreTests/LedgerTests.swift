@@ -184,6 +184,40 @@ struct LedgerTests {
     #expect(decoded.entries == ledger.entries)
   }
 
+  @Test("a snapshot that names an interface twice is damage, not believed; the same bytes with another name are read")
+  func duplicateNameInSnapshot() throws {
+    func entry(_ name: String, _ figure: UInt64) -> LedgerEntry {
+      LedgerEntry(
+        name: InterfaceName(name), interfaceClass: .tunnel,
+        baseline: LedgerBaseline(
+          instance: InterfaceInstance(index: 4, bootID: "boot-a"),
+          counters: TrafficCounts(rxBytes: figure, txBytes: 1, rxPackets: 1, txPackets: 1), width: .bits64,
+          wall: Timestamp(seconds: 5), boottime: 6),
+        totals: LedgerTotals(firstSeenAt: Timestamp(seconds: 5)))
+    }
+    let ledger = Ledger(entries: [InterfaceName("wg0"): entry("wg0", 10), InterfaceName("wg5"): entry("wg5", 50)])
+    let encoded = LedgerSnapshot.encode(ledger)
+    func u32(_ at: Int) -> Int {
+      Int(UInt32(littleEndian: encoded.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt32.self) }))
+    }
+    // Past the header and the texts, the first record: wg0's.
+    var offset = 12
+    for _ in 0..<u32(8) { offset += 4 + u32(offset) }
+    let first = Array(encoded[offset..<offset + 4 + u32(offset) + LedgerSnapshot.fixedLength])
+    func withThird(_ record: [UInt8]) -> Ledger? {
+      var blob = encoded + record
+      withUnsafeBytes(of: UInt32(3).littleEndian) { blob.replaceSubrange(4..<8, with: $0) }
+      return blob.withUnsafeBytes { LedgerSnapshot.decode($0, sharingBootID: nil) }
+    }
+    #expect(withThird(first) == nil)
+    var renamed = first
+    renamed[6] = UInt8(ascii: "1")
+    let read = try #require(withThird(renamed))
+    #expect(read.entries.count == 3)
+    #expect(read.entries[InterfaceName("wg1")]?.baseline.counters.rxBytes == 10)
+    #expect(read.entries[InterfaceName("wg5")] == entry("wg5", 50))
+  }
+
   @Test("a row any writer changes (an older vpnstat, plain SQL) makes the snapshot stale; the next save stores it")
   func snapshotInvalidated() throws {
     let directory = try TemporaryDirectory("snapshot2")

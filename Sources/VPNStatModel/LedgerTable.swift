@@ -1,0 +1,161 @@
+/// The ledger's entries, one per name: side by side in an array, in the order they came (name
+/// order, after a load), with a small index of their positions by name.
+///
+/// A `[InterfaceName: LedgerEntry]` of a thousand names is 2,048 buckets of ~180 bytes, most of
+/// them empty, filled and read in hash order, and every look-up runs SipHash: a reader that loads
+/// the ledger, advances it and reports it (`status --db`) spent about a millisecond there, most
+/// of it faulting and missing the cache. Here the entries take what they hold, are written and
+/// read in order, and the index is an open-addressed table of 32-bit positions (a quarter of a
+/// page per hundred names) keyed by a multiply-mix of the name's two words.
+public struct LedgerTable: Sendable, Sequence {
+  /// The entries, in the order they were added. (Changed in place by the ledger, which keeps
+  /// each name where it is: the index is by name.)
+  public internal(set) var values: [LedgerEntry] = []
+  /// Position + 1 of the entry whose name hashes to (or probes to) each slot; 0: empty. A power
+  /// of two, at most half full.
+  @usableFromInline
+  var slots: [UInt32] = []
+
+  public init() {}
+
+  public init(minimumCapacity: Int) { reserveCapacity(minimumCapacity) }
+
+  /// The entries of a dictionary (keyed by their own names), in name order.
+  public init(_ entries: [InterfaceName: LedgerEntry]) {
+    reserveCapacity(entries.count)
+    for name in entries.keys.sorted() { update(entries[name]!) }
+  }
+
+  public var count: Int { values.count }
+  public var isEmpty: Bool { values.isEmpty }
+  public var keys: [InterfaceName] { values.map(\.name) }
+
+  /// The entry of `name`, if the table has one. (Inlinable, as the look-ups below: a reader
+  /// looks up every interface, and the caller then copies only the fields it reads.)
+  @inlinable
+  public subscript(name: InterfaceName) -> LedgerEntry? {
+    switch probe(name) {
+    case .found(let position): values[position]
+    case .empty, nil: nil
+    }
+  }
+
+  /// Where `name`'s entry lies in `values`.
+  @inlinable
+  public func position(of name: InterfaceName) -> Int? {
+    if case .found(let position) = probe(name) { return position }
+    return nil
+  }
+
+  /// Where a probe for a name ends: at its entry's position, or at the empty slot it would take.
+  @usableFromInline
+  enum Probe {
+    case found(Int)
+    case empty(slot: Int)
+  }
+
+  /// The probe for `name`; nil when the table has no slots yet.
+  @inlinable
+  func probe(_ name: InterfaceName) -> Probe? {
+    guard !slots.isEmpty else { return nil }
+    return slots.withUnsafeBufferPointer { slots in
+      values.withUnsafeBufferPointer { values in
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: name.tableHash >> 32) & mask
+        while slots[slot] != 0 {
+          let position = Int(slots[slot] &- 1)
+          if values[position].name == name { return .found(position) }
+          slot = (slot &+ 1) & mask
+        }
+        return .empty(slot: slot)
+      }
+    }
+  }
+
+  /// Puts `entry` in place of its name's entry, or adds it after the others.
+  public mutating func update(_ entry: consuming LedgerEntry) {
+    switch probe(entry.name) {
+    case .found(let position): values[position] = entry
+    case .empty(let slot): append(entry, at: slot)
+    case nil: append(entry, at: nil)
+    }
+  }
+
+  /// Adds `entry`, whose name the table does not hold; false (and nothing added) when it does.
+  @discardableResult
+  public mutating func insert(_ entry: consuming LedgerEntry) -> Bool {
+    switch probe(entry.name) {
+    case .found: return false
+    case .empty(let slot): append(entry, at: slot)
+    case nil: append(entry, at: nil)
+    }
+    return true
+  }
+
+  public mutating func reserveCapacity(_ capacity: Int) {
+    values.reserveCapacity(capacity)
+    if Self.slotCount(for: capacity) > slots.count { rebuildIndex(slotCount: Self.slotCount(for: capacity)) }
+  }
+
+  /// `[name: transform(entry)]`.
+  public func mapValues<T>(_ transform: (LedgerEntry) throws -> T) rethrows -> [InterfaceName: T] {
+    var result: [InterfaceName: T] = [:]
+    result.reserveCapacity(values.count)
+    for entry in values { result[entry.name] = try transform(entry) }
+    return result
+  }
+
+  public func makeIterator() -> some IteratorProtocol<(key: InterfaceName, value: LedgerEntry)> {
+    values.lazy.map { (key: $0.name, value: $0) }.makeIterator()
+  }
+
+  /// Adds `entry` whose name is not in the table; `slot` is the empty slot its probe ended at,
+  /// which stays right unless the index grows.
+  private mutating func append(_ entry: consuming LedgerEntry, at slot: Int?) {
+    let grows = Self.slotCount(for: values.count + 1) > slots.count
+    if grows { rebuildIndex(slotCount: Self.slotCount(for: Swift.max(values.count + 1, 2 * values.count))) }
+    let mask = slots.count - 1
+    var slot = slot ?? 0
+    if grows || slots[slot] != 0 {
+      slot = Self.slot(of: entry.name, mask: mask)
+      while slots[slot] != 0 { slot = (slot + 1) & mask }
+    }
+    // Moved in, not copied: a copy would count the boot id's reference up and the caller's
+    // release down again.
+    values.append(entry)
+    slots[slot] = UInt32(values.count)
+  }
+
+  private mutating func rebuildIndex(slotCount: Int) {
+    slots = [UInt32](repeating: 0, count: slotCount)
+    let mask = slotCount - 1
+    slots.withUnsafeMutableBufferPointer { slots in
+      for (position, entry) in values.enumerated() {
+        var slot = Self.slot(of: entry.name, mask: mask)
+        while slots[slot] != 0 { slot = (slot + 1) & mask }
+        slots[slot] = UInt32(position + 1)
+      }
+    }
+  }
+
+  /// Slots for `count` entries: a power of two, at least twice the count.
+  private static func slotCount(for count: Int) -> Int {
+    count == 0 ? 0 : Swift.max(8, (2 * count).nextPowerOf2)
+  }
+
+  /// The slot a name's probe starts at (the top bits of the hash: a multiply's best mixed).
+  private static func slot(of name: InterfaceName, mask: Int) -> Int {
+    Int(truncatingIfNeeded: name.tableHash >> 32) & mask
+  }
+}
+
+extension LedgerTable: Equatable {
+  /// The same names with the same entries, in whatever order.
+  public static func == (a: LedgerTable, b: LedgerTable) -> Bool {
+    a.count == b.count && a.values.allSatisfy { b[$0.name] == $0 }
+  }
+}
+
+extension Int {
+  fileprivate var nextPowerOf2: Int { self <= 1 ? 1 : 1 << (Int.bitWidth - (self - 1).leadingZeroBitCount) }
+}
