@@ -210,9 +210,9 @@ package struct LedgerKeeper {
     let sample = try sampler.sample()
     // Advanced through the optional, in place: a copy held here would make every sample copy the
     // whole table.
-    let observations = sampler.observations(sample)
     let calendar = store.calendar
-    let events = memory?.advance(observations, calendar: calendar) ?? []
+    var events: [LedgerEvent] = []
+    sampler.forEachObservationChunk(of: sample) { events += memory?.advance($0, calendar: calendar) ?? [] }
     return Step(sample: sample, events: events)
   }
 
@@ -265,7 +265,8 @@ package struct LedgerKeeper {
       if !pending.isEmpty { memory.advance(pending, calendar: calendar) }
       let taken = try sampler.sample()
       sample = taken
-      let events = memory.advance(sampler.observations(taken), calendar: calendar)
+      var events: [LedgerEvent] = []
+      sampler.forEachObservationChunk(of: taken) { events += memory.advance($0, calendar: calendar) }
       // The trusted clock goes with the checkpoint rather than with every sample.
       _ = try store.trustedNow(taken.taken, writing: true)
       let checkpoint = memory.checkpoint

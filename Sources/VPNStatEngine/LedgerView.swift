@@ -28,7 +28,7 @@ package struct LedgerView {
     }
     let sample = try sampler.sample()
     // In place, and nothing collected: a reader keeps no record of what changed.
-    ledger.advance(sampler.observations(sample)) { _, _ in }
+    sampler.forEachObservationChunk(of: sample) { ledger.advance($0) { _, _ in } }
     return (sample, ledger)
   }
 

@@ -31,26 +31,55 @@ package struct TrafficSampler {
 
   /// Observations of the recorded interfaces in `sample`.
   package mutating func observations(_ sample: CounterSample) -> [LedgerObservation] {
+    var result: [LedgerObservation] = []
+    result.reserveCapacity(sample.interfaces.count)
+    catalog.reserve(sample.interfaces.count)
     Self.observations(
-      of: sample.interfaces, bootID: sample.taken.bootID, wall: sample.taken.wall, boottime: sample.taken.boottime,
-      recorded: recorded.names.isEmpty && recorded.classes.isEmpty ? nil : recorded, cap: capBytesPerSecond,
-      catalog: &catalog)
+      of: sample.interfaces, in: sample.interfaces.indices, bootID: sample.taken.bootID, wall: sample.taken.wall,
+      boottime: sample.taken.boottime, recorded: recorded.names.isEmpty && recorded.classes.isEmpty ? nil : recorded,
+      cap: capBytesPerSecond, catalog: &catalog, into: &result)
+    return result
   }
 
-  /// The loop of `observations(_:)`, given the reading's fields and the selection (nil: every
+  /// How many observations `forEachObservationChunk` hands over at a time: some 8 KB of them.
+  static let chunkLength = 64
+
+  /// The observations of `sample`'s recorded interfaces, handed to `body` in order, a chunk at a
+  /// time, in one reused array: a ledger advanced from a thousand interfaces every second (the
+  /// recorder) or at every report (a reader) then allocates nothing that grows with them, and
+  /// each chunk is still in the cache when the ledger reads it (the whole array was 120 KB of
+  /// fresh pages at 1,000 interfaces).
+  package mutating func forEachObservationChunk(
+    of sample: CounterSample, _ body: ([LedgerObservation]) throws -> Void
+  ) rethrows {
+    let interfaces = sample.interfaces
+    var chunk: [LedgerObservation] = []
+    chunk.reserveCapacity(Swift.min(Self.chunkLength, interfaces.count))
+    catalog.reserve(interfaces.count)
+    let recorded = recorded.names.isEmpty && recorded.classes.isEmpty ? nil : recorded
+    var start = interfaces.startIndex
+    while start < interfaces.endIndex {
+      let end = Swift.min(start + Self.chunkLength, interfaces.endIndex)
+      chunk.removeAll(keepingCapacity: true)
+      Self.observations(
+        of: interfaces, in: start..<end, bootID: sample.taken.bootID, wall: sample.taken.wall,
+        boottime: sample.taken.boottime, recorded: recorded, cap: capBytesPerSecond, catalog: &catalog, into: &chunk)
+      if !chunk.isEmpty { try body(chunk) }
+      start = end
+    }
+  }
+
+  /// The loop of `observations(_:)` over `range`, given the reading's fields and the selection (nil: every
   /// interface) as plain arguments: read from the sample or from `self` in the loop, the whole
   /// reading, or sampler, was copied at every interface. Each interface is read field by field
   /// where it lies: a copy of one (passed whole) would count its name's and kind's references.
   /// Not inlined: inlined, the boot id was again taken from a copy of the reading.
   @inline(never)
   private static func observations(
-    of interfaces: [InterfaceSample], bootID: String, wall: Timestamp, boottime: Int64, recorded: InterfaceSelection?,
-    cap: Double, catalog: inout InterfaceCatalog
-  ) -> [LedgerObservation] {
-    var result: [LedgerObservation] = []
-    result.reserveCapacity(interfaces.count)
-    catalog.reserve(interfaces.count)
-    for at in interfaces.indices {
+    of interfaces: [InterfaceSample], in range: Range<Int>, bootID: String, wall: Timestamp, boottime: Int64,
+    recorded: InterfaceSelection?, cap: Double, catalog: inout InterfaceCatalog, into result: inout [LedgerObservation]
+  ) {
+    for at in range {
       if let recorded, !recorded.includes(name: interfaces[at].name) { continue }
       let described = catalog.verdict(of: interfaces, at: at)
       if let recorded, !recorded.includes(interfaces[at].name, described.interfaceClass) { continue }
@@ -62,7 +91,6 @@ package struct TrafficSampler {
             counters: interfaces[at].counters.traffic, width: interfaces[at].width, wall: wall, boottime: boottime),
           plausibleBytesPerSecond: plausible(speedMbps: described.speedMbps, cap: cap)))
     }
-    return result
   }
 
   /// The observation a link notification makes, stamped now (notifications carry no time).
