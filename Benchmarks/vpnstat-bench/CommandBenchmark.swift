@@ -83,6 +83,12 @@ enum CommandBenchmark {
         TimedCommand(
           PreparedCommand(
             label: "alt " + Labels.status, path: alternative, arguments: ["status", "--json"])))
+      // The same database (the schema is the same), so a change to the readers' path shows
+      // before and after in one run.
+      commands.append(
+        TimedCommand(
+          PreparedCommand(
+            label: "alt " + Labels.statusWithDatabase, path: alternative, arguments: ["status", "--json", "--db", db])))
     }
     // For context only, and slow with many interfaces: every 4th round, so that the comparison
     // with ip gets most of the time budget.

@@ -273,6 +273,11 @@ enum Summary {
         lines.append(
           "status --json with a database ≤ +1 ms, N=\(n): +\(formatDuration(max(added, 0)))\(added < 0 ? " (faster)" : "") — \(verdict(added <= 1_000_000))"
         )
+        if let alt = median(.command, "alt " + Labels.status, n),
+          let altWithDB = median(.command, "alt " + Labels.statusWithDatabase, n)
+        {
+          lines.append("  (the alt vpnstat's, same run: +\(formatDuration(max(altWithDB - alt, 0))))")
+        }
       }
     }
     guard !lines.isEmpty else { return "" }
