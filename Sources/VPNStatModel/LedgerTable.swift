@@ -61,7 +61,7 @@ public struct LedgerTable: Sendable, Sequence {
     return slots.withUnsafeBufferPointer { slots in
       values.withUnsafeBufferPointer { values in
         let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: name.tableHash >> 32) & mask
+        var slot = Self.slot(of: name, mask: mask)
         while slots[slot] != 0 {
           let position = Int(slots[slot] &- 1)
           if values[position].name == name { return .found(position) }
@@ -144,7 +144,8 @@ public struct LedgerTable: Sendable, Sequence {
   }
 
   /// The slot a name's probe starts at (the top bits of the hash: a multiply's best mixed).
-  private static func slot(of name: InterfaceName, mask: Int) -> Int {
+  @inlinable
+  static func slot(of name: InterfaceName, mask: Int) -> Int {
     Int(truncatingIfNeeded: name.tableHash >> 32) & mask
   }
 }

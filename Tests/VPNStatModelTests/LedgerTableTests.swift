@@ -72,7 +72,7 @@ struct LedgerTableTests {
     var i = 0
     while colliding.count < 20 {
       let name = InterfaceName("c\(i)")
-      if (name.tableHash >> 32) & 63 == 0 { colliding.append(name) }
+      if LedgerTable.slot(of: name, mask: 63) == 0 { colliding.append(name) }
       i += 1
     }
     var table = LedgerTable(minimumCapacity: 32)
@@ -80,7 +80,7 @@ struct LedgerTableTests {
     for (i, name) in colliding.enumerated() { #expect(table[name]?.baseline.counters.rxBytes == UInt64(i)) }
     // A name missing from the table but probing through the same run is not found.
     var absent = InterfaceName("x")
-    while (absent.tableHash >> 32) & 63 != 0 || colliding.contains(absent) {
+    while LedgerTable.slot(of: absent, mask: 63) != 0 || colliding.contains(absent) {
       absent = InterfaceName("x\(i)")
       i += 1
     }
