@@ -36,9 +36,14 @@ package struct TrafficSampler {
     catalog.reserve(sample.interfaces.count)
     Self.observations(
       of: sample.interfaces, in: sample.interfaces.indices, bootID: sample.taken.bootID, wall: sample.taken.wall,
-      boottime: sample.taken.boottime, recorded: recorded.names.isEmpty && recorded.classes.isEmpty ? nil : recorded,
-      cap: capBytesPerSecond, catalog: &catalog, into: &result)
+      boottime: sample.taken.boottime, recorded: recordedFilter, cap: capBytesPerSecond, catalog: &catalog,
+      into: &result)
     return result
+  }
+
+  /// The selection observations are filtered by; nil when every interface is recorded.
+  private var recordedFilter: InterfaceSelection? {
+    recorded.names.isEmpty && recorded.classes.isEmpty ? nil : recorded
   }
 
   /// How many observations `forEachObservationChunk` hands over at a time: some 8 KB of them.
@@ -56,7 +61,7 @@ package struct TrafficSampler {
     var chunk: [LedgerObservation] = []
     chunk.reserveCapacity(Swift.min(Self.chunkLength, interfaces.count))
     catalog.reserve(interfaces.count)
-    let recorded = recorded.names.isEmpty && recorded.classes.isEmpty ? nil : recorded
+    let recorded = recordedFilter
     var start = interfaces.startIndex
     while start < interfaces.endIndex {
       let end = Swift.min(start + Self.chunkLength, interfaces.endIndex)
@@ -69,10 +74,11 @@ package struct TrafficSampler {
     }
   }
 
-  /// The loop of `observations(_:)` over `range`, given the reading's fields and the selection (nil: every
-  /// interface) as plain arguments: read from the sample or from `self` in the loop, the whole
-  /// reading, or sampler, was copied at every interface. Each interface is read field by field
-  /// where it lies: a copy of one (passed whole) would count its name's and kind's references.
+  /// The loop of `observations(_:)` over `range`, given the reading's fields and the selection
+  /// (nil: every interface) as plain arguments: read from the sample or from `self` in the loop,
+  /// the whole reading, or sampler, was copied at every interface. Each interface is read field
+  /// by field where it lies: a copy of one (passed whole) would count its name's and kind's
+  /// references.
   /// Not inlined: inlined, the boot id was again taken from a copy of the reading.
   @inline(never)
   private static func observations(
