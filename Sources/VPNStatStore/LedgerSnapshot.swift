@@ -79,11 +79,30 @@ enum LedgerSnapshot {
   /// The ledger `bytes` hold, or nil when they are not a whole snapshot. A boot id equal to
   /// `sharingBootID` is that String itself (as `Store.loadLedger` promises).
   static func decode(_ bytes: UnsafeRawBufferPointer, sharingBootID: String?) -> Ledger? {
-    var reader = Reader(bytes: bytes)
+    var reader = Reader(whole: bytes)
+    return decode(&reader, sharingBootID: sharingBootID)
+  }
+
+  /// The ledger in a blob of `count` bytes that `read` copies piece by piece (`read(into,
+  /// offset)` fills `into` with the bytes from `offset` on; false: it could not), at most
+  /// `piece` bytes at a time into one buffer: a stored snapshot is read this way, never whole
+  /// (`Store.readVersionedSnapshot`).
+  static func decode(
+    count: Int, piece: Int = 32 * 1024, reading read: (UnsafeMutableRawBufferPointer, Int) -> Bool,
+    sharingBootID: String?
+  ) -> Ledger? {
+    withoutActuallyEscaping(read) { read in
+      var reader = Reader(count: count, piece: piece, reading: read)
+      defer { reader.free() }
+      return decode(&reader, sharingBootID: sharingBootID)
+    }
+  }
+
+  private static func decode(_ reader: inout Reader, sharingBootID: String?) -> Ledger? {
     guard reader.u32() == magic, let count = reader.u32(), let textCount = reader.u32() else { return nil }
     // Each entry takes at least its name's length and its fixed part: a count no blob of this
     // size holds is damage.
-    guard Int(count) <= bytes.count / (4 + fixedLength), Int(textCount) <= bytes.count / 4 else { return nil }
+    guard Int(count) <= reader.count / (4 + fixedLength), Int(textCount) <= reader.count / 4 else { return nil }
     var texts: [String] = []
     texts.reserveCapacity(Int(textCount))
     for _ in 0..<textCount {
@@ -98,9 +117,11 @@ enum LedgerSnapshot {
     let classes = texts.map { InterfaceClass(rawValue: $0) ?? .other }
     var entries = LedgerTable(minimumCapacity: Int(count))
     for _ in 0..<count {
-      guard let nameLength = reader.u32(), let nameBytes = reader.bytes(Int(nameLength)),
-        let fixed = reader.bytes(fixedLength)
+      // The name and the fixed part in one piece: a next read may move the bytes at hand.
+      guard let nameLength = reader.u32().map(Int.init), nameLength <= reader.count,
+        let record = reader.bytes(nameLength + fixedLength)
       else { return nil }
+      let fixed = UnsafeRawBufferPointer(rebasing: record[nameLength...])
       func u32(_ at: Int) -> UInt32 { UInt32(littleEndian: fixed.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
       func u64(_ at: Int) -> UInt64 {
         UInt64(littleEndian: fixed.loadUnaligned(fromByteOffset: 16 + 8 * at, as: UInt64.self))
@@ -108,7 +129,7 @@ enum LedgerSnapshot {
       let classNumber = Int(u32(0))
       let bootNumber = Int(u32(4))
       guard classNumber < texts.count, bootNumber < texts.count else { return nil }
-      let name = InterfaceName(bytes: nameBytes)
+      let name = InterfaceName(bytes: UnsafeRawBufferPointer(rebasing: record[..<nameLength]))
       let added = entries.insert(
         LedgerEntry(
           name: name, interfaceClass: classes[classNumber],
@@ -127,22 +148,79 @@ enum LedgerSnapshot {
     return Ledger(entries: entries)
   }
 
-  /// Bounds-checked little-endian reads from the blob.
+  /// Bounds-checked little-endian reads from the blob: from the whole of it in memory, or from
+  /// a window of it that `read` refills (moving what is left of it to the front, and growing for
+  /// a request larger than a piece). What `bytes` returns is valid until the next read.
   private struct Reader {
-    let bytes: UnsafeRawBufferPointer
+    /// The blob's size.
+    let count: Int
+    /// The bytes at hand, and where the next read starts in them.
+    var window: UnsafeRawBufferPointer
     var offset = 0
+    /// Where `window` starts in the blob.
+    var windowStart = 0
+    let piece: Int
+    let read: ((UnsafeMutableRawBufferPointer, Int) -> Bool)?
+    /// The window's memory, when the reader refills it.
+    var storage: UnsafeMutableRawBufferPointer?
 
-    var atEnd: Bool { offset == bytes.count }
-
-    mutating func bytes(_ count: Int) -> UnsafeRawBufferPointer? {
-      guard count >= 0, count <= bytes.count - offset else { return nil }
-      defer { offset += count }
-      return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
+    init(whole bytes: UnsafeRawBufferPointer) {
+      count = bytes.count
+      window = bytes
+      piece = 0
+      read = nil
     }
+
+    init(count: Int, piece: Int, reading read: @escaping (UnsafeMutableRawBufferPointer, Int) -> Bool) {
+      self.count = count
+      window = UnsafeRawBufferPointer(start: nil, count: 0)
+      self.piece = Swift.max(piece, 8)
+      self.read = read
+    }
+
+    func free() { storage?.deallocate() }
+
+    var atEnd: Bool { windowStart + offset == count }
+
+    mutating func bytes(_ wanted: Int) -> UnsafeRawBufferPointer? {
+      guard wanted >= 0, wanted <= count - windowStart - offset else { return nil }
+      if wanted > window.count - offset {
+        guard refill(wanted), wanted <= window.count - offset else { return nil }
+      }
+      defer { offset += wanted }
+      return UnsafeRawBufferPointer(rebasing: window[offset..<offset + wanted])
+    }
+
     mutating func u32() -> UInt32? {
-      guard 4 <= bytes.count - offset else { return nil }
-      defer { offset += 4 }
-      return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+      guard let bytes = bytes(4) else { return nil }
+      return UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self))
+    }
+
+    /// Makes at least `wanted` bytes (all in the blob, checked by `bytes`) lie at hand.
+    private mutating func refill(_ wanted: Int) -> Bool {
+      guard let read else { return false }
+      let kept = window.count - offset
+      let size = Swift.max(piece, wanted)
+      if let storage, storage.count >= size {
+        if kept > 0, let base = storage.baseAddress, let from = window.baseAddress {
+          base.copyMemory(from: from + offset, byteCount: kept)
+        }
+      } else {
+        let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
+        if kept > 0, let base = larger.baseAddress, let from = window.baseAddress {
+          base.copyMemory(from: from + offset, byteCount: kept)
+        }
+        storage?.deallocate()
+        storage = larger
+      }
+      guard let storage else { return false }
+      let next = windowStart + window.count
+      let more = Swift.min(storage.count - kept, count - next)
+      guard read(UnsafeMutableRawBufferPointer(rebasing: storage[kept..<kept + more]), next) else { return false }
+      windowStart += offset
+      offset = 0
+      window = UnsafeRawBufferPointer(rebasing: storage[..<(kept + more)])
+      return true
     }
   }
 }

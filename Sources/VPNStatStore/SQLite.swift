@@ -165,6 +165,27 @@ final class SQLiteConnection {
     }
   }
 
+  /// Hands `body` the size of the blob in `column` of the row `rowid` of `table`, and a function
+  /// that copies its bytes from an offset into a buffer (`sqlite3_blob_read`): a blob read in
+  /// pieces, never whole (`sqlite3_column_blob` makes one allocation of the blob's size and copies
+  /// it there). What `body` returns; nil when there is no such row, or no such table or column
+  /// (SQLite tells them apart by message only).
+  func withBlob<T>(
+    table: String, column: String, rowid: Int64,
+    _ body: (_ count: Int, _ read: (UnsafeMutableRawBufferPointer, Int) -> Bool) throws -> T?
+  ) throws -> T? {
+    var blob: OpaquePointer?
+    let rc = sqlite3_blob_open(handle, "main", table, column, rowid, 0, &blob)
+    defer { sqlite3_blob_close(blob) }
+    if rc == SQLITE_ERROR { return nil }
+    if rc != SQLITE_OK { throw error(rc) }
+    return try body(Int(sqlite3_blob_bytes(blob))) { buffer, offset in
+      guard let base = buffer.baseAddress, let count = Int32(exactly: buffer.count), let at = Int32(exactly: offset)
+      else { return buffer.isEmpty }
+      return sqlite3_blob_read(blob, base, count, at) == SQLITE_OK
+    }
+  }
+
   /// The first column of the first row, as an integer.
   func scalar(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int64? {
     var result: Int64?

@@ -218,6 +218,60 @@ struct LedgerTests {
     #expect(read.entries[InterfaceName("wg5")] == entry("wg5", 50))
   }
 
+  @Test(
+    "a snapshot read a piece at a time decodes as it does whole: pieces smaller than a record, a name longer than a piece, never the whole blob at once; a failed read or a wrong size is damage"
+  )
+  func snapshotReadInPieces() throws {
+    func entry(_ name: String, _ figure: UInt64, boot: String) -> LedgerEntry {
+      LedgerEntry(
+        name: InterfaceName(name), interfaceClass: figure % 2 == 0 ? .tunnel : .ethernet,
+        baseline: LedgerBaseline(
+          instance: InterfaceInstance(index: Int32(figure), bootID: boot),
+          counters: TrafficCounts(rxBytes: figure, txBytes: figure * 3, rxPackets: 7, txPackets: 9), width: .bits64,
+          wall: Timestamp(seconds: 5), boottime: Int64(figure)),
+        totals: LedgerTotals(
+          TrafficCounts(rxBytes: figure * 11, txBytes: 1, rxPackets: 2, txPackets: 3), resets: figure, wraps: 1,
+          discarded: 2, firstSeenAt: Timestamp(seconds: 4)))
+    }
+    var entries = (0..<40).map { entry("veth\($0)", UInt64($0), boot: $0 < 20 ? "boot-a" : "boot-b") }
+    entries.append(entry(String(repeating: "a-long-name-", count: 30), 99, boot: "boot-a"))
+    let ledger = Ledger(entries: Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0) }))
+    let encoded = LedgerSnapshot.encode(ledger)
+    let whole = try #require(encoded.withUnsafeBytes { LedgerSnapshot.decode($0, sharingBootID: nil) })
+    #expect(whole.entries.count == 41)
+    #expect(whole.entries == ledger.entries)
+
+    /// Decodes `blob`, said to be `count` bytes, through reads of at most `piece`; the largest
+    /// read asked for. `failing`: the read at that offset or after fails.
+    func inPieces(_ blob: [UInt8], count: Int, piece: Int, failing: Int? = nil) -> (Ledger?, largest: Int) {
+      var largest = 0
+      let ledger = LedgerSnapshot.decode(
+        count: count, piece: piece,
+        reading: { buffer, offset in
+          largest = max(largest, buffer.count)
+          if let failing, offset + buffer.count > failing { return false }
+          guard offset >= 0, offset + buffer.count <= blob.count else { return false }
+          blob.withUnsafeBytes {
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<offset + buffer.count]))
+          }
+          return true
+        }, sharingBootID: nil)
+      return (ledger, largest)
+    }
+    for piece in [1, 7, 13, 64, 500, encoded.count, 10 * encoded.count] {
+      let (read, largest) = inPieces(encoded, count: encoded.count, piece: piece)
+      #expect(read?.entries == ledger.entries, "piece \(piece)")
+      if piece < 200 {
+        // A read asks for a piece, or for one record when a record is longer (the long name's).
+        #expect(largest < encoded.count / 4, "piece \(piece): \(largest) of \(encoded.count)")
+      }
+    }
+    #expect(inPieces(encoded, count: encoded.count, piece: 64, failing: encoded.count / 2).0 == nil)
+    #expect(inPieces(encoded, count: encoded.count - 1, piece: 64).0 == nil)
+    #expect(inPieces(encoded + [0], count: encoded.count + 1, piece: 64).0 == nil)
+    #expect(inPieces(encoded, count: encoded.count + 1, piece: 64).0 == nil)
+  }
+
   @Test("a row any writer changes (an older vpnstat, plain SQL) makes the snapshot stale; the next save stores it")
   func snapshotInvalidated() throws {
     let directory = try TemporaryDirectory("snapshot2")
