@@ -4,7 +4,9 @@
 // times it beside `status --json` and `ip -s -j link`.
 //
 // With `--react IFINDEX` it is instead the plainest enforcer: it undoes every up of that link
-// until killed, the floor vpnstat-bench compares the enforcer's undo with.
+// until killed, the floor vpnstat-bench compares the enforcer's undo with. With `--every-second`
+// it is the plainest recorder: the RTM_GETSTATS dump `record --interval 1s` makes, once a second
+// until killed, and nothing else (no ledger, no database), the floor of the recorder's CPU.
 
 #include <CNetlinkFloor.h>
 #include <inttypes.h>
@@ -23,6 +25,17 @@ int main(int argc, char **argv) {
   if (fd < 0) {
     fprintf(stderr, "netlink-floor: socket: %s\n", strerror(-fd));
     return 69;
+  }
+  if (argc == 2 && strcmp(argv[1], "--every-second") == 0) {
+    for (;;) {
+      uint64_t total = 0;
+      long counted = netlink_floor_sample(fd, &total);
+      if (counted < 0) {
+        fprintf(stderr, "netlink-floor: sample: %s\n", strerror((int)-counted));
+        return 69;
+      }
+      sleep(1);
+    }
   }
   uint64_t bytes = 0;
   long counted = netlink_floor_links(fd, &bytes);

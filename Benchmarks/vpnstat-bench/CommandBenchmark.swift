@@ -61,9 +61,7 @@ enum CommandBenchmark {
     let recorded = try runCapturing(
       PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", db]))
     guard recorded.exit.succeeded else { throw BenchError("record --count 1 failed: \(recorded.exit)") }
-    let floor =
-      ownExecutablePath().split(separator: "/", omittingEmptySubsequences: false).dropLast()
-      .joined(separator: "/") + "/netlink-floor"
+    let floor = netlinkFloorPath()
     var commands = [
       TimedCommand(PreparedCommand(label: Labels.ip, path: ip, arguments: ["-s", "-j", "link"]), counting: .ip),
       TimedCommand(PreparedCommand(label: Labels.status, path: vpnstat, arguments: ["status", "--json"])),

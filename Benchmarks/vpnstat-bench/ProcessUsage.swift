@@ -11,6 +11,8 @@ import VPNStatSystem
 struct ProcessUsage {
   /// utime + stime, in clock ticks.
   var cpuTicks: Int64
+  /// cutime + cstime: the children it has waited for (a shell loop's commands).
+  var childTicks: Int64
   var writeBytes: Int64
   var writeCalls: Int64
   var residentKiB: Int64
@@ -20,10 +22,11 @@ struct ProcessUsage {
   /// The usage of `pid` now, or nil when it is gone.
   static func of(_ pid: pid_t) -> ProcessUsage? {
     guard let stat = SmallFile.trimmedText(SystemPath("/proc/\(pid)/stat")) else { return nil }
-    // After the command name: state is field 3; utime and stime are fields 14 and 15.
+    // After the command name: state is field 3; utime, stime, cutime and cstime are 14 to 17.
     let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
-    guard fields.count > 13 else { return nil }
+    guard fields.count > 15 else { return nil }
     let ticks = (Int64(fields[11]) ?? 0) + (Int64(fields[12]) ?? 0)
+    let childTicks = (Int64(fields[13]) ?? 0) + (Int64(fields[14]) ?? 0)
     func field(_ text: String?, _ key: String) -> Int64 {
       let line = text?.split(separator: "\n").first { $0.hasPrefix(key) }
       return line.flatMap { Int64($0.dropFirst(key.count).filter { $0.isNumber }) } ?? 0
@@ -31,16 +34,19 @@ struct ProcessUsage {
     let io = SmallFile.trimmedText(SystemPath("/proc/\(pid)/io"))
     let status = SmallFile.trimmedText(SystemPath("/proc/\(pid)/status"))
     return ProcessUsage(
-      cpuTicks: ticks, writeBytes: field(io, "write_bytes:"), writeCalls: field(io, "wchar:"),
+      cpuTicks: ticks, childTicks: childTicks, writeBytes: field(io, "write_bytes:"), writeCalls: field(io, "wchar:"),
       residentKiB: field(status, "VmRSS:"))
   }
 
-  /// The cost between `start` and `self`, `seconds` apart: share of one core (percent), and
-  /// bytes written per minute (storage and write calls).
-  func since(_ start: ProcessUsage, seconds: Double) -> (
+  /// The cost between `start` and `self`, `seconds` apart: share of one core (percent), with
+  /// the children waited for when `withChildren`, and bytes written per minute (storage and
+  /// write calls).
+  func since(_ start: ProcessUsage, seconds: Double, withChildren: Bool = false) -> (
     cpuPercent: Double, writePerMinute: Double, wcharPerMinute: Double
   ) {
-    let cpu = Double(cpuTicks - start.cpuTicks) / Self.ticksPerSecond / seconds * 100
+    var ticks = cpuTicks - start.cpuTicks
+    if withChildren { ticks += childTicks - start.childTicks }
+    let cpu = Double(ticks) / Self.ticksPerSecond / seconds * 100
     return (
       cpu, Double(writeBytes - start.writeBytes) / seconds * 60, Double(writeCalls - start.writeCalls) / seconds * 60
     )

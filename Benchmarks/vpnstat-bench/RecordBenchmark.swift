@@ -17,7 +17,18 @@ enum RecordBenchmark {
     let pid: pid_t
     /// The targets it is judged against (issue 14), or nil for a peer.
     let judged: Bool
+    /// Whether its CPU includes the children it waits for (a shell loop's commands).
+    var withChildren = false
   }
+
+  /// The anchors issue 22 gave its recorder and `watch` rows, and its targets for them: a share
+  /// of the anchor's CPU in the same run, which a slower or faster machine leaves as it is.
+  static let ipLoop = "ip -s -j link every second (a shell loop; issue 22's anchor for watch)"
+  static let recorderFloor = "C floor: netlink-floor --every-second (the recorder's dump, nothing else)"
+  /// The recorder: 0.2 % of a core where vnstatd took 3.5 %.
+  static let recorderShareOfVnstatd = 0.2 / 3.5
+  /// `watch --db`: 0.3 % of a core where the `ip` loop took 1.48 %.
+  static let watchShareOfIPLoop = 0.3 / 1.48
 
   static func runInner(
     vpnstat: String, alternative: String?, ip: String, ifbCount: Int, quick: Bool
@@ -45,11 +56,12 @@ enum RecordBenchmark {
     var subjects: [Subject] = []
     var sessions: [TerminalSession] = []
     defer { for session in sessions { session.end() } }
-    func start(_ label: String, _ path: String, _ arguments: [String], judged: Bool) throws {
+    func start(_ label: String, _ path: String, _ arguments: [String], judged: Bool, withChildren: Bool = false) throws
+    {
       let pid = try PreparedCommand(label: label, path: path, arguments: arguments).spawn(
         stdout: devnull, stderr: devnull)
       running.append(pid)
-      subjects.append(Subject(label: label, pid: pid, judged: judged))
+      subjects.append(Subject(label: label, pid: pid, judged: judged, withChildren: withChildren))
     }
     let db = directory + "/record.db"
     try start("vpnstat record --interval 1s", vpnstat, ["record", "--interval", "1s", "--db", db], judged: true)
@@ -81,6 +93,15 @@ enum RecordBenchmark {
     } else {
       notes.append("  vnstatd is missing (install the vnstat package): not measured")
     }
+    let floor = netlinkFloorPath()
+    if access(floor, X_OK) == 0 {
+      try start(recorderFloor, floor, ["--every-second"], judged: false)
+    } else {
+      notes.append("  netlink-floor is not beside vpnstat-bench (build the package's products): no C floor")
+    }
+    try start(
+      ipLoop, "/bin/sh", ["-c", "while :; do \(ip) -s -j link >/dev/null; sleep 1; done"], judged: false,
+      withChildren: true)
     // The reader needs the database the recorder makes.
     let waited = monotonicNanoseconds()
     while access(db, F_OK) != 0 {
@@ -112,16 +133,25 @@ enum RecordBenchmark {
       "record: \(ifbCount) ifb devices (+ lo), every counter moving (one 60-byte frame per interface per second),"
         + " all at once, measured over \(Int(elapsed)) s after \(warmUp) s of start-up; databases on disk in /var/tmp",
       at: 0)
-    // vnstatd of the same run: the anchor of the recorder's resident memory and CPU (issue 22).
-    let anchor = subjects.indices.first { subjects[$0].label.hasPrefix("vnstatd") }.flatMap { i in
-      before[i].flatMap { start in after[i].map { ($0, $0.since(start, seconds: elapsed)) } }
+    func cost(of label: (String) -> Bool) -> (usage: ProcessUsage, cpuPercent: Double)? {
+      subjects.indices.first { label(subjects[$0].label) }.flatMap { i in
+        before[i].flatMap { start in
+          after[i].map { ($0, $0.since(start, seconds: elapsed, withChildren: subjects[i].withChildren).cpuPercent) }
+        }
+      }
     }
+    // The anchors of the same run (issue 22): vnstatd for the recorder's resident memory and CPU,
+    // the C floor for its CPU, the `ip` loop for watch's.
+    let anchor = cost { $0.hasPrefix("vnstatd") }
+    let floorCost = cost { $0 == recorderFloor }
+    let ipLoopCost = cost { $0 == ipLoop }
+    var anchored: [String] = []
     for (i, subject) in subjects.enumerated() {
       guard let start = before[i], let end = after[i] else {
         notes.append("  \(subject.label): EXITED during the measurement")
         continue
       }
-      let cost = end.since(start, seconds: elapsed)
+      let cost = end.since(start, seconds: elapsed, withChildren: subject.withChildren)
       var line =
         "  \(subject.label): \(formatBytes(cost.writePerMinute))/min written (write_bytes), "
         + "\(formatBytes(cost.wcharPerMinute))/min in write calls (wchar), \(fixed(cost.cpuPercent, 2)) % of one core,"
@@ -131,20 +161,50 @@ enum RecordBenchmark {
         line += " — target ≤ 1 MiB/min and < 0.5 %: \(met ? "met" : "MISSED")"
       }
       notes.append(line)
-      if subject.label.hasPrefix("vpnstat record"), let (vnstatd, vnstatdCost) = anchor {
+      if subject.label.hasPrefix("vpnstat record"), let (vnstatd, vnstatdCPU) = anchor {
         let rss = Double(end.residentKiB) / Double(max(vnstatd.residentKiB, 1))
-        let cpu = vnstatdCost.cpuPercent > 0 ? fixed(cost.cpuPercent / vnstatdCost.cpuPercent, 2) + "×" : "n/a"
         var ratio =
           "    against vnstatd in this run: resident \(fixed(rss, 2))× (\(end.residentKiB) kB / \(vnstatd.residentKiB) kB),"
-          + " CPU \(cpu) (\(fixed(cost.cpuPercent, 3)) % / \(fixed(vnstatdCost.cpuPercent, 3)) %)"
+          + " CPU \(share(cost.cpuPercent, of: vnstatdCPU))"
         if ifbCount >= 1000 {
           let met = end.residentKiB <= 6 * 1024 && cost.cpuPercent <= 0.2
           ratio += " — target ≤ 6 MiB and ≤ 0.2 %: \(met ? "met" : "MISSED")"
+          if subject.judged {
+            anchored.append(
+              judged(
+                "record's CPU ≤ \(fixed(recorderShareOfVnstatd, 3))× vnstatd's (0.2 % where it took 3.5 %)",
+                cost.cpuPercent, of: vnstatdCPU, atMost: recorderShareOfVnstatd))
+          }
         }
         notes.append(ratio)
       }
+      if subject.label.hasPrefix("vpnstat record"), let (_, floorCPU) = floorCost {
+        notes.append("    against the C floor in this run: CPU \(share(cost.cpuPercent, of: floorCPU))")
+      }
+      if subject.judged && subject.label.hasPrefix("vpnstat watch"), let (_, loopCPU) = ipLoopCost {
+        notes.append("    against the ip loop in this run: CPU \(share(cost.cpuPercent, of: loopCPU))")
+        if ifbCount >= 1000 {
+          anchored.append(
+            judged(
+              "watch --db's CPU ≤ \(fixed(watchShareOfIPLoop, 2))× the ip loop's (0.3 % where it took 1.48 %)",
+              cost.cpuPercent, of: loopCPU, atMost: watchShareOfIPLoop))
+        }
+      }
     }
+    if !anchored.isEmpty { notes += ["issue 22's targets as shares of their anchors, same run:"] + anchored }
     return notes
+  }
+
+  /// `part` as a multiple of `whole`, both CPU percentages, with the two.
+  static func share(_ part: Double, of whole: Double) -> String {
+    let ratio = whole > 0 ? fixed(part / whole, 3) + "×" : "n/a"
+    return "\(ratio) (\(fixed(part, 3)) % / \(fixed(whole, 3)) %)"
+  }
+
+  /// A target line: `part` ÷ `whole` against `limit`.
+  static func judged(_ target: String, _ part: Double, of whole: Double, atMost limit: Double) -> String {
+    guard whole > 0 else { return "  \(target): the anchor used no CPU — not judged" }
+    return "  \(target): \(share(part, of: whole)) — \(part / whole <= limit ? "met" : "MISSED")"
   }
 
   /// The traffic: one small frame out of every ifb device each second (an ifb counts it as

@@ -155,6 +155,12 @@ func ownExecutablePath() -> String {
   return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
+/// `netlink-floor`, the package's C floors, built beside this program.
+func netlinkFloorPath() -> String {
+  ownExecutablePath().split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+    + "/netlink-floor"
+}
+
 /// A failure the bench reports and stops on.
 struct BenchError: Error, CustomStringConvertible {
   let description: String

@@ -274,9 +274,7 @@ enum EnforceBenchmark {
   static func reactorUndo(links: NetlinkLinkTable, index: Int32, watch: LinkWatch, count: Int) throws -> (
     median: Double, worst: Int64
   )? {
-    let reactor =
-      ownExecutablePath().split(separator: "/", omittingEmptySubsequences: false).dropLast()
-      .joined(separator: "/") + "/netlink-floor"
+    let reactor = netlinkFloorPath()
     guard access(reactor, X_OK) == 0 else { return nil }
     let process = try PreparedCommand(label: "", path: reactor, arguments: ["--react", String(index)]).spawn()
     defer {
