@@ -34,7 +34,8 @@ public struct UnsavedTraffic: Sendable {
   /// period's bucket of every granularity at once: a booking is then one addition, not a search
   /// through four buckets. Those of earlier periods are settled per bucket (one per granularity,
   /// two where a save interval crosses a bucket's end).
-  struct Booked {
+  struct Booked: NameKeyed {
+    var name: InterfaceName
     var period: Int
     var interfaceClass: InterfaceClass
     var traffic: TrafficCounts
@@ -42,8 +43,9 @@ public struct UnsavedTraffic: Sendable {
     /// Everything booked, whatever the bucket.
     var total: TrafficCounts
   }
-  /// Per name, its bookings: a booking looks its name up once.
-  private var names: [InterfaceName: Booked] = [:]
+  /// Per name, its bookings: a booking looks its name up once, in a table a sample's bookings
+  /// walk in the order they came the sample before.
+  private var names = NameTable<Booked>()
   /// The bucket starts of each period booked into, one per granularity (by raw value): a
   /// period is the buckets an instant falls in, shared by every booking of one sample.
   private var periods: [[Int64]] = []
@@ -81,8 +83,8 @@ public struct UnsavedTraffic: Sendable {
   ) -> TrafficCounts {
     guard !traffic.isZero else { return names[name]?.total ?? .zero }
     let period = self.period(of: wall, calendar: calendar)
-    guard let index = names.index(forKey: name) else {
-      names[name] = Booked(period: period, interfaceClass: interfaceClass, traffic: traffic, total: traffic)
+    guard let index = names.position(of: name) else {
+      names.insert(Booked(name: name, period: period, interfaceClass: interfaceClass, traffic: traffic, total: traffic))
       return traffic
     }
     // Changed where it lies, through one access: a read of the table's value would copy it.
@@ -178,7 +180,7 @@ public struct UnsavedTraffic: Sendable {
 
   /// Forgets what was booked for `name` (another writer booked it).
   public mutating func remove(_ name: InterfaceName) {
-    names[name] = nil
+    names.remove(name)
   }
 
   /// One row per bucket, ordered as the table's key (granularity, start, name) so a checkpoint
@@ -188,20 +190,20 @@ public struct UnsavedTraffic: Sendable {
   public var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] {
     // The names' positions sorted, by the names alone (a comparison that read a name with its
     // sums copied both).
-    let lists = Array(names)
-    let keys = lists.map(\.key)
+    let lists = names.values
+    let keys = lists.map(\.name)
     let order = keys.indices.sorted { keys[$0] < keys[$1] }
     var rows: [(granularity: TrafficGranularity, bucket: TrafficBucket)] = []
-    rows.reserveCapacity(lists.reduce(TrafficGranularity.allCases.count * lists.count) { $0 + $1.value.settled.count })
+    rows.reserveCapacity(lists.reduce(TrafficGranularity.allCases.count * lists.count) { $0 + $1.settled.count })
     for granularity in TrafficGranularity.allCases {
       let first = rows.count
       var starts: (lowest: Int64, highest: Int64)?
       for i in order {
-        forEachSum(of: lists[i].value, in: granularity) { start, interfaceClass, traffic in
+        forEachSum(of: lists[i], in: granularity) { start, interfaceClass, traffic in
           rows.append(
             (
               granularity,
-              TrafficBucket(name: lists[i].key, start: start, interfaceClass: interfaceClass, traffic: traffic)
+              TrafficBucket(name: lists[i].name, start: start, interfaceClass: interfaceClass, traffic: traffic)
             ))
           starts = (min(starts?.lowest ?? start, start), max(starts?.highest ?? start, start))
         }

@@ -29,7 +29,7 @@ extension LedgerBaseline {
 }
 
 /// The ledger's record of one interface name: where it last stood and the totals that only grow.
-public struct LedgerEntry: Hashable, Sendable {
+public struct LedgerEntry: Hashable, Sendable, NameKeyed {
   public var name: InterfaceName
   public var interfaceClass: InterfaceClass
   public var baseline: LedgerBaseline

@@ -3,8 +3,9 @@ import Testing
 @testable import VPNStatModel
 @testable import VPNStatTestSupport
 
-/// The ledger's table: every name found where it was put, through growth, colliding probes and
-/// names of every form, in the order the entries came; equal as a map of names.
+/// The ledger's table (a `NameTable`): every name found where it was put, through growth,
+/// colliding probes, removals and names of every form, in the order the entries came; equal as a
+/// map of names.
 struct LedgerTableTests {
   static func entry(_ name: InterfaceName, _ figure: UInt64) -> LedgerEntry {
     LedgerEntry(
@@ -27,6 +28,18 @@ struct LedgerTableTests {
     names.append(InterfaceName("a-very-long-interface-name"))
     return names
   }()
+
+  /// `count` names whose probes all start at slot 0 of a 64-slot index ("c" and a number).
+  static func colliding(_ count: Int) -> [InterfaceName] {
+    var colliding: [InterfaceName] = []
+    var i = 0
+    while colliding.count < count {
+      let name = InterfaceName("c\(i)")
+      if LedgerTable.slot(of: name, mask: 63) == 0 { colliding.append(name) }
+      i += 1
+    }
+    return colliding
+  }
 
   @Test("every name is found where it was put, as the table grows from nothing through many rehashes")
   func grows() {
@@ -67,19 +80,13 @@ struct LedgerTableTests {
 
   @Test("names whose probes start at one slot are each found (linear probing past the others)")
   func collisions() {
-    // Names that all start at slot 0 of a 64-slot index.
-    var colliding: [InterfaceName] = []
-    var i = 0
-    while colliding.count < 20 {
-      let name = InterfaceName("c\(i)")
-      if LedgerTable.slot(of: name, mask: 63) == 0 { colliding.append(name) }
-      i += 1
-    }
+    let colliding = Self.colliding(20)
     var table = LedgerTable(minimumCapacity: 32)
     for (i, name) in colliding.enumerated() { table.insert(Self.entry(name, UInt64(i))) }
     for (i, name) in colliding.enumerated() { #expect(table[name]?.baseline.counters.rxBytes == UInt64(i)) }
     // A name missing from the table but probing through the same run is not found.
     var absent = InterfaceName("x")
+    var i = 0
     while LedgerTable.slot(of: absent, mask: 63) != 0 || colliding.contains(absent) {
       absent = InterfaceName("x\(i)")
       i += 1
@@ -100,5 +107,68 @@ struct LedgerTableTests {
     var fewer = LedgerTable()
     for (i, name) in names.dropLast().enumerated() { fewer.insert(Self.entry(name, UInt64(i))) }
     #expect(forward != fewer)
+  }
+  @Test(
+    "a removed name is gone and every other is still found, through colliding probes, growth and emptying; the last value fills the gap"
+  )
+  func removals() {
+    // Names whose probes all start at one slot, among others that do not.
+    let colliding = Self.colliding(12)
+    let names = colliding + Self.names.prefix(18)
+    var table = LedgerTable(minimumCapacity: 30)
+    var reference: [InterfaceName: LedgerEntry] = [:]
+    for (i, name) in names.enumerated() {
+      table.insert(Self.entry(name, UInt64(i)))
+      reference[name] = Self.entry(name, UInt64(i))
+    }
+    // From the middle of the colliding run, its start, its end, then the others in turn.
+    let order =
+      [colliding[5], colliding[0], colliding[11]]
+      + names.filter { ![colliding[5], colliding[0], colliding[11]].contains($0) }
+    for (removed, name) in order.enumerated() {
+      let last = table.values.last?.name
+      let position = table.position(of: name)
+      #expect(table.remove(name) == reference.removeValue(forKey: name))
+      #expect(table.remove(name) == nil)
+      #expect(table[name] == nil)
+      #expect(table.count == names.count - removed - 1)
+      if let last, last != name, let position { #expect(table.values[position].name == last) }
+      for (other, entry) in reference { #expect(table[other] == entry, "\(other) after removing \(name)") }
+    }
+    #expect(table.isEmpty)
+    // Emptied, then filled again past its first size.
+    for (i, name) in Self.names.prefix(100).enumerated() { table.insert(Self.entry(name, UInt64(i))) }
+    for (i, name) in Self.names.prefix(100).enumerated() {
+      #expect(table[name]?.baseline.counters.rxBytes == UInt64(i))
+    }
+    table.removeAll(keepingCapacity: true)
+    #expect(table.isEmpty && table[Self.names[0]] == nil)
+    table.insert(Self.entry(Self.names[1], 1))
+    #expect(table[Self.names[1]]?.baseline.counters.rxBytes == 1 && table.count == 1)
+  }
+
+  @Test("a long run of inserts, updates and removals agrees with a dictionary at every step")
+  func agreesWithDictionary() {
+    var table = LedgerTable()
+    var reference: [InterfaceName: LedgerEntry] = [:]
+    var random = SplitMix(seed: 22)
+    let pool = Array(Self.names.prefix(300))
+    for step in 0..<6000 {
+      let name = pool[Int(random.next() % UInt64(pool.count))]
+      switch random.next() % 3 {
+      case 0:
+        #expect(table.insert(Self.entry(name, UInt64(step))) == (reference[name] == nil))
+        if reference[name] == nil { reference[name] = Self.entry(name, UInt64(step)) }
+      case 1:
+        table.update(Self.entry(name, UInt64(step)))
+        reference[name] = Self.entry(name, UInt64(step))
+      default:
+        #expect(table.remove(name) == reference.removeValue(forKey: name))
+      }
+      #expect(table[name] == reference[name])
+      if step % 500 == 0 { #expect(table == LedgerTable(reference)) }
+    }
+    #expect(table == LedgerTable(reference))
+    #expect(Set(table.keys) == Set(reference.keys) && table.count == reference.count)
   }
 }

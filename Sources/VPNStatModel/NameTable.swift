@@ -1,16 +1,26 @@
-/// The ledger's entries, one per name: side by side in an array, in the order they came (name
-/// order, after a load), with a small index of their positions by name.
+/// A value that carries its interface name, by which a `NameTable` keeps it.
+public protocol NameKeyed {
+  var name: InterfaceName { get }
+}
+
+/// The ledger's entries: a `NameTable` of them.
+public typealias LedgerTable = NameTable<LedgerEntry>
+
+/// Values, one per interface name, side by side in an array in the order they came (name
+/// order, for a ledger after a load), with a small index of their positions by name: the ledger's
+/// entries (`LedgerTable`), a writer's unsaved traffic per name (`UnsavedTraffic`).
 ///
 /// A `[InterfaceName: LedgerEntry]` of a thousand names is 2,048 buckets of ~180 bytes, most of
 /// them empty, filled and read in hash order, and every look-up runs SipHash: a reader that loads
 /// the ledger, advances it and reports it (`status --db`) spent about a millisecond there, most
-/// of it faulting and missing the cache. Here the entries take what they hold, are written and
-/// read in order, and the index is an open-addressed table of 32-bit positions (a quarter of a
-/// page per hundred names) keyed by a multiply-mix of the name's two words.
-public struct LedgerTable: Sendable, Sequence {
-  /// The entries, in the order they were added. (Changed in place by the ledger, which keeps
-  /// each name where it is: the index is by name.)
-  public internal(set) var values: [LedgerEntry] = []
+/// of it faulting and missing the cache. Here the values take what they hold, are written and
+/// read in order (a sample's order, every second, for the recorder), and the index is an
+/// open-addressed table of 32-bit positions (a quarter of a page per hundred names) keyed by a
+/// multiply-mix of the name's two words.
+public struct NameTable<Value: NameKeyed>: Sequence {
+  /// The values, in the order they were added (a removal moves the last into the gap). Changed
+  /// in place only where each keeps its name: the index is by name.
+  public internal(set) var values: [Value] = []
   /// Position + 1 of the entry whose name hashes to (or probes to) each slot; 0: empty. A power
   /// of two, at most half full.
   @usableFromInline
@@ -20,8 +30,8 @@ public struct LedgerTable: Sendable, Sequence {
 
   public init(minimumCapacity: Int) { reserveCapacity(minimumCapacity) }
 
-  /// The entries of a dictionary (keyed by their own names), in name order.
-  public init(_ entries: [InterfaceName: LedgerEntry]) {
+  /// The values of a dictionary (keyed by their own names), in name order.
+  public init(_ entries: [InterfaceName: Value]) {
     reserveCapacity(entries.count)
     for name in entries.keys.sorted() { update(entries[name]!) }
   }
@@ -30,24 +40,24 @@ public struct LedgerTable: Sendable, Sequence {
   public var isEmpty: Bool { values.isEmpty }
   public var keys: [InterfaceName] { values.map(\.name) }
 
-  /// The entry of `name`, if the table has one. (Inlinable, as the look-ups below: a reader
+  /// The value of `name`, if the table has one. (Inlinable, as the look-ups below: a reader
   /// looks up every interface, and the caller then copies only the fields it reads.)
   @inlinable
-  public subscript(name: InterfaceName) -> LedgerEntry? {
+  public subscript(name: InterfaceName) -> Value? {
     switch probe(name) {
     case .found(let position): values[position]
     case .empty, nil: nil
     }
   }
 
-  /// Where `name`'s entry lies in `values`.
+  /// Where `name`'s value lies in `values`.
   @inlinable
   public func position(of name: InterfaceName) -> Int? {
     if case .found(let position) = probe(name) { return position }
     return nil
   }
 
-  /// Where a probe for a name ends: at its entry's position, or at the empty slot it would take.
+  /// Where a probe for a name ends: at its value's position, or at the empty slot it would take.
   @usableFromInline
   enum Probe {
     case found(Int)
@@ -72,8 +82,8 @@ public struct LedgerTable: Sendable, Sequence {
     }
   }
 
-  /// Puts `entry` in place of its name's entry, or adds it after the others.
-  public mutating func update(_ entry: consuming LedgerEntry) {
+  /// Puts `entry` in place of its name's value, or adds it after the others.
+  public mutating func update(_ entry: consuming Value) {
     switch probe(entry.name) {
     case .found(let position): values[position] = entry
     case .empty(let slot): append(entry, at: slot)
@@ -83,7 +93,7 @@ public struct LedgerTable: Sendable, Sequence {
 
   /// Adds `entry`, whose name the table does not hold; false (and nothing added) when it does.
   @discardableResult
-  public mutating func insert(_ entry: consuming LedgerEntry) -> Bool {
+  public mutating func insert(_ entry: consuming Value) -> Bool {
     switch probe(entry.name) {
     case .found: return false
     case .empty(let slot): append(entry, at: slot)
@@ -97,21 +107,56 @@ public struct LedgerTable: Sendable, Sequence {
     if Self.slotCount(for: capacity) > slots.count { rebuildIndex(slotCount: Self.slotCount(for: capacity)) }
   }
 
+  /// Removes `name`'s value and returns it (nil: the table has none). The last value takes its
+  /// place in `values`; the index closes the gap its slot leaves (a later name whose probe ran
+  /// through that slot moves back), so every probe still ends at its name or an empty slot.
+  @discardableResult
+  public mutating func remove(_ name: InterfaceName) -> Value? {
+    guard case .found(let position) = probe(name) else { return nil }
+    let mask = slots.count - 1
+    var gap = slotHolding(position)
+    var slot = (gap + 1) & mask
+    while slots[slot] != 0 {
+      // A value may move back to the gap when the gap lies on its probe, from its home slot on.
+      let home = Self.slot(of: values[Int(slots[slot] - 1)].name, mask: mask)
+      if (slot &- home) & mask >= (slot &- gap) & mask {
+        slots[gap] = slots[slot]
+        gap = slot
+      }
+      slot = (slot + 1) & mask
+    }
+    slots[gap] = 0
+    let last = values.count - 1
+    if position != last { slots[slotHolding(last)] = UInt32(position + 1) }
+    values.swapAt(position, last)
+    return values.removeLast()
+  }
+
+  /// Removes every value, keeping the room for as many.
+  public mutating func removeAll(keepingCapacity: Bool = false) {
+    values.removeAll(keepingCapacity: keepingCapacity)
+    if keepingCapacity {
+      for i in slots.indices { slots[i] = 0 }
+    } else {
+      slots = []
+    }
+  }
+
   /// `[name: transform(entry)]`.
-  public func mapValues<T>(_ transform: (LedgerEntry) throws -> T) rethrows -> [InterfaceName: T] {
+  public func mapValues<T>(_ transform: (Value) throws -> T) rethrows -> [InterfaceName: T] {
     var result: [InterfaceName: T] = [:]
     result.reserveCapacity(values.count)
     for entry in values { result[entry.name] = try transform(entry) }
     return result
   }
 
-  public func makeIterator() -> some IteratorProtocol<(key: InterfaceName, value: LedgerEntry)> {
+  public func makeIterator() -> some IteratorProtocol<(key: InterfaceName, value: Value)> {
     values.lazy.map { (key: $0.name, value: $0) }.makeIterator()
   }
 
   /// Adds `entry` whose name is not in the table; `slot` is the empty slot its probe ended at,
   /// which stays right unless the index grows.
-  private mutating func append(_ entry: consuming LedgerEntry, at slot: Int?) {
+  private mutating func append(_ entry: consuming Value, at slot: Int?) {
     let grows = Self.slotCount(for: values.count + 1) > slots.count
     if grows { rebuildIndex(slotCount: Self.slotCount(for: Swift.max(values.count + 1, 2 * values.count))) }
     let mask = slots.count - 1
@@ -124,6 +169,14 @@ public struct LedgerTable: Sendable, Sequence {
     // release down again.
     values.append(entry)
     slots[slot] = UInt32(values.count)
+  }
+
+  /// The slot that holds `position` (which the table has).
+  private func slotHolding(_ position: Int) -> Int {
+    let mask = slots.count - 1
+    var slot = Self.slot(of: values[position].name, mask: mask)
+    while slots[slot] != UInt32(position + 1) { slot = (slot + 1) & mask }
+    return slot
   }
 
   private mutating func rebuildIndex(slotCount: Int) {
@@ -150,9 +203,11 @@ public struct LedgerTable: Sendable, Sequence {
   }
 }
 
-extension LedgerTable: Equatable {
-  /// The same names with the same entries, in whatever order.
-  public static func == (a: LedgerTable, b: LedgerTable) -> Bool {
+extension NameTable: Sendable where Value: Sendable {}
+
+extension NameTable: Equatable where Value: Equatable {
+  /// The same names with the same values, in whatever order.
+  public static func == (a: NameTable, b: NameTable) -> Bool {
     a.count == b.count && a.values.allSatisfy { b[$0.name] == $0 }
   }
 }
