@@ -182,6 +182,7 @@ enum LedgerSnapshot {
 
     var atEnd: Bool { windowStart + offset == count }
 
+    @inline(__always)
     mutating func bytes(_ wanted: Int) -> UnsafeRawBufferPointer? {
       guard wanted >= 0, wanted <= count - windowStart - offset else { return nil }
       if wanted > window.count - offset {
