@@ -158,7 +158,7 @@ enum RecordBenchmark {
         + " resident \(end.residentKiB) kB"
       if subject.judged && ifbCount >= 1000 {
         let met = cost.writePerMinute <= 1_048_576 && cost.cpuPercent < 0.5
-        line += " — target ≤ 1 MiB/min and < 0.5 %: \(met ? "met" : "MISSED")"
+        line += " — target ≤ 1 MiB/min and < 0.5 %: \(verdict(met))"
       }
       notes.append(line)
       if subject.label.hasPrefix("vpnstat record"), let (vnstatd, vnstatdCPU) = anchor {
@@ -168,7 +168,7 @@ enum RecordBenchmark {
           + " CPU \(share(cost.cpuPercent, of: vnstatdCPU))"
         if ifbCount >= 1000 {
           let met = end.residentKiB <= 6 * 1024 && cost.cpuPercent <= 0.2
-          ratio += " — target ≤ 6 MiB and ≤ 0.2 %: \(met ? "met" : "MISSED")"
+          ratio += " — target ≤ 6 MiB and ≤ 0.2 %: \(verdict(met))"
           if subject.judged {
             anchored.append(
               judged(
@@ -204,7 +204,7 @@ enum RecordBenchmark {
   /// A target line: `part` ÷ `whole` against `limit`.
   static func judged(_ target: String, _ part: Double, of whole: Double, atMost limit: Double) -> String {
     guard whole > 0 else { return "  \(target): the anchor used no CPU — not judged" }
-    return "  \(target): \(share(part, of: whole)) — \(part / whole <= limit ? "met" : "MISSED")"
+    return "  \(target): \(share(part, of: whole)) — \(verdict(part / whole <= limit))"
   }
 
   /// The traffic: one small frame out of every ifb device each second (an ifb counts it as

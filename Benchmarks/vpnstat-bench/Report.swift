@@ -226,7 +226,6 @@ enum Summary {
     func median(_ section: Measurement.Section, _ label: String, _ n: Int) -> Double? {
       measured(section, label, n)?.timing.median
     }
-    func verdict(_ met: Bool) -> String { met ? "met" : "MISSED" }
     let readerSizes = sizes(results.filter { $0.section == .reader })
     if let n = readerSizes.last, n >= 1000 {
       if let reader = median(.reader, Labels.netlinkReader, n), let floor = median(.reader, Labels.floor, n) {

@@ -90,6 +90,9 @@ func formatDuration(_ nanoseconds: Double) -> String {
 }
 
 /// A ratio such as `1.37×`.
+/// How a summary judges a target.
+func verdict(_ met: Bool) -> String { met ? "met" : "MISSED" }
+
 func formatRatio(_ ratio: Double) -> String {
   guard ratio.isFinite else { return "–" }
   return fixed(ratio, ratio < 10 ? 2 : 1) + "×"
