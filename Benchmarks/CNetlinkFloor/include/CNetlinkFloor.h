@@ -24,4 +24,7 @@ int traffic_mover_send(int fd, int ifindex);
 /// Undoes every up of the link `ifindex` as soon as the kernel tells of it, until killed: the
 /// floor an enforcer's undo is compared with. Returns -errno when it cannot go on.
 int netlink_floor_react(int ifindex);
+/// Waits at most `nanoseconds` for `fd` to become readable (ppoll: poll's timeout is whole
+/// milliseconds). Returns 1 when readable, 0 when not, -errno on error.
+int bench_wait_readable(int fd, int64_t nanoseconds);
 #endif
