@@ -29,12 +29,36 @@ struct BenchNamespace {
   }
 
   /// Deletes the namespace; the kernel frees its devices with it. Never throws: cleanup goes on.
+  /// What still runs inside is killed first: an inner run stopped by an interruption leaves its
+  /// children behind otherwise (an enforcer was found running on in a deleted namespace).
   func destroy(ip: String) {
+    killProcessesInside()
     do {
       try Self.runIP(ip, ["netns", "delete", name], interruptible: false)
     } catch {
       warn(
         "could not delete namespace \(name): \(error) — remove it with 'ip netns delete \(name)'")
+    }
+  }
+
+  /// Sends SIGKILL to every process whose network namespace is this one (its `/proc/PID/ns/net`
+  /// names the inode `/run/netns/NAME` is bound to): only what this run started runs there.
+  private func killProcessesInside() {
+    var namespace = stat()
+    guard stat("/run/netns/\(name)", &namespace) == 0 else { return }
+    let wanted = Array("net:[\(namespace.st_ino)]".utf8)
+    guard let directory = opendir("/proc") else { return }
+    defer { closedir(directory) }
+    while let entry = readdir(directory) {
+      let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+      }
+      guard let pid = Int32(entryName), pid != getpid() else { continue }
+      var link = [UInt8](repeating: 0, count: 64)
+      let count = link.withUnsafeMutableBufferPointer { buffer in
+        buffer.withMemoryRebound(to: CChar.self) { readlink("/proc/\(pid)/ns/net", $0.baseAddress!, 63) }
+      }
+      if count > 0 && link.prefix(count).elementsEqual(wanted) { kill(pid, SIGKILL) }
     }
   }
 

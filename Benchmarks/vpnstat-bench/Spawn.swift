@@ -58,13 +58,17 @@ struct ExitReport: Sendable, CustomStringConvertible {
 /// cleanup runs while no child is left behind.
 func waitForExit(_ pid: pid_t, interruptible: Bool = false) throws -> ExitReport {
   var status: Int32 = 0
+  func endChild(_ signal: Int32) -> Interruption {
+    kill(pid, SIGTERM)
+    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    return Interruption(signal: signal)
+  }
+  // A signal that came before the wait (it cut a read of the child's output short) ends the
+  // child now: waiting for it first left an interrupted run running to its end.
+  if interruptible, let signal = Interruption.pending { throw endChild(signal) }
   while waitpid(pid, &status, 0) == -1 {
     guard errno == EINTR else { throw BenchError("waitpid: \(String(cString: strerror(errno)))") }
-    if interruptible, let signal = Interruption.pending {
-      kill(pid, SIGTERM)
-      while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-      throw Interruption(signal: signal)
-    }
+    if interruptible, let signal = Interruption.pending { throw endChild(signal) }
   }
   // The child may have died of the same Ctrl-C first: report the interruption, not its death.
   if interruptible, let signal = Interruption.pending { throw Interruption(signal: signal) }
