@@ -89,10 +89,10 @@ func formatDuration(_ nanoseconds: Double) -> String {
   return fixed(milli / 1_000, 3) + " s"
 }
 
-/// A ratio such as `1.37×`.
 /// How a summary judges a target.
 func verdict(_ met: Bool) -> String { met ? "met" : "MISSED" }
 
+/// A ratio such as `1.37×`.
 func formatRatio(_ ratio: Double) -> String {
   guard ratio.isFinite else { return "–" }
   return fixed(ratio, ratio < 10 ? 2 : 1) + "×"
