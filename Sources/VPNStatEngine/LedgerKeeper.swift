@@ -280,6 +280,9 @@ package struct LedgerKeeper {
     unbooked = []
     writer = nil
     lastSave = sample?.taken.boottime ?? attempt.boottime
+    // The recorder's saves are what one-shot readers read without SQLite (`PublishedState`); one
+    // it cannot publish leaves them reading the database.
+    if role == .recorder { _ = try? store.publishForReaders() }
     return Step(sample: sample, events: events, saved: true)
   }
 }

@@ -26,10 +26,15 @@ package struct LedgerView {
       // entry's boot by identity, not by its 36 bytes.
       (ledger, loadedVersion) = try store.loadVersionedLedger(sharingBootID: sampler.clock.now().bootID)
     }
+    return (try Self.sample(&sampler, advancing: &ledger), ledger)
+  }
+
+  /// Takes a sample and advances `ledger` (loaded before it) with it, as a reader does.
+  static func sample(_ sampler: inout TrafficSampler, advancing ledger: inout Ledger) throws -> CounterSample {
     let sample = try sampler.sample()
     // In place, and nothing collected: a reader keeps no record of what changed.
     sampler.forEachObservationChunk(of: sample) { ledger.advance($0) { _, _ in } }
-    return (sample, ledger)
+    return sample
   }
 
   /// Books link notifications (a tunnel deleted between samples keeps its last bytes here).

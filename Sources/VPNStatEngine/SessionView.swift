@@ -44,24 +44,35 @@ package enum SessionView {
   package static func report(_ request: SessionRequest, store: Store, catalog: inout InterfaceCatalog) throws
     -> SessionReport
   {
-    let record = try store.sessionRecord()
+    try report(request, stored: store.storedSession(), store: store, location: store.location, catalog: &catalog)
+  }
+
+  /// The report from `stored` (read from the database at `location`, or as the recorder
+  /// published it), as `report(_:store:catalog:)` makes it. `store` gives the tunnel totals
+  /// when there is no ledger and a data cap's usage (the buckets); without it (a published
+  /// state, which never has a cap) neither is read.
+  package static func report(
+    _ request: SessionRequest, stored: StoredSession, store: Store?, location: StoreLocation,
+    catalog: inout InterfaceCatalog
+  ) throws -> SessionReport {
+    let record = stored.record
     // Reports never store the trusted clock (the recorder would write it with every sample):
     // writers store it with their checkpoints and decisions.
-    let now = try store.trustedNow(request.reading, writing: false)
+    let now = stored.trustedNow(request.reading)
     let keeper = request.keeper
     let ledger = keeper?.ledger ?? request.ledger
-    let totals = try ledger?.totals(of: .tunnel) ?? store.tunnelTotals()
-    let cap = try record.dataCap.map { cap in
-      try keeper.map { try PeriodUsage.status(of: cap, $0, at: now) }
-        ?? PeriodUsage.status(of: cap, store, at: now, ledger: ledger)
+    let totals = try ledger?.totals(of: .tunnel) ?? store?.tunnelTotals()
+    let cap = try record.dataCap.flatMap { cap -> DataCapStatus? in
+      if let keeper { return try PeriodUsage.status(of: cap, keeper, at: now) }
+      return try store.map { try PeriodUsage.status(of: cap, $0, at: now, ledger: ledger) }
     }
-    let enforcers = EnforcerPresenceFile.running(on: store.location)
+    let enforcers = EnforcerPresenceFile.running(on: location)
     let sample = request.sample
     var report = SessionReport.make(
       record, now: now, tunnelUp: tunnelUp(record, sample: sample, catalog: &catalog),
-      nextLengths: request.nextLengths, tunnelTotals: totals, lastStop: try store.stops(limit: 1).first,
+      nextLengths: request.nextLengths, tunnelTotals: totals, lastStop: stored.lastStop,
       enforcer: enforcers.first { $0.tunnel == record.tunnel } ?? enforcers.first, dataCap: cap,
-      lastRefusal: try store.lastRefusal())
+      lastRefusal: stored.lastRefusal)
     if let detector = request.detector, let tunnel = record.tunnel,
       let entry = sample?.interfaces.first(where: { $0.name == tunnel })
     {

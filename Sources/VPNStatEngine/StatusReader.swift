@@ -38,6 +38,9 @@ package struct StatusReader {
   package var sampler: TrafficSampler
   package let store: Store?
   var ledgerView: LedgerView?
+  /// What the recorder published of the database, in place of `store`: read by the first report
+  /// only (`status`; `watch` reads the database).
+  var published: PublishedState?
   /// What shows WireGuard's own figures under a WireGuard tunnel; nil: nothing is shown.
   package var wireGuard: (any WireGuardSource)?
   /// Who manages each tunnel-class interface (and the session's tunnel); nil: not looked up.
@@ -49,12 +52,13 @@ package struct StatusReader {
   package private(set) var previous: CounterSample?
 
   package init(
-    sampler: TrafficSampler, store: Store?, wireGuard: (any WireGuardSource)? = nil,
+    sampler: TrafficSampler, store: Store?, published: PublishedState? = nil, wireGuard: (any WireGuardSource)? = nil,
     managers: (any ManagerDetecting)? = nil, reportsStoreHealth: Bool = true
   ) {
     self.sampler = sampler
     self.store = store
     self.ledgerView = store.map(LedgerView.init(store:))
+    self.published = published
     self.wireGuard = wireGuard
     self.managers = managers
     self.reportsStoreHealth = reportsStoreHealth
@@ -66,18 +70,10 @@ package struct StatusReader {
       previous = try sampler.sample()
       sampler.clock.sleep(for: interval)
     }
-    // Every query of the database in one read transaction, ended before WireGuard's and the
-    // managers' look-ups, which may wait on other programs.
-    let (read, session) = try Store.inOneRead(store) {
-      let read = try ReaderSample.take(&sampler, view: &ledgerView, health: reportsStoreHealth)
-      let session = try store.map { store in
-        try SessionView.report(
-          SessionRequest(
-            reading: read.sample.taken, sample: read.sample, ledger: read.ledger, nextLengths: request.nextLengths),
-          store: store, catalog: &sampler.catalog)
-      }
-      return (read, session)
-    }
+    // Read before WireGuard's and the managers' look-ups, which may wait on other programs.
+    let (read, session) = try ReaderSample.takeWithSession(
+      &sampler, view: &ledgerView, published: &published, nextLengths: request.nextLengths,
+      health: reportsStoreHealth)
     let sample = read.sample
     var snapshot = StatusSnapshot.make(
       sample: sample, catalog: &sampler.catalog, selection: request.selection, previous: previous, ledger: read.ledger)
@@ -115,6 +111,39 @@ package struct ReaderSample {
   /// or where it was not asked for (`watch`).
   package var health: StoreHealth?
 
+  /// One sample over the stored ledger and the session at its time, for a report: from what the
+  /// recorder published when there is that (it is then consumed), else with every query of the
+  /// database in one read transaction (they come from one commit); without either, the sample
+  /// alone.
+  package static func takeWithSession(
+    _ sampler: inout TrafficSampler, view: inout LedgerView?, published: inout PublishedState?,
+    nextLengths: SessionLengths, health: Bool
+  ) throws -> (read: ReaderSample, session: SessionReport?) {
+    if var state = published {
+      published = nil
+      // Taken out of the state, so advancing it is in place, not a copy of the whole table.
+      var ledger = Ledger()
+      swap(&ledger, &state.ledger)
+      let sample = try LedgerView.sample(&sampler, advancing: &ledger)
+      let read = ReaderSample(sample, ledger: ledger, health: health ? state.health : nil, clock: sampler.clock)
+      let session = try SessionView.report(
+        SessionRequest(reading: sample.taken, sample: sample, ledger: ledger, nextLengths: nextLengths),
+        stored: state.session, store: nil, location: state.location, catalog: &sampler.catalog)
+      return (read, session)
+    }
+    let store = view?.store
+    return try Store.inOneRead(store) {
+      let read = try take(&sampler, view: &view, health: health)
+      let session = try store.map { store in
+        try SessionView.report(
+          SessionRequest(
+            reading: read.sample.taken, sample: read.sample, ledger: read.ledger, nextLengths: nextLengths),
+          store: store, catalog: &sampler.catalog)
+      }
+      return (read, session)
+    }
+  }
+
   /// One sample over `store`'s ledger (none without a database).
   package static func take(_ sampler: inout TrafficSampler, store: Store?) throws -> ReaderSample {
     var view = store.map(LedgerView.init(store:))
@@ -122,16 +151,20 @@ package struct ReaderSample {
   }
 
   static func take(_ sampler: inout TrafficSampler, view: inout LedgerView?, health: Bool) throws -> ReaderSample {
-    var warnings: [String] = []
-    if let problem = sampler.clock.bootIDProblem { warnings.append(problem) }
-    guard view != nil else {
-      return ReaderSample(sample: try sampler.sample(), ledger: nil, warnings: warnings, health: nil)
-    }
+    guard view != nil else { return ReaderSample(try sampler.sample(), ledger: nil, health: nil, clock: sampler.clock) }
     // Sampled where it lies: a copy of the view would share its ledger, and advancing it would
     // copy the whole table at every refresh of `watch`.
     let (sample, ledger) = try view!.sample(&sampler)
-    let stored = health ? try view!.store.health() : nil
-    if let warning = stored?.warning(at: sample.taken.wall) { warnings.append(warning) }
-    return ReaderSample(sample: sample, ledger: ledger, warnings: warnings, health: stored)
+    return ReaderSample(sample, ledger: ledger, health: health ? try view!.store.health() : nil, clock: sampler.clock)
+  }
+}
+
+extension ReaderSample {
+  /// The sample with the warnings a report shows about it: the clock's boot id, the health.
+  init(_ sample: CounterSample, ledger: Ledger?, health: StoreHealth?, clock: any TimeSource) {
+    var warnings: [String] = []
+    if let problem = clock.bootIDProblem { warnings.append(problem) }
+    if let warning = health?.warning(at: sample.taken.wall) { warnings.append(warning) }
+    self.init(sample: sample, ledger: ledger, warnings: warnings, health: health)
   }
 }

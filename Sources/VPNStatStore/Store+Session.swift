@@ -209,12 +209,7 @@ extension Store {
   /// either way, and the next writer stores a pair.
   package func trustedNow(_ reading: ClockReading, writing: Bool? = nil) throws -> Timestamp {
     try guarded {
-      var last: TrustedClock?
-      try connection.query("SELECT wall, boottime, boot_id FROM trusted_clock WHERE id = 1") { row in
-        last = TrustedClock(
-          wall: Timestamp(nanoseconds: row.integer(0)), boottime: row.integer(1), bootID: row.text(2) ?? "")
-      }
-      let now = TrustedClock.now(reading, last: last)
+      let now = TrustedClock.now(reading, last: try readTrusted())
       if writing ?? !isReadOnly {
         connection.setBusyTimeout(milliseconds: 0)
         defer { connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds) }
@@ -224,6 +219,27 @@ extension Store {
         }
       }
       return now
+    }
+  }
+
+  private func readTrusted() throws -> TrustedClock? {
+    var last: TrustedClock?
+    try connection.query("SELECT wall, boottime, boot_id FROM trusted_clock WHERE id = 1") { row in
+      last = TrustedClock(
+        wall: Timestamp(nanoseconds: row.integer(0)), boottime: row.integer(1), bootID: row.text(2) ?? "")
+    }
+    return last
+  }
+
+  /// What a session report reads of the database (`SessionView.report`), in one read
+  /// transaction (the caller's, when it has one).
+  package func storedSession() throws -> StoredSession {
+    try guarded {
+      try connection.transaction(immediate: false) {
+        StoredSession(
+          record: try readSession(), trusted: try readTrusted(), lastStop: try stops(limit: 1).first,
+          lastRefusal: try lastRefusal())
+      }
     }
   }
 
@@ -238,4 +254,25 @@ extension Store {
       "INSERT OR REPLACE INTO trusted_clock (id, wall, boottime, boot_id) VALUES (1, ?, ?, ?)",
       [.integer(pair.wall.nanoseconds), .integer(pair.boottime), .text(pair.bootID)])
   }
+}
+
+/// The session as stored, with what a report shows beside it: the plan and window, the last
+/// trusted clock reading (a report's "now" is never behind it), the last stop and refusal. Read
+/// from the database (`Store.storedSession`) or from what the recorder published of it
+/// (`PublishedState`).
+package struct StoredSession: Hashable, Sendable {
+  package var record: SessionRecord
+  package var trusted: TrustedClock?
+  package var lastStop: StopRecord?
+  package var lastRefusal: Refusal?
+
+  package init(record: SessionRecord, trusted: TrustedClock?, lastStop: StopRecord?, lastRefusal: Refusal?) {
+    self.record = record
+    self.trusted = trusted
+    self.lastStop = lastStop
+    self.lastRefusal = lastRefusal
+  }
+
+  /// The trusted "now" for `reading` (`TrustedClock.now`): what `Store.trustedNow` says without writing.
+  package func trustedNow(_ reading: ClockReading) -> Timestamp { TrustedClock.now(reading, last: trusted) }
 }

@@ -18,23 +18,24 @@ package enum AtomicFile {
     package var description: String { "cannot write \(path): \(error)" }
   }
 
-  package static func write(_ bytes: [UInt8], named name: String, in directory: String) throws {
+  /// Writes `bytes` as `directory/name`, readable as `mode` says (0644 unless told).
+  package static func write(_ bytes: [UInt8], named name: String, in directory: String, mode: mode_t = 0o644) throws {
     let target = directory + "/" + name
     let temporary = directory + "/." + name + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
     do {
       let fd: FileDescriptor
       var named = false
       do {
-        fd = try FileDescriptor.open(directory, clinux_o_tmpfile() | O_WRONLY, mode: 0o644)
+        fd = try FileDescriptor.open(directory, clinux_o_tmpfile() | O_WRONLY, mode: mode)
       } catch let error as Errno where error.rawValue == EOPNOTSUPP || error.rawValue == EISDIR {
-        fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644)
+        fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
         named = true
       }
       defer { fd.close() }
       do {
         try fd.writeAll(bytes)
         // The mode must not depend on the umask: the collector runs as another user.
-        fchmod(fd.rawValue, 0o644)
+        fchmod(fd.rawValue, mode)
         if !named {
           guard linkat(AT_FDCWD, "/proc/self/fd/\(fd.rawValue)", AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) == 0 else {
             throw Errno.current

@@ -25,6 +25,10 @@ package struct FileDescriptor: Hashable, Sendable {
     return FileDescriptor(rawValue: fd)
   }
 
+  /// Flags to read a file named by a path that must not be a symlink, and whose open must not
+  /// wait (a FIFO planted in its place).
+  package static let readingNoFollow = O_RDONLY | O_NOFOLLOW | O_NONBLOCK
+
   /// Opens a file to read it.
   package static func openForReading(_ path: SystemPath) throws -> FileDescriptor {
     try open(path, O_RDONLY)
@@ -73,6 +77,13 @@ package struct FileDescriptor: Hashable, Sendable {
     return FileOwnership(owner: info.st_uid, permissions: info.st_mode & 0o7777)
   }
 
+  /// What the kernel says of the open file (fstat).
+  package func status() throws -> FileStatus {
+    var info = stat()
+    _ = try retryingInterrupts { fstat(rawValue, &info) }
+    return FileStatus(info)
+  }
+
   package static let standardInput = FileDescriptor(rawValue: 0)
   package static let standardOutput = FileDescriptor(rawValue: 1)
   package static let standardError = FileDescriptor(rawValue: 2)
@@ -103,6 +114,37 @@ package struct FileOwnership: Hashable, Sendable {
 
   /// The real user id of this process: who ran it.
   package static var currentUser: UInt32 { getuid() }
+}
+
+/// Which file a path or a descriptor is (device and inode), who owns it, who may write it, and
+/// its size: what tells a copy of a file's content from the file it was made of.
+package struct FileStatus: Hashable, Sendable {
+  package var device: UInt64
+  package var inode: UInt64
+  package var owner: UInt32
+  /// The permission bits (and set-id and sticky bits).
+  package var permissions: UInt32
+  package var isRegular: Bool
+  package var size: Int
+
+  init(_ info: stat) {
+    device = UInt64(info.st_dev)
+    inode = UInt64(info.st_ino)
+    owner = info.st_uid
+    permissions = info.st_mode & 0o7777
+    isRegular = info.st_mode & S_IFMT == S_IFREG
+    size = Int(info.st_size)
+  }
+
+  /// The file at `path` (a symlink followed), or nil when there is none or it cannot be looked at.
+  package static func of(_ path: String) -> FileStatus? {
+    var info = stat()
+    guard (try? retryingInterrupts({ stat(path, &info) })) != nil else { return nil }
+    return FileStatus(info)
+  }
+
+  /// Others than its owner may write it (S_IWGRP or S_IWOTH).
+  package var othersMayWrite: Bool { permissions & 0o022 != 0 }
 }
 
 /// Whole-file reads of the small files sysfs and procfs serve.

@@ -21,19 +21,10 @@ enum ExportCommand: Subcommand {
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     var sampler = CommandServices.sampler(parsed, context)
     let location = CommandServices.storeLocation(parsed, context)
-    let store = try context.openStore(location, intent: .read)
-    // Every query of the database in one read transaction (see `StatusReader.report`).
-    let (read, session) = try Store.inOneRead(store) {
-      let read = try ReaderSample.take(&sampler, store: store)
-      let session = try store.map { store in
-        try SessionView.report(
-          SessionRequest(
-            reading: read.sample.taken, sample: read.sample, ledger: read.ledger,
-            nextLengths: CommandServices.lengths(parsed)),
-          store: store, catalog: &sampler.catalog)
-      }
-      return (read, session)
-    }
+    var (published, store) = try CommandServices.reportSource(location, context)
+    var view = store.map(LedgerView.init(store:))
+    let (read, session) = try ReaderSample.takeWithSession(
+      &sampler, view: &view, published: &published, nextLengths: CommandServices.lengths(parsed), health: true)
     let health = read.health
     let sample = read.sample
     var (ledger, warnings) = (read.ledger, read.warnings)

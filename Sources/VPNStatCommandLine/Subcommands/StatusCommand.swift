@@ -28,13 +28,14 @@ enum StatusCommand: Subcommand {
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let location = CommandServices.storeLocation(parsed, context)
-    var reader = try CommandServices.statusReader(parsed, context, store: context.openStore(location, intent: .read))
+    let source = try CommandServices.reportSource(location, context)
+    var reader = try CommandServices.statusReader(parsed, context, store: source.store, published: source.published)
     let report = try reader.report(
       StatusRequest(
         selection: CommandServices.selection(parsed), rateInterval: parsed[rate],
         nextLengths: CommandServices.lengths(parsed)))
     var snapshot = report.snapshot
-    if reader.store == nil, parsed.has(CommonOptions.db) {
+    if source.store == nil, source.published == nil, parsed.has(CommonOptions.db) {
       snapshot.warnings.append("no database at \(location.path) (vpnstat record creates one)")
     }
     // The reader (its samples, catalog and ledger) and the report are freed by the exit.

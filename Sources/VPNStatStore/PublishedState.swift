@@ -1,0 +1,328 @@
+import VPNStatModel
+import VPNStatSystem
+
+/// What a one-shot report (`status`, `export`) reads of the database — the ledger, the session
+/// and the health — as the recorder published it beside the file (`DB.published`) after a save,
+/// with the database's `StoreStamp` of that moment. A reader that finds the stamp still the
+/// database's own has what SQLite would give it, without opening SQLite: the open, the schema's
+/// parse and a dozen statements' compiles were half of `status --db`'s cost at a thousand
+/// interfaces. Any commit since, by any writer, changes the stamp, and the reader reads the
+/// database as before; so does one that finds the file damaged, of another format, written by
+/// another user than the database's owner or writable by others, or a session with a data cap
+/// (its usage is in the buckets). The gate and the enforcer never read it: they decide.
+///
+/// Little-endian: magic, format, the head's length, the head (the stamp, the health, the
+/// session), then the ledger's snapshot (`LedgerSnapshot`) to the end of the file.
+package struct PublishedState {
+  /// The database it was published for.
+  package var location: StoreLocation
+  package var ledger: Ledger
+  package var session: StoredSession
+  package var health: StoreHealth
+
+  static let magic: UInt32 = 0x3170_7376  // "vsp1"
+  static let suffix = "published"
+  /// Larger is damage: a snapshot of 100,000 interfaces is some 20 MB.
+  static let largest = 256 << 20
+
+  /// The state published for the database at `location`, when it is current and may be believed
+  /// (see the type); nil otherwise. A boot id equal to `sharingBootID` is that String itself
+  /// (as `Store.loadLedger` promises).
+  package static func load(_ location: StoreLocation, sharingBootID: String?) -> PublishedState? {
+    guard let real = FileSystem.realPath(location.path), let database = FileStatus.of(real),
+      let fd = try? FileDescriptor.open(real + "." + suffix, FileDescriptor.readingNoFollow)
+    else { return nil }
+    defer { fd.close() }
+    // The file's owner is the database's, and no one else could have written it.
+    guard let file = try? fd.status(), file.isRegular, !file.othersMayWrite, file.owner == database.owner,
+      file.size >= 12, file.size <= largest
+    else { return nil }
+    func read(_ buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Bool {
+      var done = 0
+      while done < buffer.count {
+        guard
+          let count = try? fd.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + done),
+          count > 0
+        else { return false }
+        done += count
+      }
+      return true
+    }
+    var start = [UInt8](repeating: 0, count: 12)
+    guard start.withUnsafeMutableBytes({ read($0, at: 0) }) else { return nil }
+    var opening = ByteReader(start)
+    guard opening.u32() == magic, let headLength = opening.u32().map(Int.init), let ledgerLength = opening.u32(),
+      headLength <= file.size - 12, Int(ledgerLength) == file.size - 12 - headLength
+    else { return nil }
+    var headBytes = [UInt8](repeating: 0, count: headLength)
+    guard headBytes.withUnsafeMutableBytes({ read($0, at: 12) }) else { return nil }
+    var head = ByteReader(headBytes)
+    guard let stamp = head.bytes(StoreStamp.length), let health = head.health(), let session = head.storedSession(),
+      head.atEnd
+    else { return nil }
+    let ledgerStart = 12 + headLength
+    guard
+      let ledger = LedgerSnapshot.decode(
+        count: Int(ledgerLength), reading: { read($0, at: ledgerStart + $1) }, sharingBootID: sharingBootID)
+    else { return nil }
+    // Last, after everything believed was read: equal, no commit came after the one published.
+    guard let live = StoreStamp.read(database: real), live.bytes.elementsEqual(stamp) else { return nil }
+    return PublishedState(location: location, ledger: ledger, session: session, health: health)
+  }
+
+  /// The file's bytes for `stamp` and what was read at it.
+  static func encode(stamp: StoreStamp, session: StoredSession, health: StoreHealth, ledger: Ledger) -> [UInt8] {
+    var head = ByteWriter()
+    head.bytes.append(contentsOf: stamp.bytes)
+    head.health(health)
+    head.storedSession(session)
+    let snapshot = LedgerSnapshot.encode(ledger)
+    var out = ByteWriter()
+    out.bytes.reserveCapacity(12 + head.bytes.count + snapshot.count)
+    out.u32(magic)
+    out.u32(UInt32(head.bytes.count))
+    out.u32(UInt32(snapshot.count))
+    out.bytes.append(contentsOf: head.bytes)
+    out.bytes.append(contentsOf: snapshot)
+    return out.bytes
+  }
+}
+
+extension Store {
+  /// Publishes for one-shot readers (`PublishedState`) what this writer's last save stored,
+  /// when nothing was committed since by anyone: the stamp is read before and after one read
+  /// transaction, and the state is published only when the two are equal (the transaction then
+  /// saw exactly the commit the stamp stands for). Returns whether it published; a file it could
+  /// not write throws, and readers read the database.
+  @discardableResult
+  package func publishForReaders() throws -> Bool {
+    guard !isReadOnly, let saved = cachedLedger, let real = FileSystem.realPath(location.path),
+      let before = StoreStamp.read(database: real)
+    else { return false }
+    let read: (StoredSession, StoreHealth)? = try guarded {
+      try connection.transaction(immediate: false) {
+        // No other connection's commit since the save (this one's own do not count), and the
+        // snapshot stored is current: it is the saved ledger.
+        guard try connection.scalar("PRAGMA data_version") == saved.dataVersion,
+          try connection.scalar("SELECT count(*) FROM ledger_snapshot_current") == 1
+        else { return nil }
+        return (try storedSession(), try health())
+      }
+    }
+    guard let (session, health) = read, session.record.dataCap == nil,
+      let after = StoreStamp.read(database: real), after == before, let database = FileStatus.of(real)
+    else { return false }
+    let name = String(real.split(separator: "/").last ?? "") + "." + PublishedState.suffix
+    let directory = StoreLocation(path: real).directory
+    // Readable by whom the database is, never more.
+    try AtomicFile.write(
+      PublishedState.encode(stamp: before, session: session, health: health, ledger: saved.ledger), named: name,
+      in: directory, mode: database.permissions & 0o644)
+    return true
+  }
+}
+
+/// What changes with every commit to the database, by any writer, and with nothing a reader
+/// reads: how a copy of what the database held is known to be current. SQLite's WAL-index
+/// header (the first 48 bytes of the `-shm`: a commit increments its change count and frame
+/// count, and a restarted log gets new salts; its two copies must agree and say it is built, as
+/// SQLite's own readers require), the header's write version and change counter (a commit in
+/// rollback mode increments it), and which files the database, `-wal` and `-shm` are, with the
+/// database's owner and mode. No stamp (nil) without a built WAL index.
+struct StoreStamp: Equatable {
+  var bytes: [UInt8]
+
+  /// 48 header bytes, 2 + 4 from the database's header, three files' device and inode, owner
+  /// and mode.
+  static let length = 48 + 6 + 6 * 8 + 2 * 4
+
+  /// The stamp of the database whose real path is `real` now.
+  static func read(database real: String) -> StoreStamp? {
+    var stamp = ByteWriter()
+    stamp.bytes.reserveCapacity(length)
+    let index = [UInt8](unsafeUninitializedCapacity: 96) { buffer, count in
+      count = readPrefix(of: real + "-shm", into: UnsafeMutableRawBufferPointer(buffer), stamp: nil)
+    }
+    // SQLite writes copy 2 then copy 1: equal copies are one commit's; byte 12 is isInit.
+    guard index.count == 96, index[0..<48].elementsEqual(index[48..<96]), index[12] == 1 else { return nil }
+    stamp.bytes.append(contentsOf: index[0..<48])
+    var header = [UInt8](repeating: 0, count: 28)
+    var database: FileStatus?
+    guard header.withUnsafeMutableBytes({ readPrefix(of: real, into: $0, stamp: &database) }) == 28,
+      let database, header.starts(with: Array("SQLite format 3\0".utf8))
+    else { return nil }
+    stamp.bytes.append(contentsOf: header[18..<20])
+    stamp.bytes.append(contentsOf: header[24..<28])
+    guard let shm = FileStatus.of(real + "-shm") else { return nil }
+    let wal = FileStatus.of(real + "-wal")
+    for file in [database, shm] {
+      stamp.u64(file.device)
+      stamp.u64(file.inode)
+    }
+    stamp.u64(wal?.device ?? 0)
+    stamp.u64(wal?.inode ?? 0)
+    stamp.u32(database.owner)
+    stamp.u32(database.permissions)
+    return StoreStamp(bytes: stamp.bytes)
+  }
+
+  /// Reads the first bytes of `path` into `buffer`; returns how many (0 when it cannot be read),
+  /// and with `stamp`, what the open file is.
+  private static func readPrefix(
+    of path: String, into buffer: UnsafeMutableRawBufferPointer, stamp: UnsafeMutablePointer<FileStatus?>?
+  ) -> Int {
+    guard let fd = try? FileDescriptor.open(path, FileDescriptor.readingNoFollow) else { return 0 }
+    defer { fd.close() }
+    if let stamp { stamp.pointee = try? fd.status() }
+    return (try? fd.read(into: buffer, at: 0)) ?? 0
+  }
+}
+
+/// Little-endian values appended to bytes.
+private struct ByteWriter {
+  var bytes: [UInt8] = []
+
+  mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+  mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+  mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
+  mutating func flag(_ value: Bool) { bytes.append(value ? 1 : 0) }
+  mutating func data<C: Collection<UInt8>>(_ value: C) {
+    u32(UInt32(value.count))
+    bytes.append(contentsOf: value)
+  }
+  mutating func text(_ value: String) { data(value.utf8) }
+  mutating func optionalText(_ value: String?) {
+    flag(value != nil)
+    if let value { text(value) }
+  }
+  mutating func optionalName(_ value: InterfaceName?) {
+    flag(value != nil)
+    value?.withBytes { data($0) }
+  }
+  mutating func optionalTime(_ value: Timestamp?) {
+    flag(value != nil)
+    if let value { i64(value.nanoseconds) }
+  }
+
+  mutating func health(_ health: StoreHealth) {
+    u64(health.notificationOverflows)
+    optionalTime(health.lastNotificationOverflow)
+  }
+
+  mutating func storedSession(_ session: StoredSession) {
+    let record = session.record
+    text(record.plan.rawValue)
+    flag(record.window != nil)
+    if let window = record.window {
+      for time in [window.openedAt, window.sessionEndsAt, window.pauseEndsAt] { i64(time.nanoseconds) }
+      i64(window.lengths.session.nanoseconds)
+      i64(window.lengths.pause.nanoseconds)
+    }
+    optionalName(record.tunnel)
+    u64(record.usageBase.rxBytes)
+    u64(record.usageBase.txBytes)
+    // A cap is never published (readers read its usage from the buckets): the flag says one was set.
+    flag(record.dataCap != nil)
+    flag(session.trusted != nil)
+    if let trusted = session.trusted {
+      i64(trusted.wall.nanoseconds)
+      i64(trusted.boottime)
+      text(trusted.bootID)
+    }
+    flag(session.lastStop != nil)
+    if let stop = session.lastStop {
+      i64(stop.at.nanoseconds)
+      optionalName(stop.interface)
+      text(stop.reason.rawValue)
+      optionalText(stop.detail)
+    }
+    flag(session.lastRefusal != nil)
+    if let refusal = session.lastRefusal {
+      i64(refusal.at.nanoseconds)
+      optionalName(refusal.interface)
+      text(refusal.by.rawValue)
+      text(refusal.reason.rawValue)
+      optionalTime(refusal.until)
+    }
+  }
+}
+
+/// Bounds-checked little-endian reads: nil for anything not whole or not known.
+private struct ByteReader {
+  let bytes: [UInt8]
+  var offset = 0
+
+  init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+  var atEnd: Bool { offset == bytes.count }
+
+  mutating func bytes(_ count: Int) -> ArraySlice<UInt8>? {
+    guard count >= 0, count <= bytes.count - offset else { return nil }
+    defer { offset += count }
+    return bytes[offset..<offset + count]
+  }
+  mutating func u32() -> UInt32? {
+    bytes(4).map { $0.reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+  }
+  mutating func u64() -> UInt64? {
+    bytes(8).map { $0.reversed().reduce(0) { $0 << 8 | UInt64($1) } }
+  }
+  mutating func i64() -> Int64? { u64().map { Int64(bitPattern: $0) } }
+  mutating func flag() -> Bool? {
+    guard let byte = bytes(1)?.first, byte <= 1 else { return nil }
+    return byte == 1
+  }
+  mutating func data() -> ArraySlice<UInt8>? {
+    guard let count = u32() else { return nil }
+    return bytes(Int(count))
+  }
+  mutating func text() -> String? { data().map { String(decoding: $0, as: UTF8.self) } }
+  /// A value that may be absent: .some(nil) when the flag says so, nil when damaged.
+  mutating func optional<T>(_ read: (inout ByteReader) -> T?) -> T?? {
+    guard let present = flag() else { return nil }
+    guard present else { return .some(nil) }
+    return read(&self).map { .some($0) }
+  }
+  mutating func time() -> Timestamp? { i64().map { Timestamp(nanoseconds: $0) } }
+  mutating func name() -> InterfaceName? { data().map { InterfaceName(bytes: Array($0)) } }
+
+  mutating func health() -> StoreHealth? {
+    guard let overflows = u64(), let last = optional({ $0.time() }) else { return nil }
+    return StoreHealth(notificationOverflows: overflows, lastNotificationOverflow: last)
+  }
+
+  mutating func storedSession() -> StoredSession? {
+    var record = SessionRecord()
+    guard let plan = text().flatMap(Plan.init(rawValue:)), let hasWindow = flag() else { return nil }
+    record.plan = plan
+    if hasWindow {
+      guard let opened = time(), let ends = time(), let pause = time(), let session = i64(), let pauseLength = i64()
+      else { return nil }
+      record.window = SessionWindow(
+        openedAt: opened, sessionEndsAt: ends, pauseEndsAt: pause,
+        lengths: SessionLengths(session: .nanoseconds(session), pause: .nanoseconds(pauseLength)))
+    }
+    guard let tunnel = optional({ $0.name() }), let rx = u64(), let tx = u64(), flag() == false,
+      let trusted = optional({ reader -> TrustedClock? in
+        guard let wall = reader.time(), let boottime = reader.i64(), let bootID = reader.text() else { return nil }
+        return TrustedClock(wall: wall, boottime: boottime, bootID: bootID)
+      }),
+      let lastStop = optional({ reader -> StopRecord? in
+        guard let at = reader.time(), let interface = reader.optional({ $0.name() }),
+          let reason = reader.text().flatMap(StopReason.init(rawValue:)), let detail = reader.optional({ $0.text() })
+        else { return nil }
+        return StopRecord(at: at, interface: interface, reason: reason, detail: detail)
+      }),
+      let lastRefusal = optional({ reader -> Refusal? in
+        guard let at = reader.time(), let interface = reader.optional({ $0.name() }),
+          let by = reader.text().flatMap(Refusal.Path.init(rawValue:)),
+          let reason = reader.text().flatMap(Refusal.Reason.init(rawValue:)), let until = reader.optional({ $0.time() })
+        else { return nil }
+        return Refusal(at: at, interface: interface, by: by, reason: reason, until: until)
+      })
+    else { return nil }
+    record.tunnel = tunnel
+    record.usageBase = TrafficCounts(rxBytes: rx, txBytes: tx)
+    return StoredSession(record: record, trusted: trusted, lastStop: lastStop, lastRefusal: lastRefusal)
+  }
+}

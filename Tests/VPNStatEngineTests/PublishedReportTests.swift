@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+@testable import VPNStatEngine
+@testable import VPNStatKernel
+@testable import VPNStatModel
+@testable import VPNStatStore
+@testable import VPNStatTestSupport
+
+/// One-shot reports from what the recorder published (`PublishedState`): the recorder publishes
+/// at every save and after its last, and a report made from it is the report the database gives.
+struct PublishedReportTests {
+  let kernel = FakeKernel()
+  let clock = ManualTimeSource()
+  let tun7 = InterfaceName("tun7")
+
+  func recorder(_ location: StoreLocation) throws -> Recorder {
+    let store = try #require(try Store.open(location, intent: .write, calendar: FixedOffsetCalendar.utc))
+    return Recorder(
+      sampler: fakeSampler(kernel, clock), store: store, textfileDirectory: nil, saveInterval: .seconds(60),
+      log: CapturedLog())
+  }
+
+  func published(_ location: StoreLocation) -> PublishedState? { PublishedState.load(location, sharingBootID: nil) }
+
+  @Test(
+    "the recorder publishes at each save and after its last (the checkpoint restarted the log); between saves it is current"
+  )
+  func recorderPublishes() throws {
+    let directory = try TemporaryDirectory("pub-recorder")
+    let location = StoreLocation(path: directory.file("v.db"))
+    var recorder = try recorder(location)
+    kernel.add("tun7", up: true)
+    let index = try #require(kernel.index(of: "tun7"))
+    try recorder.sample()
+    #expect(published(location)?.ledger.entries[tun7] != nil, "the first save, of a new name, is published")
+    for _ in 1...30 {
+      clock.advance(.seconds(1))
+      kernel.carry(index, rx: 100, tx: 10)
+      try recorder.sample()
+    }
+    // Samples between saves write nothing: what was published is still the database.
+    #expect(published(location)?.ledger.entries[tun7]?.totals.traffic.rxBytes == 0)
+    // Another writer's commit: stale until the recorder's next save.
+    let other = try #require(try Store.open(location, intent: .write))
+    try other.updateSession { $0.plan = .premium }
+    #expect(published(location) == nil)
+    clock.advance(.seconds(30))
+    kernel.carry(index, rx: 100, tx: 10)
+    try recorder.sample()
+    let saved = try #require(published(location))
+    #expect(saved.ledger.entries[tun7]?.totals.traffic.rxBytes == 3100)
+    #expect(saved.session.record.plan == .premium)
+    clock.advance(.seconds(1))
+    kernel.carry(index, rx: 5, tx: 0)
+    try recorder.finish(patience: 100)
+    #expect(published(location)?.ledger.entries[tun7]?.totals.traffic.rxBytes == 3105)
+  }
+
+  @Test(
+    "a status report from what was published equals one from the database: the ledger advanced by the sample, the session, the warnings"
+  )
+  func sameReport() throws {
+    let directory = try TemporaryDirectory("pub-report")
+    let location = StoreLocation(path: directory.file("v.db"))
+    kernel.add("wg0", up: true)
+    kernel.add("eth9", up: true)
+    let index = try #require(kernel.index(of: "wg0"))
+    var recorder = try recorder(location)
+    try recorder.store.updateSession { record in
+      record.window = SessionWindow.open(at: clock.now().wall, lengths: .release)
+      record.tunnel = InterfaceName("wg0")
+    }
+    try recorder.store.recordStop(StopRecord(at: clock.now().wall, interface: InterfaceName("wg0"), reason: .user))
+    kernel.carry(index, rx: 3000, tx: 1000)
+    try recorder.sample()
+    clock.advance(.seconds(7))
+    kernel.carry(index, rx: 400, tx: 20)
+    let detector = FixedDetector(
+      manager: TunnelManager(kind: .wgQuick, id: "wg0", foundBy: .nothing, evidence: "test"))
+    let state = try #require(published(location))
+    var fromFile = StatusReader(sampler: fakeSampler(kernel, clock), store: nil, published: state, managers: detector)
+    var fromDatabase = StatusReader(
+      sampler: fakeSampler(kernel, clock), store: try Store.open(location, intent: .read), managers: detector)
+    let request = StatusRequest(nextLengths: .release)
+    let a = try fromFile.report(request).snapshot
+    let b = try fromDatabase.report(request).snapshot
+    #expect(a.interfaces.map(\.ledger) == b.interfaces.map(\.ledger))
+    #expect(
+      a.interfaces.first { $0.name == InterfaceName("wg0") }?.ledger?.traffic.rxBytes == 400,
+      "counted from its first sight")
+    #expect(a.session == b.session)
+    #expect(a.session?.state == .active && a.session?.lastStop?.reason == .user)
+    #expect(a.warnings == b.warnings)
+    #expect(a.classes == b.classes)
+    // The published state is read by the first report only; the next reads no database.
+    #expect(try fromFile.report(request).snapshot.session == nil)
+  }
+}

@@ -1,0 +1,265 @@
+import Foundation
+import Testing
+
+@testable import VPNStatModel
+@testable import VPNStatStore
+@testable import VPNStatSystem
+@testable import VPNStatTestSupport
+
+/// What the recorder publishes for one-shot readers (`PublishedState`): believed only while it is
+/// what the database holds — any writer's commit since makes readers read the database — and only
+/// when its owner is the database's and no one else could have written it.
+struct PublishedStateTests {
+  let clock = ManualTimeSource()
+  /// Long enough to have storage of its own (a short String is held inline).
+  let boot = UUID().uuidString.lowercased()
+
+  func observations(_ rx: UInt64, names: [String] = ["tun0", "wlan0", "eth0"]) -> [LedgerObservation] {
+    let now = clock.now()
+    return names.enumerated().map { at, name in
+      LedgerObservation(
+        name: InterfaceName(name), interfaceClass: at == 0 ? .tunnel : at == 1 ? .wifi : .ethernet,
+        baseline: LedgerBaseline(
+          instance: InterfaceInstance(index: Int32(3 + at), bootID: boot),
+          counters: TrafficCounts(rxBytes: rx * UInt64(at + 1), txBytes: rx / 2, rxPackets: rx / 100, txPackets: 1),
+          width: .bits64, wall: now.wall, boottime: now.boottime),
+        plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
+    }
+  }
+
+  /// A database with a ledger saved twice, a window open for `tun0`, a stop, a refusal, an
+  /// overflow and a trusted clock, all written by `writer`, whose last save is the last commit.
+  func populated(_ directory: TemporaryDirectory) throws -> (StoreLocation, Store) {
+    let location = StoreLocation(path: directory.file("v.db"))
+    let writer = try #require(try Store.open(location, intent: .write))
+    _ = try writer.advanceLedger(observations(1000), now: clock.now().wall)
+    try writer.updateSession { record in
+      record.window = SessionWindow.open(at: clock.now().wall, lengths: .release)
+      record.tunnel = InterfaceName("tun0")
+      record.usageBase = TrafficCounts(rxBytes: 7, txBytes: 9)
+    }
+    try writer.recordStop(
+      StopRecord(at: clock.now().wall, interface: InterfaceName("tun0"), reason: .freeLimit, detail: "a detail"))
+    try writer.recordRefusal(
+      Refusal(at: clock.now().wall, interface: nil, by: .gate, reason: .pause, until: clock.now().wall + .seconds(60)))
+    try writer.noteNotificationOverflow(at: clock.now().wall)
+    clock.advance(.seconds(5))
+    _ = try writer.trustedNow(clock.now(), writing: true)
+    _ = try writer.advanceLedger(observations(5000), now: clock.now().wall)
+    return (location, writer)
+  }
+
+  func file(_ location: StoreLocation) -> String { location.path + "." + PublishedState.suffix }
+
+  @Test(
+    "what is published reads as the database does: the ledger, the session with its stop, refusal and clock, the health"
+  )
+  func publishedIsTheDatabase() throws {
+    let directory = try TemporaryDirectory("published")
+    let (location, writer) = try populated(directory)
+    #expect(try writer.publishForReaders())
+    let published = try #require(PublishedState.load(location, sharingBootID: nil))
+    let reader = try #require(try Store.open(location, intent: .read))
+    #expect(published.ledger.entries == (try reader.loadLedger().entries))
+    #expect(published.ledger.entries.count == 3)
+    let session = try reader.storedSession()
+    #expect(published.session == session)
+    #expect(session.record.window != nil && session.lastStop?.detail == "a detail" && session.lastRefusal != nil)
+    #expect(session.trusted != nil)
+    #expect(published.health == (try reader.health()))
+    #expect(published.health.notificationOverflows == 1)
+    #expect(published.location == location)
+    // Readable by whom the database is, no more.
+    let mode = try FileManager.default.attributesOfItem(atPath: file(location))[.posixPermissions] as? Int
+    #expect(mode == 0o644)
+  }
+
+  @Test("the boot id the reader gives is shared by the entries of that boot")
+  func sharesBootID() throws {
+    let directory = try TemporaryDirectory("published-boot")
+    let (location, writer) = try populated(directory)
+    #expect(try writer.publishForReaders())
+    let given = String(decoding: Array(boot.utf8), as: UTF8.self)
+    #expect(storage(of: given) != storage(of: boot))
+    let published = try #require(PublishedState.load(location, sharingBootID: given))
+    for entry in published.ledger.entries.values {
+      #expect(storage(of: entry.baseline.instance.bootID) == storage(of: given))
+    }
+  }
+
+  /// Every way a writer changes the database, by the publishing connection or another.
+  enum Commit: String, CaseIterable, CustomTestStringConvertible {
+    case planByOther, windowBySelf, stopByOther, refusalByOther, trustedClockByOther, overflowByOther
+    case enforcerSave, recorderSaveBySelf, restartedLogByOther, rowChangedBySQLite
+    var testDescription: String { rawValue }
+  }
+
+  @Test(
+    "any commit after the publishing, by any writer, and the published state is not believed",
+    arguments: Commit.allCases)
+  func everyCommitMakesItStale(_ commit: Commit) throws {
+    let directory = try TemporaryDirectory("published-stale")
+    let (location, writer) = try populated(directory)
+    #expect(try writer.publishForReaders())
+    #expect(PublishedState.load(location, sharingBootID: nil) != nil)
+    let other = try #require(try Store.open(location, intent: .write))
+    clock.advance(.seconds(1))
+    switch commit {
+    case .planByOther: try other.updateSession { $0.plan = .premium }
+    case .windowBySelf: try writer.updateSession { $0.window = nil }
+    case .stopByOther: try other.recordStop(StopRecord(at: clock.now().wall, interface: nil, reason: .user))
+    case .refusalByOther:
+      try other.recordRefusal(Refusal(at: clock.now().wall, interface: nil, by: .gate, reason: .pause, until: nil))
+    case .trustedClockByOther:
+      try other.storeTrusted(TrustedClock(wall: clock.now().wall, boottime: clock.now().boottime, bootID: boot))
+    case .overflowByOther: try other.noteNotificationOverflow(at: clock.now().wall)
+    case .enforcerSave:
+      _ = try other.saveLedger(now: clock.now().wall, storingSnapshot: false) { stored in
+        var ledger = stored
+        let advance = ledger.advance(observations(9000, names: ["tun0"]))
+        return ((), LedgerCheckpoint(advance, calendar: other.calendar))
+      }
+    case .recorderSaveBySelf: _ = try writer.advanceLedger(observations(9000), now: clock.now().wall)
+    case .restartedLogByOther: other.checkpoint()
+    case .rowChangedBySQLite:
+      // Another program: the sqlite3 library of this process, on a connection of its own.
+      let connection = try SQLiteConnection(uri: "file:" + location.path, readOnly: false, create: false)
+      try connection.execute("UPDATE interfaces SET total_rx_bytes = total_rx_bytes + 1")
+    }
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+  }
+
+  @Test("a writer publishes only what its own last save stored: not after another's commit, nor a data cap")
+  func publishesOnlyItsOwnSave() throws {
+    let directory = try TemporaryDirectory("published-own")
+    let (location, writer) = try populated(directory)
+    let other = try #require(try Store.open(location, intent: .write))
+    try other.updateSession { $0.plan = .premium }
+    #expect(try writer.publishForReaders() == false)
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    // Its next save publishes again: what the other wrote is in it.
+    _ = try writer.advanceLedger(observations(6000), now: clock.now().wall)
+    #expect(try writer.publishForReaders())
+    #expect(PublishedState.load(location, sharingBootID: nil)?.session.record.plan == .premium)
+    // A cap's usage is in the buckets: a session with one is never published.
+    try writer.updateSession { $0.dataCap = DataCap(limitBytes: 1 << 30, period: UsagePeriod(.month)) }
+    _ = try writer.advanceLedger(observations(7000), now: clock.now().wall)
+    #expect(try writer.publishForReaders() == false)
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    // A reader never publishes.
+    let reader = try #require(try Store.open(location, intent: .read))
+    #expect(try reader.publishForReaders() == false)
+  }
+
+  enum Damage: String, CaseIterable, CustomTestStringConvertible {
+    case shortByOne, longerByOne, stampByte, headByte, ledgerByte, otherMagic, empty
+    case groupWritable, worldWritable, symlink, fifo, directory
+    var testDescription: String { rawValue }
+  }
+
+  @Test(
+    "a damaged published file, or one others could have written or that is not a file, is not believed",
+    arguments: Damage.allCases)
+  func damagedIsIgnored(_ damage: Damage) throws {
+    let directory = try TemporaryDirectory("published-damage")
+    let (location, writer) = try populated(directory)
+    #expect(try writer.publishForReaders())
+    let path = file(location)
+    var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    let headLength = Int(bytes[4]) | Int(bytes[5]) << 8
+    func rewrite(_ changed: [UInt8]) throws {
+      try FileManager.default.removeItem(atPath: path)
+      try Data(changed).write(to: URL(fileURLWithPath: path))
+    }
+    switch damage {
+    case .shortByOne: try rewrite(Array(bytes.dropLast()))
+    case .longerByOne: try rewrite(bytes + [0])
+    case .stampByte:
+      bytes[12 + 20] ^= 1
+      try rewrite(bytes)
+    case .headByte:
+      // The plan's text: a name no plan has.
+      bytes[12 + StoreStamp.length + 8 + 9 + 4] ^= 0x20
+      try rewrite(bytes)
+    case .ledgerByte:
+      bytes[12 + headLength] ^= 1  // the snapshot's magic
+      try rewrite(bytes)
+    case .otherMagic:
+      bytes[0] ^= 1
+      try rewrite(bytes)
+    case .empty: try rewrite([])
+    case .groupWritable: #expect(chmod(path, 0o664) == 0)
+    case .worldWritable: #expect(chmod(path, 0o646) == 0)
+    case .symlink:
+      #expect(rename(path, path + ".real") == 0)
+      #expect(symlink(path + ".real", path) == 0)
+    case .fifo:
+      try FileManager.default.removeItem(atPath: path)
+      #expect(mkfifo(path, 0o644) == 0)
+    case .directory:
+      try FileManager.default.removeItem(atPath: path)
+      try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+    }
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    // The database itself still reads.
+    #expect(try Store.open(location, intent: .read)?.loadLedger().entries.count == 3)
+  }
+
+  @Test("a published session with a data cap is not believed, whoever wrote it: the cap's usage is in the buckets")
+  func capIsNotBelieved() throws {
+    let directory = try TemporaryDirectory("published-cap")
+    let (location, writer) = try populated(directory)
+    var session = try writer.storedSession()
+    session.record.dataCap = DataCap(limitBytes: 1 << 30, period: UsagePeriod(.day))
+    let stamp = try #require(StoreStamp.read(database: location.path))
+    let made = PublishedState.encode(
+      stamp: stamp, session: session, health: StoreHealth(), ledger: try writer.loadLedger())
+    try Data(made).write(to: URL(fileURLWithPath: file(location)))
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    // The same file without the cap is believed: the stamp is the database's.
+    session.record.dataCap = nil
+    let plain = PublishedState.encode(
+      stamp: stamp, session: session, health: StoreHealth(), ledger: try writer.loadLedger())
+    try Data(plain).write(to: URL(fileURLWithPath: file(location)))
+    #expect(PublishedState.load(location, sharingBootID: nil)?.session == session)
+  }
+
+  @Test(
+    "a published file owned by another user than the database's is not believed",
+    .enabled(if: Privilege.isRoot, Privilege.reason))
+  func foreignOwnerIsIgnored() throws {
+    let directory = try TemporaryDirectory("published-owner")
+    let (location, writer) = try populated(directory)
+    #expect(try writer.publishForReaders())
+    #expect(PublishedState.load(location, sharingBootID: nil) != nil)
+    #expect(chown(file(location), 65534, 65534) == 0)
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+  }
+
+  @Test(
+    "a database made readable by fewer is published as fewer may read it, and its change of mode makes the old file stale"
+  )
+  func followsTheDatabasesMode() throws {
+    let directory = try TemporaryDirectory("published-mode")
+    let (location, writer) = try populated(directory)
+    #expect(try writer.publishForReaders())
+    #expect(chmod(location.path, 0o600) == 0)
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    _ = try writer.advanceLedger(observations(8000), now: clock.now().wall)
+    #expect(try writer.publishForReaders())
+    let mode = try FileManager.default.attributesOfItem(atPath: file(location))[.posixPermissions] as? Int
+    #expect(mode == 0o600)
+    #expect(PublishedState.load(location, sharingBootID: nil) != nil)
+  }
+
+  @Test("a database replaced by another file at its path makes the published state stale")
+  func replacedDatabase() throws {
+    let directory = try TemporaryDirectory("published-replaced")
+    let (location, writer) = try populated(directory)
+    #expect(try writer.publishForReaders())
+    let copy = directory.file("copy.db")
+    try FileManager.default.copyItem(atPath: location.path, toPath: copy)
+    #expect(rename(copy, location.path) == 0)
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+  }
+}
