@@ -61,6 +61,13 @@ enum CommandBenchmark {
     let recorded = try runCapturing(
       PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", db]))
     guard recorded.exit.succeeded else { throw BenchError("record --count 1 failed: \(recorded.exit)") }
+    // The same, with nothing published beside it (`DB.published` removed, as after any other
+    // writer's commit): what a reader pays in SQLite.
+    let unpublished = directory + "/unpublished.db"
+    let second = try runCapturing(
+      PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", unpublished]))
+    guard second.exit.succeeded else { throw BenchError("record --count 1 failed: \(second.exit)") }
+    unlink(unpublished + ".published")
     let floor = netlinkFloorPath()
     var commands = [
       TimedCommand(PreparedCommand(label: Labels.ip, path: ip, arguments: ["-s", "-j", "link"]), counting: .ip),
@@ -71,6 +78,9 @@ enum CommandBenchmark {
       TimedCommand(
         PreparedCommand(label: Labels.exportWithDatabase, path: vpnstat, arguments: ["export", "--db", db]),
         counting: .metrics),
+      TimedCommand(
+        PreparedCommand(
+          label: Labels.statusReadingDatabase, path: vpnstat, arguments: ["status", "--json", "--db", unpublished])),
     ]
     if access(floor, X_OK) == 0 {
       commands.append(

@@ -118,6 +118,8 @@ enum Labels {
   static let export = "vpnstat export"
   static let statusWithDatabase = "vpnstat status --json --db"
   static let exportWithDatabase = "vpnstat export --db"
+  /// `status --json --db` on a database with nothing published beside it: the SQLite reader.
+  static let statusReadingDatabase = "vpnstat status --json --db, nothing published"
   static let commandFloor = "C floor: the same dump (netlink-floor)"
   static let trueCommand = "/bin/true"
   static let ipVersion = "ip -V"
@@ -272,6 +274,9 @@ enum Summary {
         lines.append(
           "status --json with a database ≤ +1 ms, N=\(n): +\(formatDuration(max(added, 0)))\(added < 0 ? " (faster)" : "") — \(verdict(added <= 1_000_000))"
         )
+        if let read = median(.command, Labels.statusReadingDatabase, n) {
+          lines.append("  (with nothing published, read from SQLite: +\(formatDuration(max(read - status, 0))))")
+        }
         if let alt = median(.command, "alt " + Labels.status, n),
           let altWithDB = median(.command, "alt " + Labels.statusWithDatabase, n)
         {
