@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+@testable import VPNStatModel
+@testable import VPNStatStore
+@testable import VPNStatTestSupport
+
+/// `status` and `export` of the built binary read what a real recorder published, and only while
+/// it may be believed — in a namespace, with bytes moved through a real tun.
+@Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
+struct PublishedKernelTests {
+  @Test(
+    "after record, status and export read DB.published (a planted plan shows); others able to write it, SQLite's figures: the same totals"
+  )
+  func readsWhatWasPublished() throws {
+    let ns = try TestNamespace("pub")
+    let directory = try TemporaryDirectory("pub")
+    let db = directory.file("v.db")
+    let published = db + ".published"
+    let owner = try ns.echoTunnel("tun47", local: "169.254.47.1", peer: "169.254.47.2")
+    defer { owner.stop() }
+    #expect(try ns.vpnstat("record", "--count", "1", "--db", db).status == 0)
+    try ns.peerRun("udp-send", "169.254.47.2", "9700", "200", "900", "--gap-us", "200")
+    let second = try ns.vpnstat("record", "--count", "1", "--db", db)
+    #expect(second.status == 0, "\(second.errors)")
+    let mode = try FileManager.default.attributesOfItem(atPath: published)[.posixPermissions] as? Int
+    #expect(mode == 0o644, "the database's mode")
+    func totals() throws -> (UInt64, UInt64, String?) {
+      let status = try parseStatus(try ns.vpnstat("status", "--json", "--db", db, "-i", "tun47"))
+      let tun = try #require(interface(status, named: "tun47"))
+      let session = status["session"] as? [String: Any]
+      return (
+        try #require(uint(tun["total_rx_bytes"])), try #require(uint(tun["total_tx_bytes"])),
+        session?["plan"] as? String
+      )
+    }
+    let fromFile = try totals()
+    #expect(fromFile.1 > 150_000, "the datagrams sent are in the totals: \(fromFile)")
+    #expect(chmod(published, 0o664) == 0)
+    let fromDatabase = try totals()
+    #expect(fromFile == fromDatabase)
+    // A published state of the database's stamp, with a plan the database does not have: the
+    // binary shows it, so it read the file; writable by others, it reads the database again.
+    let location = StoreLocation(path: db)
+    let store = try #require(try Store.open(location, intent: .read))
+    var session = try store.storedSession()
+    #expect(session.record.plan == .free)
+    session.record.plan = .premium
+    let stamp = try #require(StoreStamp.read(database: db))
+    let planted = PublishedState.encode(
+      stamp: stamp, session: session, health: StoreHealth(), ledger: try store.loadLedger())
+    try FileManager.default.removeItem(atPath: published)
+    try Data(planted).write(to: URL(fileURLWithPath: published))
+    #expect(chmod(published, 0o644) == 0)
+    #expect(try totals().2 == "premium")
+    let export = try ns.vpnstat("export", "--db", db)
+    #expect(
+      export.output.contains("vpnstat_session_state{vpnstat_session_state=\"unlimited\"} 1"),
+      "\(export.output.prefix(3000))")
+    #expect(chmod(published, 0o646) == 0)
+    #expect(try totals().2 == "free")
+  }
+}
