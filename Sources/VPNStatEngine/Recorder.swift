@@ -95,11 +95,12 @@ package struct Recorder {
       lastProblem = nil
     }
     for event in step.events { log.event(LedgerEventText.line(event)) }
-    // What the save built (rows, statements, the stored ledger's new copy) is freed by now, and
-    // the pages it read are not needed before the next save.
+    // What the save built (rows, statements, the stored ledger's new copy, the published state)
+    // is freed by now, and neither the pages it read nor the code it ran are needed before the
+    // next save.
     if step.saved {
       store.releaseCache()
-      ProcessMemory.trimHeap()
+      ProcessMemory.releaseProgramPages()
     }
     // The sample is not kept past this call: a thousand interfaces' counters and attributes would
     // stay resident between samples for nothing (the ledger holds what the next one needs).

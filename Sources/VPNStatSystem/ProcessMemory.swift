@@ -18,6 +18,14 @@ package enum ProcessMemory {
   /// Nothing is lost: only pages of read-only mappings that are still the file's are dropped
   /// (`dropFilePages`), never a page any write made the process's own.
   package static func releaseStartUp() {
+    releaseProgramPages()
+  }
+
+  /// What `releaseStartUp` does, for a process that ran code it will not run again soon (the
+  /// recorder after a save: the buckets' writes, the state published for readers), which would
+  /// otherwise stay resident by whole folios until the next save. The loop's own pages come back
+  /// at its next sample, as minor faults of pages still in the page cache.
+  package static func releaseProgramPages() {
     for range in readOnlyRanges() { dropFilePages(range) }
     trimHeap()
   }
