@@ -140,20 +140,23 @@ struct StoreStamp: Equatable {
   static func read(database real: String) -> StoreStamp? {
     var stamp = ByteWriter()
     stamp.bytes.reserveCapacity(length)
+    // The `-shm` that was read is the one whose identity is stamped: its descriptor's, not a
+    // second look at the name.
+    var shm: FileStatus?
     let index = [UInt8](unsafeUninitializedCapacity: 96) { buffer, count in
-      count = readPrefix(of: real + "-shm", into: UnsafeMutableRawBufferPointer(buffer), stamp: nil)
+      count = readPrefix(of: real + "-shm", into: UnsafeMutableRawBufferPointer(buffer), status: &shm)
     }
     // SQLite writes copy 2 then copy 1: equal copies are one commit's; byte 12 is isInit.
     guard index.count == 96, index[0..<48].elementsEqual(index[48..<96]), index[12] == 1 else { return nil }
     stamp.bytes.append(contentsOf: index[0..<48])
     var header = [UInt8](repeating: 0, count: 28)
     var database: FileStatus?
-    guard header.withUnsafeMutableBytes({ readPrefix(of: real, into: $0, stamp: &database) }) == 28,
+    guard header.withUnsafeMutableBytes({ readPrefix(of: real, into: $0, status: &database) }) == 28,
       let database, header.starts(with: Array("SQLite format 3\0".utf8))
     else { return nil }
     stamp.bytes.append(contentsOf: header[18..<20])
     stamp.bytes.append(contentsOf: header[24..<28])
-    guard let shm = FileStatus.of(real + "-shm") else { return nil }
+    guard let shm else { return nil }
     let wal = FileStatus.of(real + "-wal")
     for file in [database, shm] {
       stamp.u64(file.device)
@@ -166,14 +169,14 @@ struct StoreStamp: Equatable {
     return StoreStamp(bytes: stamp.bytes)
   }
 
-  /// Reads the first bytes of `path` into `buffer`; returns how many (0 when it cannot be read),
-  /// and with `stamp`, what the open file is.
+  /// Reads the first bytes of `path` into `buffer` and sets `status` to what the open file is;
+  /// returns how many bytes (0 when it cannot be read).
   private static func readPrefix(
-    of path: String, into buffer: UnsafeMutableRawBufferPointer, stamp: UnsafeMutablePointer<FileStatus?>?
+    of path: String, into buffer: UnsafeMutableRawBufferPointer, status: inout FileStatus?
   ) -> Int {
     guard let fd = try? FileDescriptor.open(path, FileDescriptor.readingNoFollow) else { return 0 }
     defer { fd.close() }
-    if let stamp { stamp.pointee = try? fd.status() }
+    status = try? fd.status()
     return (try? fd.read(into: buffer, at: 0)) ?? 0
   }
 }
