@@ -152,7 +152,7 @@ let package = Package(
       dependencies: ["VPNStatSystem", "VPNStatModel", "VPNStatTestSupport"]),
     .testTarget(
       name: "VPNStatKernelTests",
-      dependencies: ["VPNStatKernel", "VPNStatEngine", "VPNStatModel", "VPNStatSystem", "VPNStatTestSupport"]),
+      dependencies: ["VPNStatKernel", "VPNStatEngine", "VPNStatModel", "VPNStatSystem", "VPNStatTestSupport", "CLinux"]),
     .testTarget(
       name: "VPNStatStoreTests",
       dependencies: ["VPNStatStore", "VPNStatModel", "VPNStatRender", "VPNStatSystem", "VPNStatTestSupport"]),

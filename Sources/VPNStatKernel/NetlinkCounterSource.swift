@@ -13,16 +13,21 @@ package struct LinkRecord: Hashable, Sendable {
   /// Set on the `RTM_DELLINK` of a link moved to another network namespace
   /// (`IFLA_NEW_NETNSID`): it lives on, out of this namespace's reach.
   package var movedToNamespace: Int32?
+  /// `IFLA_CARRIER_CHANGES`: how many times the carrier came or went since the device was made.
+  /// A tun gains its carrier when a process attaches its first queue and loses it when the last
+  /// detaches, so a count that did not move means the tun's holders did not come or all go.
+  package var carrierChanges: UInt32?
 
   package init(
     index: Int32, name: InterfaceName, attributes: LinkAttributes, counters: InterfaceCounters? = nil,
-    movedToNamespace: Int32? = nil
+    movedToNamespace: Int32? = nil, carrierChanges: UInt32? = nil
   ) {
     self.index = index
     self.name = name
     self.attributes = attributes
     self.counters = counters
     self.movedToNamespace = movedToNamespace
+    self.carrierChanges = carrierChanges
   }
 }
 
@@ -82,6 +87,7 @@ package enum RouteLinkMessages {
     var attributes = LinkAttributes(arpType: arpType, flags: flags)
     var counters: InterfaceCounters?
     var movedTo: Int32?
+    var carrierChanges: UInt32?
     let attributeBytes = UnsafeRawBufferPointer(rebasing: payload[interfaceInfoLength...])
     for (type, value) in RouteAttributes(attributeBytes) {
       switch Int(type) {
@@ -91,6 +97,8 @@ package enum RouteLinkMessages {
         if let byte = value.first { attributes.operState = OperState(rawValue: byte) ?? .unknown }
       case Int(IFLA_CARRIER):
         if let byte = value.first { attributes.carrier = byte != 0 }
+      case Int(IFLA_CARRIER_CHANGES):
+        if value.count >= 4 { carrierChanges = value.loadUnaligned(as: UInt32.self) }
       case Int(IFLA_STATS64):
         counters = stats64(value)
       case Int(IFLA_NEW_NETNSID):
@@ -106,7 +114,8 @@ package enum RouteLinkMessages {
     }
     guard let name else { return nil }
     return LinkRecord(
-      index: index, name: name, attributes: attributes, counters: counters, movedToNamespace: movedTo)
+      index: index, name: name, attributes: attributes, counters: counters, movedToNamespace: movedTo,
+      carrierChanges: carrierChanges)
   }
 
   /// Parses the payload of an `RTM_NEWSTATS` message: the ifindex and its 64-bit counters.

@@ -16,6 +16,8 @@ final class FakeKernel: @unchecked Sendable {
     var traffic: TrafficCounts
     /// The netlink kind (`tun`; `wireguard` for a kernel WireGuard device).
     var kind = "tun"
+    /// `IFLA_CARRIER_CHANGES`: a tun's first holder attaching, or its last going, moves it.
+    var carrierChanges: UInt32 = 1
   }
 
   private let lock = NSLock()
@@ -37,7 +39,7 @@ final class FakeKernel: @unchecked Sendable {
       return LinkRecord(
         index: index, name: link.name,
         attributes: LinkAttributes(arpType: 65534, flags: link.up ? 0x41 : 0, kind: link.kind),
-        counters: InterfaceCounters(link.traffic))
+        counters: InterfaceCounters(link.traffic), carrierChanges: link.carrierChanges)
     }
   }
 
@@ -58,6 +60,12 @@ final class FakeKernel: @unchecked Sendable {
 
   func set(_ index: Int32, up: Bool) -> LinkNotifications.Change {
     locked { links[index]?.up = up }
+    return LinkNotifications.Change(record: record(index)!, deleted: false)
+  }
+
+  /// A process attached the tun's first queue, or its last let go: the carrier came or went.
+  func carrierChanged(_ index: Int32) -> LinkNotifications.Change {
+    locked { links[index]?.carrierChanges += 1 }
     return LinkNotifications.Change(record: record(index)!, deleted: false)
   }
 

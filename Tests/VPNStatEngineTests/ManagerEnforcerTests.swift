@@ -300,7 +300,9 @@ struct ManagerEnforcerTests {
     sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
     sleeper.arguments = ["60"]
     try sleeper.run()
-    defer { if sleeper.isRunning { sleeper.terminate() } }
+    // SIGKILL: a child of this test process may inherit SIGTERM blocked (another test's
+    // `SignalChannel` blocks it for the whole process), and would then sleep its 60 s out.
+    defer { if sleeper.isRunning { kill(sleeper.processIdentifier, SIGKILL) } }
     let pid = sleeper.processIdentifier
     let process = TunnelProcess(
       pid: pid, startTime: ProcessTable.startTime(of: pid), command: "openvpn", arguments: ["openvpn"],
@@ -321,7 +323,7 @@ struct ManagerEnforcerTests {
     try bench.handle(.tick)
     #expect(detector.questions.count == 1)
     #expect(notices.allSatisfy { !ProcessTable.hasExited($0) })
-    sleeper.terminate()
+    kill(pid, SIGKILL)
     sleeper.waitUntilExit()
     #expect(notices.allSatisfy(ProcessTable.hasExited), "the pidfd did not say the process exited")
     try bench.handle(.managerExited)
@@ -337,6 +339,59 @@ struct ManagerEnforcerTests {
     // Gone: forgotten.
     try bench.handle(.link(kernel.delete(index)))
     #expect(bench.enforcer.managers.entries.isEmpty)
+  }
+
+  @Test(
+    "an up in the pause of the same device acts on what the last look found: no walk of /proc at each up; a holder coming or going (the carrier), a minute, a rename or the next deadline looks again"
+  )
+  func repeatedCutsLookOnce() throws {
+    let kernel = FakeKernel()
+    let nobody = TunnelManager(kind: .none, id: nil, foundBy: .nothing, evidence: "no manager found for wg0")
+    let detector = WatchingDetector(manager: nobody, kernel: kernel)
+    let bench = try EnforcerBench("lookonce", kernel: kernel, manager: (nil, detector, FakeWgQuick(kernel)))
+    let index = kernel.add("wg0", up: true).record.index
+    try bench.handle(.started)
+    let window = try #require(try bench.stored().window)
+    #expect(detector.questions.count == 1)
+    try bench.alarmFires(at: window.sessionEndsAt)
+    #expect(detector.questions.count == 2, "the deadline did not look again")
+    func upInPause() throws {
+      bench.clock.advance(.seconds(1))
+      try bench.handle(.link(kernel.set(index, up: true)))
+      #expect(!kernel.isUp(index), "an up in the pause stayed up")
+    }
+    for _ in 0..<5 { try upInPause() }
+    #expect(detector.questions.count == 2, "looked again at an up in the pause with nothing changed")
+    // A process attached the tun (its carrier came): who holds it is looked at again, once.
+    try bench.handle(.link(kernel.carrierChanged(index)))
+    try upInPause()
+    try upInPause()
+    #expect(detector.questions.count == 3, "a holder came and was not looked for (or looked for twice)")
+    // What no notification tells is looked at again once a minute.
+    bench.clock.advance(ManagerTable.repeatTrust)
+    try upInPause()
+    try upInPause()
+    #expect(detector.questions.count == 4, "not looked at again after \(ManagerTable.repeatTrust)")
+    #expect(detector.questions.dropFirst().allSatisfy { !$0.up }, "looked before the cut: \(detector.questions)")
+    // Renamed: forgotten, so the next up looks.
+    try bench.handle(.link(kernel.rename(index, to: "wg1")))
+    try upInPause()
+    #expect(detector.questions.count == 5, "a renamed device was taken for what was learned")
+    #expect(try bench.stops() == Array(repeating: .pause, count: 10) + [.freeLimit])
+    // A deadline looks again, however recent what it knows: learned 45 s before it (renamed
+    // back, so forgotten, and learned at the tick).
+    try bench.alarmFires(at: window.pauseEndsAt)
+    try bench.handle(.link(kernel.set(index, up: true)))
+    let next = try #require(try bench.stored().window)
+    #expect(next.sessionEndsAt > window.pauseEndsAt)
+    bench.clock.advance(next.sessionEndsAt - .seconds(45) - bench.clock.now().wall)
+    try bench.handle(.link(kernel.rename(index, to: "wg0")))
+    try bench.handle(.tick)
+    let before = detector.questions.count
+    #expect(bench.enforcer.managers.known(index) != nil, "not learned 45 s before the deadline")
+    try bench.alarmFires(at: next.sessionEndsAt)
+    #expect(!kernel.isUp(index))
+    #expect(detector.questions.count == before + 1, "the deadline acted on what was found before it")
   }
 
   @Test("the enforcer says it runs (pid, since, action) beside the database, readers find it, and it goes at stop")

@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import Testing
 
@@ -93,6 +94,54 @@ struct KernelCounterTests {
     }
     #expect(joined.interfaces.contains { $0.name == InterfaceName("nlj9") })
     #expect(next.interfaces.map(\.name) == joined.interfaces.map(\.name))
+  }
+
+  @Test(
+    "a tun's carrier changes, as the link table reads them: moved when a process attaches it and when it lets go, never by an up or a down (what the enforcer's manager table trusts)"
+  )
+  func carrierChangesFollowHolders() throws {
+    let outcome = try inOwnNamespace(if: true) {
+      Result { () throws -> [(String, UInt32?)] in
+        try VPNStatTestSupport.ip("tuntap", "add", "mode", "tun", "name", "cch0")
+        let links = try NetlinkLinkTable()
+        let name = InterfaceName("cch0")
+        let index = try #require(try links.link(named: name)).index
+        func count(_ moment: String) throws -> (String, UInt32?) {
+          (moment, try links.link(index: index)?.carrierChanges)
+        }
+        var seen = [try count("made")]
+        try links.setUp(index: index)
+        try links.setDown(index: index)
+        try links.setUp(index: index)
+        seen.append(try count("up, down, up"))
+        // Attached, as wireguard-go or OpenVPN attach a persistent tun: TUNSETIFF on its name.
+        let fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw Errno.current }
+        var request = [UInt8](repeating: 0, count: 64)
+        request.replaceSubrange(0..<4, with: Array("cch0".utf8))
+        // IFF_TUN | IFF_NO_PI, the flags field right after the 16-byte name.
+        request[16] = 0x01
+        request[17] = 0x10
+        let attached = request.withUnsafeMutableBytes { clinux_ioctl_ptr(fd, clinux_tunsetiff(), $0.baseAddress) }
+        if attached != 0 {
+          let error = Errno.current
+          close(fd)
+          throw error
+        }
+        seen.append(try count("attached"))
+        try links.setDown(index: index)
+        try links.setUp(index: index)
+        seen.append(try count("attached, down, up"))
+        close(fd)
+        seen.append(try count("let go"))
+        return seen
+      }
+    }
+    let seen = try outcome.get()
+    let counts = seen.map(\.1)
+    #expect(counts.allSatisfy { $0 != nil }, "no IFLA_CARRIER_CHANGES read: \(seen)")
+    let made = try #require(counts[0])
+    #expect(counts == [made, made, made + 1, made + 1, made + 2], "\(seen)")
   }
 
   @Test(

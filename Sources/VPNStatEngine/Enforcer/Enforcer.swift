@@ -380,7 +380,7 @@ package struct Enforcer {
     if let armed = deadline.armed, armed - trustedNow() < ManagerTable.learningMargin { return }
     for (index, _) in followed.up where managers.known(index) == nil {
       guard let link = try? environment.links.link(index: index) else { continue }
-      managers.learn(link)
+      managers.learn(link, monotonic: clock.now().monotonic)
     }
   }
 

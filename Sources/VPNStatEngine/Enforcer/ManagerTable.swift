@@ -7,21 +7,35 @@ import VPNStatSystem
 /// those take the link down first (`Takedown.cut`), and the manager's own stop comes after.
 ///
 /// Learned when a followed device is up inside a window with its deadline far enough away
-/// (`learningMargin`), at a tick, and after every link-down (the check by issue 19's rules,
+/// (`learningMargin`), at a tick, and after a link-down (the check by issue 19's rules,
 /// `ManagerAction`, that the stop acts on). Forgotten when the device goes away or is renamed (a new
 /// ifindex is a new device), and when the process the manager was found through exits: its pidfd
 /// is in the loop's one wait (`exitNotices`), so the table never looks in /proc to stay true.
+///
+/// A walk of /proc costs ~0.1 s at 1000 processes, on the loop's only thread. A link-down that
+/// repeats one (an up in the pause, an up held down while the session cannot be read) acts on
+/// what the last walk found while it is `current`, rather than walking at every up.
 struct ManagerTable {
   /// What is known of one device.
   struct Entry {
     var control: any ManagerControl
     /// Readable once the process the control was found through (the tun's holder) exits.
     var exitNotice: FileDescriptor?
+    /// The device's carrier changes when this was learned: a tun's holders coming or all going
+    /// move it.
+    var carrierChanges: UInt32?
+    /// CLOCK_MONOTONIC when this was learned.
+    var learnedAt: Int64
   }
 
   /// A deadline closer than this is not delayed by learning: what is not known by then is
   /// found after the link is down. A manager's answer may take seconds (nmcli, systemctl).
   static let learningMargin: Duration = .seconds(30)
+
+  /// How long what was learned stands for a repeated link-down with nothing said against it: what
+  /// no notification tells (a manager's own state, a second queue of a multi-queue tun) is
+  /// looked at again at most this long after, however often the device is raised.
+  static let repeatTrust: Duration = .seconds(60)
 
   let action: any DisconnectAction
   let exits: any ProcessExitWatching
@@ -35,10 +49,21 @@ struct ManagerTable {
   /// The manager learned for the device, if any.
   func known(_ index: Int32) -> (any ManagerControl)? { entries[index]?.control }
 
+  /// What was learned of `link` if nothing says it changed since: the same device (a rename or
+  /// its end forgets it), learned less than `repeatTrust` ago (`monotonic` is now), no holder
+  /// came or all went (the carrier changes), and the process it was found through still runs.
+  func current(_ link: LinkRecord, monotonic: Int64) -> (any ManagerControl)? {
+    guard let entry = entries[link.index], link.carrierChanges != nil, entry.carrierChanges == link.carrierChanges,
+      monotonic - entry.learnedAt < Self.repeatTrust.nanoseconds,
+      !(entry.exitNotice.map(exits.hasExited) ?? false)
+    else { return nil }
+    return entry.control
+  }
+
   /// Finds the manager of `link` now (for `--action auto`: a walk of /proc, the managers' own
   /// state) and keeps it. Only where nothing waits: never between an event and its link-down.
   @discardableResult
-  mutating func learn(_ link: LinkRecord) -> any ManagerControl {
+  mutating func learn(_ link: LinkRecord, monotonic: Int64) -> any ManagerControl {
     forget(link.index)
     let control = action.control(for: link)
     var notice = control.manager?.process.flatMap { exits.watch($0) }
@@ -47,7 +72,8 @@ struct ManagerTable {
       exits.close(exited)
       notice = nil
     }
-    entries[link.index] = Entry(control: control, exitNotice: notice)
+    entries[link.index] = Entry(
+      control: control, exitNotice: notice, carrierChanges: link.carrierChanges, learnedAt: monotonic)
     return control
   }
 

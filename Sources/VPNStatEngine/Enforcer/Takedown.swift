@@ -46,8 +46,9 @@ struct Takedown {
 
   /// After the cut of device `device` (ifindex `index`; `refused`: what the kernel said to it):
   /// the kernel's word, then the manager's stop and word, adding to `details` what the stop record
-  /// is to say. The manager's stop acts on what `managers` finds now; what it learned before is
-  /// used only when the device is gone.
+  /// is to say. The manager's stop acts on what `managers` finds now — or, for a link-down that
+  /// repeats one (`repeats`), on what it found last while that is still current; what it learned
+  /// before is used when the device is gone.
   mutating func finish(
     _ index: Int32, _ device: Enforcer.Device, refused: String?, reason: StopReason, managers: inout ManagerTable,
     details: inout [String]
@@ -59,12 +60,17 @@ struct Takedown {
     var control: (any ManagerControl)?
     if !skipAction {
       if let link = try? links.link(index: index) {
-        let learned = managers.known(index)
-        control = managers.learn(link)
-        if let learned, let control, learned.label != control.label {
-          log.event(
-            "\(name): its manager was \(learned.label) before the deadline, and is \(control.label) now: using the latter"
-          )
+        let now = clock.now().monotonic
+        if Self.repeats(reason), let current = managers.current(link, monotonic: now) {
+          control = current
+        } else {
+          let learned = managers.known(index)
+          control = managers.learn(link, monotonic: now)
+          if let learned, let control, learned.label != control.label {
+            log.event(
+              "\(name): its manager was \(learned.label) before the deadline, and is \(control.label) now: using the latter"
+            )
+          }
         }
       } else {
         control = managers.known(index)
@@ -110,6 +116,11 @@ struct Takedown {
     details.append((refused ?? "link-down: \(name) stayed up") + "; \(text), which failed too")
     return .stillUp
   }
+
+  /// Whether a link-down for `reason` repeats one: an up in the pause, or held down while the
+  /// session cannot be read, may come every second. A session's end (its deadline, its data cap)
+  /// looks again.
+  static func repeats(_ reason: StopReason) -> Bool { reason == .pause || reason == .undecided }
 
   /// The kernel's word, then the manager's: the one way a stop is confirmed.
   private var confirmation: StopConfirmation { StopConfirmation(links: links, clock: clock) }
