@@ -73,7 +73,20 @@ static int kill_marked(const char *mark) {
     if (!isdigit((unsigned char)entry->d_name[0])) continue;
     pid_t pid = (pid_t)atoi(entry->d_name);
     if (pid == self || !carries_mark(entry->d_name, mark)) continue;
-    if (kill(pid, SIGKILL) == 0) killed++;
+    // Named, so whoever reads the run can find the test that left it.
+    char path[64], command[64] = "?";
+    snprintf(path, sizeof path, "/proc/%s/cmdline", entry->d_name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t n = read(fd, command, sizeof command - 1);
+      command[n > 0 ? n : 0] = 0;
+      for (ssize_t i = 0; i + 1 < n; i++) if (command[i] == 0) command[i] = ' ';
+      close(fd);
+    }
+    if (kill(pid, SIGKILL) == 0) {
+      killed++;
+      fprintf(stderr, "test-process reaper: killed %d (%s)\n", (int)pid, command);
+    }
   }
   closedir(proc);
   return killed;
