@@ -167,14 +167,16 @@ enum EnforceBenchmark {
           _ = try? waitForExit(enforcer)
         }
         let measured = try measure(db: db, cycles: cycles, links: links, index: index, watch: watch)
-        for (what, samples) in [
-          ("deadline → down", measured.deadline), ("undo (up in the pause → down)", measured.undo),
+        for (what, samples, at) in [
+          ("deadline → down", measured.deadline, measured.deadlineAt),
+          ("undo (up in the pause → down)", measured.undo, measured.undoneAt),
         ] {
           let d = Distribution(samples)
           let worst = samples.max() ?? 0
           let met = d.median <= targetMedian && worst <= targetWorst && measured.missed == 0
+          let worstAt = samples.firstIndex(of: worst).map { " at \(fixed(Double(at[$0]) / 1e9, 6))" } ?? ""
           lines.append(
-            "    \(name) \(what): median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)), worst \(formatDuration(Double(worst))) (\(samples.count)\(measured.missed > 0 ? ", \(measured.missed) MISSED" : "")); \(fixed(d.median / anchor.median, 2))× the anchor's undo median — \(met ? "target met" : "TARGET MISSED")"
+            "    \(name) \(what): median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)), worst \(formatDuration(Double(worst)))\(worstAt) (\(samples.count)\(measured.missed > 0 ? ", \(measured.missed) MISSED" : "")); \(fixed(d.median / anchor.median, 2))× the anchor's undo median — \(met ? "target met" : "TARGET MISSED")"
           )
         }
       }
@@ -322,11 +324,15 @@ enum EnforceBenchmark {
   }
 
   /// `missed`: deadlines and ups after which the tun stayed up (seconds), not in the figures.
+  /// `deadlineAt`, `undoneAt`: when each sample began (CLOCK_REALTIME, nanoseconds), so the
+  /// worst can be found in a trace (ftrace's `tai` clock reads the same here).
   static func measure(db: String, cycles: Int, links: NetlinkLinkTable, index: Int32, watch: LinkWatch) throws -> (
-    deadline: [Int64], undo: [Int64], missed: Int
+    deadline: [Int64], undo: [Int64], missed: Int, deadlineAt: [Int64], undoneAt: [Int64]
   ) {
     var deadline: [Int64] = []
     var undone: [Int64] = []
+    var deadlineAt: [Int64] = []
+    var undoneAt: [Int64] = []
     var missed = 0
     for _ in 0..<cycles {
       // Wait until the enforcer has opened a window and the tunnel is up inside it.
@@ -355,6 +361,7 @@ enum EnforceBenchmark {
         // reads the boot id from /proc first, ~0.1 ms counted against the enforcer before).
         let wallThen = SystemClock.read(CLOCK_REALTIME) - (monotonicNanoseconds() - seen)
         deadline.append(wallThen - current.sessionEndsAt.nanoseconds)
+        deadlineAt.append(current.sessionEndsAt.nanoseconds)
       } else {
         missed += 1
       }
@@ -365,6 +372,7 @@ enum EnforceBenchmark {
         guard SystemTimeSource().now().wall < current.pauseEndsAt - .milliseconds(300) else { break }
         if let latency = try undo(links: links, index: index, watch: watch) {
           undone.append(latency)
+          undoneAt.append(SystemClock.read(CLOCK_REALTIME) - latency)
         } else {
           missed += 1
         }
@@ -374,7 +382,7 @@ enum EnforceBenchmark {
       try links.setUp(index: index)
       usleep(50_000)
     }
-    return (deadline, undone, missed)
+    return (deadline, undone, missed, deadlineAt, undoneAt)
   }
 }
 
