@@ -342,19 +342,34 @@ struct ManagerEnforcerTests {
   }
 
   @Test(
-    "an up in the pause of the same device acts on what the last look found: no walk of /proc at each up; a holder coming or going (the carrier), a minute, a rename or the next deadline looks again"
+    "who manages is looked for once more shortly before the deadline, and the deadline and every up in the pause act on that while it is current: no walk of /proc at each; a holder coming or going (the carrier), 90 s, or a rename looks again"
   )
-  func repeatedCutsLookOnce() throws {
+  func linkDownsActOnWhatIsCurrent() throws {
     let kernel = FakeKernel()
     let nobody = TunnelManager(kind: .none, id: nil, foundBy: .nothing, evidence: "no manager found for wg0")
     let detector = WatchingDetector(manager: nobody, kernel: kernel)
-    let bench = try EnforcerBench("lookonce", kernel: kernel, manager: (nil, detector, FakeWgQuick(kernel)))
+    let bench = try EnforcerBench("current", kernel: kernel, manager: (nil, detector, FakeWgQuick(kernel)))
     let index = kernel.add("wg0", up: true).record.index
     try bench.handle(.started)
     let window = try #require(try bench.stored().window)
     #expect(detector.questions.count == 1)
+    func tick(before deadline: Timestamp, _ left: Duration) throws {
+      bench.clock.advance(deadline - left - bench.clock.now().wall)
+      try bench.handle(.tick)
+    }
+    // Ticks through the window: looked at again once, in the 30 s before the learning margin.
+    try tick(before: window.sessionEndsAt, .seconds(100))
+    #expect(detector.questions.count == 1, "looked at again long before the deadline")
+    try tick(before: window.sessionEndsAt, .seconds(55))
+    #expect(detector.questions.count == 2, "not looked at again ahead of the deadline")
+    try tick(before: window.sessionEndsAt, .seconds(50))
+    try tick(before: window.sessionEndsAt, .seconds(29))
+    #expect(detector.questions.count == 2, "looked at more than once ahead of the deadline, or inside its margin")
+    #expect(detector.questions.allSatisfy { $0.up })
+    // The deadline: the link cut, and what was found 55 s before acted on, with no walk.
     try bench.alarmFires(at: window.sessionEndsAt)
-    #expect(detector.questions.count == 2, "the deadline did not look again")
+    #expect(!kernel.isUp(index))
+    #expect(detector.questions.count == 2, "the deadline looked again though what it knew was current")
     func upInPause() throws {
       bench.clock.advance(.seconds(1))
       try bench.handle(.link(kernel.set(index, up: true)))
@@ -367,31 +382,30 @@ struct ManagerEnforcerTests {
     try upInPause()
     try upInPause()
     #expect(detector.questions.count == 3, "a holder came and was not looked for (or looked for twice)")
-    // What no notification tells is looked at again once a minute.
-    bench.clock.advance(ManagerTable.repeatTrust)
+    // What no notification tells is looked at again once it is 90 s old.
+    bench.clock.advance(ManagerTable.trustedFor)
     try upInPause()
     try upInPause()
-    #expect(detector.questions.count == 4, "not looked at again after \(ManagerTable.repeatTrust)")
-    #expect(detector.questions.dropFirst().allSatisfy { !$0.up }, "looked before the cut: \(detector.questions)")
+    #expect(detector.questions.count == 4, "not looked at again after \(ManagerTable.trustedFor)")
     // Renamed: forgotten, so the next up looks.
     try bench.handle(.link(kernel.rename(index, to: "wg1")))
     try upInPause()
     #expect(detector.questions.count == 5, "a renamed device was taken for what was learned")
+    #expect(detector.questions.dropFirst(2).allSatisfy { !$0.up }, "looked before the cut: \(detector.questions)")
     #expect(try bench.stops() == Array(repeating: .pause, count: 10) + [.freeLimit])
-    // A deadline looks again, however recent what it knows: learned 45 s before it (renamed
-    // back, so forgotten, and learned at the tick).
+    // The next window with no tick before its deadline: what is known is old, so the deadline
+    // looks — after the cut.
     try bench.alarmFires(at: window.pauseEndsAt)
     try bench.handle(.link(kernel.set(index, up: true)))
     let next = try #require(try bench.stored().window)
     #expect(next.sessionEndsAt > window.pauseEndsAt)
-    bench.clock.advance(next.sessionEndsAt - .seconds(45) - bench.clock.now().wall)
-    try bench.handle(.link(kernel.rename(index, to: "wg0")))
-    try bench.handle(.tick)
     let before = detector.questions.count
-    #expect(bench.enforcer.managers.known(index) != nil, "not learned 45 s before the deadline")
     try bench.alarmFires(at: next.sessionEndsAt)
     #expect(!kernel.isUp(index))
-    #expect(detector.questions.count == before + 1, "the deadline acted on what was found before it")
+    #expect(
+      detector.questions.count == before + 1,
+      "the deadline acted on what was found \(next.sessionEndsAt - window.pauseEndsAt) before")
+    #expect(detector.questions.last?.up == false)
   }
 
   @Test("the enforcer says it runs (pid, since, action) beside the database, readers find it, and it goes at stop")

@@ -374,11 +374,14 @@ package struct Enforcer {
     if deadline.armed != nil, !followed.anyUp { try arm(nil) }
   }
 
-  /// Learns who manages each device up under the limit and not known yet (`ManagerTable`), unless
-  /// the deadline is too close for the walk and the managers' answers to be sure not to delay it.
+  /// Learns who manages each device up under the limit (`ManagerTable.wantsLook`: not known yet,
+  /// or known from before the last look ahead of the deadline), unless the deadline is too close
+  /// for the walk and the managers' answers to be sure not to delay it.
   private mutating func learnManagers() {
-    if let armed = deadline.armed, armed - trustedNow() < ManagerTable.learningMargin { return }
-    for (index, _) in followed.up where managers.known(index) == nil {
+    let remaining = deadline.armed.map { $0 - trustedNow() }
+    if let remaining, remaining < ManagerTable.learningMargin { return }
+    for (index, _) in followed.up
+    where managers.wantsLook(index, untilDeadline: remaining, monotonic: clock.now().monotonic) {
       guard let link = try? environment.links.link(index: index) else { continue }
       managers.learn(link, monotonic: clock.now().monotonic)
     }

@@ -7,14 +7,16 @@ import VPNStatSystem
 /// those take the link down first (`Takedown.cut`), and the manager's own stop comes after.
 ///
 /// Learned when a followed device is up inside a window with its deadline far enough away
-/// (`learningMargin`), at a tick, and after a link-down (the check by issue 19's rules,
-/// `ManagerAction`, that the stop acts on). Forgotten when the device goes away or is renamed (a new
-/// ifindex is a new device), and when the process the manager was found through exits: its pidfd
-/// is in the loop's one wait (`exitNotices`), so the table never looks in /proc to stay true.
+/// (`learningMargin`): when it is not known, and once more in the `refreshLead` before that
+/// margin, so the deadline finds it current. Found again after a link-down when what is known is
+/// not current (the check by issue 19's rules, `ManagerAction`, that the stop acts on).
+/// Forgotten when the device goes away or is renamed (a new ifindex is a new device), and when the
+/// process the manager was found through exits: its pidfd is in the loop's one wait
+/// (`exitNotices`), so the table never looks in /proc to stay true.
 ///
-/// A walk of /proc costs ~0.1 s at 1000 processes, on the loop's only thread. A link-down that
-/// repeats one (an up in the pause, an up held down while the session cannot be read) acts on
-/// what the last walk found while it is `current`, rather than walking at every up.
+/// A look walks /proc: some 0.1 s at 1000 processes, on the loop's only thread, during which an
+/// up waits. So a link-down — the deadline's, and every up's in the pause — acts on what was
+/// found while it is `current`, and looks only when it is not.
 struct ManagerTable {
   /// What is known of one device.
   struct Entry {
@@ -32,10 +34,14 @@ struct ManagerTable {
   /// found after the link is down. A manager's answer may take seconds (nmcli, systemctl).
   static let learningMargin: Duration = .seconds(30)
 
-  /// How long what was learned stands for a repeated link-down with nothing said against it: what
-  /// no notification tells (a manager's own state, a second queue of a multi-queue tun) is
-  /// looked at again at most this long after, however often the device is raised.
-  static let repeatTrust: Duration = .seconds(60)
+  /// How long before the learning margin a device known from earlier is looked at again, so
+  /// that what its deadline acts on is at most `learningMargin + refreshLead` and a tick old.
+  static let refreshLead: Duration = .seconds(30)
+
+  /// How long what was learned stands with nothing said against it: what no notification tells
+  /// (a manager's own state, a second queue of a multi-queue tun) is looked at again at most
+  /// this long after, however often the device is raised in the pause.
+  static let trustedFor: Duration = .seconds(90)
 
   let action: any DisconnectAction
   let exits: any ProcessExitWatching
@@ -50,14 +56,25 @@ struct ManagerTable {
   func known(_ index: Int32) -> (any ManagerControl)? { entries[index]?.control }
 
   /// What was learned of `link` if nothing says it changed since: the same device (a rename or
-  /// its end forgets it), learned less than `repeatTrust` ago (`monotonic` is now), no holder
+  /// its end forgets it), learned less than `trustedFor` ago (`monotonic` is now), no holder
   /// came or all went (the carrier changes), and the process it was found through still runs.
   func current(_ link: LinkRecord, monotonic: Int64) -> (any ManagerControl)? {
     guard let entry = entries[link.index], link.carrierChanges != nil, entry.carrierChanges == link.carrierChanges,
-      monotonic - entry.learnedAt < Self.repeatTrust.nanoseconds,
+      monotonic - entry.learnedAt < Self.trustedFor.nanoseconds,
       !(entry.exitNotice.map(exits.hasExited) ?? false)
     else { return nil }
     return entry.control
+  }
+
+  /// Whether device `index`, up, is to be looked at now (`remaining`: the time to its deadline,
+  /// already no closer than `learningMargin`; nil: none armed): when it is not known, or when
+  /// the `refreshLead` before the margin has begun and it was learned before that.
+  func wantsLook(_ index: Int32, untilDeadline remaining: Duration?, monotonic: Int64) -> Bool {
+    guard let entry = entries[index] else { return true }
+    guard let remaining else { return false }
+    let age = Duration.nanoseconds(monotonic - entry.learnedAt)
+    let lead = Self.learningMargin + Self.refreshLead
+    return remaining <= lead && age + remaining > lead
   }
 
   /// Finds the manager of `link` now (for `--action auto`: a walk of /proc, the managers' own

@@ -11,8 +11,9 @@ import VPNStatModel
 /// Then, every link cut, the rest (`finish`): the kernel's word; the manager's own way of
 /// stopping, which works on a link already down (`wg-quick down` removes its rules and the
 /// device, `nmcli connection down` deactivates, `systemctl stop` runs the unit's ExecStop,
-/// OpenVPN takes `signal SIGTERM`) through the manager learned before (`ManagerTable`) and found
-/// again now by issue 19's rules, which decide; then the manager's word (`StopConfirmation`). Each
+/// OpenVPN takes `signal SIGTERM`) through the manager learned by issue 19's rules
+/// (`ManagerTable`) — while what it knows is current, else found again now; then the manager's
+/// word (`StopConfirmation`). Each
 /// failure said and kept for the stop record. A manager's stop that failed once is not run again
 /// in the pause.
 struct Takedown {
@@ -46,9 +47,8 @@ struct Takedown {
 
   /// After the cut of device `device` (ifindex `index`; `refused`: what the kernel said to it):
   /// the kernel's word, then the manager's stop and word, adding to `details` what the stop record
-  /// is to say. The manager's stop acts on what `managers` finds now — or, for a link-down that
-  /// repeats one (`repeats`), on what it found last while that is still current; what it learned
-  /// before is used when the device is gone.
+  /// is to say. The manager's stop acts on what `managers` knows while that is current, else on
+  /// what it finds now; what it learned before is used when the device is gone.
   mutating func finish(
     _ index: Int32, _ device: Enforcer.Device, refused: String?, reason: StopReason, managers: inout ManagerTable,
     details: inout [String]
@@ -61,7 +61,7 @@ struct Takedown {
     if !skipAction {
       if let link = try? links.link(index: index) {
         let now = clock.now().monotonic
-        if Self.repeats(reason), let current = managers.current(link, monotonic: now) {
+        if let current = managers.current(link, monotonic: now) {
           control = current
         } else {
           let learned = managers.known(index)
@@ -116,11 +116,6 @@ struct Takedown {
     details.append((refused ?? "link-down: \(name) stayed up") + "; \(text), which failed too")
     return .stillUp
   }
-
-  /// Whether a link-down for `reason` repeats one: an up in the pause, or held down while the
-  /// session cannot be read, may come every second. A session's end (its deadline, its data cap)
-  /// looks again.
-  static func repeats(_ reason: StopReason) -> Bool { reason == .pause || reason == .undecided }
 
   /// The kernel's word, then the manager's: the one way a stop is confirmed.
   private var confirmation: StopConfirmation { StopConfirmation(links: links, clock: clock) }
