@@ -13,9 +13,8 @@ import VPNStatModel
 /// device, `nmcli connection down` deactivates, `systemctl stop` runs the unit's ExecStop,
 /// OpenVPN takes `signal SIGTERM`) through the manager learned by issue 19's rules
 /// (`ManagerTable`) — while what it knows is current, else found again now; then the manager's
-/// word (`StopConfirmation`). Each
-/// failure said and kept for the stop record. A manager's stop that failed once is not run again
-/// in the pause.
+/// word (`StopConfirmation`). Each failure said and kept for the stop record. A manager's stop
+/// that failed once is not run again in the pause.
 struct Takedown {
   enum Outcome {
     /// The device was gone, nothing left to stop.
