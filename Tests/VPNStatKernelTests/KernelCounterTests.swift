@@ -117,22 +117,22 @@ struct KernelCounterTests {
         // Attached, as wireguard-go or OpenVPN attach a persistent tun: TUNSETIFF on its name.
         let fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw Errno.current }
+        // Closed on every path: an open tun would keep this namespace alive to the process's end.
+        var held = true
+        defer { if held { close(fd) } }
         var request = [UInt8](repeating: 0, count: 64)
         request.replaceSubrange(0..<4, with: Array("cch0".utf8))
         // IFF_TUN | IFF_NO_PI, the flags field right after the 16-byte name.
         request[16] = 0x01
         request[17] = 0x10
         let attached = request.withUnsafeMutableBytes { clinux_ioctl_ptr(fd, clinux_tunsetiff(), $0.baseAddress) }
-        if attached != 0 {
-          let error = Errno.current
-          close(fd)
-          throw error
-        }
+        if attached != 0 { throw Errno.current }
         seen.append(try count("attached"))
         try links.setDown(index: index)
         try links.setUp(index: index)
         seen.append(try count("attached, down, up"))
         close(fd)
+        held = false
         seen.append(try count("let go"))
         return seen
       }

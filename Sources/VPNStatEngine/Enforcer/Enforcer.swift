@@ -380,10 +380,10 @@ package struct Enforcer {
   private mutating func learnManagers() {
     let remaining = deadline.armed.map { $0 - trustedNow() }
     if let remaining, remaining < ManagerTable.learningMargin { return }
-    for (index, _) in followed.up
-    where managers.wantsLook(index, untilDeadline: remaining, monotonic: clock.now().monotonic) {
+    let now = clock.now().monotonic
+    for (index, _) in followed.up where managers.wantsLook(index, untilDeadline: remaining, monotonic: now) {
       guard let link = try? environment.links.link(index: index) else { continue }
-      managers.learn(link, monotonic: clock.now().monotonic)
+      managers.learn(link, monotonic: now)
     }
   }
 
