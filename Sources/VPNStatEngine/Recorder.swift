@@ -171,9 +171,6 @@ package struct Recorder {
     store.setBusyTimeout(milliseconds: milliseconds)
     keeper.requestSave()
     try keeper.saveNow(&sampler)
-    store.checkpoint()
-    // The checkpoint restarted the log (a new WAL-index header): published again for it.
-    if keeper.isWriting { _ = try? store.publishForReaders() }
   }
 
   /// A window opened, ended or reset by another process is saved with the ledger at once, so the

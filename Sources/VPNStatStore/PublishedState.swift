@@ -20,7 +20,7 @@ package struct PublishedState {
   package var session: StoredSession
   package var health: StoreHealth
 
-  static let magic: UInt32 = 0x3170_7376  // "vsp1"
+  static let magic: UInt32 = 0x3270_7376  // "vsp2" (the stamp of a rollback-journal file)
   static let suffix = "published"
   /// Larger is damage: a snapshot of 100,000 interfaces is some 20 MB.
   static let largest = 256 << 20
@@ -66,7 +66,9 @@ package struct PublishedState {
         count: Int(ledgerLength), reading: { read($0, at: ledgerStart + $1) }, sharingBootID: sharingBootID)
     else { return nil }
     // Last, after everything believed was read: equal, no commit came after the one published.
-    guard let live = StoreStamp.read(database: real), live.bytes.elementsEqual(stamp) else { return nil }
+    guard let live = StoreStamp.read(database: real), !live.isWriting, live.bytes.elementsEqual(stamp) else {
+      return nil
+    }
     return PublishedState(location: location, ledger: ledger, session: session, health: health)
   }
 
@@ -90,99 +92,37 @@ package struct PublishedState {
 
 extension Store {
   /// Publishes for one-shot readers (`PublishedState`) what this writer's last save stored,
-  /// when nothing was committed since by anyone: the stamp is read before and after one read
-  /// transaction, and the state is published only when the two are equal (the transaction then
-  /// saw exactly the commit the stamp stands for). Returns whether it published; a file it could
-  /// not write throws, and readers read the database.
+  /// when nothing was committed since by anyone: the session, the health and the stamp are read
+  /// under the writer's lock, which no other writer commits under. Returns whether it
+  /// published; a file it could not write throws, and readers read the database.
   @discardableResult
   package func publishForReaders() throws -> Bool {
-    guard !isReadOnly, let saved = cachedLedger, let real = FileSystem.realPath(location.path),
-      let before = StoreStamp.read(database: real)
-    else { return false }
-    let read: (StoredSession, StoreHealth)? = try guarded {
+    guard !isReadOnly, let saved = cachedLedger, let real = FileSystem.realPath(location.path) else { return false }
+    let read: (StoredSession, StoreHealth, StoreStamp)? = try guarded {
       try connection.transaction(immediate: false) {
         // No other connection's commit since the save (this one's own do not count), and the
         // snapshot stored is current: it is the saved ledger.
         guard try connection.scalar("PRAGMA data_version") == saved.dataVersion,
-          try connection.scalar("SELECT count(*) FROM ledger_snapshot_current") == 1
+          try connection.scalar("SELECT count(*) FROM ledger_snapshot_current") == 1,
+          let stamp = StoreStamp.read(database: real), !stamp.isWriting
         else { return nil }
-        return (try storedSession(), try health())
+        return (try storedSession(), try health(), stamp)
       }
     }
-    guard let (session, health) = read, session.record.dataCap == nil,
-      let after = StoreStamp.read(database: real), after == before, let database = FileStatus.of(real)
+    guard let (session, health, stamp) = read, session.record.dataCap == nil, let database = FileStatus.of(real)
     else { return false }
     let name = String(real.split(separator: "/").last ?? "") + "." + PublishedState.suffix
     let directory = StoreLocation(path: real).directory
     // Readable by whom the database is, never more.
     try AtomicFile.write(
-      PublishedState.encode(stamp: before, session: session, health: health, ledger: saved.ledger), named: name,
+      PublishedState.encode(stamp: stamp, session: session, health: health, ledger: saved.ledger), named: name,
       in: directory, mode: database.permissions & 0o644)
     return true
   }
 }
 
-/// What changes with every commit to the database, by any writer, and with nothing a reader
-/// reads: how a copy of what the database held is known to be current. SQLite's WAL-index
-/// header (the first 48 bytes of the `-shm`: a commit increments its change count and frame
-/// count, and a restarted log gets new salts; its two copies must agree and say it is built, as
-/// SQLite's own readers require), the header's write version and change counter (a commit in
-/// rollback mode increments it), and which files the database, `-wal` and `-shm` are, with the
-/// database's owner and mode. No stamp (nil) without a built WAL index.
-struct StoreStamp: Equatable {
-  var bytes: [UInt8]
-
-  /// 48 header bytes, 2 + 4 from the database's header, three files' device and inode, owner
-  /// and mode.
-  static let length = 48 + 6 + 6 * 8 + 2 * 4
-
-  /// The stamp of the database whose real path is `real` now.
-  static func read(database real: String) -> StoreStamp? {
-    var stamp = ByteWriter()
-    stamp.bytes.reserveCapacity(length)
-    // The `-shm` that was read is the one whose identity is stamped: its descriptor's, not a
-    // second look at the name.
-    var shm: FileStatus?
-    let index = [UInt8](unsafeUninitializedCapacity: 96) { buffer, count in
-      count = readPrefix(of: real + "-shm", into: UnsafeMutableRawBufferPointer(buffer), status: &shm)
-    }
-    // SQLite writes copy 2 then copy 1: equal copies are one commit's; byte 12 is isInit.
-    guard index.count == 96, index[0..<48].elementsEqual(index[48..<96]), index[12] == 1 else { return nil }
-    stamp.bytes.append(contentsOf: index[0..<48])
-    var header = [UInt8](repeating: 0, count: 28)
-    var database: FileStatus?
-    guard header.withUnsafeMutableBytes({ readPrefix(of: real, into: $0, status: &database) }) == 28,
-      let database, header.starts(with: Array("SQLite format 3\0".utf8))
-    else { return nil }
-    stamp.bytes.append(contentsOf: header[18..<20])
-    stamp.bytes.append(contentsOf: header[24..<28])
-    guard let shm else { return nil }
-    let wal = FileStatus.of(real + "-wal")
-    for file in [database, shm] {
-      stamp.u64(file.device)
-      stamp.u64(file.inode)
-    }
-    stamp.u64(wal?.device ?? 0)
-    stamp.u64(wal?.inode ?? 0)
-    stamp.u32(database.owner)
-    stamp.u32(database.permissions)
-    return StoreStamp(bytes: stamp.bytes)
-  }
-
-  /// Reads the first bytes of `path` into `buffer` and sets `status` to what the open file is;
-  /// returns how many bytes (0 when it cannot be read).
-  private static func readPrefix(
-    of path: String, into buffer: UnsafeMutableRawBufferPointer, status: inout FileStatus?
-  ) -> Int {
-    guard let fd = try? FileDescriptor.open(path, FileDescriptor.readingNoFollow) else { return 0 }
-    defer { fd.close() }
-    status = try? fd.status()
-    return (try? fd.read(into: buffer, at: 0)) ?? 0
-  }
-}
-
 /// Little-endian values appended to bytes.
-private struct ByteWriter {
+struct ByteWriter {
   var bytes: [UInt8] = []
 
   mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
@@ -251,7 +191,7 @@ private struct ByteWriter {
 }
 
 /// Bounds-checked little-endian reads: nil for anything not whole or not known.
-private struct ByteReader {
+struct ByteReader {
   let bytes: [UInt8]
   var offset = 0
 

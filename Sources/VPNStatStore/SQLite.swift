@@ -58,13 +58,10 @@ final class SQLiteConnection {
   deinit {
     for statement in statements { sqlite3_finalize(statement.handle) }
     sqlite3_close_v2(handle)
-    busyDeadline.deallocate()
     compilationCount?.deallocate()
   }
 
   var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
-
-  func setBusyTimeout(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
 
   /// Frees what the page cache holds (`sqlite3_db_release_memory`).
   func releaseMemory() { sqlite3_db_release_memory(handle) }
@@ -75,30 +72,6 @@ final class SQLiteConnection {
     var highest: Int32 = 0
     sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0)
     return Int(current)
-  }
-
-  /// Waits for other processes' locks until `deadline` (CLOCK_MONOTONIC nanoseconds) in all,
-  /// however many statements wait: a caller that must answer in time (the connect gate) cannot
-  /// be held longer by a lock that comes back for every statement.
-  func setBusyDeadline(_ deadline: Int64) {
-    busyDeadline.pointee = deadline
-    sqlite3_busy_handler(
-      handle,
-      { context, _ in
-        guard let context else { return 0 }
-        let deadline = context.load(as: Int64.self)
-        if SystemClock.monotonic >= deadline { return 0 }
-        SystemClock.sleep(for: .milliseconds(2))
-        return 1
-      }, UnsafeMutableRawPointer(busyDeadline))
-  }
-  private let busyDeadline = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
-
-  /// Keeps the `-wal` and `-shm` files after the last connection closes, so that users who may
-  /// read but not write the database can still open it.
-  func persistWAL() {
-    var on: Int32 = 1
-    sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &on)
   }
 
   private func error(_ rc: Int32) -> SQLiteError {

@@ -15,7 +15,7 @@ extension Store {
   /// The ledger as `loadLedger` reads it, with the version it was read at: a reader compares
   /// `ledgerVersion()` with it to tell whether the stored ledger may have changed since.
   package func loadVersionedLedger(sharingBootID: String? = nil) throws -> (ledger: Ledger, version: LedgerVersion) {
-    try guarded {
+    try reading {
       if let read = try readVersionedSnapshot(sharingBootID: sharingBootID) {
         // A reader reads the rest of its report in the same transaction, and its kernel sample
         // and report are allocated meanwhile: the snapshot's pages, read once, are given back for
@@ -36,29 +36,24 @@ extension Store {
 
   /// The version of the stored ledger now (one statement). See `LedgerVersion`.
   package func ledgerVersion() throws -> LedgerVersion {
-    try guarded { try readLedgerVersion() }
+    try reading { try readLedgerVersion() }
   }
 
   private func readLedgerVersion() throws -> LedgerVersion {
-    var version: LedgerVersion?
+    var token: Int64?
     do {
-      try connection.query(
-        "SELECT (SELECT token FROM ledger_snapshot_current WHERE id = 1), data_version FROM pragma_data_version"
-      ) { row in
-        version = row.optionalInteger(0).map(LedgerVersion.snapshot) ?? .rows(dataVersion: row.integer(1))
-      }
+      token = try connection.scalar("SELECT token FROM ledger_snapshot_current WHERE id = 1")
     } catch let error as SQLiteError where error.primary == SQLITE_ERROR {
       // No such table: no writer of this vpnstat has opened the file.
-      return .rows(dataVersion: try connection.scalar("PRAGMA data_version") ?? 0)
     }
-    return version ?? .rows(dataVersion: 0)
+    return try token.map(LedgerVersion.snapshot) ?? .rows(dataVersion: currentDataVersion())
   }
 
   /// The ledger from its snapshot: nil when there is none current (a writer changed the rows
   /// since, or none has written one; a file vpnstat made before it) or it cannot be decoded.
   /// The triggers make a current snapshot equal to the rows it was read with.
   func readSnapshot(sharingBootID: String?) throws -> Ledger? {
-    try readVersionedSnapshot(sharingBootID: sharingBootID)?.ledger
+    try reading { try readVersionedSnapshot(sharingBootID: sharingBootID)?.ledger }
   }
 
   /// The current snapshot with its version (its token), in one read transaction (that of the
@@ -84,6 +79,10 @@ extension Store {
 
   /// The ledger from the `interfaces` rows: the record the snapshot stands for.
   func readLedger(sharingBootID: String? = nil) throws -> Ledger {
+    try reading { try readRows(sharingBootID: sharingBootID) }
+  }
+
+  private func readRows(sharingBootID: String?) throws -> Ledger {
     var entries = LedgerTable(minimumCapacity: Int(try connection.scalar("SELECT count(*) FROM interfaces") ?? 0))
     // Rows mostly share a boot id and a class: each is decoded once and compared after.
     var bootID: String? = sharingBootID
@@ -193,7 +192,7 @@ extension Store {
   /// Runs `read` in one read transaction: every query in it sees the database as of one commit,
   /// so a ledger and buckets read there agree (no save falls between them).
   package func snapshot<T>(_ read: () throws -> T) throws -> T {
-    try guarded { try connection.transaction(immediate: false, read) }
+    try reading { try connection.transaction(immediate: false, read) }
   }
 
   /// `read` in one read transaction of `store`, or just `read` without a database. A reader's
@@ -208,15 +207,22 @@ extension Store {
   /// of an enforcer — or nil when none has: how current the saved ledger is, for a report that
   /// says so.
   package func lastSaved() throws -> Timestamp? {
-    try guarded {
+    try reading {
       try connection.scalar("SELECT wall FROM trusted_clock WHERE id = 1").map { Timestamp(nanoseconds: $0) }
     }
   }
 
-  /// SQLite's count of commits by other connections since this one last looked: a reader
-  /// reloads the ledger only when it moved.
+  /// What changes when another process commits: a writer's SQLite count of other connections'
+  /// commits, a reader's stamp of the file (an immutable connection's count never moves). A
+  /// process reloads what it keeps only when it moved.
   package func dataVersion() throws -> Int64 {
-    try guarded { try connection.scalar("PRAGMA data_version") ?? 0 }
+    try reading { try currentDataVersion() }
+  }
+
+  /// `dataVersion()` inside an operation already running.
+  func currentDataVersion() throws -> Int64 {
+    guard inRead else { return try connection.scalar("PRAGMA data_version") ?? 0 }
+    return lastReadVersion
   }
 
   private func write(_ checkpoint: LedgerCheckpoint) throws {
@@ -273,7 +279,7 @@ extension Store {
 
   /// Traffic buckets of one granularity from `since` (Unix seconds) on, oldest first.
   package func buckets(_ granularity: TrafficGranularity, since: Int64) throws -> [TrafficBucket] {
-    try guarded {
+    try reading {
       var result: [TrafficBucket] = []
       try connection.query(
         """
@@ -306,19 +312,13 @@ extension Store {
   package func health() throws -> StoreHealth {
     var health = StoreHealth()
     guard schema >= 3 else { return health }
-    try guarded {
+    try reading {
       try connection.query("SELECT count, last_at FROM incidents WHERE kind = 'notification-overflow'") { row in
         health.notificationOverflows = row.unsigned(0)
         health.lastNotificationOverflow = Timestamp(nanoseconds: row.integer(1))
       }
     }
     return health
-  }
-
-  /// Copies the WAL into the main file and truncates it (the recorder does this on exit).
-  package func checkpoint() {
-    guard !isReadOnly else { return }
-    try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
   }
 }
 

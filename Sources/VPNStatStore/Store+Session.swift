@@ -5,7 +5,7 @@ import VPNStatSystem
 extension Store {
   /// The stored session: plan, window, tunnel, usage base.
   package func sessionRecord() throws -> SessionRecord {
-    try guarded { try readSession() }
+    try reading { try readSession() }
   }
 
   private func readSession() throws -> SessionRecord {
@@ -85,7 +85,7 @@ extension Store {
 
   /// The stored ledger totals of one class or one interface name (nil: any), summed.
   package func ledgerTotals(of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws -> TrafficCounts {
-    try guarded {
+    try reading {
       var sum = TrafficCounts.zero
       try connection.query(
         """
@@ -102,7 +102,7 @@ extension Store {
   package func usage(since: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws
     -> TrafficCounts
   {
-    try guarded {
+    try reading {
       var sum = TrafficCounts.zero
       try connection.query(
         """
@@ -170,7 +170,7 @@ extension Store {
   /// The last refusal recorded; nil when none (or the file predates refusals: schema 5).
   package func lastRefusal() throws -> Refusal? {
     guard schema >= 5 else { return nil }
-    return try guarded {
+    return try reading {
       var result: Refusal?
       try connection.query("SELECT at, interface, by, reason, until FROM refusals ORDER BY id DESC LIMIT 1") { row in
         // A path or reason another version wrote and this one does not know is shown as the gate's pause.
@@ -187,7 +187,7 @@ extension Store {
 
   /// The most recent stops, newest first.
   package func stops(limit: Int = 1) throws -> [StopRecord] {
-    try guarded {
+    try reading {
       var result: [StopRecord] = []
       try connection.query(
         "SELECT at, interface, reason, detail FROM stops ORDER BY id DESC LIMIT ?", [.integer(Int64(limit))]
@@ -205,19 +205,12 @@ extension Store {
   // MARK: - Trusted clock
 
   /// The trusted "now" for `reading` (never behind the last trusted time of this boot). A writer
-  /// stores the pair back unless told not to, without waiting for a lock: this "now" is right
-  /// either way, and the next writer stores a pair.
+  /// stores the pair back unless told not to.
   package func trustedNow(_ reading: ClockReading, writing: Bool? = nil) throws -> Timestamp {
-    try guarded {
+    guard writing ?? !isReadOnly else { return try self.reading { TrustedClock.now(reading, last: try readTrusted()) } }
+    return try guarded {
       let now = TrustedClock.now(reading, last: try readTrusted())
-      if writing ?? !isReadOnly {
-        connection.setBusyTimeout(milliseconds: 0)
-        defer { connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds) }
-        do {
-          try writeTrusted(TrustedClock.after(reading, trusted: now))
-        } catch let error as SQLiteError where error.isBusy {
-        }
-      }
+      try writeTrusted(TrustedClock.after(reading, trusted: now))
       return now
     }
   }
@@ -234,7 +227,7 @@ extension Store {
   /// What a session report reads of the database (`SessionView.report`), in one read
   /// transaction (the caller's, when it has one).
   package func storedSession() throws -> StoredSession {
-    try guarded {
+    try reading {
       try connection.transaction(immediate: false) {
         StoredSession(
           record: try readSession(), trusted: try readTrusted(), lastStop: try stops(limit: 1).first,

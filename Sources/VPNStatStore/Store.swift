@@ -2,14 +2,34 @@ import CSQLite
 import VPNStatModel
 import VPNStatSystem
 
-/// The one SQLite database (WAL) behind everything that must outlive a process: the ledger, the
+/// The one SQLite database behind everything that must outlive a process: the ledger, the
 /// traffic buckets, the session window, the plan, stop records. The only code that speaks SQL.
 /// Several processes use it at once; each write is one transaction.
+///
+/// No process ever waits on a lock another user can take. SQLite's locks are byte ranges of the
+/// database's files, which every process that may read the file can hold (a reader's lock on a
+/// WAL's `-shm` stopped every write of root's). So the database is a rollback-journal file that
+/// writers change without SQLite's locks (`vfs=unix-none`), each operation under their own
+/// `WriterLock` — a private file of the writing user's, which nobody else can open — and that
+/// readers read without any lock (`immutable=1`): a read counts only when the file's
+/// `StoreStamp` — its change counter and identity, and no journal being written — is the same
+/// before and after it; otherwise it is read again. A writer that died mid-commit leaves its
+/// journal, which the next writer rolls back; readers wait for that and say so.
 package final class Store {
   package let location: StoreLocation
   /// The calendar the hourly, daily and monthly buckets follow.
   package let calendar: any LocalCalendar
-  let connection: SQLiteConnection
+  /// A writer's connection, for its life: used only under its lock.
+  private var writing: SQLiteConnection?
+  /// The connection reads use, opened at the stamp they read (a new one when the file changed:
+  /// an immutable connection never looks again).
+  private var reading: SQLiteConnection?
+  /// Whether the operation running now reads through `reading` (a writer's too, when it reads
+  /// only: it need not wait for the lock).
+  private(set) var inRead = false
+  /// The connection of the operation running now (`guarded`, `reading`); outside one (a test's
+  /// look), the writer's, else the reader's last.
+  var connection: SQLiteConnection { (inRead ? reading : writing ?? reading)! }
   /// True when this connection was opened for reading: it never writes.
   package let isReadOnly: Bool
   /// The ledger as last loaded or written by this connection, and SQLite's `data_version` then:
@@ -19,14 +39,23 @@ package final class Store {
   var lastPrune: Timestamp?
   /// The schema version of the file as opened (current once a writer has migrated it).
   var schema: Int64 = 0
-  /// How long a statement waits for another process's lock before failing busy.
+  /// How long an operation waits for another writer, or for a reader's consistent read.
   private(set) var busyTimeoutMilliseconds: Int32
+  /// CLOCK_MONOTONIC nanoseconds after which no operation waits any more (`waitingAtMost`).
+  private var busyDeadline: Int64?
+  /// A writer's lock, taken around each of its operations.
+  private let writerLock: WriterLock?
+  /// The database's real path, where its stamp is read.
+  private let realPath: String
+  /// The stamp `reading` was opened at.
+  private var openedAt: StoreStamp?
+  /// Operations running now: one inside another is part of it (one lock, one consistent read).
+  private var depth = 0
 
   /// How a command means to use the database.
   package enum Intent: Sendable {
-    /// Read only: never create, upgrade or write anything (`status`, `watch`, `export`,
-    /// `session`, the connect gate, `history`). A full disk, a lock held by a reader or a damaged
-    /// page can then never cost a write half done.
+    /// Read only: never create, upgrade or write anything, and take no lock (`status`, `watch`,
+    /// `export`, `session`, the connect gate, `history`).
     case read
     /// Read and write, creating the database if missing (`record`, `enforce`, `plan`,
     /// `session reset`). The file is checked for damage before the first write.
@@ -42,58 +71,98 @@ package final class Store {
 
   /// Opens the database at `location` for `intent`. Returns nil when it does not exist (or is an
   /// empty file) and the intent does not create it. Throws `StoreError`, never rewriting a file it
-  /// cannot use. Each statement waits up to `busyTimeoutMilliseconds` for another process's
-  /// lock; with `waitingAtMost`, all of them together wait no longer than that.
+  /// cannot use. Each operation waits up to `busyTimeoutMilliseconds` for another writer (or, a
+  /// reader, for a write in progress to end); with `waitingAtMost`, all of them together wait no
+  /// longer than that.
   package static func open(
     _ location: StoreLocation, intent: Intent, busyTimeoutMilliseconds: Int32 = 2000, waitingAtMost: Duration? = nil,
     calendar: any LocalCalendar = SystemCalendar()
   ) throws -> Store? {
     let deadline = waitingAtMost.map { SystemClock.monotonic + $0.nanoseconds }
     let exists = location.exists
-    if !exists && intent == .read { return nil }
-    if intent == .write {
-      if !location.isWritable {
-        throw StoreError.notPermitted(
-          path: location.path,
-          detail: exists ? "no write access to the file or its directory" : "cannot create it in \(location.directory)")
-      }
-      try location.checkDirectoryTrust()
-      if !exists { try create(location) }
+    if exists, let status = FileStatus.of(location.path), !status.isRegular {
+      throw StoreError.unavailable(path: location.path, detail: "not a regular file")
     }
-    let readOnly = intent == .read
+    if intent == .read {
+      guard exists, (FileStatus.of(location.path)?.size ?? 0) > 0 else { return nil }
+      let store = Store(
+        location: location, writerLock: nil, busyTimeoutMilliseconds: busyTimeoutMilliseconds, deadline: deadline,
+        calendar: calendar)
+      // An empty schema (its creator has not written one yet) is no database to read.
+      return try store.reading { store.schema } > 0 ? store : nil
+    }
+    if !location.isWritable {
+      throw StoreError.notPermitted(
+        path: location.path,
+        detail: exists ? "no write access to the file or its directory" : "cannot create it in \(location.directory)")
+    }
+    try location.checkDirectoryTrust()
+    if !exists { try create(location) }
+    // A writer that died in the middle of a write left its journal: SQLite's own recovery (the
+    // journal played back) comes first, under the lock, so that the file can be read at all.
+    let realPath = FileSystem.realPath(location.path) ?? location.path
+    var store: Store?
+    func writer() throws -> Store {
+      if let store { return store }
+      let made = Store(
+        location: location, writerLock: try makeWriterLock(location), busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+        deadline: deadline, calendar: calendar)
+      store = made
+      return made
+    }
+    if StoreStamp.read(database: realPath)?.isWriting == true {
+      let recovering = try writer()
+      try recovering.guarded { try recovering.rollBackDeadWrite() }
+    }
+    // Nothing writes to a file found damaged or not vpnstat's, its lock included: every page is
+    // looked at, as a reader looks (no lock held meanwhile), before the first write.
+    if let reader = try Store.open(
+      location, intent: .read, busyTimeoutMilliseconds: busyTimeoutMilliseconds, waitingAtMost: waitingAtMost,
+      calendar: calendar), let problem = try reader.reading({ try reader.integrityProblem() })
+    {
+      throw StoreError.corrupt(path: location.path, detail: problem)
+    }
+    let opened = try writer()
+    try opened.guarded { try opened.prepareForWriting() }
+    return opened
+  }
+
+  /// The writer's lock for the database at `location` (`WriterLock`), as a `StoreError` when it
+  /// cannot be made or trusted.
+  private static func makeWriterLock(_ location: StoreLocation) throws -> WriterLock {
     do {
-      let store = try Store(
-        location: location, connection: connect(location, query: readOnly ? "?mode=ro&readonly_shm=1" : ""),
-        readOnly: readOnly,
-        busyTimeoutMilliseconds: busyTimeoutMilliseconds, calendar: calendar)
-      if let deadline { store.connection.setBusyDeadline(deadline) }
-      return try store.validateAndMigrate() ? store : nil
-    } catch let error as SQLiteError where readOnly && (error.isCannotOpen || error.isReadOnly) {
-      // A user who may not write cannot create the `-shm` file of a WAL database whose last
-      // writer removed it. Then there is no WAL to miss, and reading the file as immutable is
-      // exact.
-      let store = try Store(
-        location: location, connection: connect(location, query: "?immutable=1"), readOnly: true,
-        busyTimeoutMilliseconds: busyTimeoutMilliseconds, calendar: calendar)
-      if let deadline { store.connection.setBusyDeadline(deadline) }
-      return try store.validateAndMigrate() ? store : nil
+      return try WriterLock(path: location.lockPath("write"))
+    } catch let failure as ProcessLock.Failure {
+      if case .unusable(_, let detail, let notPermitted) = failure, notPermitted {
+        throw StoreError.notPermitted(path: location.path, detail: "its lock: \(detail)")
+      }
+      throw StoreError.unavailable(path: location.path, detail: "\(failure)")
     }
   }
 
+  /// Plays back the journal a writer that died in the middle of a write left (SQLite does so
+  /// when a connection that may write starts to read and finds one, which it takes for a dead
+  /// writer's: no lock of SQLite's says otherwise here, and this writer holds the writers' lock).
+  private func rollBackDeadWrite() throws {
+    let connection = try Self.connect(location, query: "?vfs=unix-none", readOnly: false)
+    _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
+  }
+
   private init(
-    location: StoreLocation, connection: SQLiteConnection, readOnly: Bool, busyTimeoutMilliseconds: Int32,
+    location: StoreLocation, writerLock: WriterLock?, busyTimeoutMilliseconds: Int32, deadline: Int64?,
     calendar: any LocalCalendar
   ) {
     self.location = location
     self.calendar = calendar
-    self.connection = connection
-    self.isReadOnly = readOnly
+    self.writerLock = writerLock
+    self.isReadOnly = writerLock == nil
     self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
-    connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds)
+    self.busyDeadline = deadline
+    realPath = FileSystem.realPath(location.path) ?? location.path
   }
 
   /// Creates the directory (0755) and an empty file (0644) so the modes do not depend on umask:
-  /// readers without write access must be able to read it and its `-wal`/`-shm` files.
+  /// users who may not write must be able to read it.
   private static func create(_ location: StoreLocation) throws {
     do {
       try FileSystem.createDirectories(location.directory, mode: 0o755)
@@ -106,36 +175,45 @@ package final class Store {
     }
   }
 
-  private static func connect(_ location: StoreLocation, query: String) throws -> SQLiteConnection {
+  private static func connect(_ location: StoreLocation, query: String, readOnly: Bool) throws -> SQLiteConnection {
     let uri = "file:" + percentEncoded(location.path) + query
     do {
-      return try SQLiteConnection(uri: uri, readOnly: !query.isEmpty, create: false)
+      return try SQLiteConnection(uri: uri, readOnly: readOnly, create: false)
     } catch let error as SQLiteError {
       throw map(error, location)
     }
   }
 
-  /// Reads what makes this file ours before anything is written to it; for a writer, checks it
-  /// for damage and then brings the schema up to date. Returns false for an empty file a reader
-  /// finds (its creator has not written the schema yet: no database to read).
-  private func validateAndMigrate() throws -> Bool {
+  /// A reader's connection for the file at `stamp`: immutable (no lock, no journal looked at:
+  /// the stamps around each read say whether it held still); for a file an older vpnstat left in
+  /// WAL mode, one that reads the log into its own memory, never touching the `-shm` that any
+  /// reader could lock.
+  private func openReader(at stamp: StoreStamp) throws {
+    reading = nil
+    let connection: SQLiteConnection
+    if stamp.isWAL {
+      connection = try Self.connect(location, query: "?mode=ro&vfs=unix-none", readOnly: true)
+      try connection.execute("PRAGMA locking_mode=EXCLUSIVE")
+    } else {
+      connection = try Self.connect(location, query: "?immutable=1", readOnly: true)
+    }
+    reading = connection
+    openedAt = stamp
+    _ = try validate()
+  }
+
+  /// Reads what makes this file ours before anything is written to it. Returns false for an
+  /// empty file a reader finds (its creator has not written the schema yet: no database to read).
+  private func validate() throws -> Bool {
     var applicationID: Int64 = 0
     var version: Int64 = 0
     var tables: Int64 = 0
-    do {
-      // One read transaction, so all three come from one snapshot: read one by one, a process
-      // creating the database between them made a new file look like another program's.
-      try connection.transaction(immediate: false) {
-        applicationID = try connection.scalar("PRAGMA application_id") ?? 0
-        version = try connection.scalar("PRAGMA user_version") ?? 0
-        if applicationID == 0 && version == 0 {
-          tables = try connection.scalar("SELECT count(*) FROM sqlite_master") ?? 0
-        }
+    try connection.transaction(immediate: false) {
+      applicationID = try connection.scalar("PRAGMA application_id") ?? 0
+      version = try connection.scalar("PRAGMA user_version") ?? 0
+      if applicationID == 0 && version == 0 {
+        tables = try connection.scalar("SELECT count(*) FROM sqlite_master") ?? 0
       }
-    } catch let error as SQLiteError where isReadOnly && (error.isCannotOpen || error.isReadOnly) {
-      throw error  // open() retries as immutable
-    } catch let error as SQLiteError {
-      throw Self.map(error, location)
     }
     if applicationID == 0 && version == 0 {
       if tables > 0 { throw StoreError.foreign(path: location.path) }
@@ -146,40 +224,54 @@ package final class Store {
       throw StoreError.newerSchema(path: location.path, found: version, supported: Self.schemaVersion)
     }
     schema = version
-    if isReadOnly {
-      if version == 0 { return false }
-      if version < Self.oldestReadableSchema {
-        throw StoreError.olderSchema(path: location.path, found: version, supported: Self.schemaVersion)
-      }
-      return true
+    guard isReadOnly else { return true }
+    if version == 0 { return false }
+    if version < Self.oldestReadableSchema {
+      throw StoreError.olderSchema(path: location.path, found: version, supported: Self.schemaVersion)
     }
+    return true
+  }
+
+  /// A writer's connection, under its lock: an older vpnstat's WAL file converted to a rollback
+  /// journal, the file checked to be vpnstat's, the schema brought up to date.
+  private func prepareForWriting() throws {
+    try convertFromWAL()
+    let connection = try Self.connect(location, query: "?vfs=unix-none", readOnly: false)
+    writing = connection
     // A writer runs for good: SQLite's default page cache (2 MiB) would fill with pages read once
-    // by the check below and stay that size. A save touches the ledger's table and the current
-    // buckets, some 500 KiB at a thousand interfaces; the rest is read again from the OS's cache.
-    try guarded { try connection.execute("PRAGMA cache_size = -\(Self.writerCacheKiB)") }
-    // Nothing writes to a file found damaged: look at every page before the first write.
-    if version > 0, let problem = try guarded({ try integrityProblem() }) {
-      throw StoreError.corrupt(path: location.path, detail: problem)
-    }
-    try guarded {
-      try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
-      connection.persistWAL()
-    }
-    if version < Self.schemaVersion {
-      try guarded {
-        try connection.transaction {
-          // Re-read under the write lock: another process may have migrated meanwhile.
-          let current = try connection.scalar("PRAGMA user_version") ?? 0
-          guard current < Self.schemaVersion else { return }
-          for step in Int(current)..<Self.migrations.count { try connection.execute(Self.migrations[step]) }
-          try connection.execute("PRAGMA application_id = \(Self.applicationID)")
-          try connection.execute("PRAGMA user_version = \(Self.schemaVersion)")
-        }
+    // and stay that size. A save touches the ledger's table and the current buckets, some 500 KiB
+    // at a thousand interfaces; the rest is read again from the OS's cache.
+    try connection.execute(
+      "PRAGMA cache_size = -\(Self.writerCacheKiB); PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL")
+    _ = try validate()
+    if schema < Self.schemaVersion {
+      try connection.transaction {
+        // Re-read under the write lock: another process may have migrated meanwhile.
+        let current = try connection.scalar("PRAGMA user_version") ?? 0
+        guard current < Self.schemaVersion else { return }
+        for step in Int(current)..<Self.migrations.count { try connection.execute(Self.migrations[step]) }
+        try connection.execute("PRAGMA application_id = \(Self.applicationID)")
+        try connection.execute("PRAGMA user_version = \(Self.schemaVersion)")
       }
       schema = Self.schemaVersion
     }
-    try guarded { try addLedgerSnapshot() }
-    return true
+    try addLedgerSnapshot()
+  }
+
+  /// Converts a file an older vpnstat left in WAL mode to a rollback journal, under the writer's
+  /// lock: its log is read into this connection's memory (exclusive locking mode never maps the
+  /// `-shm`, which a reader may hold locked), checkpointed and removed, and the `-shm` with it.
+  /// Older vpnstat processes must not run meanwhile (installing stops the units).
+  private func convertFromWAL() throws {
+    let wal = location.path + "-wal"
+    guard StoreStamp.read(database: realPath)?.isWAL == true || FileSystem.exists(wal) else { return }
+    let connection = try Self.connect(location, query: "?vfs=unix-none", readOnly: false)
+    try connection.execute("PRAGMA locking_mode=EXCLUSIVE")
+    _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
+    try connection.execute("PRAGMA journal_mode=DELETE")
+    for leftover in [wal, location.path + "-shm"] where FileSystem.exists(leftover) {
+      try? FileSystem.remove(leftover)
+    }
   }
 
   /// The ledger's snapshot (`LedgerSnapshot`), the mark that it is current (with the token a
@@ -193,8 +285,6 @@ package final class Store {
     let present = "SELECT count(*) FROM pragma_table_info('ledger_snapshot_current') WHERE name = 'token'"
     guard try connection.scalar(present) == 0 else { return }
     try connection.transaction {
-      // Re-read under the write lock: another writer may have added them meanwhile.
-      guard try connection.scalar(present) == 0 else { return }
       // A mark without a token (an early build of this table) is replaced: the snapshot is then stale.
       try connection.execute(
         """
@@ -223,33 +313,92 @@ package final class Store {
   /// or two in between: the pages a save touched (some 500 KiB at a thousand interfaces) would
   /// stay resident all interval; the next save reads them again from the OS's cache, a few
   /// hundred microseconds once a minute.
-  package func releaseCache() { connection.releaseMemory() }
-
-  /// The bytes the page cache holds now.
-  package var cacheBytes: Int { connection.cacheUsed }
-
-  /// Changes how long each statement waits for another process's lock (an enforcer opens with
-  /// time to migrate, then waits only moments: it must never be held up by the database).
-  package func setBusyTimeout(milliseconds: Int32) {
-    busyTimeoutMilliseconds = milliseconds
-    connection.setBusyTimeout(milliseconds: milliseconds)
+  package func releaseCache() {
+    writing?.releaseMemory()
+    reading?.releaseMemory()
   }
 
-  /// Runs a database operation, turning SQLite's errors into `StoreError`s that name the file.
-  /// A reader's operation that SQLite refuses as a write it may not do is tried again a few times
-  /// first: a read-only connection cannot rebuild the WAL index, and it may find it in need of
-  /// that for the moment a writer takes to close (checkpoint, remove the `-wal` and `-shm`) —
-  /// seen once as a `status` exiting 77 beside a finishing `record`.
+  /// The bytes the page cache holds now.
+  package var cacheBytes: Int { (writing?.cacheUsed ?? 0) + (reading?.cacheUsed ?? 0) }
+
+  /// Changes how long each operation waits for another writer (an enforcer opens with time to
+  /// migrate, then waits only moments: it must never be held up by the database).
+  package func setBusyTimeout(milliseconds: Int32) {
+    busyTimeoutMilliseconds = milliseconds
+  }
+
+  /// Runs a database operation that may write: a writer's under its `WriterLock`, on its own
+  /// connection; a reader's as `reading` runs it. SQLite's errors become `StoreError`s that name
+  /// the file. An operation inside another is part of it.
   func guarded<T>(_ body: () throws -> T) throws -> T {
-    var attempt = 0
+    guard let writerLock, depth == 0 else { return try reading(body) }
+    depth = 1
+    defer { depth = 0 }
+    do {
+      return try writerLock.holding(until: deadline()) { try mapped(body) }
+    } catch is WriterLock.Busy {
+      throw StoreError.busy(path: location.path)
+    } catch let error as Errno {
+      throw StoreError.unavailable(path: location.path, detail: "its lock: \(error)")
+    }
+  }
+
+  /// Runs an operation that only reads, taking no lock, by readers and writers alike: one
+  /// consistent read, the stamp the same before and after (read again when a commit came
+  /// between, waiting while a write is under way). Inside another operation, part of it.
+  func reading<T>(_ body: () throws -> T) throws -> T {
+    if depth > 0 { return try mapped(body) }
+    depth = 1
+    inRead = true
+    defer {
+      depth = 0
+      inRead = false
+    }
+    let deadline = deadline()
     while true {
-      do {
-        return try body()
-      } catch let error as SQLiteError {
-        attempt += 1
-        guard isReadOnly, error.isReadOnly || error.isCannotOpen, attempt < 5 else { throw Self.map(error, location) }
-        SystemClock.sleep(for: .milliseconds(10 * attempt))
+      guard let before = StoreStamp.read(database: realPath) else {
+        throw FileSystem.exists(realPath)
+          ? StoreError.notADatabase(path: location.path)
+          : StoreError.unavailable(path: location.path, detail: "it is gone")
       }
+      if !before.isWriting {
+        do {
+          let result = try mapped {
+            if openedAt != before { try openReader(at: before) }
+            return try body()
+          }
+          if StoreStamp.read(database: realPath) == before { return result }
+        } catch {
+          // Damage seen in a file that held still is damage; a commit meanwhile may have made it.
+          if StoreStamp.read(database: realPath) == before { throw error }
+        }
+      }
+      if SystemClock.monotonic >= deadline { throw StoreError.busy(path: location.path) }
+      SystemClock.sleep(for: .milliseconds(1))
+    }
+  }
+
+  /// When the operation starting now stops waiting: its busy timeout, and never after the
+  /// deadline of all (`waitingAtMost`).
+  private func deadline() -> Int64 {
+    let own = SystemClock.monotonic + Int64(busyTimeoutMilliseconds) * 1_000_000
+    return busyDeadline.map { min(own, $0) } ?? own
+  }
+
+  /// The version of the file the running read reads (its connection's stamp, hashed: FNV-1a),
+  /// which any commit changes.
+  var lastReadVersion: Int64 {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in openedAt?.bytes ?? [] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    return Int64(bitPattern: hash)
+  }
+
+  /// `body`, with SQLite's errors as `StoreError`s.
+  private func mapped<T>(_ body: () throws -> T) throws -> T {
+    do {
+      return try body()
+    } catch let error as SQLiteError {
+      throw Self.map(error, location)
     }
   }
 

@@ -16,7 +16,9 @@ package enum StoreError: Error, CustomStringConvertible {
   case olderSchema(path: String, found: Int64, supported: Int64)
   /// The operation needs to write and this user may not.
   case notPermitted(path: String, detail: String)
-  /// Another process holds the database locked longer than the busy timeout.
+  /// Another writer of this user's holds the database's writer lock longer than the busy
+  /// timeout, or (for a reader) a write stays under way that long: one is being written, or a
+  /// writer stopped in the middle of one, which the next writer undoes.
   case busy(path: String)
   /// The file or its directory cannot be opened or created.
   case unavailable(path: String, detail: String)
@@ -60,7 +62,7 @@ package enum StoreError: Error, CustomStringConvertible {
     case .notPermitted(let path, let detail):
       "cannot write \(path): \(detail). Run as a user who may write it (e.g. root), or use --db."
     case .busy(let path):
-      "\(path) is locked by another process; try again."
+      "\(path) is locked by another process: a vpnstat writer is writing it (or stopped in the middle of a write, which the next writer undoes); try again."
     case .unavailable(let path, let detail):
       "cannot open \(path): \(detail)"
     case .full(let path):

@@ -58,7 +58,7 @@ package final class ProcessLock {
   }
 
   /// Opens the lock file, making sure it is a regular file of ours that nobody else can open.
-  private static func openOwned(_ path: String) throws -> FileDescriptor {
+  static func openOwned(_ path: String) throws -> FileDescriptor {
     func fail(_ error: Errno) -> Failure {
       .unusable(path: path, detail: error.description, notPermitted: error.meansNotPermitted)
     }

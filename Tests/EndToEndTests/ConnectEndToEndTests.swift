@@ -229,15 +229,9 @@ struct ConnectEndToEndTests {
     #expect(connected.status == 0, "\(connected.errors)")
     #expect(connected.output.contains("connected: \(t.tunnel) is up and running"), "\(connected.output)")
     #expect(try t.isUp())
-    let holder = try BackgroundProcess(
-      "/usr/bin/python3",
-      [
-        "-c",
-        "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('pragma locking_mode=exclusive'); c.execute('begin exclusive'); print('locked', flush=True); time.sleep(30)",
-        t.db,
-      ])
-    defer { holder.stop() }
-    try holder.waitFor("locked")
+    // Another writer of root's holds the database through a save that does not end.
+    let holder = try HeldWriterLock(StoreLocation(path: t.db))
+    defer { holder.release() }
     let stopped = try t.ns.vpnstat("disconnect", t.tunnel, "--db", t.db, "--json")
     #expect(stopped.status == 0, "\(stopped.status): \(stopped.errors)")
     #expect(try !t.isUp(), "a locked database kept the tunnel up")
@@ -245,7 +239,7 @@ struct ConnectEndToEndTests {
     let report = try Self.object(stopped)
     #expect(report["outcome"] as? String == "disconnected")
     #expect(report["recorded"] as? Bool == false)
-    holder.stop()
+    holder.release()
     #expect(try lastStop(t.ns, t.db) == nil, "a stop was recorded after all")
   }
 }

@@ -25,15 +25,62 @@ let holdSharedLock = """
   time.sleep(120)
   """
 
-/// Python that opens FILE read-only and takes a shared POSIX lock on one byte of it: byte 120 of
-/// a `-shm` is SQLite's WAL write lock, which a connection rebuilding the WAL index must take.
-let holdByteLock = """
+/// Python run as the attacker: every file in DIRECTORY whose name starts with PREFIX — the
+/// database, its journal while one exists, what is published beside it, the spool — opened as
+/// far as the attacker may (for writing, else for reading) and locked whole, every byte, with a
+/// POSIX lock and a flock (exclusive where it may write, shared otherwise), and taken again
+/// whenever a new file appears under such a name (a journal comes and goes with each write).
+/// Prints "locked" once the database itself is held.
+let lockEverything = """
   import fcntl, os, sys, time
-  fd = os.open(sys.argv[1], os.O_RDONLY)
-  fcntl.lockf(fd, fcntl.LOCK_SH, 1, int(sys.argv[2]), 0)
-  print('locked', flush=True)
-  time.sleep(120)
+  directory, prefix = sys.argv[1], sys.argv[2]
+  held, announced = {}, False
+  while True:
+      for name in os.listdir(directory):
+          if not name.startswith(prefix):
+              continue
+          path = os.path.join(directory, name)
+          try:
+              info = os.stat(path)
+          except OSError:
+              continue
+          if (info.st_dev, info.st_ino) in held:
+              continue
+          for flags, exclusive in ((os.O_RDWR, True), (os.O_RDONLY, False)):
+              try:
+                  fd = os.open(path, flags | os.O_NONBLOCK)
+                  break
+              except OSError:
+                  fd = None
+          if fd is None:
+              continue
+          try:
+              fcntl.lockf(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB, 0, 0, 0)
+          except OSError:
+              pass
+          try:
+              fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+          except OSError:
+              pass
+          held[(info.st_dev, info.st_ino)] = fd
+          if name == prefix and not announced:
+              print('locked', flush=True)
+              announced = True
+      if len(held) > 500:
+          for key, fd in list(held.items()):
+              os.close(fd)
+          held.clear()
+      time.sleep(0.002)
   """
+
+/// The attacker: nobody, holding every file of `db` it can open (`lockEverything`).
+func lockEverythingAsNobody(_ db: String) throws -> BackgroundProcess {
+  let url = URL(fileURLWithPath: db)
+  let locker = try backgroundAsNobody(
+    "/usr/bin/python3", ["-c", lockEverything, url.deletingLastPathComponent().path, url.lastPathComponent])
+  try locker.waitFor("locked")
+  return locker
+}
 
 /// The stops recorded in `db`, newest first.
 func stops(_ db: String, limit: Int = 10) throws -> [StopRecord] {
@@ -44,105 +91,67 @@ func stops(_ db: String, limit: Int = 10) throws -> [StopRecord] {
 @Suite(.enabled(if: Privilege.canRunAsNobody, Privilege.nobodyReason))
 struct OtherUserAttackTests {
   @Test(
-    "a reader's shared lock on the -shm cannot stop root's enforcer: down within 1 s of the deadline, at once in the pause, the stops written once the lock is gone"
+    "nobody's locks on every byte of every file of the database it can open stop no write of root's: record saves, plan and session reset write, the gate decides, each at once"
   )
-  func shmLock() throws {
-    let t = try EnforcedTunnel("shm")
-    try t.up()
-    let enforcer = try t.startEnforcer(session: "3s", pause: "6s")
-    let window = try t.openedWindow()
-    let ends = try #require(instant(window["session_ends_at"]))
-    let locker = try backgroundAsNobody("/usr/bin/python3", ["-c", holdSharedLock, t.db + "-shm", "posix"])
+  func locksStopNoWrite() throws {
+    let t = try EnforcedTunnel("lockall")
+    #expect(try t.ns.vpnstat("record", "--count", "1", "--db", t.db).status == 0)
+    let locker = try lockEverythingAsNobody(t.db)
     defer { locker.stop(SIGKILL) }
-    try locker.waitFor("locked")
-    let down = try #require(try waitUntil(timeout: 6) { try !t.isUp() }, "never taken down")
-    #expect(down.timeIntervalSince(ends) < 1.0, "deadline → down took \(down.timeIntervalSince(ends)) s")
-    // The gate answers within its timeout, and never lets a connection through in the pause.
+    let saved = try #require(try Store.open(StoreLocation(path: t.db), intent: .read)?.lastSaved())
+    for step in [
+      ["record", "--count", "3", "--interval", "200ms"], ["plan", "premium"], ["plan", "free"], ["plan", "free"],
+      ["session", "reset"],
+    ] {
+      let started = Date()
+      let result = try t.ns.vpnstat(step + ["--db", t.db])
+      #expect(result.status == 0, "\(step): \(result.status) \(result.errors)")
+      // A wait for a lock would cost its busy timeout (2 s or more).
+      #expect(Date().timeIntervalSince(started) < 1.9, "\(step) took \(Date().timeIntervalSince(started)) s")
+    }
+    // What record saved is in the file: its checkpoint's trusted clock moved on.
+    let later = try #require(try Store.open(StoreLocation(path: t.db), intent: .read)?.lastSaved())
+    #expect(later > saved)
     let asked = Date()
     let gate = try t.ns.vpnstat("session", "check", "--db", t.db, "--timeout", "1s")
-    #expect(Date().timeIntervalSince(asked) < 2.5)
-    #expect(gate.status == 75 || gate.status == 66, "\(gate.status): \(gate.errors)")
-    // Up during the pause: undone at once, lock or not.
-    try t.up()
-    let raised = Date()
-    let undone = try #require(try waitUntil(timeout: 2) { try !t.isUp() }, "an up in the pause stayed up")
-    #expect(undone.timeIntervalSince(raised) < 0.5)
-    #expect(enforcer.isRunning, "the enforcer exited: \(enforcer.errors)")
-    // Once the lock is gone, what was kept is written: the deadline's stop and the pause's.
-    locker.stop(SIGKILL)
-    _ = waitUntil(timeout: 8) { (try? stops(t.db).count) ?? 0 >= 2 }
-    let reasons = try stops(t.db).map(\.reason)
-    #expect(reasons.prefix(2) == [.pause, .freeLimit], "\(reasons)")
-    #expect(enforcer.stop() == 0, "\(enforcer.errors)")
-  }
-
-  @Test("an enforcer started while a reader holds the -shm locked starts at once and enforces")
-  func startUnderLock() throws {
-    let t = try EnforcedTunnel("shm2")
-    // A database with a WAL, as a running recorder leaves it.
-    #expect(try t.ns.vpnstat("record", "--count", "2", "--interval", "100ms", "--db", t.db).status == 0)
-    let locker = try backgroundAsNobody("/usr/bin/python3", ["-c", holdSharedLock, t.db + "-shm", "posix"])
-    defer { locker.stop(SIGKILL) }
-    try locker.waitFor("locked")
-    try t.up()
-    let started = Date()
-    let enforcer = try t.startEnforcer(session: "2s", pause: "4s")
-    #expect(Date().timeIntervalSince(started) < 4, "start took \(Date().timeIntervalSince(started)) s")
-    let down = try waitUntil(timeout: 6) { try !t.isUp() }
-    #expect(down != nil, "\(enforcer.errors)")
-    #expect(enforcer.isRunning, "\(enforcer.errors)")
+    #expect(gate.status == 0, "\(gate.status): \(gate.errors)")
+    #expect(Date().timeIntervalSince(asked) < 0.9)
+    #expect(locker.isRunning, "the attacker gave up: \(locker.errors)")
   }
 
   @Test(
-    "a reader's lock on the -shm's WAL write lock (byte 120): an enforcer started in the pause takes the tunnel down within 1 s, writes its stop once the lock goes; stopped under the lock it keeps the stop in its spool, and the next start writes it"
+    "under nobody's locks a restarted enforcer holds the pause: enforcer B's window and stop are written, the gate refuses, and enforcer C takes an up in B's pause down at once, opening no window"
   )
-  func startUnderWriteLock() throws {
-    let t = try EnforcedTunnel("shm3")
-    // A database with a WAL and a window in its pause, as an earlier enforcer leaves it.
-    #expect(try t.ns.vpnstat("record", "--count", "2", "--interval", "100ms", "--db", t.db).status == 0)
-    try ConnectEndToEndTests.pause(t.db)
-    var locker = try backgroundAsNobody("/usr/bin/python3", ["-c", holdByteLock, t.db + "-shm", "120"])
+  func restartHoldsPause() throws {
+    let t = try EnforcedTunnel("lockbc")
+    #expect(try t.ns.vpnstat("record", "--count", "1", "--db", t.db).status == 0)
+    let locker = try lockEverythingAsNobody(t.db)
     defer { locker.stop(SIGKILL) }
-    try locker.waitFor("locked")
     try t.up()
-    let started = Date()
-    let enforcer = try t.startEnforcer(["--interval", "1s"], session: "15m", pause: "45m")
-    let down = try #require(try waitUntil(timeout: 5) { try !t.isUp() }, "stayed up: \(enforcer.errors)")
-    #expect(down.timeIntervalSince(started) < 1.0, "start → down took \(down.timeIntervalSince(started)) s")
-    #expect(enforcer.errors.contains("holding it down"), "\(enforcer.errors)")
-    // Up again while the lock holds: down again, at once.
+    let b = try t.startEnforcer(session: "2s", pause: "3m")
+    let window = try t.openedWindow()
+    let ends = try #require(instant(window["session_ends_at"]))
+    let down = try #require(try waitUntil(timeout: 6) { try !t.isUp() }, "never taken down: \(b.errors)")
+    #expect(down.timeIntervalSince(ends) < 1.0, "deadline → down took \(down.timeIntervalSince(ends)) s")
+    // Written, not kept: the stop is in the database at once.
+    #expect(try waitUntil(timeout: 3) { (try? stops(t.db).first?.reason) == .freeLimit } != nil, "\(b.errors)")
+    let gate = try t.ns.vpnstat("session", "check", "--db", t.db, "--timeout", "1s")
+    #expect(gate.status == 75, "\(gate.status): \(gate.errors)")
+    #expect(b.stop() == 0, "\(b.errors)")
+    #expect(!b.errors.contains("spool"), "\(b.errors)")
+    // C starts in B's pause, still under the locks: it reads the pause and holds it.
+    let c = try t.startEnforcer(session: "2s", pause: "3m")
     try t.up()
-    #expect(try waitUntil(timeout: 2) { try !t.isUp() } != nil, "an up under the lock stayed up")
-    #expect(enforcer.isRunning, "the enforcer exited: \(enforcer.errors)")
-    // The lock goes: the running enforcer gets the database and writes what it kept.
-    locker.stop(SIGKILL)
-    let written = waitUntil(timeout: 20) { (try? stops(t.db).first?.reason) == .undecided }
-    #expect(written != nil, "the undecided stop was never written: \(enforcer.errors)")
-    // The records go in first, the spool goes after them: a look in between sees both.
-    let emptied = waitUntil(timeout: 3) { !FileManager.default.fileExists(atPath: t.db + ".spool") }
-    #expect(emptied != nil, "the spool was not emptied: \(enforcer.errors)")
-
-    // Locked again: the enforcer, which has read the window, refuses an up as the pause; the
-    // database refuses the stop, and a stop keeps it in the spool, root's alone.
-    locker = try backgroundAsNobody("/usr/bin/python3", ["-c", holdByteLock, t.db + "-shm", "120"])
-    try locker.waitFor("locked")
-    try t.up()
-    #expect(try waitUntil(timeout: 2) { try !t.isUp() } != nil, "an up in the pause stayed up")
-    #expect(enforcer.stop() == 0, "\(enforcer.errors)")
-    #expect(enforcer.errors.contains("kept in \(t.db).spool"), "\(enforcer.errors)")
-    #expect(!enforcer.errors.contains("they are lost"), "\(enforcer.errors)")
-    var info = stat()
-    #expect(lstat(t.db + ".spool", &info) == 0 && info.st_uid == 0 && info.st_mode & 0o777 == 0o600)
-    let kept = String(decoding: contents(t.db + ".spool") ?? Data(), as: UTF8.self)
-    #expect(kept.contains("reason=pause") && kept.contains("interface=\(t.tunnel)"), "\(kept)")
-    locker.stop(SIGKILL)
-    // The next start writes it, and empties the spool.
-    let next = try t.startEnforcer(session: "15m", pause: "45m")
-    #expect(try stops(t.db).first?.reason == .pause, "\(next.errors)")
-    #expect(next.errors.contains("wrote what \(t.db).spool kept (1 record)"), "\(next.errors)")
-    #expect(!FileManager.default.fileExists(atPath: t.db + ".spool"))
-    #expect(try stops(t.db).map(\.reason).prefix(2) == [.pause, .undecided])
-    #expect(next.stop() == 0)
+    let raised = Date()
+    let undone = try #require(try waitUntil(timeout: 2) { try !t.isUp() }, "an up in B's pause stayed up: \(c.errors)")
+    #expect(undone.timeIntervalSince(raised) < 1.0)
+    let session = try t.session()
+    #expect(session["state"] as? String == "paused", "\(session)")
+    #expect(session["session_ends_at"] as? String == window["session_ends_at"] as? String, "a new window opened")
+    #expect(!c.errors.contains("opened a window"), "\(c.errors)")
+    #expect(try waitUntil(timeout: 3) { (try? stops(t.db).first?.reason) == .pause } != nil, "\(c.errors)")
+    #expect(c.stop() == 0, "\(c.errors)")
+    #expect(locker.isRunning, "the attacker gave up: \(locker.errors)")
   }
 
   @Test(

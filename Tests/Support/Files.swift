@@ -1,4 +1,5 @@
 import Foundation
+import VPNStatStore
 
 /// A directory for one test, removed with everything in it when the value goes away.
 /// Mode 0755 so that tests running commands as `nobody` can reach what is inside. Under $TMPDIR
@@ -25,6 +26,26 @@ func python(_ script: String, _ arguments: [String] = [], input: Data? = nil, ti
 {
   try Tool.require("/usr/bin/python3")
   return try run("/usr/bin/python3", ["-c", script] + arguments, input: input, timeout: timeout)
+}
+
+/// A writer of the database at `path` that died in the middle of a transaction (SIGKILL): its
+/// journal stays beside the file, and until the next writer rolls it back no reader can read the
+/// file as of one commit. The database must hold a vpnstat schema; the rows it adds are undone.
+func leaveHotJournal(_ path: String) throws {
+  let killed = try python(
+    """
+    import os, signal, sqlite3, sys
+    c = sqlite3.connect('file:' + sys.argv[1] + '?vfs=unix-none', uri=True, isolation_level=None)
+    c.execute('PRAGMA cache_size=1')
+    c.execute('BEGIN IMMEDIATE')
+    for i in range(3000):
+        c.execute("INSERT INTO stops (at, reason) VALUES (?, 'user')", (i,))
+    os.kill(os.getpid(), signal.SIGKILL)
+    """, [path])
+  let journal = try? FileManager.default.attributesOfItem(atPath: path + "-journal")[.size] as? Int
+  guard killed.status != 0, (journal ?? 0) > 0 else {
+    throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path + "-journal"])
+  }
 }
 
 /// A copy of the built vpnstat that an unprivileged user can execute (the build directory may
@@ -77,4 +98,22 @@ func runAsNobody(_ executable: String, _ arguments: [String]) throws -> CommandR
     if result.status == 126 { usleep(50_000) }
   } while result.status == 126 && attempts < 10
   return result
+}
+
+/// Another writer of the database in the middle of a transaction: it holds the database's writer
+/// lock (the private file every writer of one user takes around each operation) until `release`.
+final class HeldWriterLock {
+  private var descriptor: Int32
+  init(_ location: StoreLocation) throws {
+    descriptor = open(location.lockPath("write"), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    guard descriptor >= 0, flock(descriptor, LOCK_EX) == 0 else {
+      throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: location.lockPath("write")])
+    }
+  }
+  func release() {
+    guard descriptor >= 0 else { return }
+    close(descriptor)
+    descriptor = -1
+  }
+  deinit { release() }
 }

@@ -26,12 +26,8 @@ struct PendingWritesTests {
         String(decoding: FileManager.default.contents(atPath: spool.path) ?? Data(), as: UTF8.self)
       ).records
     }
-    /// Another process's write transaction, until `release`.
-    func hold() throws -> Store {
-      let other = try #require(try Store.open(location, intent: .write))
-      try other.connection.execute("BEGIN IMMEDIATE")
-      return other
-    }
+    /// Another writer's transaction, until `release`.
+    func hold() throws -> HeldWriterLock { try HeldWriterLock(location) }
   }
 
   func stop(_ seconds: Int64, _ reason: StopReason = .freeLimit) -> StopRecord {
@@ -67,7 +63,7 @@ struct PendingWritesTests {
     #expect(place.spooled == [.stop(stop(1)), .stop(stop(2, .pause))])
     #expect(outage.problem != nil)
     #expect(place.log.lines.filter { $0.hasPrefix("database:") }.count == 1)
-    try other.connection.execute("COMMIT")
+    other.release()
     _ = pending.flush(to: place.store, trusted: nil, outage: &outage)
     #expect(pending.isEmpty)
     #expect(try place.store.stops(limit: 5) == [stop(2, .pause), stop(1)])

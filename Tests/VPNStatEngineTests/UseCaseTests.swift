@@ -53,7 +53,9 @@ struct UseCaseTests {
     #expect(clock.now().wall.seconds >= 2, "the rate's interval passed on the request's clock")
   }
 
-  @Test("status reads the database in one transaction: a commit during its sample shows in neither ledger nor session")
+  @Test(
+    "status reads the database as of one commit: one during its sample makes it read again, and it shows in both ledger and session"
+  )
   func statusReadsOneCommit() throws {
     let directory = try TemporaryDirectory("usecase-one-read")
     kernel.add("wg0", up: true)
@@ -74,14 +76,15 @@ struct UseCaseTests {
     let report = try reader.report(StatusRequest(nextLengths: .release))
     #expect(kernel.duringSample == nil, "the writer committed during the report")
     #expect(try writer.sessionRecord().tunnel == InterfaceName("tun7"))
-    #expect(report.snapshot.session?.tunnel == InterfaceName("wg0"), "the session of the commit the ledger came from")
-    // And the next report sees the commit, in both.
+    #expect(report.snapshot.session?.tunnel == InterfaceName("tun7"), "the session of the commit the ledger came from")
+    #expect(report.snapshot.interfaces.first?.ledger?.traffic.rxBytes == 500)
+    // The ledger was read from the commit: the next report, with no commit between, agrees.
     let next = try reader.report(StatusRequest(nextLengths: .release))
     #expect(next.snapshot.session?.tunnel == InterfaceName("tun7"))
     #expect(next.snapshot.interfaces.first?.ledger?.traffic.rxBytes == 500)
   }
 
-  @Test("a read inside a read transaction joins it; a write inside one is refused, never joined")
+  @Test("a read inside a read joins it (both of one commit); a write inside a writer's read is refused, never joined")
   func readTransactionsNest() throws {
     let directory = try TemporaryDirectory("usecase-nesting")
     kernel.add("wg0", up: true)
@@ -93,7 +96,8 @@ struct UseCaseTests {
       _ = try writer.updateSession { record in record.tunnel = InterfaceName("tun7") }
       return (before, try reader.snapshot { try reader.sessionRecord().tunnel })
     }
-    #expect(tunnels.0 == InterfaceName("wg0") && tunnels.1 == InterfaceName("wg0"), "both reads in the outer one")
+    // The commit came during the outer read: it was read again, whole, and both saw the commit.
+    #expect(tunnels.0 == InterfaceName("tun7") && tunnels.1 == InterfaceName("tun7"), "both reads of one commit")
     #expect(try reader.sessionRecord().tunnel == InterfaceName("tun7"), "outside it, the commit")
     #expect(throws: StoreError.self) {
       try writer.snapshot { try writer.updateSession { record in record.tunnel = nil } }

@@ -847,19 +847,29 @@ struct StoreBadInputTests {
     try check(path, expectStatus: 65, fragment: "newer vpnstat")
   }
 
-  @Test("a locked database: record retries, then exits 75 naming it; status reads it without a word, unchanged")
+  @Test(
+    "SQLite's own locks, which any reader can take, stop no write; only vpnstat's writer lock makes record wait, then exit 75 naming the file; status reads it without a word, unchanged"
+  )
   func locked() throws {
     let directory = try TemporaryDirectory("locked")
     let path = directory.file("v.db")
     #expect(try run(Built.vpnstat, ["record", "--count", "1", "--db", path]).status == 0)
+    // Another program holds SQLite's write lock (and every byte of the file, read-locked): a
+    // reader could do this to any database it can open.
     let holder = try BackgroundProcess(
       "/usr/bin/python3",
       [
         "-c",
-        "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('begin immediate'); print('locked', flush=True); time.sleep(30)",
+        "import fcntl,sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('begin immediate'); fd=open(sys.argv[1]); fcntl.lockf(fd, fcntl.LOCK_SH, 0, 0, 0); print('locked', flush=True); time.sleep(30)",
         path,
       ])
+    defer { holder.stop() }
     try holder.waitFor("locked")
+    let written = try run(Built.vpnstat, ["record", "--count", "1", "--db", path])
+    #expect(written.status == 0, "\(written.errors)")
+    holder.stop()
+    // vpnstat's own writer lock, which only this user's writers can open: a save under way.
+    let writer = try HeldWriterLock(StoreLocation(path: path))
     let before = contents(path)
     let record = try run(Built.vpnstat, ["record", "--count", "1", "--db", path])
     #expect(record.status == 75, "\(record.errors)")
@@ -868,7 +878,7 @@ struct StoreBadInputTests {
     #expect(status.status == 0, "\(status.errors)")
     #expect(interfaces(try parseStatus(status)).contains { $0["total_rx_bytes"] is NSNumber })
     #expect(contents(path) == before)
-    holder.stop()
+    writer.release()
   }
 
   @Test("a second recorder on the same database refuses, naming the holder")

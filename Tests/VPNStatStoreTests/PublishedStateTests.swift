@@ -90,7 +90,7 @@ struct PublishedStateTests {
   /// Every way a writer changes the database, by the publishing connection or another.
   enum Commit: String, CaseIterable, CustomTestStringConvertible {
     case planByOther, windowBySelf, stopByOther, refusalByOther, trustedClockByOther, overflowByOther
-    case enforcerSave, recorderSaveBySelf, restartedLogByOther, rowChangedBySQLite
+    case enforcerSave, recorderSaveBySelf, fileReplacedByOther, rowChangedBySQLite
     var testDescription: String { rawValue }
   }
 
@@ -120,7 +120,11 @@ struct PublishedStateTests {
         return ((), LedgerCheckpoint(advance, calendar: other.calendar))
       }
     case .recorderSaveBySelf: _ = try writer.advanceLedger(observations(9000), now: clock.now().wall)
-    case .restartedLogByOther: other.checkpoint()
+    case .fileReplacedByOther:
+      // The same bytes in another file put in its place: not the file the state was published for.
+      let copy = location.path + ".copy"
+      try FileManager.default.copyItem(atPath: location.path, toPath: copy)
+      #expect(rename(copy, location.path) == 0)
     case .rowChangedBySQLite:
       // Another program: the sqlite3 library of this process, on a connection of its own.
       let connection = try SQLiteConnection(uri: "file:" + location.path, readOnly: false, create: false)

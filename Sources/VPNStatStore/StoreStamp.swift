@@ -1,0 +1,71 @@
+import VPNStatModel
+import VPNStatSystem
+
+/// What a reader reads of the database's files, without SQLite and without a lock, to know
+/// whether the database changed and whether it may be read now: the header's file change
+/// counter (every commit in rollback mode increments it), the journal mode (1 rollback, 2 WAL,
+/// bytes 18–19), which file the database is with its owner and mode, and, for a file still in
+/// WAL mode (made by an older vpnstat, not yet converted by a writer), the `-wal`'s identity,
+/// size and salts. Equal stamps before and after a read mean no commit came between: the read
+/// saw one committed state (`Store`'s readers), and a copy made at one stamp is still current
+/// at an equal one (`PublishedState`).
+struct StoreStamp: Equatable {
+  var bytes: [UInt8]
+  /// A transaction is being written, or a writer stopped in the middle of one (a hot journal,
+  /// which the next writer rolls back): what the file holds now is not a committed state.
+  var isWriting: Bool
+
+  /// 2 + 4 header bytes, the database's device and inode, owner and mode, the `-wal`'s device,
+  /// inode and size, and its salts.
+  static let length = 6 + 2 * 8 + 2 * 4 + 3 * 8 + 8
+
+  /// Whether the header says WAL (an older vpnstat's file): readers read its log without the
+  /// `-shm`, and the first writer converts it.
+  var isWAL: Bool { bytes[0] == 2 || bytes[1] == 2 }
+
+  /// The file change counter.
+  var changeCounter: UInt32 { bytes[2...5].reduce(0) { $0 << 8 | UInt32($1) } }
+
+  /// The stamp of the database whose real path is `real` now; nil when it cannot be read or is
+  /// no SQLite file (too short, another format).
+  static func read(database real: String) -> StoreStamp? {
+    var stamp = ByteWriter()
+    stamp.bytes.reserveCapacity(length)
+    var header = [UInt8](repeating: 0, count: 28)
+    var database: FileStatus?
+    guard header.withUnsafeMutableBytes({ readPrefix(of: real, into: $0, status: &database) }) == 28,
+      let database, database.isRegular, header.starts(with: Array("SQLite format 3\0".utf8))
+    else { return nil }
+    stamp.bytes.append(contentsOf: header[18..<20])
+    stamp.bytes.append(contentsOf: header[24..<28])
+    stamp.u64(database.device)
+    stamp.u64(database.inode)
+    stamp.u32(database.owner)
+    stamp.u32(database.permissions)
+    var salts = [UInt8](repeating: 0, count: 32)
+    var wal: FileStatus?
+    if header[18] == 2 || header[19] == 2 {
+      _ = salts.withUnsafeMutableBytes { readPrefix(of: real + "-wal", into: $0, status: &wal) }
+    }
+    stamp.u64(wal?.device ?? 0)
+    stamp.u64(wal?.inode ?? 0)
+    stamp.u64(UInt64(wal?.size ?? 0))
+    stamp.bytes.append(contentsOf: salts[16..<24])
+    // A journal with nothing in it (or none) is no transaction: DELETE mode removes it at each
+    // commit, TRUNCATE empties it.
+    let journal = FileStatus.of(real + "-journal")
+    return StoreStamp(bytes: stamp.bytes, isWriting: (journal?.size ?? 0) > 0)
+  }
+
+  /// Reads the first bytes of `path` into `buffer` and sets `status` to what the open file is;
+  /// returns how many bytes (0 when it cannot be read, or is not a regular file).
+  private static func readPrefix(
+    of path: String, into buffer: UnsafeMutableRawBufferPointer, status: inout FileStatus?
+  ) -> Int {
+    guard let fd = try? FileDescriptor.open(path, FileDescriptor.readingNoFollow) else { return 0 }
+    defer { fd.close() }
+    status = try? fd.status()
+    guard status?.isRegular == true else { return 0 }
+    return (try? fd.read(into: buffer, at: 0)) ?? 0
+  }
+}
