@@ -45,11 +45,15 @@ package struct NotifyAgent {
   {
     guard let store = try Store.open(location, intent: .read, busyTimeoutMilliseconds: 1000, calendar: calendar)
     else { return NoticeObservation(at: reading.wall) }
-    let record = try store.sessionRecord()
-    let now = try store.trustedNow(reading, writing: false)
+    let stored = try store.storedSession()
+    // What an enforcer could not write yet counts as written (the spool beside the database).
+    let session = SpooledSession(record: stored.record, lastStop: stored.lastStop, lastRefusal: stored.lastRefusal)
+      .applying(EnforcerSpool.waiting(for: location).records)
+    let record = session.record
+    let now = stored.trustedNow(reading)
     return NoticeObservation(
-      at: now, plan: record.plan, window: record.window, tunnel: record.tunnel,
-      lastStop: try store.stops(limit: 1).first, lastRefusal: try store.lastRefusal(),
+      at: now, plan: record.plan, window: record.window, tunnel: record.tunnel, lastStop: session.lastStop,
+      lastRefusal: session.lastRefusal,
       dataCap: try record.dataCap.map { try PeriodUsage.status(of: $0, store, at: now) })
   }
 }

@@ -55,7 +55,10 @@ package enum SessionView {
     _ request: SessionRequest, stored: StoredSession, store: Store?, location: StoreLocation,
     catalog: inout InterfaceCatalog
   ) throws -> SessionReport {
-    let record = stored.record
+    // What an enforcer could not write yet counts as written (the spool beside the database).
+    let spooled = SpooledSession(record: stored.record, lastStop: stored.lastStop, lastRefusal: stored.lastRefusal)
+      .applying(EnforcerSpool.waiting(for: location).records)
+    let record = spooled.record
     // Reports never store the trusted clock (the recorder would write it with every sample):
     // writers store it with their checkpoints and decisions.
     let now = stored.trustedNow(request.reading)
@@ -70,9 +73,9 @@ package enum SessionView {
     let sample = request.sample
     var report = SessionReport.make(
       record, now: now, tunnelUp: tunnelUp(record, sample: sample, catalog: &catalog),
-      nextLengths: request.nextLengths, tunnelTotals: totals, lastStop: stored.lastStop,
+      nextLengths: request.nextLengths, tunnelTotals: totals, lastStop: spooled.lastStop,
       enforcer: enforcers.first { $0.tunnel == record.tunnel } ?? enforcers.first, dataCap: cap,
-      lastRefusal: stored.lastRefusal)
+      lastRefusal: spooled.lastRefusal)
     if let detector = request.detector, let tunnel = record.tunnel,
       let entry = sample?.interfaces.first(where: { $0.name == tunnel })
     {

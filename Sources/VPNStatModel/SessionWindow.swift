@@ -123,6 +123,25 @@ extension SessionRecord {
     return (.resumed(window), self)
   }
 
+  /// The record once a window an enforcer opened at `window.openedAt` is written: taken where
+  /// this record would open one at that instant (no window, or one whose pause is over), as
+  /// `tunnel`'s with `usageBase`; nil where it would not (another process opened, reset or
+  /// switched to premium meanwhile), and the record stays. The one rule by which an enforcer
+  /// writes a window it could not write at once, and by which every reader of the spool shows it.
+  public func adopting(_ window: SessionWindow, tunnel: InterfaceName, usageBase: TrafficCounts) -> SessionRecord? {
+    let (decision, next) = tunnelUp(at: window.openedAt, lengths: window.lengths)
+    switch decision {
+    case .opened, .reopened:
+      var adopted = next
+      adopted.window = window
+      adopted.tunnel = tunnel
+      adopted.usageBase = usageBase
+      return adopted
+    case .unlimited, .resumed, .refuse:
+      return nil
+    }
+  }
+
   /// Whether a connection may start now.
   public func canConnect(at now: Timestamp) -> Bool {
     guard plan == .free, let window else { return true }

@@ -76,3 +76,37 @@ public enum SpooledRecord: Hashable, Sendable {
     return (records, unreadable)
   }
 }
+
+/// What readers show and the gate and an enforcer decide from while records wait in the spool:
+/// the session, its last stop and last refusal as they will be once the records are written —
+/// a window where the stored record would take it (`SessionRecord.adopting`), the last stop the
+/// newest spooled one, and a stop in the pause the enforcer's refusal (`StopRecord.refusal`),
+/// exactly as the enforcer writes them.
+public struct SpooledSession: Hashable, Sendable {
+  public var record: SessionRecord
+  public var lastStop: StopRecord?
+  public var lastRefusal: Refusal?
+
+  public init(record: SessionRecord, lastStop: StopRecord?, lastRefusal: Refusal?) {
+    self.record = record
+    self.lastStop = lastStop
+    self.lastRefusal = lastRefusal
+  }
+
+  /// The session once `records` (a spool's, in order) are written.
+  public func applying(_ records: [SpooledRecord]) -> SpooledSession {
+    var result = self
+    for record in records {
+      switch record {
+      case .window(let window, let tunnel, let usageBase):
+        if let adopted = result.record.adopting(window, tunnel: tunnel, usageBase: usageBase) {
+          result.record = adopted
+        }
+      case .stop(let stop):
+        result.lastStop = stop
+        if let refusal = stop.refusal(pauseEndsAt: result.record.window?.pauseEndsAt) { result.lastRefusal = refusal }
+      }
+    }
+    return result
+  }
+}

@@ -26,12 +26,13 @@ package struct StoreLocation: Hashable, Sendable {
     return slash == path.startIndex ? "/" : String(path[..<slash])
   }
 
-  /// Writes to the database and its `-wal` from now on, by any process (`FileChanges`): how a
-  /// reader that must not read in its hot path learns it has something to read. Throws when the
-  /// directory cannot be watched (none yet, or inotify refused).
+  /// Writes to the database (and the `-wal` of a file an older vpnstat left) and to the spool
+  /// beside it, from now on, by any process (`FileChanges`): how a reader that must not read in
+  /// its hot path learns it has something to read. Throws when the directory cannot be watched
+  /// (none yet, or inotify refused).
   package func changes() throws -> FileChanges {
     let name = String(path.split(separator: "/").last ?? "")
-    return try FileChanges(directory: SystemPath(directory), names: [name, name + "-wal"])
+    return try FileChanges(directory: SystemPath(directory), names: [name, name + "-wal", name + ".spool"])
   }
 
   package var exists: Bool { FileSystem.exists(path) }

@@ -18,8 +18,11 @@ package enum AtomicFile {
     package var description: String { "cannot write \(path): \(error)" }
   }
 
-  /// Writes `bytes` as `directory/name`, readable as `mode` says (0644 unless told).
-  package static func write(_ bytes: [UInt8], named name: String, in directory: String, mode: mode_t = 0o644) throws {
+  /// Writes `bytes` as `directory/name`, readable as `mode` says (0644 unless told); `synced`:
+  /// on the disk before it takes the name (what a crash must not lose).
+  package static func write(
+    _ bytes: [UInt8], named name: String, in directory: String, mode: mode_t = 0o644, synced: Bool = false
+  ) throws {
     let target = directory + "/" + name
     let temporary = directory + "/." + name + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
     do {
@@ -36,6 +39,7 @@ package enum AtomicFile {
         try fd.writeAll(bytes)
         // The mode must not depend on the umask: the collector runs as another user.
         fchmod(fd.rawValue, mode)
+        if synced, fsync(fd.rawValue) != 0 { throw Errno.current }
         if !named {
           guard linkat(AT_FDCWD, "/proc/self/fd/\(fd.rawValue)", AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) == 0 else {
             throw Errno.current

@@ -557,3 +557,59 @@ struct EnforcerFollowsTunnelTests {
     enforcer.stop()
   }
 }
+
+/// Issue 38: the spool is part of every decision, for real. Root's own writers' lock held (a save
+/// of root's that does not end) makes the database refuse an enforcer's window and stop; while
+/// they wait in the spool, the gate refuses in the pause, `session` shows it to root and to
+/// nobody alike, and a restarted enforcer holds it without opening a window.
+@Suite(.enabled(if: Privilege.canRunAsNobody, Privilege.nobodyReason))
+struct SpoolKernelTests {
+  @Test(
+    "while a window and its stop wait in the spool: the gate refuses in the pause, session shows it to root and nobody, a restarted enforcer takes an up down as the pause; then all is written"
+  )
+  func spoolDecides() throws {
+    let t = try EnforcedTunnel("spooldec")
+    #expect(try t.ns.vpnstat("record", "--count", "1", "--db", t.db).status == 0)
+    let b = try t.startEnforcer(session: "2s", pause: "3m")
+    // A writer of root's holds the database from now on.
+    let held = try HeldWriterLock(StoreLocation(path: t.db))
+    defer { held.release() }
+    try t.up()
+    try #require(try waitUntil(timeout: 8) { try !t.isUp() } != nil, "never taken down: \(b.errors)")
+    // The window and the deadline's stop are in the spool, not in the database.
+    let spooled = waitUntil(timeout: 3) {
+      SpooledRecord.parse(String(decoding: contents(t.db + ".spool") ?? Data(), as: UTF8.self)).records.count >= 2
+    }
+    try #require(spooled != nil, "nothing spooled: \(b.errors)")
+    #expect(try Store.open(StoreLocation(path: t.db), intent: .read)?.sessionRecord().window == nil)
+    let gate = try t.ns.vpnstat("session", "check", "--db", t.db, "--timeout", "1s")
+    #expect(gate.status == 75, "\(gate.status): \(gate.errors)")
+    #expect(gate.errors.contains("free plan pause"), "\(gate.errors)")
+    let rootView = try t.session()
+    #expect(rootView["state"] as? String == "paused", "\(rootView)")
+    let copy = try vpnstatForOtherUsers(in: t.directory)
+    let theirs = try runAsNobody(copy, ["session", "--json", "--db", t.db])
+    #expect(theirs.status == 0, "\(theirs.errors)")
+    let object = try JSONSerialization.jsonObject(with: theirs.stdout) as? [String: Any]
+    let session = object?["session"] as? [String: Any] ?? [:]
+    #expect(session["state"] as? String == "paused", "\(session)")
+    #expect(session["session_ends_at"] as? String == rootView["session_ends_at"] as? String)
+    #expect((session["last_stop"] as? [String: Any])?["reason"] as? String == "free-limit", "\(session)")
+    #expect(b.stop() == 0, "\(b.errors)")
+    #expect(b.errors.contains("kept in \(t.db).spool"), "\(b.errors)")
+    // C starts while the lock is held: the pause it decides from is the spool's.
+    let c = try t.startEnforcer(session: "2s", pause: "3m")
+    try t.up()
+    #expect(try waitUntil(timeout: 2) { try !t.isUp() } != nil, "an up in the spooled pause stayed up: \(c.errors)")
+    #expect(!c.errors.contains("opened a window"), "\(c.errors)")
+    #expect(!c.errors.contains("cannot be read"), "held down as undecided, not as the pause: \(c.errors)")
+    // The lock goes: C writes what the spool kept and what it added, and empties the spool.
+    held.release()
+    #expect(
+      try waitUntil(timeout: 20) { (try? stops(t.db).map(\.reason).contains(.freeLimit)) == true } != nil,
+      "\(c.errors)")
+    #expect(try Store.open(StoreLocation(path: t.db), intent: .read)?.sessionRecord().window != nil)
+    #expect(waitUntil(timeout: 5) { !FileManager.default.fileExists(atPath: t.db + ".spool") } != nil)
+    #expect(c.stop() == 0, "\(c.errors)")
+  }
+}

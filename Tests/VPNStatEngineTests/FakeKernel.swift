@@ -218,13 +218,14 @@ final class EnforcerBench: @unchecked Sendable {
   /// `manager`: the action is `ManagerAction` (auto, or the kind given) with this detector and
   /// this runner playing the manager's programs. `presence`: the enforcer says it runs, in a file
   /// beside the database. `ledgerLock`: how it shares the ledger with other writers;
-  /// `saveInterval`: how often it saves it.
+  /// `saveInterval`: how often it saves it. `view`: without its store (`store: false`), it reads
+  /// the session as a reader does.
   init(
     _ label: String, action: ScriptedAction.Behaviour? = nil, store present: Bool = true,
     kernel: FakeKernel = FakeKernel(), directory: TemporaryDirectory? = nil,
     manager: (kind: TunnelManager.Kind?, detector: any ManagerDetecting, runner: any ProgramRunner)? = nil,
     presence: Bool = false, ledgerLock: any LedgerWriterLock = UncontendedLedgerLock(),
-    saveInterval: Duration = Recorder.defaultSaveInterval, spool: Bool = false,
+    saveInterval: Duration = Recorder.defaultSaveInterval, spool: Bool = false, view: Bool = false,
     openStore: @escaping () throws -> Store? = { nil }, processExits: any ProcessExitWatching = NoProcessExits(),
     changes: DatabaseChangesSource = .none
   ) throws {
@@ -243,7 +244,9 @@ final class EnforcerBench: @unchecked Sendable {
     enforcer = Enforcer(
       tunnel: InterfaceName("wg0"), action: disconnect, lengths: lengths, sampler: sampler,
       storage: EnforcerStorage(
-        store: present ? store : nil, open: openStore, saveInterval: saveInterval, ledgerLock: ledgerLock,
+        store: present ? store : nil,
+        view: view ? try Store.open(location, intent: .read, calendar: FixedOffsetCalendar.utc) : nil, open: openStore,
+        saveInterval: saveInterval, ledgerLock: ledgerLock,
         spool: spool ? EnforcerSpool(location: location) : nil,
         presence: presence ? EnforcerPresenceFile(location: location, tunnel: InterfaceName("wg0")) : nil,
         changes: try changes.make(location)),

@@ -104,7 +104,9 @@ struct EnforcerClockTests {
     #expect(session.now(setForward) == setForward.wall)
   }
 
-  @Test("refreshed from the store: its record and its trusted pair, unless a window opened here is kept over it")
+  @Test(
+    "refreshed from the store: its record and its trusted pair, with a window opened here and not yet written taken as its write will take it"
+  )
   func refresh() throws {
     let directory = try TemporaryDirectory("memory")
     let store = try #require(
@@ -117,13 +119,23 @@ struct EnforcerClockTests {
     let stored = SessionRecord(plan: .premium)
     _ = try store.updateSession { $0 = stored }
     var session = SessionMemory()
-    try session.refresh(from: store, clock: clock, keepingRecord: false)
+    try session.refresh(from: store, clock: clock, pending: nil)
     #expect(session.record == stored)
     #expect(session.now(clock.now()) == later.wall)
-    let mine = SessionRecord(plan: .free, window: SessionWindow.open(at: clock.now().wall, lengths: .release))
-    session.adopt(mine)
-    try session.refresh(from: store, clock: clock, keepingRecord: true)
-    #expect(session.record == mine)
+    let window = SessionWindow.open(at: clock.now().wall, lengths: .release)
+    let mine = PendingWrites.Window(window: window, tunnel: InterfaceName("wg0"), usageBase: .zero)
+    // Premium takes no window: the stored record stands, as the write would leave it.
+    try session.refresh(from: store, clock: clock, pending: mine)
+    #expect(session.record == stored)
+    // A free record without a window takes it, with its tunnel.
+    _ = try store.updateSession { $0 = SessionRecord(plan: .free) }
+    try session.refresh(from: store, clock: clock, pending: mine)
+    #expect(session.record?.window == window && session.record?.tunnel == InterfaceName("wg0"))
+    // Another process opened a window since: the write will not take this one, nor does memory.
+    let theirs = SessionWindow.open(at: clock.now().wall - .seconds(60), lengths: .release)
+    _ = try store.updateSession { $0.window = theirs }
+    try session.refresh(from: store, clock: clock, pending: mine)
+    #expect(session.record?.window == theirs)
   }
 
   @Test("sleep: said when boottime ran ahead of monotonic by more than half a second, once")

@@ -86,6 +86,8 @@ enum EnforceCommand: Subcommand {
     try EnforcerRequirements.check(networkManager: usesNetworkManager(choice, tunnel, detector: detector))
     let location = CommandServices.storeLocation(parsed, context)
     let (opener, store) = try openStore(location, context)
+    // Until its own store opens, the session is read as any reader reads it: no lock to wait for.
+    let view = store == nil ? try? Store.open(location, intent: .read, waitingAtMost: startWait) : nil
     let lock = try ProcessLock(
       path: location.lockPath("enforce-\(tunnel.escaped)"), role: "vpnstat enforce \(tunnel.escaped)")
     let links: NetlinkLinkTable
@@ -101,7 +103,7 @@ enum EnforceCommand: Subcommand {
       lengths: CommandServices.lengths(parsed),
       sampler: CommandServices.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
       storage: EnforcerStorage(
-        store: store,
+        store: store, view: view,
         open: {
           switch opener.outcome() {
           case .opened(let store): return store
@@ -140,10 +142,11 @@ enum EnforceCommand: Subcommand {
     }
   }
 
-  /// The database, opened on a thread of its own and never waited for long: SQLite can hold a
-  /// caller for seconds whatever its busy timeout (a lock on the `-shm` held by any user who may
-  /// read the file), and meanwhile the tunnel must be held. The opener has time to migrate; the
-  /// store, once handed over, waits only moments for a lock. nil: enforcing from memory.
+  /// The database, opened on a thread of its own and never waited for long: a writer's open waits
+  /// for the other writers of root's (a recorder's save) and looks at every page first, and
+  /// meanwhile the tunnel must be held. The opener has time to migrate; the store, once handed
+  /// over, waits only moments for the writers' lock. nil: enforcing from what the database
+  /// reads as and the spool holds.
   static func openStore(_ location: StoreLocation, _ context: CommandContext) throws -> (StoreOpener, Store?) {
     let calendar = context.calendar
     let opener = try StoreOpener {
@@ -155,10 +158,10 @@ enum EnforceCommand: Subcommand {
     case .opened(let opened): return (opener, opened)
     case .failed(let error as StoreError) where error.isLasting: throw error
     case .failed(let error):
-      context.warn("\(error): enforcing from memory until the database can be read")
+      context.warn("\(error): enforcing from what it reads as; what cannot be written is kept until it can be")
     case .pending, .taken:
       context.warn(
-        "\(location.path) did not open within \(Units.duration(startWait)): enforcing from memory until it can be read"
+        "\(location.path) did not open for writing within \(Units.duration(startWait)): enforcing from what it reads as; what cannot be written is kept until it can be"
       )
     }
     return (opener, nil)

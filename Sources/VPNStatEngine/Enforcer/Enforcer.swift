@@ -163,8 +163,9 @@ package struct Enforcer {
 
   private mutating func start() throws {
     refresh()
-    // What an earlier enforcer could not write comes first: a window it opened decides this up.
-    if database.store != nil { takeSpool() }
+    // What an earlier enforcer could not write comes first: a window it opened decides this up,
+    // written now when the database answers, else held as written (`SpooledSession`'s rule).
+    takeSpool()
     advanceLedger()
     managerHolds.announce(tunnel: tunnel, action: action.label, lengths: rules.lengths, since: clock.now().wall)
     log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
@@ -410,9 +411,9 @@ package struct Enforcer {
   /// record.
   @discardableResult
   private mutating func refresh() -> Bool {
-    guard let store = database.store else { return false }
+    guard let store = database.store ?? database.view else { return false }
     do {
-      try session.refresh(from: store, clock: clock, keepingRecord: pending.window != nil)
+      try session.refresh(from: store, clock: clock, pending: pending.window)
       recovered()
       return true
     } catch {
@@ -435,10 +436,11 @@ package struct Enforcer {
     adopt(pending.flush(to: database.store, trusted: session.trusted, outage: &database.outage))
   }
 
-  /// Takes in and writes what the spool holds.
+  /// Takes in what the spool holds, and writes it when the database answers; until then a
+  /// window found there is the session held.
   private mutating func takeSpool() {
-    guard let store = database.store else { return }
-    adopt(pending.takeSpool(into: store, trusted: session.trusted, outage: &database.outage))
+    adopt(pending.takeSpool(into: database.store, trusted: session.trusted, outage: &database.outage))
+    if database.store == nil, pending.window != nil { refresh() }
   }
 
   /// What the database holds after a write of a window: followed, and its deadline armed when

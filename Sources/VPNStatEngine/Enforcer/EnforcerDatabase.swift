@@ -7,6 +7,8 @@ import VPNStatStore
 /// its outages, said once.
 struct EnforcerDatabase {
   private(set) var store: Store?
+  /// The database as readers read it, for the session until `store` opens.
+  let view: Store?
   /// Hands over the database when it could not be opened at start (locked): asked every tick,
   /// it must not wait. Nil: not yet.
   let open: () throws -> Store?
@@ -24,6 +26,7 @@ struct EnforcerDatabase {
 
   init(_ storage: EnforcerStorage, tunnel: InterfaceName, log: any EventLog) {
     store = storage.store
+    view = storage.view
     open = storage.open
     saveInterval = storage.saveInterval
     ledgerLock = storage.ledgerLock

@@ -38,6 +38,9 @@ package struct EnforcerEnvironment {
 package struct EnforcerStorage {
   /// The database, when it opened in time.
   package var store: Store?
+  /// The database as every reader reads it (no lock: `Store`), for the session until `store`
+  /// opens: a writer's open waits for the writers' lock and checks every page first.
+  package var view: Store?
   /// Hands over the database when it could not be opened at start (locked): asked every tick,
   /// it must not wait (`StoreOpener` opens on a thread of its own). Nil: not yet.
   package var open: () throws -> Store?
@@ -50,11 +53,12 @@ package struct EnforcerStorage {
   package var changes: (any DatabaseChanges)?
 
   package init(
-    store: Store?, open: @escaping () throws -> Store? = { nil }, saveInterval: Duration = Recorder.defaultSaveInterval,
-    ledgerLock: any LedgerWriterLock = UncontendedLedgerLock(), spool: EnforcerSpool? = nil,
-    presence: EnforcerPresenceFile? = nil, changes: (any DatabaseChanges)? = nil
+    store: Store?, view: Store? = nil, open: @escaping () throws -> Store? = { nil },
+    saveInterval: Duration = Recorder.defaultSaveInterval, ledgerLock: any LedgerWriterLock = UncontendedLedgerLock(),
+    spool: EnforcerSpool? = nil, presence: EnforcerPresenceFile? = nil, changes: (any DatabaseChanges)? = nil
   ) {
     self.store = store
+    self.view = view
     self.open = open
     self.saveInterval = saveInterval
     self.ledgerLock = ledgerLock

@@ -64,9 +64,10 @@ struct PendingWrites {
     return written
   }
 
-  /// Takes in what the spool holds — before what is pending here, which is newer — writes it, and
-  /// takes out of the spool what was read once all of it is written.
-  mutating func takeSpool(into store: Store, trusted: TrustedClock?, outage: inout DatabaseOutage) -> Written {
+  /// Takes in what the spool holds — before what is pending here, which is newer — writes it
+  /// when there is a database, and takes out of the spool what was read once all of it is
+  /// written. Without one it stays pending, and in the spool.
+  mutating func takeSpool(into store: Store?, trusted: TrustedClock?, outage: inout DatabaseOutage) -> Written {
     guard let spool else { return Written() }
     let read: (records: [SpooledRecord], bytes: [UInt8], unreadable: Int)
     do {
@@ -133,14 +134,8 @@ struct PendingWrites {
     do {
       if let pending = window {
         let adopted = try store.updateSession { stored -> SessionRecord in
-          let (decision, next) = stored.tunnelUp(at: pending.window.openedAt, lengths: pending.window.lengths)
-          switch decision {
-          case .opened, .reopened:
-            stored = next
-            stored.window = pending.window
-            stored.tunnel = pending.tunnel
-            stored.usageBase = pending.usageBase
-          default: break
+          if let adopted = stored.adopting(pending.window, tunnel: pending.tunnel, usageBase: pending.usageBase) {
+            stored = adopted
           }
           return stored
         }

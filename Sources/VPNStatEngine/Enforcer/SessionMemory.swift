@@ -19,13 +19,14 @@ struct SessionMemory {
   }
 
   /// Reads the session and the trusted clock from `store`; on failure throws and keeps what
-  /// memory holds. `keepingRecord`: a window opened here and not yet written stays over the
-  /// stored record.
-  mutating func refresh(from store: Store, clock: any TimeSource, keepingRecord: Bool) throws {
+  /// memory holds. `pending`: a window opened here (or found in the spool) and not yet written
+  /// counts as written — taken where the stored record would take it (`SessionRecord.adopting`),
+  /// exactly as its write will.
+  mutating func refresh(from store: Store, clock: any TimeSource, pending: PendingWrites.Window?) throws {
     let stored = try store.sessionRecord()
     let reading = clock.now()
     let storedNow = try store.trustedNow(reading, writing: false)
-    if !keepingRecord { record = stored }
+    record = pending.flatMap { stored.adopting($0.window, tunnel: $0.tunnel, usageBase: $0.usageBase) } ?? stored
     let now = max(TrustedClock.now(reading, last: trusted), storedNow)
     trusted = TrustedClock.after(reading, trusted: now)
   }
