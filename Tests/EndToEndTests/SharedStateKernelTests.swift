@@ -96,4 +96,83 @@ struct SharedStateKernelTests {
     #expect(plan.errors.contains("/var/lib/vpnstat/vpnstat.db") && plan.errors.contains("--db"), "\(plan.errors)")
     #expect(try asNobody(["session", "check"]).status == 75)
   }
+
+  @Test(
+    "as nobody and as root, one after the other with a recorder running: the same figures in status, report, history, session and alert"
+  )
+  func nobodyReadsRootsFigures() throws {
+    try Tool.require("/usr/bin/nsenter")
+    try Tool.require("/usr/bin/unshare")
+    let ns = try TestNamespace("figures")
+    let owner = try ns.echoTunnel("tun44", local: "169.254.44.1", peer: "169.254.44.2")
+    defer { owner.stop() }
+    let directory = try TemporaryDirectory("figures")
+    let varLib = try PrivateVarLib(directory, in: ns)
+    let vpnstat = try vpnstatForOtherUsers(in: directory)
+    // Root's recorder on the system's database, saving every second; traffic booked through it.
+    let recorder = try BackgroundProcess(
+      "/usr/bin/nsenter",
+      varLib.command([vpnstat, "record", "--interval", "200ms", "--save-interval", "1s"]),
+      environment: Self.environment)
+    defer { recorder.stop() }
+    let db = directory.file("lib/vpnstat/vpnstat.db")
+    #expect(try waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: db) } != nil)
+    usleep(500_000)
+    try ns.peerRun("udp-send", "169.254.44.2", "9744", "200", "700", "--gap-us", "200")
+    usleep(1_500_000)
+    func run(_ arguments: [String], asNobody: Bool) throws -> CommandResult {
+      try VPNStatTestSupport.run(
+        "/usr/bin/nsenter", varLib.command([vpnstat] + arguments, asNobody: asNobody), environment: Self.environment)
+    }
+    /// The output with what is not a figure of the database taken out: when it was made (and
+    /// what follows from the moment: a period's elapsed time, its projection, rates between
+    /// samples a few milliseconds apart), an empty class's first sighting (now), and who manages
+    /// a tunnel (root may look at other users' processes, nobody may not). JSON compared as
+    /// values, text line by line.
+    func figures(_ output: String) -> String {
+      if let object = try? JSONSerialization.jsonObject(with: Data(output.utf8)) {
+        let moments: Set<String> = ["generated_at", "now", "elapsed_seconds", "manager"]
+        func strip(_ value: Any) -> Any {
+          if var dictionary = value as? [String: Any] {
+            if (dictionary["interfaces"] as? NSNumber)?.intValue == 0 { dictionary["first_seen_at"] = nil }
+            return dictionary.filter {
+              !moments.contains($0.key) && !$0.key.hasSuffix("_per_second") && !$0.key.hasPrefix("projected_")
+            }.mapValues(strip)
+          }
+          if let array = value as? [Any] { return array.map(strip) }
+          return value
+        }
+        let data = try? JSONSerialization.data(withJSONObject: strip(object), options: [.sortedKeys])
+        return data.map { String(decoding: $0, as: UTF8.self) } ?? output
+      }
+      return output.split(separator: "\n").filter { !$0.contains("saved at") && !$0.contains("/s") }
+        .joined(separator: "\n")
+    }
+    let commands: [[String]] = [
+      ["status", "--json", "-i", "tun44"], ["report"], ["history", "--json", "--hours", "2"], ["session", "--json"],
+      ["alert", "-i", "tun44", "--limit", "1GB"],
+    ]
+    for command in commands {
+      // The recorder saves every second: a save may fall between the two, so each pair is read
+      // again until both come from one save (the figures are then equal, or the test fails).
+      var pair: (root: CommandResult, nobody: CommandResult)?
+      _ = try waitUntil(timeout: 10) {
+        let root = try run(command, asNobody: false)
+        let nobody = try run(command, asNobody: true)
+        pair = (root, nobody)
+        return figures(root.output) == figures(nobody.output)
+      }
+      let (root, nobody) = try #require(pair)
+      #expect(root.status == nobody.status, "\(command): \(root.status) \(nobody.status) \(nobody.errors)")
+      #expect(nobody.errors.isEmpty, "\(command): \(nobody.errors)")
+      #expect(
+        figures(root.output) == figures(nobody.output), "\(command)\nroot:\n\(root.output)\nnobody:\n\(nobody.output)")
+      #expect(!figures(nobody.output).isEmpty)
+    }
+    // Traffic was booked, and nobody sees it.
+    let status = try run(["status", "--json", "-i", "tun44"], asNobody: true)
+    let object = try JSONSerialization.jsonObject(with: status.stdout) as? [String: Any]
+    let interfaces = object?["interfaces"] as? [[String: Any]] ?? []
+    #expect(((interfaces.first?["total_tx_bytes"] as? NSNumber)?.intValue ?? 0) > 100_000, "\(status.output)")
+  }
 }
