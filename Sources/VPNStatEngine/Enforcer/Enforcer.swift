@@ -162,10 +162,11 @@ package struct Enforcer {
   }
 
   private mutating func start() throws {
-    refresh()
     // What an earlier enforcer could not write comes first: a window it opened decides this up,
-    // written now when the database answers, else held as written (`SpooledSession`'s rule).
+    // written now when the database answers, else held as written (`SpooledSession`'s rule,
+    // which the session read after it applies).
     takeSpool()
+    refresh()
     advanceLedger()
     managerHolds.announce(tunnel: tunnel, action: action.label, lengths: rules.lengths, since: clock.now().wall)
     log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
@@ -436,11 +437,10 @@ package struct Enforcer {
     adopt(pending.flush(to: database.store, trusted: session.trusted, outage: &database.outage))
   }
 
-  /// Takes in what the spool holds, and writes it when the database answers; until then a
-  /// window found there is the session held.
+  /// Takes in what the spool holds, and writes it when the database answers; until then it is
+  /// pending, and a window found there is the session held (`refresh`).
   private mutating func takeSpool() {
     adopt(pending.takeSpool(into: database.store, trusted: session.trusted, outage: &database.outage))
-    if database.store == nil, pending.window != nil { refresh() }
   }
 
   /// What the database holds after a write of a window: followed, and its deadline armed when
