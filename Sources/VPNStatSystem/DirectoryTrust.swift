@@ -35,14 +35,18 @@ package enum DirectoryTrust {
 
   /// Nil when root may obey the file at `path` — run what it says (a wg-quick configuration's
   /// hooks), or decide from it (the configuration file, the database the gate reads) — else why
-  /// not: the file belongs to root or to this user and no one else may write it, and its
-  /// directory passes `problem`. Links are followed: the real file and its directories are what
-  /// is checked. A file that does not exist has no problem; the caller says it is missing.
+  /// not: the file is a regular file (a FIFO would hold its reader for ever), belongs to root or
+  /// to this user and no one else may write it, and its directory passes `problem`. Links are
+  /// followed: the real file and its directories are what is checked. A file that does not
+  /// exist has no problem; the caller says it is missing.
   package static func fileProblem(_ path: String) -> String? {
     guard let real = realpathString(path) else { return nil }
     var info = stat()
     guard stat(real, &info) == 0 else { return nil }
     let shown = real == path ? path : "\(path) (\(real))"
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      return NotARegularFile(path: shown, mode: info.st_mode).description
+    }
     if info.st_uid != 0 && info.st_uid != geteuid() {
       return "\(shown) belongs to uid \(info.st_uid), not to root or to this user"
     }
@@ -96,14 +100,14 @@ package enum DirectoryTrust {
 }
 
 /// A file root would obey — run what it says or decide from it — that others could have
-/// written: refused, never read (exit 77). Whoever can write a wg-quick configuration runs its
-/// hooks as root; whoever can write the configuration file or the gate's database decides what
-/// root enforces.
+/// written, or that is not a regular file: refused, never read (exit 77). Whoever can write a
+/// wg-quick configuration runs its hooks as root; whoever can write the configuration file or
+/// the gate's database decides what root enforces.
 package struct UntrustedFile: Error, Sendable, CustomStringConvertible {
   /// What the file is for ("wg-quick configuration", "configuration file", "database").
   package var role: String
   package var path: String
-  /// Why (`DirectoryTrust`'s words: the offending path, its owner or mode).
+  /// Why (`DirectoryTrust`'s words: the offending path, its owner, mode or kind).
   package var problem: String
 
   package init(role: String, path: String, problem: String) {
@@ -114,7 +118,7 @@ package struct UntrustedFile: Error, Sendable, CustomStringConvertible {
 
   package var description: String {
     "refusing the \(role) \(TerminalText.sanitize(path)): \(TerminalText.sanitize(problem)). "
-      + "vpnstat obeys such a file only when it and every directory above it belong to root (or to you) "
-      + "and no one else can write them"
+      + "vpnstat obeys such a file only when it is a regular file and it and every directory above it "
+      + "belong to root (or to you) and no one else can write them"
   }
 }
