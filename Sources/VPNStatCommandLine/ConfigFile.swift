@@ -95,11 +95,11 @@ enum ConfigFile {
   }
 
   /// The file's bytes; nil when there is none to read. A file that someone other than root and
-  /// the user running vpnstat owns, that others may write, or that lies in a directory others
-  /// may write (`DirectoryTrust.fileProblem`, sudo's rule for sudoers) is refused with 77:
-  /// whoever could write it could set the enforcer's action, lengths and database. So is anything
-  /// but a regular file, at once: a FIFO would hold every command, root's daemons included,
-  /// until someone wrote to it.
+  /// the user running vpnstat owns, that others may write (by its mode or an ACL), or that lies
+  /// in a directory others may write (`DirectoryTrust.fileProblem`, sudo's rule for sudoers and
+  /// ACLs besides) is refused with 77: whoever could write it could set the enforcer's action,
+  /// lengths and database. So is anything but a regular file, at once: a FIFO would hold every
+  /// command, root's daemons included, until someone wrote to it.
   static func read(_ path: String, commandPath: String) throws -> [UInt8]? {
     let fd: FileDescriptor
     do {

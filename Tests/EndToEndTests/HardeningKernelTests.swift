@@ -229,6 +229,31 @@ struct FileSafetyTests {
     #expect(try run(Built.vpnstat, ["status", "--json", "--db", shared + "/copy.db"]).status == 0)
   }
 
+  @Test(
+    "writers and the gate refuse a database directory an ACL entry lets another user write (77, naming the entry), though its mode is 0755; a default ACL too"
+  )
+  func aclDirectories() throws {
+    let directory = try TemporaryDirectory("aclshared")
+    let made = directory.file("made.db")
+    try #require(try run(Built.vpnstat, ["plan", "premium", "--db", made]).status == 0)
+    for (label, acl) in [("access", ["-m", "u:nobody:rwx"]), ("default", ["-d", "-m", "g:nogroup:rwx"])] {
+      let shared = directory.file(label)
+      try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
+      chmod(shared, 0o755)
+      try FileManager.default.copyItem(atPath: made, toPath: shared + "/copy.db")
+      try setfacl(acl + [shared])
+      for arguments in [
+        ["record", "--count", "1", "--db", shared + "/v.db"], ["plan", "premium", "--db", shared + "/v.db"],
+        ["enforce", "tun0", "--db", shared + "/v.db"], ["session", "check", "--db", shared + "/copy.db"],
+      ] {
+        let result = try run(Built.vpnstat, arguments)
+        #expect(result.status == 77, "\(label) \(arguments): \(result.status) \(result.errors)")
+        #expect(result.errors.contains(shared) && result.errors.contains("ACL entry"), "\(label): \(result.errors)")
+        #expect(!FileManager.default.fileExists(atPath: shared + "/v.db"), "\(label) \(arguments) made the database")
+      }
+    }
+  }
+
   @Test("two paths to one database (a symlink) share one enforcer lock")
   func twoPaths() throws {
     let t = try EnforcedTunnel("paths")
