@@ -254,6 +254,33 @@ struct FileSafetyTests {
     }
   }
 
+  @Test(
+    "two names whose escaped forms differ by a backslash (q<0xff>, written $'q\\xff' or q\\xff, and the five bytes q\\xff, written q\\\\xff) are two tunnels with a lock each; one name written two ways is one"
+  )
+  func twoNamesTwoLocks() throws {
+    let ns = try TestNamespace("lknm")
+    let directory = try TemporaryDirectory("lknm")
+    let db = directory.file("v.db")
+    let lengths = ["--session-length", "60s", "--pause-length", "60s"]
+    // The byte 0xff itself, as a shell passes it.
+    let byte = try ns.start(
+      "/bin/bash",
+      ["-c", "exec \"$0\" enforce $'q\\xff' --db \"$1\" " + lengths.joined(separator: " "), Built.vpnstat, db])
+    try byte.waitForError("enforcing the free plan")
+    let backslash = try ns.start(Built.vpnstat, ["enforce", "q\\\\xff", "--db", db] + lengths)
+    try backslash.waitForError("enforcing the free plan")
+    #expect(byte.isRunning && backslash.isRunning, "\(byte.errors) \(backslash.errors)")
+    let locks = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+      $0.hasPrefix("v.db.enforce-") && $0.hasSuffix(".lock")
+    }
+    #expect(Set(locks) == ["v.db.enforce-q\\xff.lock", "v.db.enforce-q\\\\xff.lock"], "\(locks)")
+    // q<0xff> written as vpnstat prints it is the same tunnel: its enforcer runs already.
+    let again = try ns.vpnstat(["enforce", "q\\xff", "--db", db] + lengths)
+    #expect(again.status == 75, "\(again.status) \(again.errors)")
+    #expect(again.errors.contains("pid \(byte.pid)"), "\(again.errors)")
+    #expect(byte.stop() == 0 && backslash.stop() == 0)
+  }
+
   @Test("two paths to one database (a symlink) share one enforcer lock")
   func twoPaths() throws {
     let t = try EnforcedTunnel("paths")

@@ -438,6 +438,18 @@ struct BadInputTests {
     }
   }
 
+  @Test(
+    "enforce refuses a name holding a control character with 64, as connect and disconnect do (one rule for the three)",
+    arguments: ["a\u{01}b", "a\u{7F}b", "a\u{1B}b", "a\u{1B}[2Jv"])
+  func enforceRefusesControlCharacters(name: String) throws {
+    let directory = try TemporaryDirectory("enfctl")
+    for command in [["enforce"], ["connect"], ["disconnect"]] {
+      let result = try Self.vpnstat(command + ["--db", directory.file("v.db"), "--", name], timeout: 5)
+      #expect(result.status == 64, "\(command) '\(name.debugDescription)': \(result.status) \(result.errors)")
+      #expect(result.errors.contains("holds a control character; write such a byte as \\xHH"), "\(result.errors)")
+    }
+  }
+
   @Test("enforce refuses a name no interface can have, with 64, instead of waiting forever")
   func enforceRefusesImpossibleNames() throws {
     let directory = try TemporaryDirectory("enfname")
