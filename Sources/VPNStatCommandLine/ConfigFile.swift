@@ -95,12 +95,21 @@ enum ConfigFile {
   }
 
   /// The file's bytes; nil when there is none to read. A file that someone other than root and
-  /// the user running vpnstat owns, that others may write, or that lies in a directory others
-  /// may write (`DirectoryTrust.fileProblem`, sudo's rule for sudoers) is refused with 77:
-  /// whoever could write it could set the enforcer's action, lengths and database.
+  /// the user running vpnstat owns, that others may write (by its mode or an ACL), or that lies
+  /// in a directory others may write (`DirectoryTrust.fileProblem`, sudo's rule for sudoers and
+  /// ACLs besides) is refused with 77: whoever could write it could set the enforcer's action,
+  /// lengths and database. So is anything but a regular file, at once: a FIFO would hold every
+  /// command, root's daemons included, until someone wrote to it.
   static func read(_ path: String, commandPath: String) throws -> [UInt8]? {
-    // Missing (the usual case) or unreadable: there is no configuration.
-    guard let fd = try? FileDescriptor.openForReading(SystemPath(path)) else { return nil }
+    let fd: FileDescriptor
+    do {
+      fd = try FileDescriptor.openRegularFile(SystemPath(path))
+    } catch let error as NotARegularFile {
+      throw UntrustedFile(role: "configuration file", path: path, problem: error.description)
+    } catch {
+      // Missing (the usual case) or unreadable: there is no configuration.
+      return nil
+    }
     defer { fd.close() }
     let shown = TerminalText.sanitize(path)
     if let problem = DirectoryTrust.fileProblem(path) {

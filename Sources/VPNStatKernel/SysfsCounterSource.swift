@@ -159,13 +159,18 @@ final class InterfaceFiles {
     counters.reserveCapacity(counterAttributes.count)
     for attribute in counterAttributes {
       do {
-        counters.append(try FileDescriptor.openForReading(root.attribute(name, attribute)))
+        // A regular file, opened without waiting: a FIFO in a fixture tree would hold the
+        // sample (and `status`) for ever.
+        counters.append(try FileDescriptor.openRegularFile(root.attribute(name, attribute)))
+      } catch let error as NotARegularFile {
+        for fd in counters { fd.close() }
+        return .failure(.unreadable(error.description))
       } catch {
         for fd in counters { fd.close() }
         return isGone() ? .failure(.vanished) : .failure(.unreadable("\(attribute): \(error)"))
       }
     }
-    let operstate = try? FileDescriptor.openForReading(root.attribute(name, "operstate"))
+    let operstate = try? FileDescriptor.openRegularFile(root.attribute(name, "operstate"))
     return .success(
       InterfaceFiles(identity: identity, index: Int32(index), counters: counters, operstate: operstate))
   }
@@ -202,7 +207,7 @@ final class InterfaceFiles {
     if link.operState == .unknown || link.operState == nil {
       // tun, ifb and loopback say "unknown"; carrier tells (it fails with EINVAL while down).
       if !carrierTried {
-        carrier = try? FileDescriptor.openForReading(root.attribute(name, "carrier"))
+        carrier = try? FileDescriptor.openRegularFile(root.attribute(name, "carrier"))
         carrierTried = true
       }
       link.carrier = value(carrier, buffer: &buffer).flatMap { parseUnsigned($0) }.map { $0 != 0 }

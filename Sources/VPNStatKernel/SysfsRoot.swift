@@ -24,14 +24,17 @@ package struct SysfsRoot: Hashable, Sendable {
     path.appending(name).appending(attribute)
   }
 
-  /// Reads an attribute as trimmed text; nil when missing or unreadable.
+  /// Reads an attribute as trimmed text; nil when missing, unreadable or not a regular file.
+  /// Every attribute sysfs serves is a regular file; a tree given with `--sysfs-root` may hold
+  /// anything, and a FIFO there must not hold the reader (`SmallFile.readRegularFile`).
   package func text(_ name: InterfaceName, _ attribute: String) -> String? {
-    SmallFile.trimmedText(self.attribute(name, attribute))
+    guard let bytes = try? SmallFile.readRegularFile(self.attribute(name, attribute)) else { return nil }
+    return String(decoding: bytes.trimmingASCIIWhitespace(), as: UTF8.self)
   }
 
-  /// Reads an attribute that must hold a decimal unsigned integer.
+  /// Reads an attribute that must hold a decimal unsigned integer (from a regular file only).
   package func unsigned(_ name: InterfaceName, _ attribute: String) throws -> UInt64 {
-    let bytes = try SmallFile.read(self.attribute(name, attribute), limit: 64)
+    let bytes = try SmallFile.readRegularFile(self.attribute(name, attribute), limit: 64)
     guard let value = parseUnsigned(bytes.trimmingASCIIWhitespace()) else {
       throw SysfsValueError(attribute: attribute, bytes: Array(bytes.prefix(32)))
     }

@@ -205,3 +205,17 @@ public struct NotATunnel: Error, Hashable, Sendable, CustomStringConvertible {
       "\(shown) is \(classified), not a tunnel: connect, disconnect and enforce act on tunnel-class interfaces only. If \(shown) is a tunnel, say so with --class \(name.escaped)=tunnel or `class = \(name.escaped)=tunnel` in the configuration file"
   }
 }
+
+/// The name a command that acts on a tunnel is given — `connect NAME`, `disconnect NAME`,
+/// `enforce IFACE` — as it was typed, before it is resolved or parsed: one rule for the three. A
+/// control character in it is a mistake or an attack (a newline splits a manager's listing, an
+/// escape sequence rewrites the terminal that shows the name); a device whose name holds one is
+/// named in vpnstat's escaped form, `\xHH`, as vpnstat prints it.
+public enum TunnelNameArgument {
+  /// Nil when `text` may be used, else why not: the words that follow the name in a message
+  /// ("NAME 'a…b' holds a control character; …").
+  public static func problem(_ text: String) -> String? {
+    guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return nil }
+    return "holds a control character; write such a byte as \\xHH"
+  }
+}

@@ -5,11 +5,18 @@ import VPNStatModel
 #endif
 
 /// Whether a directory is safe to create files in for this user: the rule ssh's StrictModes and
-/// sudo apply. Everything from `/` down must belong to root or to us; a directory others may write
-/// lets them plant symlinks or take lock names, so only a sticky one (like /tmp) is allowed above
-/// ours, and ours must be writable by no one else.
+/// sudo apply, and POSIX ACLs besides. Everything from `/` down must belong to root or to us; a
+/// directory others may write lets them plant symlinks or take lock names, so only a sticky one
+/// (like /tmp) is allowed above ours, and ours must be writable by no one else.
+///
+/// "Others may write" is what the kernel would let them do: the mode bits (group write counts
+/// unless the group is root's), and an ACL entry that grants write to another user or group
+/// (`AccessControlList.othersWriter`). ssh and sudo read the mode bits alone, but an entry such
+/// as `user:nobody:rw` lets nobody write a file whose `ls -l` shows `-rw-rw----+ root root`: the
+/// group bits are then the ACL's mask, not anyone's permission. A directory's default ACL counts
+/// too: the files root makes in it (a database's `-wal`, a lock) would inherit its entries.
 package enum DirectoryTrust {
-  /// Nil when `directory` is safe, else why not (with the offending path and mode).
+  /// Nil when `directory` is safe, else why not (with the offending path and mode or entry).
   package static func problem(_ directory: String) -> String? {
     guard let resolved = resolvedExisting(directory) else { return nil }
     let me = geteuid()
@@ -24,38 +31,45 @@ package enum DirectoryTrust {
       if info.st_uid != 0 && info.st_uid != me {
         return "\(current) belongs to uid \(info.st_uid), not to root or to this user"
       }
-      let othersWrite = mode & S_IWOTH != 0 || (mode & S_IWGRP != 0 && info.st_gid != 0)
       let isLast = index == components.count - 1
-      if othersWrite && (isLast || mode & S_ISVTX == 0) {
+      // Above ours, a sticky directory keeps others from replacing what is not theirs.
+      guard isLast || mode & S_ISVTX == 0 else { continue }
+      if othersWrite(info) {
         return "\(current) is writable by other users (mode \(octal(mode & 0o7777)))"
       }
+      if let problem = aclProblem(current, info, inherited: isLast) { return problem }
     }
     return nil
   }
 
   /// Nil when root may obey the file at `path` — run what it says (a wg-quick configuration's
   /// hooks), or decide from it (the configuration file, the database the gate reads) — else why
-  /// not: the file belongs to root or to this user and no one else may write it, and its
-  /// directory passes `problem`. Links are followed: the real file and its directories are what
-  /// is checked. A file that does not exist has no problem; the caller says it is missing.
+  /// not: the file is a regular file (a FIFO would hold its reader for ever), belongs to root or
+  /// to this user and no one else may write it, by its mode or an ACL, and its directory passes
+  /// `problem`. Links are followed: the real file and its directories are what is checked. A
+  /// file that does not exist has no problem; the caller says it is missing.
   package static func fileProblem(_ path: String) -> String? {
     guard let real = realpathString(path) else { return nil }
     var info = stat()
     guard stat(real, &info) == 0 else { return nil }
     let shown = real == path ? path : "\(path) (\(real))"
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      return NotARegularFile(path: shown, mode: info.st_mode).description
+    }
     if info.st_uid != 0 && info.st_uid != geteuid() {
       return "\(shown) belongs to uid \(info.st_uid), not to root or to this user"
     }
-    if info.st_mode & S_IWOTH != 0 || (info.st_mode & S_IWGRP != 0 && info.st_gid != 0) {
+    if othersWrite(info) {
       return "\(shown) is writable by other users (mode \(octal(info.st_mode & 0o7777)))"
     }
+    if let problem = aclProblem(real, info, shown: shown, inherited: false) { return problem }
     let directory = real.lastIndex(of: "/").map { $0 == real.startIndex ? "/" : String(real[..<$0]) } ?? "."
     return problem(directory)
   }
 
   /// Nil when the socket at `path` lies where no other user may put one — its directory is not
-  /// writable by others, or is sticky and the socket is root's — else why not. (Who serves it
-  /// is asked of the kernel when connecting: `LocalSocketExchange.Peer`.)
+  /// writable by others (mode or ACL), or is sticky and the socket is root's — else why not. (Who
+  /// serves it is asked of the kernel when connecting: `LocalSocketExchange.Peer`.)
   package static func socketProblem(_ path: String) -> String? {
     var info = stat()
     guard lstat(path, &info) == 0 else { return "\(path): \(Errno.current)" }
@@ -63,10 +77,45 @@ package enum DirectoryTrust {
     let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
     var parent = stat()
     guard stat(directory, &parent) == 0 else { return "\(directory): \(Errno.current)" }
-    let othersWrite = parent.st_mode & S_IWOTH != 0 || (parent.st_mode & S_IWGRP != 0 && parent.st_gid != 0)
-    guard othersWrite else { return nil }
     if parent.st_mode & S_ISVTX != 0 && info.st_uid == 0 { return nil }
-    return "\(directory) is writable by other users (mode \(octal(parent.st_mode & 0o7777)))"
+    if othersWrite(parent) {
+      return "\(directory) is writable by other users (mode \(octal(parent.st_mode & 0o7777)))"
+    }
+    return aclProblem(directory, parent, inherited: false)
+  }
+
+  /// Whether the mode lets others write: anyone, or a group other than root's.
+  private static func othersWrite(_ info: stat) -> Bool {
+    info.st_mode & S_IWOTH != 0 || (info.st_mode & S_IWGRP != 0 && info.st_gid != 0)
+  }
+
+  /// Why an ACL of `path` (described by `info`) lets someone other than root, this user or
+  /// root's group write it, or nil. With `inherited`, a directory's default ACL too: what root
+  /// creates there gets its entries, and the group of the directory when it is set-group-ID,
+  /// else root's own. An ACL that cannot be read is a problem: it may say anything.
+  private static func aclProblem(_ path: String, _ info: stat, shown: String? = nil, inherited: Bool) -> String? {
+    let shown = shown ?? path
+    let me = geteuid()
+    do {
+      if let list = try AccessControlList.read(path, attribute: AccessControlList.accessAttribute),
+        let entry = list.othersWriter(me: me, owningGroup: info.st_gid)
+      {
+        let named = AccessControlList.describe(entry, owningGroup: info.st_gid)
+        return "\(shown) is writable by other users: ACL entry \(named) may write it"
+      }
+      guard inherited, info.st_mode & S_IFMT == S_IFDIR else { return nil }
+      let group = info.st_mode & S_ISGID != 0 ? info.st_gid : getegid()
+      if let list = try AccessControlList.read(path, attribute: AccessControlList.defaultAttribute),
+        let entry = list.othersWriter(me: me, owningGroup: group)
+      {
+        let named = AccessControlList.describe(entry, owningGroup: group)
+        return "\(shown) would make what is created in it writable by other users: "
+          + "default ACL entry \(named) would let others write it"
+      }
+      return nil
+    } catch {
+      return "\(shown) has an ACL that cannot be read (\(error)): it may let others write"
+    }
   }
 
   /// The canonical path of `directory`, or of its nearest existing ancestor when it does not
@@ -96,14 +145,14 @@ package enum DirectoryTrust {
 }
 
 /// A file root would obey — run what it says or decide from it — that others could have
-/// written: refused, never read (exit 77). Whoever can write a wg-quick configuration runs its
+/// written, or that is not a regular file: refused, never read (exit 77). Whoever can write a wg-quick configuration runs its
 /// hooks as root; whoever can write the configuration file or the gate's database decides what
 /// root enforces.
 package struct UntrustedFile: Error, Sendable, CustomStringConvertible {
   /// What the file is for ("wg-quick configuration", "configuration file", "database").
   package var role: String
   package var path: String
-  /// Why (`DirectoryTrust`'s words: the offending path, its owner or mode).
+  /// Why (`DirectoryTrust`'s words: the offending path, its owner, mode, ACL entry or kind).
   package var problem: String
 
   package init(role: String, path: String, problem: String) {
@@ -114,7 +163,7 @@ package struct UntrustedFile: Error, Sendable, CustomStringConvertible {
 
   package var description: String {
     "refusing the \(role) \(TerminalText.sanitize(path)): \(TerminalText.sanitize(problem)). "
-      + "vpnstat obeys such a file only when it and every directory above it belong to root (or to you) "
-      + "and no one else can write them"
+      + "vpnstat obeys such a file only when it is a regular file and it and every directory above it "
+      + "belong to root (or to you) and no one else can write them, by their mode or an ACL"
   }
 }

@@ -34,6 +34,27 @@ package struct FileDescriptor: Hashable, Sendable {
     try open(path, O_RDONLY)
   }
 
+  /// Opens the regular file at `path` to read it, or refuses what is not one (`NotARegularFile`):
+  /// a FIFO planted as a configuration file or a sysfs counter would hold its open, then every
+  /// read, until someone writes — for ever — and a device answers what it likes. The open does
+  /// not wait (O_NONBLOCK), and fstat says what was opened; a regular file ignores O_NONBLOCK,
+  /// so it reads as usual.
+  package static func openRegularFile(_ path: SystemPath) throws -> FileDescriptor {
+    let fd = try open(path, O_RDONLY | O_NONBLOCK)
+    var info = stat()
+    do {
+      _ = try retryingInterrupts { fstat(fd.rawValue, &info) }
+    } catch {
+      fd.close()
+      throw error
+    }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      fd.close()
+      throw NotARegularFile(path: path.description, mode: info.st_mode)
+    }
+    return fd
+  }
+
   package func close() {
     // Linux closes the descriptor even when close reports EINTR: never retry.
     _ = Glibc.close(rawValue)
@@ -99,6 +120,35 @@ package struct FileDescriptor: Hashable, Sendable {
   }
 }
 
+/// A file read as data or obeyed — a configuration, a wg-quick configuration, a sysfs counter, a
+/// presence file — that is not a regular file: refused, never read (see
+/// `FileDescriptor.openRegularFile`).
+package struct NotARegularFile: Error, Sendable, CustomStringConvertible {
+  package var path: String
+  /// What it is instead: "a FIFO", "a directory", "a character device"…
+  package var kind: String
+
+  package init(path: String, mode: mode_t) {
+    self.path = path
+    kind = Self.kind(mode)
+  }
+
+  /// What a file of this mode is, in words.
+  package static func kind(_ mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFIFO: "a FIFO"
+    case S_IFDIR: "a directory"
+    case S_IFCHR: "a character device"
+    case S_IFBLK: "a block device"
+    case S_IFSOCK: "a socket"
+    case S_IFLNK: "a symbolic link"
+    default: "a file of unknown type"
+    }
+  }
+
+  package var description: String { "\(path) is \(kind), not a regular file" }
+}
+
 /// The owner and permission bits of a file, for refusing files others could have written.
 package struct FileOwnership: Hashable, Sendable {
   package var owner: UInt32
@@ -152,6 +202,15 @@ package enum SmallFile {
   /// Reads up to `limit` bytes of the file at `path`. sysfs attributes are at most a page.
   package static func read(_ path: SystemPath, limit: Int = 4096) throws -> [UInt8] {
     let fd = try FileDescriptor.open(path, O_RDONLY)
+    defer { fd.close() }
+    return try read(fd, limit: limit)
+  }
+
+  /// Reads up to `limit` bytes of the regular file at `path`, refusing anything else
+  /// (`NotARegularFile`) without waiting: for files a user could replace by a FIFO (a fixture
+  /// sysfs tree, a presence file beside someone's database).
+  package static func readRegularFile(_ path: SystemPath, limit: Int = 4096) throws -> [UInt8] {
+    let fd = try FileDescriptor.openRegularFile(path)
     defer { fd.close() }
     return try read(fd, limit: limit)
   }

@@ -238,6 +238,58 @@ struct FileSafetyTests {
     #expect(try run(Built.vpnstat, ["status", "--json", "--db", shared + "/copy.db"]).status == 0)
   }
 
+  @Test(
+    "writers and the gate refuse a database directory an ACL entry lets another user write (77, naming the entry), though its mode is 0755; a default ACL too"
+  )
+  func aclDirectories() throws {
+    let directory = try TemporaryDirectory("aclshared")
+    let made = directory.file("made.db")
+    try #require(try run(Built.vpnstat, ["plan", "premium", "--db", made]).status == 0)
+    for (label, acl) in [("access", ["-m", "u:nobody:rwx"]), ("default", ["-d", "-m", "g:nogroup:rwx"])] {
+      let shared = directory.file(label)
+      try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
+      chmod(shared, 0o755)
+      try FileManager.default.copyItem(atPath: made, toPath: shared + "/copy.db")
+      try setfacl(acl + [shared])
+      for arguments in [
+        ["record", "--count", "1", "--db", shared + "/v.db"], ["plan", "premium", "--db", shared + "/v.db"],
+        ["enforce", "tun0", "--db", shared + "/v.db"], ["session", "check", "--db", shared + "/copy.db"],
+      ] {
+        let result = try run(Built.vpnstat, arguments)
+        #expect(result.status == 77, "\(label) \(arguments): \(result.status) \(result.errors)")
+        #expect(result.errors.contains(shared) && result.errors.contains("ACL entry"), "\(label): \(result.errors)")
+        #expect(!FileManager.default.fileExists(atPath: shared + "/v.db"), "\(label) \(arguments) made the database")
+      }
+    }
+  }
+
+  @Test(
+    "two names whose escaped forms differ by a backslash (q<0xff>, written $'q\\xff' or q\\xff, and the five bytes q\\xff, written q\\\\xff) are two tunnels with a lock each; one name written two ways is one"
+  )
+  func twoNamesTwoLocks() throws {
+    let ns = try TestNamespace("lknm")
+    let directory = try TemporaryDirectory("lknm")
+    let db = directory.file("v.db")
+    let lengths = ["--session-length", "60s", "--pause-length", "60s"]
+    // The byte 0xff itself, as a shell passes it.
+    let byte = try ns.start(
+      "/bin/bash",
+      ["-c", "exec \"$0\" enforce $'q\\xff' --db \"$1\" " + lengths.joined(separator: " "), Built.vpnstat, db])
+    try byte.waitForError("enforcing the free plan")
+    let backslash = try ns.start(Built.vpnstat, ["enforce", "q\\\\xff", "--db", db] + lengths)
+    try backslash.waitForError("enforcing the free plan")
+    #expect(byte.isRunning && backslash.isRunning, "\(byte.errors) \(backslash.errors)")
+    let locks = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+      $0.hasPrefix("v.db.enforce-") && $0.hasSuffix(".lock")
+    }
+    #expect(Set(locks) == ["v.db.enforce-q\\xff.lock", "v.db.enforce-q\\\\xff.lock"], "\(locks)")
+    // q<0xff> written as vpnstat prints it is the same tunnel: its enforcer runs already.
+    let again = try ns.vpnstat(["enforce", "q\\xff", "--db", db] + lengths)
+    #expect(again.status == 75, "\(again.status) \(again.errors)")
+    #expect(again.errors.contains("pid \(byte.pid)"), "\(again.errors)")
+    #expect(byte.stop() == 0 && backslash.stop() == 0)
+  }
+
   @Test("two paths to one database (a symlink) share one enforcer lock")
   func twoPaths() throws {
     let t = try EnforcedTunnel("paths")

@@ -361,6 +361,15 @@ struct TrustKernelTests {
     case othersFileInRootsDirectory
     /// root's wgt0.conf that anyone may write (mode 0666), in root's directory.
     case fileWritableByOthers
+    /// root's wgt0.conf, mode 0600, with the ACL entry `user:nobody:rw` (`ls -l` shows
+    /// `-rw-rw----+`), in root's directory (issue 38: root ran its PostDown).
+    case aclOnFile
+    /// root's wgt0.conf, mode 0600, in root's directory (0755) with the ACL entry
+    /// `user:nobody:rwx`: nobody may swap the file between the check and wg-quick's read.
+    case aclOnDirectory
+
+    /// An ACL, not a mode bit, lets nobody write: the refusal names the entry.
+    var isACL: Bool { self == .aclOnFile || self == .aclOnDirectory }
   }
 
   @Test(
@@ -374,6 +383,7 @@ struct TrustKernelTests {
     let directory = files.file("conf")
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     chmod(directory, planted == .worldWritableDirectory ? 0o1777 : 0o755)
+    if planted == .aclOnDirectory { try setfacl("-m", "u:nobody:rwx", directory) }
     let config = directory + "/wgt0.conf"
     let trusted = try String(contentsOfFile: side.configPath, encoding: .utf8)
     /// Writes the planted configuration: the real one, with hooks that say who ran them.
@@ -389,6 +399,11 @@ struct TrustKernelTests {
         try giveToNobody(config)
       case .fileWritableByOthers:
         chmod(config, 0o666)
+      case .aclOnFile:
+        chmod(config, 0o600)
+        try setfacl("-m", "u:nobody:rw", config)
+      case .aclOnDirectory:
+        chmod(config, 0o600)
       }
     }
     func ran(_ witness: String) -> String? {
@@ -407,6 +422,9 @@ struct TrustKernelTests {
     func refused(_ result: (status: Int32, errors: String), _ command: String) {
       #expect(result.status == 77, "\(command): exit \(result.status): \(result.errors)")
       #expect(result.errors.contains(directory), "\(command) does not name \(directory): \(result.errors)")
+      if planted.isACL {
+        #expect(result.errors.contains("ACL entry user:nobody"), "\(command) does not name the entry: \(result.errors)")
+      }
     }
 
     let db = files.file("v.db")
@@ -459,6 +477,42 @@ struct TrustKernelTests {
       #expect(result.status == 77, "\(arguments): exit \(result.status): \(result.errors)")
       #expect(result.errors.contains(config), "\(arguments): \(result.errors)")
     }
+  }
+
+  @Test(
+    "VPNSTAT_CONFIG of root's, mode 0644, that an ACL entry lets nobody rewrite (to session-length = 100d), or in a directory an ACL lets nobody write: root refuses it, 77 naming the entry, and obeys nothing"
+  )
+  func aclConfigurationFile() throws {
+    let ns = try TestNamespace("tcfa")
+    let files = try TemporaryDirectory("tcfa")
+    let config = files.file("vpnstat.conf")
+    try Data("session-length = 7m\n".utf8).write(to: URL(fileURLWithPath: config))
+    chmod(config, 0o644)
+    try setfacl("-m", "u:nobody:rw", config)
+    // The entry is real: nobody rewrites root's file, though its mode says root's alone may.
+    let rewrite = try runAsNobody("/bin/sh", ["-c", "echo 'session-length = 100d' > \"$0\"", config])
+    try #require(rewrite.status == 0, "nobody could not write through the ACL: \(rewrite.errors)")
+    func refused(_ arguments: [String], _ why: String) throws {
+      let result = try ns.vpnstat(arguments + ["--db", files.file("v.db")], environment: ["VPNSTAT_CONFIG": config])
+      #expect(result.status == 77, "\(why) \(arguments): exit \(result.status): \(result.output) \(result.errors)")
+      #expect(result.errors.contains(config), "\(why) \(arguments): \(result.errors)")
+      #expect(result.errors.contains("ACL entry user:nobody"), "\(why) \(arguments): \(result.errors)")
+      #expect(!result.output.contains("8640000"), "\(why) \(arguments) obeyed 100d: \(result.output)")
+    }
+    for arguments in [
+      ["session", "--json"], ["status", "--json"], ["session", "check"], ["plan", "free"],
+      ["disconnect", "wgt0", "--wg-quick-dir", files.path],
+    ] {
+      try refused(arguments, "file")
+    }
+    // Root's own file again, but the directory lets nobody replace it.
+    try setfacl("-b", config)
+    try Data("session-length = 7m\n".utf8).write(to: URL(fileURLWithPath: config))
+    let obeyed = try ns.vpnstat(
+      ["session", "--json", "--db", files.file("v.db")], environment: ["VPNSTAT_CONFIG": config])
+    #expect(obeyed.status == 0 && obeyed.output.contains("420"), "root's own file: \(obeyed.errors)")
+    try setfacl("-m", "u:nobody:rwx", files.path)
+    try refused(["session", "--json"], "directory")
   }
 
   // 5. The gate trusts only a database root can trust.

@@ -82,6 +82,16 @@ func writeExecutable(_ data: Data, to path: String) throws {
   chmod(path, 0o755)
 }
 
+/// Changes a file's POSIX ACL with setfacl (package acl), e.g. `setfacl("-m", "u:nobody:rw", path)`:
+/// entries that give write access the mode bits do not show (`ls -l` shows only the mask).
+func setfacl(_ arguments: String...) throws { try setfacl(arguments) }
+
+func setfacl(_ arguments: [String]) throws {
+  try Tool.require("/usr/bin/setfacl")
+  let result = try run("/usr/bin/setfacl", arguments)
+  guard result.status == 0 else { throw TestSetupError("setfacl \(arguments): \(result.errors)") }
+}
+
 /// Runs a command as `nobody` (setpriv from util-linux, present on every Debian).
 func runAsNobody(_ executable: String, _ arguments: [String]) throws -> CommandResult {
   try Tool.require("/usr/bin/setpriv")

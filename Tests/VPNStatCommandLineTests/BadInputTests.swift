@@ -370,6 +370,56 @@ struct BadInputTests {
     #expect(result.errors.contains("\(path) belongs to uid 65534, not to root or to this user"), "\(result.errors)")
   }
 
+  @Test(
+    "a FIFO as the configuration file is refused within 1 s (77, saying it is not a regular file), never waited on"
+  )
+  func configFIFO() throws {
+    let directory = try TemporaryDirectory("cfgfifo")
+    let path = directory.file("config")
+    try #require(mkfifo(path, 0o644) == 0, "mkfifo: \(String(cString: strerror(errno)))")
+    for arguments in [["status", "--json"], ["session", "check"], ["session", "--json"]] {
+      let started = Date()
+      let result = try Self.vpnstat(
+        arguments + ["--db", directory.file("v.db")], environment: ["VPNSTAT_CONFIG": path], timeout: 5)
+      #expect(Date().timeIntervalSince(started) < 1, "\(arguments) took \(Date().timeIntervalSince(started)) s")
+      #expect(result.status == 77, "\(arguments): \(result.status) \(result.errors)")
+      #expect(result.errors.contains("\(path) is a FIFO, not a regular file"), "\(arguments): \(result.errors)")
+    }
+  }
+
+  // MARK: - sysfs files that are not files
+
+  @Test(
+    "a FIFO as a sysfs counter or fact: status, report and export end within 1 s saying which file is not a regular file",
+    arguments: ["statistics/rx_bytes", "statistics/tx_packets", "ifindex", "uevent", "type", "operstate"])
+  func sysfsFIFO(attribute: String) throws {
+    let tree = try SysfsFixture()
+    try tree.add("wg0", index: 7, type: 65534)
+    try tree.add("tun3", index: 8, rx: 5000, tx: 6000, type: 65534)
+    let fifo = tree.directory.appendingPathComponent("wg0/" + attribute).path
+    try FileManager.default.removeItem(atPath: fifo)
+    try #require(mkfifo(fifo, 0o644) == 0, "mkfifo: \(String(cString: strerror(errno)))")
+    let directory = try TemporaryDirectory("sysfifo")
+    let db = directory.file("v.db")
+    for arguments in [
+      ["status"], ["status", "--json"], ["report", "--db", db], ["export", "--db", db],
+      ["status", "--source", "sysfs"],
+    ] {
+      let started = Date()
+      let result = try Self.vpnstat(arguments + ["--sysfs-root", tree.directory.path], timeout: 5)
+      let took = Date().timeIntervalSince(started)
+      #expect(took < 1, "\(arguments) took \(took) s")
+      // The other interface is still read and shown; the broken one is said, not hidden.
+      #expect([0, 69].contains(result.status), "\(arguments): \(result.status) \(result.errors)")
+      #expect(result.output.contains("tun3"), "\(arguments): \(result.output)")
+      // A counter that cannot be read is said: status in its table or JSON, the others on stderr.
+      if ["statistics/rx_bytes", "statistics/tx_packets"].contains(attribute) {
+        let said = arguments.first == "status" ? result.output : result.errors
+        #expect(said.contains("wg0/\(attribute) is a FIFO, not a regular file"), "\(arguments): \(said)")
+      }
+    }
+  }
+
   // MARK: - interface names
 
   @Test("the kernel's rule for names, in one place")
@@ -385,6 +435,18 @@ struct BadInputTests {
     ]
     for bytes in bad {
       #expect(InterfaceName(bytes: bytes).kernelProblem != nil, "\(bytes)")
+    }
+  }
+
+  @Test(
+    "enforce refuses a name holding a control character with 64, as connect and disconnect do (one rule for the three)",
+    arguments: ["a\u{01}b", "a\u{7F}b", "a\u{1B}b", "a\u{1B}[2Jv"])
+  func enforceRefusesControlCharacters(name: String) throws {
+    let directory = try TemporaryDirectory("enfctl")
+    for command in [["enforce"], ["connect"], ["disconnect"]] {
+      let result = try Self.vpnstat(command + ["--db", directory.file("v.db"), "--", name], timeout: 5)
+      #expect(result.status == 64, "\(command) '\(name.debugDescription)': \(result.status) \(result.errors)")
+      #expect(result.errors.contains("holds a control character; write such a byte as \\xHH"), "\(result.errors)")
     }
   }
 

@@ -161,6 +161,24 @@ struct ConnectCommandTests {
     #expect(!FileManager.default.fileExists(atPath: directory.file("ran")))
   }
 
+  @Test(
+    "a wg-quick configuration that is a FIFO is refused at once (77, not a regular file), by name and by path: wg-quick would wait on it"
+  )
+  func wgQuickFIFO() throws {
+    let configurations = directory.file("wireguard")
+    try FileManager.default.createDirectory(atPath: configurations, withIntermediateDirectories: false)
+    chmod(configurations, 0o755)
+    let fifo = configurations + "/wgt0.conf"
+    try #require(mkfifo(fifo, 0o600) == 0, "mkfifo: \(String(cString: strerror(errno)))")
+    for arguments in [["disconnect", "wgt0"], ["connect", "wgt0"], ["connect", fifo], ["disconnect", fifo]] {
+      let started = Date()
+      let result = try vpnstat(arguments + ["--timeout", "2s", "--wg-quick-dir", configurations, "--db", db])
+      #expect(Date().timeIntervalSince(started) < 1, "\(arguments) took \(Date().timeIntervalSince(started)) s")
+      #expect(result.status == 77, "\(arguments): \(result.status) \(result.errors)")
+      #expect(result.errors.contains("\(fifo) is a FIFO, not a regular file"), "\(arguments): \(result.errors)")
+    }
+  }
+
   @Test("each outcome has its documented status")
   func statuses() {
     let expected: [TunnelControlReport.Outcome: VPNStatCommandLine.ExitStatus] = [

@@ -22,7 +22,7 @@ struct LibcBoundaryTests {
     "inet_ntop", "inet_pton", "if_nametoindex", "if_indextoname", "getifaddrs", "kill", "getpid", "getuid",
     "waitpid", "pipe", "pipe2", "dup", "dup2", "clock_gettime", "nanosleep", "sigaction", "sigprocmask",
     "pthread_sigmask", "eventfd", "timerfd_create", "timerfd_settime", "signalfd", "strerror", "isatty",
-    "malloc_trim", "pidfd_open", "pidfd_getfd", "pidfd_send_signal",
+    "malloc_trim", "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "getxattr", "lgetxattr", "fgetxattr",
   ]
 
   /// `CLinux`'s own functions that only evaluate a header's macro; every other `clinux_` function

@@ -43,6 +43,27 @@ struct InterfaceNameTests {
     }
   }
 
+  @Test(
+    "the escaped form (enforce's lock, presence and spool names) is one-to-one: a backslash is escaped too, so q<0xff> and the text q\\xff differ"
+  )
+  func escapedIsInjective() {
+    // Every name of up to 4 bytes from bytes that spell escapes: backslash, x, f, 0, 1, 0xff, 0x01.
+    let alphabet: [UInt8] = [0x5C, 0x78, 0x66, 0x30, 0x31, 0xFF, 0x01]
+    var names: [[UInt8]] = [[]]
+    for _ in 0..<4 {
+      names += names.filter { $0.count == names.last!.count }.flatMap { n in alphabet.map { n + [$0] } }
+    }
+    var seen: [String: [UInt8]] = [:]
+    for bytes in names {
+      let escaped = InterfaceName(bytes: bytes).escaped
+      let earlier = seen.updateValue(bytes, forKey: escaped)
+      #expect(earlier == nil, "\(bytes) and \(earlier ?? []) share \(escaped)")
+      #expect(InterfaceName(parsingEscaped: escaped).bytes == bytes, "\(escaped)")
+    }
+    #expect(InterfaceName(bytes: [0x71, 0xFF]).escaped == "q\\xff")
+    #expect(InterfaceName("q\\xff").escaped == "q\\\\xff")
+  }
+
   @Test("equality, hash and order are the bytes' own: lexicographic, a prefix first")
   func agreesWithBytes() {
     for a in Self.names {

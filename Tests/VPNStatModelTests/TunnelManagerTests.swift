@@ -266,6 +266,18 @@ struct TunnelManagerTests {
     }
   }
 
+  @Test("the one rule for a name connect, disconnect and enforce are given: no control character, as typed")
+  func tunnelNameArgument() {
+    for good in ["wg0", "a\\x01b", "tun-ünïcödé", "/etc/wireguard/wg0.conf", "My VPN", "q\\xff"] {
+      #expect(TunnelNameArgument.problem(good) == nil, "\(good.debugDescription)")
+    }
+    for bad in ["a\u{01}b", "a\u{7F}b", "a\u{1B}b", "a\nb", "a\tb", "\u{00}", "x\r"] {
+      #expect(
+        TunnelNameArgument.problem(bad) == "holds a control character; write such a byte as \\xHH",
+        "\(bad.debugDescription)")
+    }
+  }
+
   @Test("systemd instance names are escaped as systemd-escape does")
   func unitNames() {
     #expect(ManagerEvidence.systemdEscaped(.init("wg0")) == "wg0")

@@ -2,7 +2,8 @@
 #define VPNSTAT_CLINUX_H
 
 // The kernel interfaces Glibc's Swift overlay does not import: netlink/rtnetlink, generic
-// netlink and WireGuard's family, ARPHRD_*, tun ioctls, timerfd, signalfd. Function-like macros
+// netlink and WireGuard's family, ARPHRD_*, tun ioctls, timerfd, signalfd, extended attributes
+// (where POSIX ACLs are). Function-like macros
 // and variadic calls are wrapped as static inline functions so Swift can call them.
 
 #include <stddef.h>
@@ -21,6 +22,7 @@
 #include <linux/wireguard.h>
 #include <sys/pidfd.h>
 #include <sys/eventfd.h>
+#include <sys/xattr.h>
 
 static inline uint32_t clinux_nlmsg_align(uint32_t len) { return NLMSG_ALIGN(len); }
 static inline uint32_t clinux_rta_align(uint32_t len) { return RTA_ALIGN(len); }

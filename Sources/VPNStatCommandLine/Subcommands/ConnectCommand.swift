@@ -88,12 +88,8 @@ enum TunnelCommand {
   static func name(_ parsed: ParsedCommand) throws -> String {
     let name = parsed.positionals[0]
     guard !name.isEmpty else { throw UsageError("NAME is empty", commandPath: parsed.commandPath) }
-    // A control character in a name is a mistake or an attack (a newline splits a manager's
-    // listing); a device that has one is named with \xHH.
-    if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-      throw UsageError(
-        "NAME '\(TerminalText.sanitize(name))' holds a control character; write such a byte as \\xHH",
-        commandPath: parsed.commandPath)
+    if let problem = TunnelNameArgument.problem(name) {
+      throw UsageError("NAME '\(TerminalText.sanitize(name))' \(problem)", commandPath: parsed.commandPath)
     }
     return name
   }

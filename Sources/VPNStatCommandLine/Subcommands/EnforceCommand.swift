@@ -72,6 +72,11 @@ enum EnforceCommand: Subcommand {
   static let startWait = Duration.milliseconds(500)
 
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
+    // The rule `connect` and `disconnect` apply to NAME, on the name as typed.
+    if let problem = TunnelNameArgument.problem(parsed.positionals[0]) {
+      throw UsageError(
+        "IFACE '\(TerminalText.sanitize(parsed.positionals[0]))' \(problem)", commandPath: parsed.commandPath)
+    }
     let tunnel = InterfaceName(parsingEscaped: parsed.positionals[0])
     try refuseWhatCannotBeEnforced(tunnel, parsed)
     let choice = parsed.has(exec) ? nil : parsed[action] ?? .manager(nil)

@@ -37,6 +37,7 @@ enum ExportCommand: Subcommand {
     // The sampler, the sample, the ledger and the store are freed by the exit.
     defer { context.leaveToExit((sampler, read, ledger, store)) }
     for warning in warnings { context.warn(warning) }
+    HistoryCommand.warn(about: sample, context)
     // Bytes: metrics are for programs, in UTF-8 whatever the locale.
     try context.write(pieces: {
       OpenMetrics.write(

@@ -178,6 +178,12 @@ enum HistoryCommand: Subcommand {
     }
   }
 
+  /// Says on stderr which interfaces' counters could not be read (in a `--sysfs-root` tree, a
+  /// file that is broken or not a regular file): they are left out of the figures, not hidden.
+  static func warn(about sample: CounterSample, _ context: CommandContext) {
+    for problem in sample.problems { context.warn("\(problem.name.terminalText): \(problem.message)") }
+  }
+
   /// A reader's sample of the kernel over the stored ledger, for the traffic not saved yet; nil,
   /// with a warning, when the counters cannot be read (then the saved buckets alone are shown).
   static func readerSample(_ sampler: inout TrafficSampler, store: Store, _ context: CommandContext) throws -> (
@@ -186,6 +192,7 @@ enum HistoryCommand: Subcommand {
     do {
       let read = try ReaderSample.take(&sampler, store: store)
       for warning in read.warnings { context.warn(warning) }
+      warn(about: read.sample, context)
       return read.ledger.map { (read.sample, $0) }
     } catch let error as StoreError {
       throw error

@@ -36,6 +36,7 @@ enum ReportCommand: Subcommand {
     guard let store, !(try store.loadLedger().entries.isEmpty) else {
       // Nothing recorded: say what to run, and meanwhile what the kernel counts.
       let sample = try sampler.sample()
+      HistoryCommand.warn(about: sample, context)
       let snapshot = StatusSnapshot.make(
         sample: sample, catalog: &sampler.catalog, selection: selection, previous: nil, ledger: nil)
       // The recorder for the database this report reads: the default one, or the one named.

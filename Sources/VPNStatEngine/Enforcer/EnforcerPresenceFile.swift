@@ -19,9 +19,11 @@ package struct EnforcerPresenceFile {
     name = slash.map { String(path[path.index(after: $0)...]) } ?? path
   }
 
-  /// The presence this file holds, whether or not its process still runs.
+  /// The presence this file holds, whether or not its process still runs. Only a regular file
+  /// is read: a FIFO planted beside a database in someone's directory would hold the reader
+  /// (root's `status` too) until they wrote to it.
   package func read() -> EnforcerPresence? {
-    guard let bytes = try? SmallFile.read(SystemPath(path), limit: 1 << 16) else { return nil }
+    guard let bytes = try? SmallFile.readRegularFile(SystemPath(path), limit: 1 << 16) else { return nil }
     return EnforcerPresence(parsing: String(decoding: bytes, as: UTF8.self))
   }
 
@@ -47,7 +49,8 @@ package struct EnforcerPresenceFile {
     var found: [EnforcerPresence] = []
     for entry in entries where entry.starts(with: prefix) && entry.count > prefix.count + suffix.count {
       guard entry.suffix(suffix.count).elementsEqual(suffix),
-        let bytes = try? SmallFile.read(SystemPath(bytes: Array(any.directory.utf8) + [0x2F] + entry), limit: 1 << 16),
+        let bytes = try? SmallFile.readRegularFile(
+          SystemPath(bytes: Array(any.directory.utf8) + [0x2F] + entry), limit: 1 << 16),
         let presence = EnforcerPresence(parsing: String(decoding: bytes, as: UTF8.self)), isLive(presence)
       else { continue }
       found.append(presence)
