@@ -69,7 +69,7 @@ extension ExitStatus {
     case let error as StoreError:
       let status: ExitStatus
       switch error {
-      case .notADatabase, .foreign, .corrupt, .newerSchema, .olderSchema: status = .dataError
+      case .notADatabase, .foreign, .corrupt, .damagedValue, .newerSchema, .olderSchema: status = .dataError
       case .notPermitted, .untrustedDirectory: status = .noPermission
       case .busy: status = .tryLater
       case .full: status = .ioError

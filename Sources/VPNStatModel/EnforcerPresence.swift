@@ -61,15 +61,17 @@ public struct EnforcerPresence: Hashable, Sendable {
       }
     }
     guard let pidText = values["pid"], let pid = Int32(pidText), pid > 0, let sinceText = values["since"],
-      let since = Timestamp(rfc3339: sinceText), let action = values["action"], let name = values["interface"],
+      let since = Timestamp(rfc3339: sinceText).flatMap({ Timestamp(stored: $0.nanoseconds) }),
+      let action = values["action"], let name = values["interface"],
       !name.isEmpty
     else { return nil }
-    // Lengths that do not read as positive nanoseconds are no lengths: readers show their own.
+    // Lengths that are not stored lengths (`SessionLengths.storable`) are no lengths: readers
+    // show their own.
     var lengths: SessionLengths?
-    if let session = values["session_length_ns"].flatMap({ Int64($0) }), session > 0,
-      let pause = values["pause_length_ns"].flatMap({ Int64($0) }), pause > 0
+    if let session = values["session_length_ns"].flatMap({ Int64($0) }),
+      let pause = values["pause_length_ns"].flatMap({ Int64($0) })
     {
-      lengths = SessionLengths(session: .nanoseconds(session), pause: .nanoseconds(pause))
+      lengths = SessionLengths(storedSession: session, pause: pause)
     }
     self.init(
       pid: pid, startTime: values["start_time"].flatMap { UInt64($0) }, since: since, action: action,

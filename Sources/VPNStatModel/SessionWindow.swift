@@ -14,6 +14,22 @@ public struct SessionLengths: Hashable, Sendable {
     self.pause = pause
   }
 
+  /// The lengths vpnstat stores (a window's, the enforcer's in its presence file): positive, at
+  /// most a year. Every length the options give (at most 100 days) lies inside, and a stored
+  /// instant plus a session and a pause stays within a `Timestamp` (see `Timestamp.storable`).
+  public static let storable: ClosedRange<Duration> = .nanoseconds(1)...(.seconds(366 * 86_400))
+
+  /// Stored lengths (nanoseconds), or nil when either lies outside `storable` (damage).
+  public init?(storedSession session: Int64, pause: Int64) {
+    guard let session = Self.stored(session), let pause = Self.stored(pause) else { return nil }
+    self.init(session: session, pause: pause)
+  }
+
+  /// One stored length, or nil outside `storable`.
+  public static func stored(_ nanoseconds: Int64) -> Duration? {
+    storable.contains(.nanoseconds(nanoseconds)) ? .nanoseconds(nanoseconds) : nil
+  }
+
   public static let release = SessionLengths(session: .seconds(15 * 60), pause: .seconds(45 * 60))
   /// Short enough to test by hand, as the iOS app's debug builds do.
   public static let debug = SessionLengths(session: .seconds(120), pause: .seconds(60))
@@ -43,6 +59,14 @@ public struct SessionWindow: Hashable, Sendable {
     self.sessionEndsAt = sessionEndsAt
     self.pauseEndsAt = pauseEndsAt
     self.lengths = lengths
+  }
+
+  /// A stored window, or nil when its instants are out of order — it opens, its session ends,
+  /// then its pause ends, as `open` makes every window (damage). Its parts are stored values
+  /// already (`Timestamp(stored:)`, `SessionLengths(storedSession:pause:)`).
+  public init?(stored openedAt: Timestamp, sessionEndsAt: Timestamp, pauseEndsAt: Timestamp, lengths: SessionLengths) {
+    guard openedAt <= sessionEndsAt, sessionEndsAt <= pauseEndsAt else { return nil }
+    self.init(openedAt: openedAt, sessionEndsAt: sessionEndsAt, pauseEndsAt: pauseEndsAt, lengths: lengths)
   }
 
   /// Opens a window at `now`: the session ends after its length, the pause after that.

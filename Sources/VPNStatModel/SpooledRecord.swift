@@ -40,24 +40,26 @@ public enum SpooledRecord: Hashable, Sendable {
     func number(_ key: Substring) -> Int64? { values[key].flatMap { Int64($0) } }
     switch kind {
     case "stop":
-      guard let at = number("at"), let reason = values["reason"].flatMap({ StopReason(rawValue: String($0)) })
+      // Values no vpnstat writes make the line unreadable, as in the database (`Timestamp(stored:)`).
+      guard let at = number("at").flatMap(Timestamp.init(stored:)),
+        let reason = values["reason"].flatMap({ StopReason(rawValue: String($0)) })
       else { return nil }
       let interface = values["interface"].map { InterfaceName(parsingEscaped: String($0)) }
       let detail = values["detail"].map {
         String(decoding: InterfaceName(parsingEscaped: String($0)).bytes, as: UTF8.self)
       }
-      self = .stop(StopRecord(at: Timestamp(nanoseconds: at), interface: interface, reason: reason, detail: detail))
+      self = .stop(StopRecord(at: at, interface: interface, reason: reason, detail: detail))
     case "window":
-      guard let opened = number("opened"), let sessionEnds = number("session_ends"),
-        let pauseEnds = number("pause_ends"), let session = number("session"), let pause = number("pause"),
+      guard let opened = number("opened").flatMap(Timestamp.init(stored:)),
+        let sessionEnds = number("session_ends").flatMap(Timestamp.init(stored:)),
+        let pauseEnds = number("pause_ends").flatMap(Timestamp.init(stored:)),
+        let session = number("session"), let pause = number("pause"),
+        let lengths = SessionLengths(storedSession: session, pause: pause),
+        let window = SessionWindow(
+          stored: opened, sessionEndsAt: sessionEnds, pauseEndsAt: pauseEnds, lengths: lengths),
         let tunnel = values["tunnel"], !tunnel.isEmpty,
-        let rx = values["usage_rx"].flatMap({ UInt64($0) }), let tx = values["usage_tx"].flatMap({ UInt64($0) }),
-        opened <= sessionEnds, sessionEnds <= pauseEnds
+        let rx = values["usage_rx"].flatMap({ UInt64($0) }), let tx = values["usage_tx"].flatMap({ UInt64($0) })
       else { return nil }
-      let window = SessionWindow(
-        openedAt: Timestamp(nanoseconds: opened), sessionEndsAt: Timestamp(nanoseconds: sessionEnds),
-        pauseEndsAt: Timestamp(nanoseconds: pauseEnds),
-        lengths: SessionLengths(session: .nanoseconds(session), pause: .nanoseconds(pause)))
       self = .window(
         window, tunnel: InterfaceName(parsingEscaped: String(tunnel)),
         usageBase: TrafficCounts(rxBytes: rx, txBytes: tx))

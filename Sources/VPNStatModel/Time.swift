@@ -14,6 +14,25 @@ public struct Timestamp: Hashable, Comparable, Sendable {
     self.nanoseconds = total
   }
 
+  /// The instants vpnstat stores, 1950 to 2200: wider than any clock it reads (a clock never set
+  /// reads 1970), and narrow enough that the model's arithmetic on them cannot overflow — any two
+  /// differ by less than a `Duration` of nanoseconds holds (250 years against 292), and one plus
+  /// a session and a pause (`SessionLengths.storable`) stays before 2262. A stored number outside
+  /// was not written by vpnstat: it is damage, which every decoder reports as such.
+  public static let storable = Timestamp(seconds: -631_152_000)...Timestamp(seconds: 7_258_118_400)
+
+  /// A stored instant, or nil when `nanoseconds` lies outside `storable` (damage).
+  public init?(stored nanoseconds: Int64) {
+    guard Self.storable.contains(Timestamp(nanoseconds: nanoseconds)) else { return nil }
+    self.init(nanoseconds: nanoseconds)
+  }
+
+  /// A stored instant in whole seconds (a traffic bucket's start), or nil outside `storable`.
+  public init?(storedSeconds seconds: Int64) {
+    guard (Self.storable.lowerBound.seconds...Self.storable.upperBound.seconds).contains(seconds) else { return nil }
+    self.init(seconds: seconds)
+  }
+
   public var seconds: Int64 { nanoseconds.floorDivided(by: 1_000_000_000) }
   public var secondsDouble: Double { Double(nanoseconds) / 1e9 }
 
@@ -214,6 +233,15 @@ public struct ClockReading: Sendable, Equatable {
     self.monotonic = monotonic
     self.bootID = bootID
   }
+
+  /// The CLOCK_BOOTTIME readings vpnstat stores beside a wall time (the trusted clock, a ledger
+  /// baseline): never before boot, never longer than the span of `Timestamp.storable`. The time
+  /// elapsed since one, and the boot instant (wall − boottime), then stay within an Int64.
+  public static let storableBoottimes: ClosedRange<Int64> =
+    0...(Timestamp.storable.upperBound.nanoseconds - Timestamp.storable.lowerBound.nanoseconds)
+
+  /// A stored CLOCK_BOOTTIME reading, or nil outside `storableBoottimes` (damage).
+  public static func boottime(stored value: Int64) -> Int64? { storableBoottimes.contains(value) ? value : nil }
 
   /// Time spent suspended since boot: CLOCK_BOOTTIME − CLOCK_MONOTONIC.
   public var suspended: Int64 { boottime - monotonic }

@@ -24,6 +24,13 @@ public struct UsagePeriod: Hashable, Sendable {
     self.monthStartDay = min(max(monthStartDay, Self.monthStartDays.lowerBound), Self.monthStartDays.upperBound)
   }
 
+  /// A stored period, or nil when its month start day is not one of `monthStartDays`: vpnstat
+  /// writes no other (damage).
+  public init?(_ length: PeriodLength, storedMonthStartDay day: Int64) {
+    guard let day = Int(exactly: day), Self.monthStartDays.contains(day) else { return nil }
+    self.init(length, monthStartDay: day)
+  }
+
   /// The start of the period holding `time`, in Unix seconds.
   public func start(of time: Timestamp, in calendar: any LocalCalendar) -> Int64 {
     var parts = calendar.civil(time.seconds)
@@ -94,6 +101,15 @@ public struct DataCap: Hashable, Sendable {
   public init(limitBytes: UInt64, period: UsagePeriod) {
     self.limitBytes = limitBytes
     self.period = period
+  }
+
+  /// The limits vpnstat stores: at least a byte (the least a size option takes), at most the
+  /// largest SQLite integer (a larger limit is stored as that).
+  public static let storableLimits: ClosedRange<UInt64> = 1...UInt64(Int64.max)
+
+  /// A stored limit, or nil outside `storableLimits` (damage).
+  public static func limit(stored value: Int64) -> UInt64? {
+    UInt64(exactly: value).flatMap { storableLimits.contains($0) ? $0 : nil }
   }
 
   /// Where `used` stands against the cap in the period holding `now`.

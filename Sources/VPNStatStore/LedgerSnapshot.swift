@@ -128,7 +128,13 @@ enum LedgerSnapshot {
       }
       let classNumber = Int(u32(0))
       let bootNumber = Int(u32(4))
-      guard classNumber < texts.count, bootNumber < texts.count else { return nil }
+      // A value no vpnstat writes is damage, as in the rows (`StoredNumber`): counters are any UInt64.
+      guard classNumber < texts.count, bootNumber < texts.count,
+        let width = CounterWidth(rawValue: Int(u32(12))),
+        let sampledAt = Timestamp(stored: Int64(bitPattern: u64(4))),
+        let boottime = ClockReading.boottime(stored: Int64(bitPattern: u64(5))),
+        let firstSeenAt = Timestamp(stored: Int64(bitPattern: u64(13)))
+      else { return nil }
       let name = InterfaceName(bytes: UnsafeRawBufferPointer(rebasing: record[..<nameLength]))
       let added = entries.insert(
         LedgerEntry(
@@ -136,11 +142,10 @@ enum LedgerSnapshot {
           baseline: LedgerBaseline(
             instance: InterfaceInstance(index: Int32(bitPattern: u32(8)), bootID: texts[bootNumber]),
             counters: TrafficCounts(rxBytes: u64(0), txBytes: u64(1), rxPackets: u64(2), txPackets: u64(3)),
-            width: CounterWidth(rawValue: Int(u32(12))) ?? .bits64,
-            wall: Timestamp(nanoseconds: Int64(bitPattern: u64(4))), boottime: Int64(bitPattern: u64(5))),
+            width: width, wall: sampledAt, boottime: boottime),
           totals: LedgerTotals(
             TrafficCounts(rxBytes: u64(6), txBytes: u64(7), rxPackets: u64(8), txPackets: u64(9)), resets: u64(10),
-            wraps: u64(11), discarded: u64(12), firstSeenAt: Timestamp(nanoseconds: Int64(bitPattern: u64(13))))))
+            wraps: u64(11), discarded: u64(12), firstSeenAt: firstSeenAt)))
       // A name twice is damage.
       guard added else { return nil }
     }

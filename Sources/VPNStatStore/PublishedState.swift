@@ -226,7 +226,8 @@ struct ByteReader {
     guard present else { return .some(nil) }
     return read(&self).map { .some($0) }
   }
-  mutating func time() -> Timestamp? { i64().map { Timestamp(nanoseconds: $0) } }
+  /// A stored instant: nil (damage) outside `Timestamp.storable`, as in the database.
+  mutating func time() -> Timestamp? { i64().flatMap(Timestamp.init(stored:)) }
   mutating func name() -> InterfaceName? { data().map { InterfaceName(bytes: Array($0)) } }
 
   mutating func health() -> StoreHealth? {
@@ -239,15 +240,18 @@ struct ByteReader {
     guard let plan = text().flatMap(Plan.init(rawValue:)), let hasWindow = flag() else { return nil }
     record.plan = plan
     if hasWindow {
-      guard let opened = time(), let ends = time(), let pause = time(), let session = i64(), let pauseLength = i64()
+      // The model's rules for stored values, as the database's rows are read.
+      guard let opened = time(), let ends = time(), let pause = time(), let session = i64(), let pauseLength = i64(),
+        let lengths = SessionLengths(storedSession: session, pause: pauseLength),
+        let window = SessionWindow(stored: opened, sessionEndsAt: ends, pauseEndsAt: pause, lengths: lengths)
       else { return nil }
-      record.window = SessionWindow(
-        openedAt: opened, sessionEndsAt: ends, pauseEndsAt: pause,
-        lengths: SessionLengths(session: .nanoseconds(session), pause: .nanoseconds(pauseLength)))
+      record.window = window
     }
     guard let tunnel = optional({ $0.name() }), let rx = u64(), let tx = u64(), flag() == false,
       let trusted = optional({ reader -> TrustedClock? in
-        guard let wall = reader.time(), let boottime = reader.i64(), let bootID = reader.text() else { return nil }
+        guard let wall = reader.time(), let boottime = reader.i64().flatMap(ClockReading.boottime(stored:)),
+          let bootID = reader.text()
+        else { return nil }
         return TrustedClock(wall: wall, boottime: boottime, bootID: bootID)
       }),
       let lastStop = optional({ reader -> StopRecord? in

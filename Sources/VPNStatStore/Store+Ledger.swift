@@ -95,16 +95,18 @@ extension Store {
       """
     ) { row in
       let name = InterfaceName(bytes: row.blob(0))
+      // Counters are any UInt64 (the kernel's word); the rest is damage outside its kind's range.
       let baseline = LedgerBaseline(
         instance: InterfaceInstance(
-          index: Int32(truncatingIfNeeded: row.integer(3)),
+          index: try stored(row, 3, .interfaceIndex, "interfaces.if_index"),
           bootID: row.text(4, reusing: bootID, or: sharingBootID) ?? ""),
         counters: row.traffic(6),
-        width: CounterWidth(rawValue: Int(row.integer(5))) ?? .bits64,
-        wall: Timestamp(nanoseconds: row.integer(10)), boottime: row.integer(11))
+        width: try stored(row, 5, .counterWidth, "interfaces.width"),
+        wall: try stored(row, 10, .instant, "interfaces.sampled_at"),
+        boottime: try stored(row, 11, .boottime, "interfaces.boottime"))
       let totals = LedgerTotals(
         row.traffic(12), resets: row.unsigned(16), wraps: row.unsigned(17), discarded: row.unsigned(18),
-        firstSeenAt: Timestamp(nanoseconds: row.integer(2)))
+        firstSeenAt: try stored(row, 2, .instant, "interfaces.first_seen_at"))
       bootID = baseline.instance.bootID
       let interfaceClass: InterfaceClass
       if let lastClass, row.textEquals(1, lastClass.rawValue) {
@@ -208,7 +210,9 @@ extension Store {
   /// says so.
   package func lastSaved() throws -> Timestamp? {
     try reading {
-      try connection.scalar("SELECT wall FROM trusted_clock WHERE id = 1").map { Timestamp(nanoseconds: $0) }
+      try connection.scalar("SELECT wall FROM trusted_clock WHERE id = 1").map {
+        try stored($0, .instant, "trusted_clock.wall", repair: .sessionReset)
+      }
     }
   }
 
@@ -289,7 +293,8 @@ extension Store {
       ) { row in
         result.append(
           TrafficBucket(
-            name: InterfaceName(bytes: row.blob(0)), start: row.integer(1),
+            name: InterfaceName(bytes: row.blob(0)),
+            start: try stored(row, 1, .instantSeconds, "buckets.start").seconds,
             interfaceClass: InterfaceClass(rawValue: row.text(2) ?? "") ?? .other, traffic: row.traffic(3)))
       }
       return result
@@ -315,7 +320,7 @@ extension Store {
     try reading {
       try connection.query("SELECT count, last_at FROM incidents WHERE kind = 'notification-overflow'") { row in
         health.notificationOverflows = row.unsigned(0)
-        health.lastNotificationOverflow = Timestamp(nanoseconds: row.integer(1))
+        health.lastNotificationOverflow = try stored(row, 1, .instant, "incidents.last_at")
       }
     }
     return health

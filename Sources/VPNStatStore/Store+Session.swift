@@ -10,33 +10,56 @@ extension Store {
 
   private func readSession() throws -> SessionRecord {
     var record = SessionRecord()
+    try querySession { row in
+      record.plan = Plan(rawValue: row.text(0) ?? "") ?? .free
+      record.window = try decodeWindow(row)
+      record.tunnel = row.isNull(6) ? nil : InterfaceName(bytes: row.blob(6))
+      // The base's bytes are what a window's usage is measured from (packets are not kept).
+      record.usageBase = TrafficCounts(rxBytes: row.unsigned(7), txBytes: row.unsigned(8))
+      record.dataCap = try decodeDataCap(row)
+    }
+    return record
+  }
+
+  /// Runs `body` on the session row: the plan, the window's five numbers, the tunnel, the usage
+  /// base, the cap's three columns, in this order.
+  private func querySession(_ body: (SQLiteRow) throws -> Void) throws {
     // A file older than schema 4 has no cap columns: it reads as "no cap".
     let capColumns = schema >= 4 ? "data_cap_bytes, data_cap_period, month_start_day" : "NULL, NULL, NULL"
     try connection.query(
       """
       SELECT plan, opened_at, session_ends_at, pause_ends_at, session_length, pause_length, tunnel,
         usage_rx_base, usage_tx_base, \(capColumns) FROM session WHERE id = 1
-      """
-    ) { row in
-      record.plan = Plan(rawValue: row.text(0) ?? "") ?? .free
-      if let opened = row.optionalInteger(1), let ends = row.optionalInteger(2), let pause = row.optionalInteger(3),
-        let sessionLength = row.optionalInteger(4), let pauseLength = row.optionalInteger(5)
-      {
-        record.window = SessionWindow(
-          openedAt: Timestamp(nanoseconds: opened), sessionEndsAt: Timestamp(nanoseconds: ends),
-          pauseEndsAt: Timestamp(nanoseconds: pause),
-          lengths: SessionLengths(session: .nanoseconds(sessionLength), pause: .nanoseconds(pauseLength)))
-      }
-      record.tunnel = row.isNull(6) ? nil : InterfaceName(bytes: row.blob(6))
-      // The base's bytes are what a window's usage is measured from (packets are not kept).
-      record.usageBase = TrafficCounts(rxBytes: row.unsigned(7), txBytes: row.unsigned(8))
-      // A cap whose period another version wrote and this one does not know is no cap.
-      if let limit = row.optionalInteger(9), limit > 0, let length = PeriodLength(rawValue: row.text(10) ?? "") {
-        let day = Int(clamping: row.optionalInteger(11) ?? 1)
-        record.dataCap = DataCap(limitBytes: UInt64(limit), period: UsagePeriod(length, monthStartDay: day))
-      }
+      """, row: body)
+  }
+
+  /// The window of the session row (`querySession`), nil when it has none; damage when a value
+  /// is not one vpnstat writes (`session reset` replaces them all).
+  private func decodeWindow(_ row: SQLiteRow) throws -> SessionWindow? {
+    guard !row.isNull(1), !row.isNull(2), !row.isNull(3), !row.isNull(4), !row.isNull(5) else { return nil }
+    let opened = try stored(row, 1, .instant, "session.opened_at", repair: .sessionReset)
+    let ends = try stored(row, 2, .instant, "session.session_ends_at", repair: .sessionReset)
+    let pause = try stored(row, 3, .instant, "session.pause_ends_at", repair: .sessionReset)
+    let lengths = SessionLengths(
+      session: try stored(row, 4, .length, "session.session_length", repair: .sessionReset),
+      pause: try stored(row, 5, .length, "session.pause_length", repair: .sessionReset))
+    guard let window = SessionWindow(stored: opened, sessionEndsAt: ends, pauseEndsAt: pause, lengths: lengths) else {
+      throw damaged(
+        "session.opened_at, session_ends_at and pause_ends_at hold \(opened.nanoseconds), \(ends.nanoseconds) and \(pause.nanoseconds), not in order",
+        repair: .sessionReset)
     }
-    return record
+    return window
+  }
+
+  /// The data cap of the session row (`querySession`), nil when it has none; damage when a
+  /// value is not one vpnstat writes (`plan --data-cap` replaces them).
+  private func decodeDataCap(_ row: SQLiteRow) throws -> DataCap? {
+    // A cap whose period another version wrote and this one does not know is no cap.
+    guard !row.isNull(9), let length = PeriodLength(rawValue: row.text(10) ?? "") else { return nil }
+    let limit = try stored(row, 9, .capLimit, "session.data_cap_bytes", repair: .dataCap)
+    // A file that has a cap has the day too; none reads as the 1st.
+    let day = row.isNull(11) ? 1 : try stored(row, 11, .monthStartDay, "session.month_start_day", repair: .dataCap)
+    return DataCap(limitBytes: limit, period: UsagePeriod(length, monthStartDay: day))
   }
 
   private func writeSession(_ record: SessionRecord) throws {
@@ -99,6 +122,9 @@ extension Store {
 
   /// Traffic booked in the daily buckets from `since` (a local midnight, Unix seconds) on, of
   /// one class or one interface name (nil: any): a period's usage, for data caps and alerts.
+  /// Summed here by the counters' rule (`TrafficCounts`: UInt64, wrapping), not by SQL's `sum`,
+  /// which reads them as signed and fails on overflow ("integer overflow", exit 69) — a month
+  /// has some thirty rows per name.
   package func usage(since: Int64, of interfaceClass: InterfaceClass?, name: InterfaceName? = nil) throws
     -> TrafficCounts
   {
@@ -106,16 +132,17 @@ extension Store {
       var sum = TrafficCounts.zero
       try connection.query(
         """
-        SELECT coalesce(sum(rx_bytes), 0), coalesce(sum(tx_bytes), 0), coalesce(sum(rx_packets), 0),
-          coalesce(sum(tx_packets), 0)
-        FROM buckets
+        SELECT rx_bytes, tx_bytes, rx_packets, tx_packets, start FROM buckets
         WHERE granularity = ?1 AND start >= ?2 AND (?3 IS NULL OR class = ?3) AND (?4 IS NULL OR name = ?4)
         """,
         [
           .integer(Int64(TrafficGranularity.day.rawValue)), .integer(since),
           interfaceClass.map { .text($0.rawValue) } ?? .null, name.map { .blob($0.bytes) } ?? .null,
         ]
-      ) { row in sum = row.traffic(0) }
+      ) { row in
+        _ = try stored(row, 4, .instantSeconds, "buckets.start")
+        sum += row.traffic(0)
+      }
       return sum
     }
   }
@@ -175,11 +202,11 @@ extension Store {
       try connection.query("SELECT at, interface, by, reason, until FROM refusals ORDER BY id DESC LIMIT 1") { row in
         // A path or reason another version wrote and this one does not know is shown as the gate's pause.
         result = Refusal(
-          at: Timestamp(nanoseconds: row.integer(0)),
+          at: try stored(row, 0, .instant, "refusals.at"),
           interface: row.isNull(1) ? nil : InterfaceName(bytes: row.blob(1)),
           by: Refusal.Path(rawValue: row.text(2) ?? "") ?? .gate,
           reason: Refusal.Reason(rawValue: row.text(3) ?? "") ?? .pause,
-          until: row.optionalInteger(4).map { Timestamp(nanoseconds: $0) })
+          until: row.isNull(4) ? nil : try stored(row, 4, .instant, "refusals.until"))
       }
       return result
     }
@@ -194,7 +221,7 @@ extension Store {
       ) { row in
         result.append(
           StopRecord(
-            at: Timestamp(nanoseconds: row.integer(0)),
+            at: try stored(row, 0, .instant, "stops.at"),
             interface: row.isNull(1) ? nil : InterfaceName(bytes: row.blob(1)),
             reason: StopReason(rawValue: row.text(2) ?? "") ?? .user, detail: row.text(3)))
       }
@@ -215,13 +242,76 @@ extension Store {
     }
   }
 
+  /// The last trusted pair; damage when a value is not one vpnstat writes (a wall time of 2262
+  /// made every command trap, `session reset` and `plan` too: they replace it, `clearDamaged`).
   private func readTrusted() throws -> TrustedClock? {
     var last: TrustedClock?
     try connection.query("SELECT wall, boottime, boot_id FROM trusted_clock WHERE id = 1") { row in
       last = TrustedClock(
-        wall: Timestamp(nanoseconds: row.integer(0)), boottime: row.integer(1), bootID: row.text(2) ?? "")
+        wall: try stored(row, 0, .instant, "trusted_clock.wall", repair: .sessionReset),
+        boottime: try stored(row, 1, .boottime, "trusted_clock.boottime", repair: .sessionReset),
+        bootID: row.text(2) ?? "")
     }
     return last
+  }
+
+  /// The parts of the session a writer replaces whatever they hold (`clearDamaged`).
+  package struct ReplacedParts: OptionSet, Sendable {
+    package let rawValue: Int
+    package init(rawValue: Int) { self.rawValue = rawValue }
+    /// The window (`session reset`, `plan premium`).
+    package static let window = ReplacedParts(rawValue: 1)
+    /// The data cap (`plan --data-cap`).
+    package static let dataCap = ReplacedParts(rawValue: 2)
+  }
+
+  /// Clears, in one write transaction, what holds a value no vpnstat writes among what the
+  /// caller is about to write anew: the trusted clock (every writer stores a pair after its
+  /// "now"; cleared, "now" is the wall clock's, which only a writer of the file — root — can
+  /// choose by running this), and `parts` of the session. What `session reset` and `plan` run
+  /// first, so that a damaged value there is repaired, not a 65 the file could never leave.
+  /// Then reads the whole session: damage elsewhere in it throws, and the transaction is rolled
+  /// back — nothing is written, the clock's pair neither, before a command that cannot finish.
+  /// Returns what was cleared, for the command to say.
+  package func clearDamaged(_ parts: ReplacedParts) throws -> [ClearedDamage] {
+    guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "no write access") }
+    return try guarded {
+      try connection.transaction {
+        var cleared: [ClearedDamage] = []
+        do {
+          _ = try readTrusted()
+        } catch StoreError.damagedValue(_, let detail, _) {
+          try connection.query("DELETE FROM trusted_clock")
+          cleared.append(ClearedDamage(part: .trustedClock, path: location.path, detail: detail))
+        }
+        var clearing: [String] = []
+        try querySession { row in
+          if parts.contains(.window) {
+            do {
+              _ = try decodeWindow(row)
+            } catch StoreError.damagedValue(_, let detail, _) {
+              cleared.append(ClearedDamage(part: .window, path: location.path, detail: detail))
+              clearing.append(
+                "opened_at = NULL, session_ends_at = NULL, pause_ends_at = NULL, session_length = NULL, pause_length = NULL, tunnel = NULL"
+              )
+            }
+          }
+          if parts.contains(.dataCap) {
+            do {
+              _ = try decodeDataCap(row)
+            } catch StoreError.damagedValue(_, let detail, _) {
+              cleared.append(ClearedDamage(part: .dataCap, path: location.path, detail: detail))
+              clearing.append("data_cap_bytes = NULL, data_cap_period = NULL, month_start_day = NULL")
+            }
+          }
+        }
+        if !clearing.isEmpty {
+          try connection.query("UPDATE session SET \(clearing.joined(separator: ", ")) WHERE id = 1")
+        }
+        _ = try readSession()
+        return cleared
+      }
+    }
   }
 
   /// What a session report reads of the database (`SessionView.report`), in one read
@@ -246,6 +336,32 @@ extension Store {
     try connection.query(
       "INSERT OR REPLACE INTO trusted_clock (id, wall, boottime, boot_id) VALUES (1, ?, ?, ?)",
       [.integer(pair.wall.nanoseconds), .integer(pair.boottime), .text(pair.bootID)])
+  }
+}
+
+/// A part of the file that held a value no vpnstat writes, cleared by a writer about to write
+/// it anew (`Store.clearDamaged`).
+package struct ClearedDamage: Sendable {
+  package enum Part: Sendable, Equatable {
+    case trustedClock
+    case window
+    case dataCap
+  }
+
+  package var part: Part
+  /// The database.
+  package var path: String
+  /// What was wrong, as `StoreError.damagedValue` said it.
+  package var detail: String
+
+  /// What the command says of it: what was wrong, and what replaces it.
+  package var description: String {
+    switch part {
+    case .trustedClock:
+      "\(path): the trusted clock's last reading was damaged (\(detail)); this command's reading replaces it"
+    case .window: "\(path): the session window was damaged (\(detail)); it is cleared"
+    case .dataCap: "\(path): the data cap was damaged (\(detail)); this command's replaces it"
+    }
   }
 }
 

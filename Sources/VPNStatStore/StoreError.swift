@@ -10,6 +10,11 @@ package enum StoreError: Error, CustomStringConvertible {
   case foreign(path: String)
   /// SQLite reports damage (a truncated or overwritten file).
   case corrupt(path: String, detail: String)
+  /// A value no vpnstat writes: a number outside its kind's range (`Timestamp.storable`,
+  /// `SessionLengths.storable`, …), a window out of order. Only a writer of the file can put it
+  /// there, and it means what a damaged page means: `detail` names the table, the column and the
+  /// value; `repair`, the command that replaces it, when one does.
+  case damagedValue(path: String, detail: String, repair: DamageRepair?)
   /// Written by a newer vpnstat.
   case newerSchema(path: String, found: Int64, supported: Int64)
   /// Written by an older vpnstat; a writing command upgrades it, a reader never does.
@@ -42,7 +47,9 @@ package enum StoreError: Error, CustomStringConvertible {
   /// I/O error — and a process that must go on regardless (the enforcer) retries it.
   package var isLasting: Bool {
     switch self {
-    case .notADatabase, .foreign, .corrupt, .newerSchema, .olderSchema, .notPermitted, .untrustedDirectory: true
+    case .notADatabase, .foreign, .corrupt, .damagedValue, .newerSchema, .olderSchema, .notPermitted,
+      .untrustedDirectory:
+      true
     case .busy, .unavailable, .full: false
     }
   }
@@ -55,6 +62,10 @@ package enum StoreError: Error, CustomStringConvertible {
       "\(path) is an SQLite database but not vpnstat's; it was left untouched. Use --db to choose another file."
     case .corrupt(let path, let detail):
       "\(path) is damaged (\(detail)); it was left untouched. Move it aside to start a new one."
+    case .damagedValue(let path, let detail, let repair):
+      "\(path) is damaged (\(detail)); it was left untouched. "
+        + (repair.map { "Run \($0.command) to replace it (\($0.effect)), or move the file aside to start a new one." }
+          ?? "Move it aside to start a new one.")
     case .newerSchema(let path, let found, let supported):
       "\(path) was written by a newer vpnstat (schema \(found); this vpnstat reads up to \(supported)); it was left untouched."
     case .olderSchema(let path, let found, let supported):
@@ -69,6 +80,31 @@ package enum StoreError: Error, CustomStringConvertible {
       "cannot write \(path): the disk is full. Nothing was changed; free some space."
     case .untrustedDirectory(let path, let detail):
       "refusing to write \(path): \(detail), so others could plant links or take vpnstat's locks there. Use a directory only root or you can write."
+    }
+  }
+}
+
+/// The command that replaces a damaged value (`StoreError.damagedValue`): a writer that writes
+/// the part of the file the value lies in anew, whatever it held (`Store.clearDamaged`).
+package enum DamageRepair: Sendable, Equatable {
+  /// The session window and the trusted clock: `session reset` (and `plan`, for the clock).
+  case sessionReset
+  /// The data cap: `plan --data-cap`.
+  case dataCap
+
+  /// The command, as a person types it.
+  package var command: String {
+    switch self {
+    case .sessionReset: "vpnstat session reset"
+    case .dataCap: "vpnstat plan --data-cap SIZE (or none)"
+    }
+  }
+
+  /// What running it costs besides.
+  package var effect: String {
+    switch self {
+    case .sessionReset: "it also clears the session window"
+    case .dataCap: "it sets the cap anew"
     }
   }
 }

@@ -692,4 +692,192 @@ struct TrustKernelTests {
       "deadline → down took \(milliseconds(flooded)) with \(held) descriptors of nobody's open, \(milliseconds(quiet)) without"
     )
   }
+
+  // 8. A parent that looks like NetworkManager's VPN plugin is not root's plugin.
+
+  /// Who starts a holder of nobody's tun that claims, by its arguments, to be NetworkManager's
+  /// OpenVPN for an active VPN connection.
+  enum PluginImpostor: String, CaseIterable, Sendable {
+    /// The real `/usr/lib/NetworkManager/nm-openvpn-service`, run by nobody (it is not setuid:
+    /// any user may run it, with a bus of their own), whose child — nobody's — holds the tun.
+    case pluginRunByNobody
+    /// Root's program named `nm-openvpn-service`, outside NetworkManager's directory.
+    case pluginOutsideItsDirectory
+    /// No plugin: a process whose real uid is nobody's and effective uid root's (a setuid-root
+    /// program a user started) holds the tun itself.
+    case setuidRootHolder
+  }
+
+  @Test(
+    "NetworkManager's OpenVPN plugin run by nobody (or a root program named like it elsewhere, or a holder only effectively root) whose child holds nobody's tun with --management naming an active VPN's UUID: status names no manager, disconnect and the enforcer's deadline take the tun down by link-down and leave the VPN activated"
+  )
+  func networkManagerPluginImpostor() throws {
+    try RealVPNTool.require("nm-openvpn-service", "dbus-daemon")
+    let pair = try OpenVPNPair("tnmi", subnet: 135, device: "tun35")
+    try pair.startServer(extra: ["--float"])
+    let nm = try NetworkManagerNamespace("tnmi", in: pair.link.left)
+    let files = try TemporaryDirectory("tnmi")
+    let peer = try builtForOtherUsers(Built.testPeer, in: files)
+    let uuid = try nm.addOpenVPNConnection("ovpn", to: pair)
+    try nm.nmcliChecked("connection", "up", "ovpn")
+    func vpnActive() -> Bool {
+      (try? nm.activeConnections().contains { $0.uuid == uuid && $0.state == "activated" }) ?? false
+    }
+    try #require(waitUntil(timeout: 10) { vpnActive() && nm.ns.hasLink("tun35") } != nil, "the VPN did not come up")
+    let plugin = "/usr/lib/NetworkManager/nm-openvpn-service"
+    let claim = openVPNClaim(managementSocket: "/var/run/NetworkManager/nm-openvpn-\(uuid)")
+    let nobody = try nobodyOwner()
+
+    var processes: [BackgroundProcess] = []
+    defer { for process in processes { process.stop(SIGKILL) } }
+    var holders: [PluginImpostor: (tun: String, pid: pid_t)] = [:]
+    for (at, impostor) in PluginImpostor.allCases.enumerated() {
+      let tun = "tunI\(at)"
+      try nm.ns.ip("tuntap", "add", "mode", "tun", "user", "nobody", "name", tun)
+      let started: BackgroundProcess
+      switch impostor {
+      case .pluginRunByNobody:
+        // The plugin needs a bus to stay: nobody's own. Its child is forked before it execs.
+        started = try nm.ns.startAsNobody(
+          "/bin/sh",
+          [
+            "-c",
+            """
+            set -e
+            bus=$(dbus-daemon --session --fork --nopidfile --print-address=1)
+            "$0" "$@" &
+            DBUS_SYSTEM_BUS_ADDRESS=$bus exec \(plugin) --persist
+            """, peer, "tun", tun,
+          ] + claim)
+      case .pluginOutsideItsDirectory:
+        let named = files.file("nm-openvpn-service")
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: named)
+        started = try nm.ns.start(
+          "/bin/sh",
+          [
+            "-c",
+            """
+            setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$0" "$@" &
+            exec \(named) 1000000
+            """, peer, "tun", tun,
+          ] + claim)
+      case .setuidRootHolder:
+        started = try nm.ns.start(
+          "/usr/bin/setpriv", ["--ruid=nobody", "--euid=0", "--", peer, "tun", tun] + claim)
+      }
+      processes.append(started)
+      try started.waitFor("ready")
+      // What /proc shows is what each impostor is meant to be: the holder, and its parent.
+      let holder =
+        impostor == .setuidRootHolder
+        ? started.pid : try #require(childProcesses(of: started.pid).first, "\(impostor): no child")
+      let status = try String(contentsOfFile: "/proc/\(holder)/status", encoding: .utf8)
+      let uids = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }?.split(whereSeparator: \.isWhitespace)
+      switch impostor {
+      case .pluginRunByNobody:
+        try #require((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(started.pid)/exe")) == plugin)
+        try #require(ownerUID(of: started.pid) == nobody.uid, "the plugin does not run as nobody")
+        try #require(uids?.dropFirst().allSatisfy { $0 == "\(nobody.uid)" } == true, "\(status)")
+      case .pluginOutsideItsDirectory:
+        try #require(
+          (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(started.pid)/exe"))
+            == files.file("nm-openvpn-service"))
+        try #require(ownerUID(of: started.pid) == 0)
+        try #require(uids?.dropFirst().allSatisfy { $0 == "\(nobody.uid)" } == true, "\(status)")
+      case .setuidRootHolder:
+        try #require(uids?.dropFirst().first == "\(nobody.uid)" && uids?.dropFirst(2).first == "0", "\(status)")
+      }
+      try #require(
+        tunHolders(device: tun, netnsInode: try #require(nm.ns.inode)).contains { $0.pid == holder },
+        "\(impostor): pid \(holder) does not hold \(tun)")
+      try nm.ns.ip("link", "set", tun, "up")
+      holders[impostor] = (tun, holder)
+    }
+
+    let db = files.file("v.db")
+    let names = PluginImpostor.allCases.flatMap { ["-i", holders[$0]!.tun] }
+    let status = try parseStatus(nm.run(Built.vpnstat, ["status", "--json", "-i", "tun35", "--db", db] + names))
+    // Root's own plugin's child is believed: the rule's positive case, beside the impostors.
+    let real = interface(status, named: "tun35")?["manager"] as? [String: Any]
+    #expect(
+      real?["kind"] as? String == "networkmanager" && real?["id"] as? String == uuid, "\(String(describing: real))")
+    for impostor in PluginImpostor.allCases {
+      let (tun, holder) = holders[impostor]!
+      let manager = interface(status, named: tun)?["manager"] as? [String: Any]
+      let evidence = manager?["evidence"] as? String ?? ""
+      #expect(manager?["kind"] as? String == "none", "\(impostor): \(String(describing: manager))")
+      #expect(manager?["id"] is NSNull, "\(impostor): \(String(describing: manager))")
+      // Its descriptors were never read: nobody with standing holds the tun.
+      #expect(evidence == "no process of root or of a system service holds \(tun)", "\(impostor): \(evidence)")
+      #expect(!evidence.contains("pid \(holder)") && !evidence.contains(uuid), "\(impostor): \(evidence)")
+    }
+
+    for impostor in PluginImpostor.allCases {
+      let tun = holders[impostor]!.tun
+      let stopped = try nm.run(Built.vpnstat, ["disconnect", tun, "--db", db, "--timeout", "3s"])
+      #expect(
+        vpnActive(),
+        "\(impostor): root's `disconnect \(tun)` deactivated the VPN 'ovpn' (exit \(stopped.status): \(stopped.output) \(stopped.errors))"
+      )
+      #expect(
+        nm.ns.isDown(tun), "\(impostor): \(tun) is still up (\(stopped.status)): \(stopped.output) \(stopped.errors)")
+      #expect(
+        stopped.status == 0 && stopped.output.contains("stopped through link-down"),
+        "\(impostor): \(stopped.status): \(stopped.output) \(stopped.errors)")
+      if !vpnActive() { try nm.nmcliChecked("connection", "up", "ovpn") }
+    }
+
+    // The enforcer's deadline on the issue's impostor: link-down, said why, the VPN untouched.
+    let tun = holders[.pluginRunByNobody]!.tun
+    try nm.ns.ip("link", "set", tun, "up")
+    let enforcer = try nm.start(
+      Built.vpnstat,
+      [
+        "enforce", tun, "--action", "auto", "--db", files.file("e.db"), "--session-length", "2s", "--pause-length",
+        "60s",
+      ])
+    defer { enforcer.stop() }
+    try enforcer.waitForError("opened a window")
+    let down = waitUntil(timeout: 10) { nm.ns.isDown(tun) || !vpnActive() }
+    usleep(500_000)
+    #expect(down != nil, "nothing happened at the deadline: \(enforcer.errors)")
+    #expect(vpnActive(), "the enforcer's deadline on \(tun) deactivated the VPN 'ovpn': \(enforcer.errors)")
+    #expect(nm.ns.isDown(tun), "\(tun) stayed up past the deadline: \(enforcer.errors)")
+    #expect(!enforcer.errors.contains(uuid), "the enforcer named the VPN's UUID: \(enforcer.errors)")
+    // What the session says: the stop at the deadline, through no manager, and why none.
+    var session: [String: Any] = [:]
+    _ = waitUntil(timeout: 10) {
+      session =
+        (try? JSONSerialization.jsonObject(
+          with: nm.run(Built.vpnstat, ["session", "--json", "--db", files.file("e.db")]).stdout))
+        .flatMap { ($0 as? [String: Any])?["session"] as? [String: Any] } ?? [:]
+      return (session["last_stop"] as? [String: Any])?["reason"] != nil
+    }
+    let stop = session["last_stop"] as? [String: Any]
+    let manager = session["manager"] as? [String: Any]
+    #expect(stop?["reason"] as? String == "free-limit" && stop?["detail"] is NSNull, "\(String(describing: stop))")
+    #expect(
+      manager?["kind"] as? String == "none"
+        && manager?["evidence"] as? String == "no process of root or of a system service holds \(tun)",
+      "\(String(describing: manager))")
+    #expect(enforcer.isRunning, "the enforcer exited: \(enforcer.errors)")
+    withExtendedLifetime(pair) {}
+  }
+}
+
+/// The children of `pid`, from /proc (`PPid:`).
+func childProcesses(of pid: pid_t) -> [pid_t] {
+  let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+  return entries.compactMap { pid_t($0) }.filter { child in
+    let status = (try? String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8)) ?? ""
+    return status.split(separator: "\n").contains {
+      $0.hasPrefix("PPid:") && $0.split(whereSeparator: \.isWhitespace).last == "\(pid)"
+    }
+  }.sorted()
+}
+
+/// The owner of /proc/PID: the process's effective uid.
+func ownerUID(of pid: pid_t) -> uid_t? {
+  var info = stat()
+  return stat("/proc/\(pid)", &info) == 0 ? info.st_uid : nil
 }

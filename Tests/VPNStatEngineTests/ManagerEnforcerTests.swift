@@ -540,6 +540,11 @@ struct ManagerStandingTests {
     // The same child of a plugin-named program outside NetworkManager's directory: nobody's.
     try proc.process(35, command: "nm-openvpn-serv", arguments: [], uid: 65534, executable: "/tmp/nm-openvpn-service")
     try proc.process(36, command: "openvpn", arguments: plugin, tuns: [3: "tun5"], uid: 65534, parent: 35)
+    // NetworkManager's own plugin program, run by nobody (it is not setuid), and its child.
+    try proc.process(
+      37, command: "nm-openvpn-serv", arguments: [], uid: 65534,
+      executable: "/usr/lib/NetworkManager/nm-openvpn-service")
+    try proc.process(38, command: "openvpn", arguments: plugin, tuns: [3: "tun4"], uid: 65534, parent: 37)
     // A service's main process that dropped root, and a job cron started as a user.
     try proc.process(
       33, command: "openvpn", arguments: ["openvpn"], tuns: [3: "tun7"], uid: 104,
@@ -553,12 +558,14 @@ struct ManagerStandingTests {
     let detector = ManagerDetector(
       runner: machine, wgQuickDirectories: [directory.path], procRoot: SystemPath(proc.root),
       attachments: proc.attachments, networkManagerDirectory: directory.path, systemdDirectory: directory.path)
-    let found = detector.managers(of: ["tunU", "tun8", "tun5", "tun7", "tun6"].map { (InterfaceName($0), "tun") })
+    let found = detector.managers(
+      of: ["tunU", "tun8", "tun5", "tun4", "tun7", "tun6"].map { (InterfaceName($0), "tun") })
     #expect(
       found[InterfaceName("tunU")]?.kind == TunnelManager.Kind.none,
       "\(String(describing: found[InterfaceName("tunU")]))")
     #expect(found[InterfaceName("tun8")]?.kind == .networkManager && found[InterfaceName("tun8")]?.id == Self.vpn)
     #expect(found[InterfaceName("tun5")]?.kind == TunnelManager.Kind.none)
+    #expect(found[InterfaceName("tun4")]?.kind == TunnelManager.Kind.none)
     #expect(
       found[InterfaceName("tun7")]?.kind == .systemd
         && found[InterfaceName("tun7")]?.id == "openvpn-client@work.service")

@@ -663,3 +663,68 @@ struct WireGuardReaderTests {
     server.stop()
   }
 }
+
+/// Issue 19's rule for wireguard-go's control socket, its negative case on real processes: root
+/// reads a socket only when root (or its own user) serves it. Any user may bind a socket where
+/// they can write and answer what they like — a handshake `connect` would take for proof.
+@Suite(.enabled(if: Privilege.canRunAsNobody, Privilege.nobodyReason))
+struct WireGuardSocketServerTests {
+  /// Python that listens on DIR/wg0.sock, prints "listening", and answers every request with a
+  /// device holding one peer that shook hands at 2026-12-03 (writing what it was asked to
+  /// DIR/asked).
+  static let server = """
+    import os, socket, sys
+    directory = sys.argv[1]
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(os.path.join(directory, "wg0.sock"))
+    s.listen(4)
+    print("listening", flush=True)
+    while True:
+        c, _ = s.accept()
+        asked = c.recv(4096)
+        with open(os.path.join(directory, "asked"), "ab") as f:
+            f.write(asked)
+        c.sendall(b"listen_port=51820\\npublic_key=" + b"ab" * 32 + b"\\nlast_handshake_time_sec=1796300000\\n"
+                  + b"last_handshake_time_nsec=0\\nrx_bytes=7\\ntx_bytes=9\\nerrno=0\\n\\n")
+        c.close()
+    """
+
+  func read(_ run: String) -> WireGuardStatus? {
+    var reader = WireGuardReader(
+      runDirectory: SystemPath(run), idleTimeout: WireGuardReaderTests.patient,
+      totalTimeout: WireGuardReaderTests.patient * 2, useNetlink: false)
+    return reader.read([WireGuardCandidate(name: InterfaceName("wg0"), index: 3, implementation: .kernel(.kind))])
+      .first ?? nil
+  }
+
+  @Test(
+    "a control socket nobody serves where wireguard-go's would be: root asks it nothing and believes no handshake; the same server run by root is read (the fake answers as wireguard-go does)"
+  )
+  func servedByNobody() throws {
+    try Tool.require("/usr/bin/python3")
+    let directory = try TemporaryDirectory("wgnobody")
+    let run = directory.file("run")
+    try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: false)
+    try FileManager.default.setAttributes([.ownerAccountName: "nobody"], ofItemAtPath: run)
+    let server = try BackgroundProcess(
+      "/usr/bin/setpriv",
+      ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/usr/bin/python3", "-c", Self.server, run],
+      environment: ["HOME": "/nonexistent"])
+    defer { server.stop(SIGKILL) }
+    try server.waitFor("listening")
+    let status = read(run)
+    let why = status?.unavailable?.description ?? "read: \(String(describing: status))"
+    #expect(why.contains("is served by uid 65534, not by root: not asked"), "\(why)")
+    #expect(status?.device == nil, "\(String(describing: status))")
+    #expect(!FileManager.default.fileExists(atPath: run + "/asked"), "root sent nobody's socket a request")
+
+    // The positive case: the same server, root's, is read.
+    let rootRun = directory.file("rootrun")
+    try FileManager.default.createDirectory(atPath: rootRun, withIntermediateDirectories: false)
+    let rootServer = try BackgroundProcess("/usr/bin/python3", ["-c", Self.server, rootRun])
+    defer { rootServer.stop(SIGKILL) }
+    try rootServer.waitFor("listening")
+    let read = read(rootRun)
+    #expect(read?.device?.peers.first?.rxBytes == 7, "\(String(describing: read))")
+  }
+}

@@ -39,7 +39,9 @@ struct DataCapStoreTests {
     #expect(try again.sessionRecord().dataCap == nil)
   }
 
-  @Test("a cap with a period this vpnstat does not know (written by another) reads as no cap, never a crash")
+  @Test(
+    "a cap with a period this vpnstat does not know (written by another) reads as no cap; a month start day or a limit it never writes is damage (issue 38), never a crash"
+  )
   func unknownPeriod() throws {
     let directory = try TemporaryDirectory("capodd")
     let path = directory.file("v.db")
@@ -48,9 +50,11 @@ struct DataCapStoreTests {
     try store.connection.execute("UPDATE session SET data_cap_period = 'fortnight'")
     #expect(try store.sessionRecord().dataCap == nil)
     try store.connection.execute("UPDATE session SET data_cap_period = 'month', month_start_day = 99")
-    #expect(try store.sessionRecord().dataCap?.period.monthStartDay == 28)
-    try store.connection.execute("UPDATE session SET data_cap_bytes = -5")
-    #expect(try store.sessionRecord().dataCap == nil)
+    #expect(throws: StoreError.self) { try store.sessionRecord() }
+    try store.connection.execute("UPDATE session SET month_start_day = 28, data_cap_bytes = -5")
+    #expect(throws: StoreError.self) { try store.sessionRecord() }
+    try store.connection.execute("UPDATE session SET data_cap_bytes = 5")
+    #expect(try store.sessionRecord().dataCap == DataCap(limitBytes: 5, period: UsagePeriod(.month, monthStartDay: 28)))
   }
 
   @Test("a period's usage: the daily buckets from its start, of one class or one name")

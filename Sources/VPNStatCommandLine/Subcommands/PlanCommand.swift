@@ -54,11 +54,20 @@ enum PlanCommand: Subcommand {
       return .success
     }
     guard let store = try context.openStore(location, intent: .write) else { return .unavailable }
+    // What this command writes anew may hold a value no vpnstat writes: the trusted clock, the
+    // window premium clears, the cap --data-cap sets. Replaced, and said so (the way out of a
+    // damaged value); a damaged window `plan free` keeps is still damage (65, naming session reset).
+    var replacing: Store.ReplacedParts = []
+    if plan == .premium { replacing.insert(.window) }
+    if parsed.has(dataCap) { replacing.insert(.dataCap) }
+    let repaired = try store.clearDamaged(replacing)
+    for damage in repaired { context.warn(damage.description) }
+    let damagedWindow = repaired.contains { $0.part == .window }
     let now = try store.trustedNow(context.clock.now())
     let (cleared, record) = try store.updateSession { record -> (Bool, SessionRecord) in
       var cleared = false
       if let plan {
-        let had = record.window != nil
+        let had = record.window != nil || damagedWindow
         record = record.switching(to: plan)
         cleared = had && record.window == nil
       }

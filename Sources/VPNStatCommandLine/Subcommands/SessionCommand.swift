@@ -118,12 +118,17 @@ enum SessionCommand: Subcommand {
     "cannot read the session window in \(location.path) within \(Units.duration(limit)): it is locked by another process, a vpnstat writer in the middle of a write (or one that stopped there: the next writer undoes it). Undecided: treat this as a refusal and try again."
   }
 
-  /// `session reset`: clears the window; records a stop when there was one.
+  /// `session reset`: clears the window; records a stop when there was one. A window or a
+  /// trusted clock holding values no vpnstat writes is replaced, and said so: the way out of a
+  /// damaged value (`StoreError.damagedValue` names this command).
   static func reset(_ location: StoreLocation, _ context: CommandContext) throws -> ExitStatus {
     guard let store = try context.openStore(location, intent: .write) else { return .unavailable }
+    let cleared = try store.clearDamaged(.window)
+    for damage in cleared { context.warn(damage.description) }
     let now = try store.trustedNow(context.clock.now())
+    let damagedWindow = cleared.contains { $0.part == .window }
     let had = try store.updateSession { record -> Bool in
-      let had = record.window != nil
+      let had = record.window != nil || damagedWindow
       record.window = nil
       record.tunnel = nil
       return had
