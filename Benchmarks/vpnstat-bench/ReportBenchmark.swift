@@ -23,6 +23,7 @@ enum ReportBenchmark {
     simulation.step = 3600
     let now = Timestamp(seconds: Int64(time(nil)))
     try simulation.record(into: store, from: now - .seconds(365 * 86_400), duration: 365 * 86_400)
+    store.checkpoint()
     let base = ["--db", db]
     let commands: [(String, [String])] = [
       ("history --json (peer: 30 days)", ["history", "--json"]),

@@ -78,6 +78,7 @@ enum StoreBenchmark {
     let start = monotonicNanoseconds()
     let advances = try SimulatedHistory().record(
       into: store, from: Timestamp(seconds: 1_800_000_000), duration: 365 * 86_400)
+    store.checkpoint()
     var info = stat()
     stat(path, &info)
     let buckets = TrafficGranularity.allCases.map { g in "\(g.name) \((try? store.buckets(g, since: 0).count) ?? -1)" }

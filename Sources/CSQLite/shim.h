@@ -8,3 +8,11 @@
 static inline int csqlite_page_cache_without_initial_block(void) {
   return sqlite3_config(SQLITE_CONFIG_PAGECACHE, (void *)0, 0, 0);
 }
+
+/// Closing the connection checkpoints nothing (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE): a writer opens
+/// and closes its connection whenever another process wrote, and a checkpoint at each close would
+/// copy every page its WAL held into the file, the write a WAL exists to save. sqlite3_db_config
+/// is variadic, which Swift cannot call.
+static inline int csqlite_no_checkpoint_on_close(sqlite3 *db) {
+  return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)0);
+}

@@ -171,6 +171,9 @@ package struct Recorder {
     store.setBusyTimeout(milliseconds: milliseconds)
     keeper.requestSave()
     try keeper.saveNow(&sampler)
+    store.checkpoint()
+    // The checkpoint changed the stamp (the log cut back): published again for it.
+    if keeper.isWriting { _ = try? store.publishForReaders() }
   }
 
   /// A window opened, ended or reset by another process is saved with the ledger at once, so the

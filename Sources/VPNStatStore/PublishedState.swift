@@ -97,25 +97,26 @@ extension Store {
   /// published; a file it could not write throws, and readers read the database.
   @discardableResult
   package func publishForReaders() throws -> Bool {
-    guard !isReadOnly, let saved = cachedLedger, let real = FileSystem.realPath(location.path) else { return false }
-    let read: (StoredSession, StoreHealth, StoreStamp)? = try guarded {
+    guard !isReadOnly, let real = FileSystem.realPath(location.path) else { return false }
+    let read: (Ledger, StoredSession, StoreHealth, StoreStamp)? = try guarded {
       try connection.transaction(immediate: false) {
-        // No other connection's commit since the save (this one's own do not count), and the
-        // snapshot stored is current: it is the saved ledger.
-        guard try connection.scalar("PRAGMA data_version") == saved.dataVersion,
+        // No other writer's commit since the save (the writer's connection would have been opened
+        // again, forgetting what it saved), and the snapshot stored is current: it is the saved
+        // ledger.
+        guard let saved = cachedLedger, try connection.scalar("PRAGMA data_version") == saved.dataVersion,
           try connection.scalar("SELECT count(*) FROM ledger_snapshot_current") == 1,
           let stamp = StoreStamp.read(database: real), !stamp.isWriting
         else { return nil }
-        return (try storedSession(), try health(), stamp)
+        return (saved.ledger, try storedSession(), try health(), stamp)
       }
     }
-    guard let (session, health, stamp) = read, session.record.dataCap == nil, let database = FileStatus.of(real)
+    guard let (ledger, session, health, stamp) = read, session.record.dataCap == nil, let database = FileStatus.of(real)
     else { return false }
     let name = String(real.split(separator: "/").last ?? "") + "." + PublishedState.suffix
     let directory = StoreLocation(path: real).directory
     // Readable by whom the database is, never more.
     try AtomicFile.write(
-      PublishedState.encode(stamp: stamp, session: session, health: health, ledger: saved.ledger), named: name,
+      PublishedState.encode(stamp: stamp, session: session, health: health, ledger: ledger), named: name,
       in: directory, mode: database.permissions & 0o644)
     return true
   }

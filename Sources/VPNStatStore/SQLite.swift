@@ -66,6 +66,9 @@ final class SQLiteConnection {
   /// Frees what the page cache holds (`sqlite3_db_release_memory`).
   func releaseMemory() { sqlite3_db_release_memory(handle) }
 
+  /// Closing this connection checkpoints nothing (see `csqlite_no_checkpoint_on_close`).
+  func skipCheckpointOnClose() { _ = csqlite_no_checkpoint_on_close(handle) }
+
   /// The bytes the page cache holds now (`SQLITE_DBSTATUS_CACHE_USED`).
   var cacheUsed: Int {
     var current: Int32 = 0

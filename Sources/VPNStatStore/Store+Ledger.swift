@@ -216,6 +216,13 @@ extension Store {
     }
   }
 
+  /// Copies the log into the file and cuts it back to nothing (the recorder does this when it
+  /// stops: a database at rest is one file, and the next reader reads no log).
+  package func checkpoint() {
+    guard !isReadOnly else { return }
+    _ = try? guarded { try cutLog() }
+  }
+
   /// What changes when another process commits: a writer's SQLite count of other connections'
   /// commits, a reader's stamp of the file (an immutable connection's count never moves). A
   /// process reloads what it keeps only when it moved.

@@ -7,20 +7,23 @@ import VPNStatSystem
 /// Several processes use it at once; each write is one transaction.
 ///
 /// No process ever waits on a lock another user can take. SQLite's locks are byte ranges of the
-/// database's files, which every process that may read the file can hold (a reader's lock on a
-/// WAL's `-shm` stopped every write of root's). So the database is a rollback-journal file that
-/// writers change without SQLite's locks (`vfs=unix-none`), each operation under their own
-/// `WriterLock` — a private file of the writing user's, which nobody else can open — and that
-/// readers read without any lock (`immutable=1`): a read counts only when the file's
-/// `StoreStamp` — its change counter and identity, and no journal being written — is the same
-/// before and after it; otherwise it is read again. A writer that died mid-commit leaves its
-/// journal, which the next writer rolls back; readers wait for that and say so.
+/// database's files, which every process that may read the file can hold (a reader's lock on the
+/// WAL's `-shm` stopped every write of root's). So nothing here uses them, nor the `-shm`: every
+/// connection keeps its WAL index in its own memory (`vfs=unix-none`, exclusive locking mode,
+/// which reads the log when it opens). Writers write under their own `WriterLock` — a private
+/// file of the writing user's, which nobody else can open — and open their connection again when
+/// another writer wrote since (their index would be stale). Readers read without any lock: a read
+/// counts only when the file's `StoreStamp` — the log's size and salts, the file's identity — is
+/// the same before and after it; otherwise it is read again. The log keeps WAL's economy: a page
+/// changed in many commits reaches the file once, at a checkpoint.
 package final class Store {
   package let location: StoreLocation
   /// The calendar the hourly, daily and monthly buckets follow.
   package let calendar: any LocalCalendar
-  /// A writer's connection, for its life: used only under its lock.
+  /// A writer's connection: used only under its lock, opened again when another writer wrote.
   private var writing: SQLiteConnection?
+  /// The stamp after the writer's last operation: another, at the next, means another writer.
+  private var writerStamp: StoreStamp?
   /// The connection reads use, opened at the stamp they read (a new one when the file changed:
   /// an immutable connection never looks again).
   private var reading: SQLiteConnection?
@@ -98,8 +101,10 @@ package final class Store {
     }
     try location.checkDirectoryTrust()
     if !exists { try create(location) }
-    // A writer that died in the middle of a write left its journal: SQLite's own recovery (the
-    // journal played back) comes first, under the lock, so that the file can be read at all.
+    // A writer that died in the middle of a write of a file in rollback mode (another program, a
+    // file of an older vpnstat) left its journal: SQLite's own recovery (the journal played back)
+    // comes first, under the lock, so that the file can be read at all. (A WAL's half-written
+    // commit is no commit: readers read the one before.)
     let realPath = FileSystem.realPath(location.path) ?? location.path
     var store: Store?
     func writer() throws -> Store {
@@ -111,8 +116,8 @@ package final class Store {
       return made
     }
     if StoreStamp.read(database: realPath)?.isWriting == true {
-      let recovering = try writer()
-      try recovering.guarded { try recovering.rollBackDeadWrite() }
+      // Opening the writer's connection plays it back (`openWriter`).
+      try writer().guarded {}
     }
     // Nothing writes to a file found damaged or not vpnstat's, its lock included: every page is
     // looked at, as a reader looks (no lock held meanwhile), before the first write.
@@ -143,6 +148,8 @@ package final class Store {
   /// Plays back the journal a writer that died in the middle of a write left (SQLite does so
   /// when a connection that may write starts to read and finds one, which it takes for a dead
   /// writer's: no lock of SQLite's says otherwise here, and this writer holds the writers' lock).
+  /// Not the writer's own connection: in exclusive locking mode SQLite keeps the journal (its
+  /// header zeroed), which readers would take for a write under way.
   private func rollBackDeadWrite() throws {
     let connection = try Self.connect(location, query: "?vfs=unix-none", readOnly: false)
     _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
@@ -184,19 +191,22 @@ package final class Store {
     }
   }
 
-  /// A reader's connection for the file at `stamp`: immutable (no lock, no journal looked at:
-  /// the stamps around each read say whether it held still); for a file an older vpnstat left in
-  /// WAL mode, one that reads the log into its own memory, never touching the `-shm` that any
-  /// reader could lock.
+  /// A reader's connection for the file at `stamp`: one that reads the log into its own memory
+  /// when it opens (exclusive locking mode, `vfs=unix-none`: no lock, never the `-shm` any reader
+  /// could lock); for a file without a log (in rollback mode, or whose log is gone), an immutable
+  /// one. Either never looks again: the stamps around each read say whether the file held still.
   private func openReader(at stamp: StoreStamp) throws {
     reading = nil
     let connection: SQLiteConnection
-    if stamp.isWAL {
+    if stamp.isWAL, stamp.hasLog {
       connection = try Self.connect(location, query: "?mode=ro&vfs=unix-none", readOnly: true)
       try connection.execute("PRAGMA locking_mode=EXCLUSIVE")
     } else {
       connection = try Self.connect(location, query: "?immutable=1", readOnly: true)
     }
+    // Closed, a connection that may write the log (root's reader: SQLite opens the `-wal` read-
+    // write when it can) would check it into the file and delete it under a writer.
+    connection.skipCheckpointOnClose()
     reading = connection
     openedAt = stamp
     _ = try validate()
@@ -232,18 +242,12 @@ package final class Store {
     return true
   }
 
-  /// A writer's connection, under its lock: an older vpnstat's WAL file converted to a rollback
-  /// journal, the file checked to be vpnstat's, the schema brought up to date.
+  /// A writer's connection, under its lock: the file checked to be vpnstat's, the schema
+  /// brought up to date.
   private func prepareForWriting() throws {
-    try convertFromWAL()
-    let connection = try Self.connect(location, query: "?vfs=unix-none", readOnly: false)
-    writing = connection
-    // A writer runs for good: SQLite's default page cache (2 MiB) would fill with pages read once
-    // and stay that size. A save touches the ledger's table and the current buckets, some 500 KiB
-    // at a thousand interfaces; the rest is read again from the OS's cache.
-    try connection.execute(
-      "PRAGMA cache_size = -\(Self.writerCacheKiB); PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL")
     _ = try validate()
+    // A file in rollback mode (new, an older vpnstat's, another program's) goes to WAL mode.
+    try connection.execute("PRAGMA journal_mode=WAL")
     if schema < Self.schemaVersion {
       try connection.transaction {
         // Re-read under the write lock: another process may have migrated meanwhile.
@@ -258,20 +262,42 @@ package final class Store {
     try addLedgerSnapshot()
   }
 
-  /// Converts a file an older vpnstat left in WAL mode to a rollback journal, under the writer's
-  /// lock: its log is read into this connection's memory (exclusive locking mode never maps the
-  /// `-shm`, which a reader may hold locked), checkpointed and removed, and the `-shm` with it.
-  /// Older vpnstat processes must not run meanwhile (installing stops the units).
-  private func convertFromWAL() throws {
-    let wal = location.path + "-wal"
-    guard StoreStamp.read(database: realPath)?.isWAL == true || FileSystem.exists(wal) else { return }
+  /// The writer's connection, new: its WAL index in its own memory (exclusive locking mode, never
+  /// the `-shm`), built from the log as it stands now, under the writers' lock.
+  private func openWriter() throws {
+    writing = nil
+    // Its data_version starts again: what it cached of an earlier connection's is not known good.
+    cachedLedger = nil
+    if StoreStamp.read(database: realPath)?.isWriting == true { try rollBackDeadWrite() }
     let connection = try Self.connect(location, query: "?vfs=unix-none", readOnly: false)
-    try connection.execute("PRAGMA locking_mode=EXCLUSIVE")
-    _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
-    try connection.execute("PRAGMA journal_mode=DELETE")
-    for leftover in [wal, location.path + "-shm"] where FileSystem.exists(leftover) {
-      try? FileSystem.remove(leftover)
+    connection.skipCheckpointOnClose()
+    // A writer runs for good: SQLite's default page cache (2 MiB) would fill with pages read once
+    // and stay that size. A save touches the ledger's table and the current buckets, some 500 KiB
+    // at a thousand interfaces; the rest is read again from the OS's cache. The log is cut back
+    // to nothing whenever it starts over, so a commit always makes it longer (`StoreStamp`).
+    try connection.execute(
+      """
+      PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size = -\(Self.writerCacheKiB); PRAGMA synchronous=NORMAL;
+      PRAGMA journal_size_limit=0
+      """)
+    writing = connection
+    // A writer that died before its commit may have left frames at the log's end; commits from
+    // here would overwrite them without making the log longer, a change readers' stamps would
+    // miss. Checked into the file, the log starts over, with new salts.
+    try cutLog()
+  }
+
+  /// Copies the log into the file and cuts it back to nothing, under the writer's lock. Page 1 is
+  /// written first, which moves the header's change counter: a cut log takes its salts with it,
+  /// and without that a file with an empty log would show a reader the stamp it showed before
+  /// the writes the log held (SQLite moves the counter only when a commit writes page 1).
+  func cutLog() throws {
+    guard let stamp = StoreStamp.read(database: realPath), stamp.isWAL, stamp.logSize > 0 else { return }
+    try connection.transaction {
+      let version = try connection.scalar("PRAGMA user_version") ?? 0
+      try connection.execute("PRAGMA user_version = \(version)")
     }
+    try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
   }
 
   /// The ledger's snapshot (`LedgerSnapshot`), the mark that it is current (with the token a
@@ -335,7 +361,13 @@ package final class Store {
     depth = 1
     defer { depth = 0 }
     do {
-      return try writerLock.holding(until: deadline()) { try mapped(body) }
+      return try writerLock.holding(until: deadline()) {
+        // Another writer wrote since this one's last operation: its index of the log is stale.
+        let now = StoreStamp.read(database: realPath)
+        if writing == nil || now == nil || now != writerStamp { try mapped { try openWriter() } }
+        defer { writerStamp = StoreStamp.read(database: realPath) }
+        return try mapped(body)
+      }
     } catch is WriterLock.Busy {
       throw StoreError.busy(path: location.path)
     } catch let error as Errno {

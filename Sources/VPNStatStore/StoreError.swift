@@ -73,7 +73,7 @@ package enum StoreError: Error, CustomStringConvertible {
     case .notPermitted(let path, let detail):
       "cannot write \(path): \(detail). Run as a user who may write it (e.g. root), or use --db."
     case .busy(let path):
-      "\(path) is locked by another process: a vpnstat writer is writing it (or stopped in the middle of a write, which the next writer undoes); try again."
+      "\(path) is locked by another process: a vpnstat writer is writing it (or a program stopped in the middle of a write, which the next vpnstat writer undoes); try again."
     case .unavailable(let path, let detail):
       "cannot open \(path): \(detail)"
     case .full(let path):

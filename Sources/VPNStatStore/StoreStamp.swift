@@ -2,26 +2,36 @@ import VPNStatModel
 import VPNStatSystem
 
 /// What a reader reads of the database's files, without SQLite and without a lock, to know
-/// whether the database changed and whether it may be read now: the header's file change
-/// counter (every commit in rollback mode increments it), the journal mode (1 rollback, 2 WAL,
-/// bytes 18–19), which file the database is with its owner and mode, and, for a file still in
-/// WAL mode (made by an older vpnstat, not yet converted by a writer), the `-wal`'s identity,
-/// size and salts. Equal stamps before and after a read mean no commit came between: the read
-/// saw one committed state (`Store`'s readers), and a copy made at one stamp is still current
-/// at an equal one (`PublishedState`).
+/// whether the database changed and whether it may be read now: the journal mode (1 rollback,
+/// 2 WAL, bytes 18–19), the header's file change counter (every commit in rollback mode
+/// increments it), which file the database is with its owner and mode, and the `-wal`'s identity,
+/// size and salts. A commit to the log makes it longer (writers cut it back to nothing when it
+/// starts over, and starting over draws new salts), a checkpoint copies into the file only
+/// pages the log holds, which a reader of that log reads from the log, and a log cut to nothing
+/// moves the change counter (`Store.cutLog`). Equal stamps before and
+/// after a read mean no commit came between: the read saw one committed state (`Store`'s
+/// readers), and a copy made at one stamp is still current at an equal one (`PublishedState`).
 struct StoreStamp: Equatable {
   var bytes: [UInt8]
-  /// A transaction is being written, or a writer stopped in the middle of one (a hot journal,
-  /// which the next writer rolls back): what the file holds now is not a committed state.
+  /// A file in rollback mode (another program's writer, an older file) has a transaction being
+  /// written, or one a writer stopped in the middle of (a hot journal, which the next writer
+  /// rolls back): what the file holds now is not a committed state. (A WAL's commit under way
+  /// is not in the file; a reader reads the one before it.)
   var isWriting: Bool
 
   /// 2 + 4 header bytes, the database's device and inode, owner and mode, the `-wal`'s device,
   /// inode and size, and its salts.
   static let length = 6 + 2 * 8 + 2 * 4 + 3 * 8 + 8
 
-  /// Whether the header says WAL (an older vpnstat's file): readers read its log without the
-  /// `-shm`, and the first writer converts it.
+  /// Whether the header says WAL.
   var isWAL: Bool { bytes[0] == 2 || bytes[1] == 2 }
+
+  /// Whether the `-wal` exists (a WAL file's log; nothing to read without one): its device,
+  /// bytes 30–37 of the layout `read` appends.
+  var hasLog: Bool { bytes[30..<38].contains { $0 != 0 } }
+
+  /// The `-wal`'s size in bytes (0 when there is none).
+  var logSize: UInt64 { bytes[46..<54].reversed().reduce(0) { $0 << 8 | UInt64($1) } }
 
   /// The file change counter.
   var changeCounter: UInt32 { bytes[2...5].reduce(0) { $0 << 8 | UInt32($1) } }
@@ -54,7 +64,7 @@ struct StoreStamp: Equatable {
     // A journal with nothing in it (or none) is no transaction: DELETE mode removes it at each
     // commit, TRUNCATE empties it.
     let journal = FileStatus.of(real + "-journal")
-    return StoreStamp(bytes: stamp.bytes, isWriting: (journal?.size ?? 0) > 0)
+    return StoreStamp(bytes: stamp.bytes, isWriting: (journal?.size ?? 0) > 0 && !(header[18] == 2 || header[19] == 2))
   }
 
   /// Reads the first bytes of `path` into `buffer` and sets `status` to what the open file is;

@@ -28,24 +28,44 @@ func python(_ script: String, _ arguments: [String] = [], input: Data? = nil, ti
   return try run("/usr/bin/python3", ["-c", script] + arguments, input: input, timeout: timeout)
 }
 
-/// A writer of the database at `path` that died in the middle of a transaction (SIGKILL): its
-/// journal stays beside the file, and until the next writer rolls it back no reader can read the
-/// file as of one commit. The database must hold a vpnstat schema; the rows it adds are undone.
+/// A writer of the database at `path` that died in the middle of a transaction (SIGKILL) with the
+/// file in rollback mode (another program's, an older vpnstat's): its journal stays beside the
+/// file, and until the next writer rolls it back no reader can read the file as of one commit.
+/// The database must hold a vpnstat schema and no process may have it open; the rows the dead
+/// writer added are undone.
 func leaveHotJournal(_ path: String) throws {
+  try dieMidWrite(path, rollbackMode: true)
+  let journal = try? FileManager.default.attributesOfItem(atPath: path + "-journal")[.size] as? Int
+  guard (journal ?? 0) > 0 else {
+    throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path + "-journal"])
+  }
+}
+
+/// A writer of the database at `path` (in WAL mode, as vpnstat keeps it) that died in the middle
+/// of a transaction (SIGKILL) after its uncommitted pages spilled into the log: the log ends in
+/// frames no commit ends. Its rows are no commit.
+func dieMidWrite(_ path: String) throws {
+  try dieMidWrite(path, rollbackMode: false)
+  let log = try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int
+  guard (log ?? 0) > 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path + "-wal"]) }
+}
+
+private func dieMidWrite(_ path: String, rollbackMode: Bool) throws {
   let killed = try python(
     """
     import os, signal, sqlite3, sys
     c = sqlite3.connect('file:' + sys.argv[1] + '?vfs=unix-none', uri=True, isolation_level=None)
+    # Exclusive locking mode: the log's index in this process's memory, as vpnstat keeps it.
+    c.execute('PRAGMA locking_mode=EXCLUSIVE')
+    if sys.argv[2] == 'rollback':
+        c.execute('PRAGMA journal_mode=DELETE')
     c.execute('PRAGMA cache_size=1')
     c.execute('BEGIN IMMEDIATE')
     for i in range(3000):
         c.execute("INSERT INTO stops (at, reason) VALUES (?, 'user')", (i,))
     os.kill(os.getpid(), signal.SIGKILL)
-    """, [path])
-  let journal = try? FileManager.default.attributesOfItem(atPath: path + "-journal")[.size] as? Int
-  guard killed.status != 0, (journal ?? 0) > 0 else {
-    throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path + "-journal"])
-  }
+    """, [path, rollbackMode ? "rollback" : "wal"])
+  guard killed.status != 0 else { throw TestSetupError("the writer was not killed: \(killed.errors)") }
 }
 
 /// A copy of the built vpnstat that an unprivileged user can execute (the build directory may

@@ -272,6 +272,33 @@ struct LedgerTests {
     #expect(inPieces(encoded, count: encoded.count + 1, piece: 64).0 == nil)
   }
 
+  @Test(
+    "a writer killed before its commit leaves frames at the log's end: readers read the commit before, and a reader open all along reads the next writer's commit"
+  )
+  func deadWriterFrames() throws {
+    let directory = try TemporaryDirectory("deadframes")
+    let path = directory.file("ledger.db")
+    let clock = ManualTimeSource()
+    do {
+      let store = try store(directory)
+      _ = try store.advanceLedger([observation(0, 0, at: clock)], now: clock.now().wall)
+      clock.advance(.seconds(5))
+      _ = try store.advanceLedger([observation(1000, 2000, at: clock)], now: clock.now().wall)
+    }
+    let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+    #expect(try reader.loadLedger().entries[name]?.totals.traffic.rxBytes == 1000)
+    try dieMidWrite(path)
+    #expect(try reader.loadLedger().entries[name]?.totals.traffic.rxBytes == 1000)
+    #expect(try reader.reading { try reader.connection.scalar("SELECT count(*) FROM stops") } == 0)
+    // A small commit after the dead writer's many pages.
+    let next = try store(directory)
+    clock.advance(.seconds(5))
+    _ = try next.advanceLedger([observation(1500, 2000, at: clock)], now: clock.now().wall)
+    #expect(try reader.loadLedger().entries[name]?.totals.traffic.rxBytes == 1500)
+    let fresh = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+    #expect(try fresh.loadLedger().entries[name]?.totals.traffic.rxBytes == 1500)
+  }
+
   @Test("a row any writer changes (an older vpnstat, plain SQL) makes the snapshot stale; the next save stores it")
   func snapshotInvalidated() throws {
     let directory = try TemporaryDirectory("snapshot2")
@@ -308,17 +335,21 @@ struct LedgerTests {
     try saveVaried(store, clock: ManualTimeSource())
     let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
     let rows = try reader.readLedger().entries
-    let raw = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: false)
+    /// Another program, one write at a time: its own connection each time, closed after.
+    func raw(_ sql: String) throws {
+      let connection = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: false)
+      try connection.execute(sql)
+    }
     // Shortened, lengthened, empty, another magic, a count too large, a text longer than the blob.
     for damage in [
       "substr(data, 1, length(data) - 1)", "data || x'00'", "x''", "x'00' || substr(data, 2)",
       "substr(data, 1, 4) || x'ffffff7f' || substr(data, 9)", "substr(data, 1, 12) || x'ffffffff' || substr(data, 17)",
     ] {
-      try raw.execute("UPDATE ledger_snapshot SET data = \(damage)")
+      try raw("UPDATE ledger_snapshot SET data = \(damage)")
       #expect(try reader.readSnapshot(sharingBootID: nil) == nil, "\(damage)")
       #expect(try reader.loadLedger().entries == rows, "\(damage)")
       // The writer's own again for the next damage (marked stale, as a changed row marks it).
-      try raw.execute("DELETE FROM ledger_snapshot_current")
+      try raw("DELETE FROM ledger_snapshot_current")
       _ = try store.advanceLedger([], now: Timestamp(seconds: 1_800_000_100))
       #expect(try reader.readSnapshot(sharingBootID: nil)?.entries == rows)
     }

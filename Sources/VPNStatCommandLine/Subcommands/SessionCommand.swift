@@ -115,7 +115,7 @@ enum SessionCommand: Subcommand {
 
   /// What the gate says when it cannot tell.
   static func undecided(_ location: StoreLocation, _ limit: Duration) -> String {
-    "cannot read the session window in \(location.path) within \(Units.duration(limit)): it is locked by another process, a vpnstat writer in the middle of a write (or one that stopped there: the next writer undoes it). Undecided: treat this as a refusal and try again."
+    "cannot read the session window in \(location.path) within \(Units.duration(limit)): it is locked by another process: a vpnstat writer kept changing it, or a program stopped in the middle of a write (the next vpnstat writer undoes it). Undecided: treat this as a refusal and try again."
   }
 
   /// `session reset`: clears the window; records a stop when there was one. A window or a
