@@ -68,7 +68,7 @@ struct OperationsTests {
   }
 
   @Test(
-    "a database no reader can read as of one commit (a writer died mid-write): the gate says undecided (66) within its --timeout; the next writer rolls the write back and the gate decides"
+    "a database no reader can read as of one commit (a program's writer died mid-write in rollback mode): the gate says undecided (66) within its --timeout; the next writer rolls the write back and the gate decides"
   )
   func gateBoundOnUnreadableDatabase() throws {
     let directory = try TemporaryDirectory("gatebound")

@@ -71,7 +71,7 @@ struct ConnectCommandTests {
   }
 
   @Test(
-    "a database a writer stopped in the middle of a write (its journal left): undecided, 66, within the gate's 2 s, and nothing started"
+    "a database a program's writer stopped in the middle of a write (its journal left): undecided, 66, within the gate's 2 s, and nothing started"
   )
   func lockedUndecided() throws {
     try pause()
