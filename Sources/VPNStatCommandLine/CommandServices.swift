@@ -19,6 +19,25 @@ enum CommandServices {
       names: Set(parsed.all(CommonOptions.interface)), classes: Set(parsed.all(CommonOptions.only).joined()))
   }
 
+  /// Refuses (69) names given with `-i` that no interface has now and the ledger never saw: a
+  /// typo must not read as no traffic (a cron `alert` that never fires). A name the ledger knows
+  /// is not one: the interface existed, and its figures are what was booked. Without a sample
+  /// (the counters unreadable) only the ledger can say, so nothing is refused.
+  static func requireKnown(_ selection: InterfaceSelection, sample: CounterSample?, ledger: Ledger?) throws {
+    guard !selection.names.isEmpty, let sample else { return }
+    var known = Set(sample.interfaces.map(\.name))
+    if let ledger { known.formUnion(ledger.entries.keys) }
+    let unknown = selection.names.subtracting(known)
+    guard !unknown.isEmpty else { return }
+    let names = unknown.map(\.terminalText).sorted()
+    let listed = known.map(\.terminalText).sorted()
+    let shown = listed.prefix(12).joined(separator: ", ") + (listed.count > 12 ? ", … (\(listed.count) in all)" : "")
+    throw GeneralFailure(
+      .unavailable,
+      "no interface \(names.joined(separator: ", ")): none has that name now and none had it in the ledger (known: \(listed.isEmpty ? "none" : shown))"
+    )
+  }
+
   static func classifier(_ parsed: ParsedCommand) -> Classifier {
     var overrides: [InterfaceName: InterfaceClass] = [:]
     for override in parsed.all(CommonOptions.classOverride) { overrides[override.name] = override.interfaceClass }

@@ -38,7 +38,7 @@ enum RealVPNTool {
   /// Throws "TOOL is missing" for the first program that is not installed.
   static func require(_ names: String...) throws {
     for name in names where path(name) == nil {
-      let package = packages[name].map { " (Debian package \($0); see scripts/install-deps)" } ?? ""
+      let package = packages[name].map { " (Debian package \($0); see scripts/install-deps --test)" } ?? ""
       throw TestSetupError("\(name) is missing\(package)")
     }
   }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The programs and modules some tests need besides vpnstat, with the Debian package that has
-/// each (scripts/install-deps installs them all). A test that needs one checks first, so a
+/// each (scripts/install-deps --test installs them all). A test that needs one checks first, so a
 /// missing tool fails as "TOOL is missing", never as a confusing symptom further on.
 enum Tool {
   static let packages: [String: String] = [
@@ -21,7 +21,7 @@ enum Tool {
   static func missing(_ path: String) -> TestSetupError {
     let package = packages[path] ?? "the package that has it"
     return TestSetupError(
-      "\((path as NSString).lastPathComponent) is missing (\(path)): run scripts/install-deps (it installs \(package)), then test again"
+      "\((path as NSString).lastPathComponent) is missing (\(path)): run scripts/install-deps --test (it installs \(package)), then test again"
     )
   }
 
@@ -36,7 +36,8 @@ enum Tool {
     let probe = try run("/usr/bin/python3", ["-c", "import \(module)"])
     guard probe.status == 0 else {
       throw TestSetupError(
-        "python3 module \(module) is missing: run scripts/install-deps (it installs \(package)), then test again")
+        "python3 module \(module) is missing: run scripts/install-deps --test (it installs \(package)), then test again"
+      )
     }
   }
 }

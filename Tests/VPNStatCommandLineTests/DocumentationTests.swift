@@ -441,17 +441,48 @@ struct DocumentationTests {
     return lines
   }
 
-  @Test("the README's two commands are CI's: the one that installs, builds and runs watch, and the whole suite")
+  @Test(
+    "the README's two commands are CI's: the one that installs what running needs, builds and runs watch; the one that adds what the tests need and runs the whole suite"
+  )
   func readmeCommandsAreCI() throws {
     let ci = try Self.ciCommands()
     // CI installs what is missing, then runs the whole suite, with these very lines.
-    try #require(ci.first == "scripts/install-deps", ".ci/run: \(ci)")
+    try #require(ci.first == "scripts/install-deps --test", ".ci/run: \(ci)")
     try #require(ci.dropFirst().first == "swift test", ".ci/run: \(ci)")
     let code = Self.codeLines(try Self.text(Self.readme))
-    #expect(
-      code.contains("\(ci[0]) && swift run -c release vpnstat watch"),
-      "README.md has no code line '\(ci[0]) && swift run -c release vpnstat watch'")
-    #expect(code.contains(ci[1]), "README.md has no code line '\(ci[1])'")
+    for line in ["scripts/install-deps && swift run -c release vpnstat watch", "\(ci[0]) && \(ci[1])"] {
+      #expect(code.contains(line), "README.md has no code line '\(line)'")
+    }
+  }
+
+  @Test(
+    "what running needs installs no service and none of the test stack; --test adds it, and the tests' own packages are in it"
+  )
+  func installDepsSplit() throws {
+    let script = Built.packageRoot.appendingPathComponent("scripts/install-deps").path
+    let running = try run("/bin/sh", [script, "--list"])
+    let testing = try run("/bin/sh", [script, "--test", "--list"])
+    try #require(running.status == 0 && testing.status == 0, "\(running.errors)\(testing.errors)")
+    let forRunning = Set(running.output.split(separator: "\n").map(String.init))
+    let test = Set(testing.output.split(separator: "\n").map(String.init))
+    #expect(forRunning.isSubset(of: test), "\(forRunning.subtracting(test))")
+    for needed in ["libpcap-dev", "libsqlite3-dev", "zlib1g-dev", "libncurses6"] {
+      #expect(forRunning.contains(needed), "\(needed)")
+    }
+    // Services (NetworkManager takes over a machine's network), a browser, the VPN software.
+    for heavy in [
+      "network-manager", "network-manager-openvpn", "openvpn", "dbus", "systemd", "chromium", "prometheus",
+      "wireguard-go", "xvfb", "dunst", "lintian", "debootstrap", "zsh", "fish",
+    ] {
+      #expect(!forRunning.contains(heavy), "scripts/install-deps installs \(heavy) for running")
+      #expect(test.contains(heavy), "scripts/install-deps --test lacks \(heavy)")
+    }
+    // Every package a test names as the home of a tool it needs is in the --test list.
+    for package in Tool.packages.values {
+      #expect(test.contains(package), "a test needs \(package), which --test does not install")
+    }
+    let wrong = try run("/bin/sh", [script, "--tset"])
+    #expect(wrong.status == 64 && wrong.errors.contains("unknown option '--tset'"), "\(wrong.errors)")
   }
 
   @Test("the README is a page a new user reads in three minutes: at most 250 lines")

@@ -115,6 +115,30 @@ struct ReportTests {
     #expect(uint(today["projected_rx_bytes"]) == 3000)
   }
 
+  @Test(
+    "a name no interface has and the ledger never saw is a typo: report, history and alert exit 69 naming the known ones; a name gone but booked keeps its figures"
+  )
+  func unknownInterface() throws {
+    let sample = ["--sysfs-root", sysfs.directory.path]
+    for command in [
+      ["alert", "--limit", "1GB"], ["alert", "--limit", "1GB", "-q"], ["report"], ["history", "--json"],
+    ] {
+      let result = try runInProcess(command + ["-i", "wg9"] + sample + ["--db", db], clock: clock)
+      #expect(result.status == 69, "\(command): \(result.status) \(result.output)")
+      #expect(result.errors.contains("no interface wg9"), "\(command): \(result.errors)")
+      #expect(result.errors.contains("known: ") && result.errors.contains("wg0"), "\(command): \(result.errors)")
+      #expect(result.output.isEmpty, "\(command): \(result.output)")
+    }
+    // wg0 is on no interface of this (empty) tree, but the ledger booked it: its figures.
+    let gone = try runInProcess(
+      ["alert", "--limit", "1651", "--per", "day", "-i", "wg0"] + sample + ["--db", db], clock: clock)
+    #expect(gone.status == 0, "\(gone.errors)")
+    #expect(try runInProcess(["report", "-i", "wg0"] + sample + ["--db", db], clock: clock).status == 0)
+    // Without a database only the kernel can say: still a typo.
+    let fresh = try runInProcess(["report", "-i", "wg9"] + sample + ["--db", directory.file("none.db")], clock: clock)
+    #expect(fresh.status == 69, "\(fresh.status): \(fresh.output)")
+  }
+
   @Test("alert exits 1 once the period's traffic reaches the limit, 0 a byte below; by interface and class too")
   func alert() throws {
     let sample = ["--sysfs-root", sysfs.directory.path]

@@ -43,6 +43,7 @@ enum AlertCommand: Subcommand {
     let read = try ReaderSample.take(&sampler, store: store)
     let (sample, ledger) = (read.sample, read.ledger)
     for warning in read.warnings { context.warn(warning) }
+    try CommandServices.requireKnown(selection, sample: sample, ledger: ledger)
     let now = try store.trustedNow(sample.taken)
     let cap = DataCap(limitBytes: limitBytes, period: CommandServices.period(parsed))
     let start = cap.period.start(of: now, in: store.calendar)

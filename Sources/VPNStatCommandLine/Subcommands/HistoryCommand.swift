@@ -92,6 +92,7 @@ enum HistoryCommand: Subcommand {
     var sampler = CommandServices.sampler(parsed, context)
     let sampled = try readerSample(&sampler, store: store, context)
     let query = try Query(parsed, now: sampled?.sample.taken.wall ?? context.clock.now().wall, context.calendar)
+    try CommandServices.requireKnown(query.selection, sample: sampled?.sample, ledger: sampled?.ledger)
     let display = CommandServices.display(parsed, context)
     if let file = parsed[svg] {
       // One panel for the view given; hours, days and months otherwise.

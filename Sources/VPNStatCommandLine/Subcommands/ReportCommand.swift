@@ -37,6 +37,7 @@ enum ReportCommand: Subcommand {
       // Nothing recorded: say what to run, and meanwhile what the kernel counts.
       let sample = try sampler.sample()
       HistoryCommand.warn(about: sample, context)
+      try CommandServices.requireKnown(selection, sample: sample, ledger: nil)
       let snapshot = StatusSnapshot.make(
         sample: sample, catalog: &sampler.catalog, selection: selection, previous: nil, ledger: nil)
       // The recorder for the database this report reads: the default one, or the one named.
@@ -48,6 +49,7 @@ enum ReportCommand: Subcommand {
     }
     // Counters that cannot be read leave the saved figures (said on stderr).
     let sampled = try HistoryCommand.readerSample(&sampler, store: store, context)
+    try CommandServices.requireKnown(selection, sample: sampled?.sample, ledger: sampled?.ledger)
     let reading = sampled?.sample.taken ?? context.clock.now()
     let now = reading.wall
     let calendar = context.calendar
