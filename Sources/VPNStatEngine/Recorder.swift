@@ -172,7 +172,7 @@ package struct Recorder {
     keeper.requestSave()
     try keeper.saveNow(&sampler)
     store.checkpoint()
-    // The checkpoint changed the stamp (the log cut back): published again for it.
+    // The checkpoint changed the stamp (the file's header is the log's now): published again.
     if keeper.isWriting { _ = try? store.publishForReaders() }
   }
 

@@ -38,18 +38,12 @@ public struct Refusal: Hashable, Sendable {
     self.until = until
   }
 
-  /// The refusal `report` makes of a connection at its "now" through `path`: the data cap when
-  /// it is reached (it refuses whatever the window says), else the pause; nil when connecting
-  /// is allowed.
+  /// The refusal `report` makes of a connection at its "now" through `path`, for the reason
+  /// that lasts longest (`SessionReport.connectBlock`); nil when connecting is allowed.
   public static func of(_ report: SessionReport, interface: InterfaceName?, by path: Path) -> Refusal? {
-    guard !report.canConnect else { return nil }
-    if let cap = report.dataCap, cap.reached {
-      return Refusal(
-        at: report.now, interface: interface ?? report.tunnel, by: path, reason: .dataCap, until: cap.periodEnd)
-    }
+    guard let block = report.connectBlock else { return nil }
     return Refusal(
-      at: report.now, interface: interface ?? report.tunnel, by: path, reason: .pause,
-      until: report.window?.pauseEndsAt)
+      at: report.now, interface: interface ?? report.tunnel, by: path, reason: block.reason, until: block.until)
   }
 }
 

@@ -14,6 +14,17 @@ public enum SessionState: String, Hashable, Sendable, CaseIterable {
   case unlimited
 }
 
+/// Why connecting is refused, and until when (nil: not known).
+public struct ConnectBlock: Hashable, Sendable {
+  public var reason: Refusal.Reason
+  public var until: Timestamp?
+
+  public init(reason: Refusal.Reason, until: Timestamp?) {
+    self.reason = reason
+    self.until = until
+  }
+}
+
 /// The session window as reports show it, computed from the stored record at one trusted "now".
 /// Read from the store on every refresh, never remembered: another process (the enforcer)
 /// changes it.
@@ -50,6 +61,17 @@ public struct SessionReport: Hashable, Sendable {
   public var pauseRemaining: Duration? {
     guard state == .paused || state == .expired, let window, now < window.pauseEndsAt else { return nil }
     return window.pauseEndsAt - now
+  }
+
+  /// Why connecting is refused now and until when, as one answer: the later of the pause's end
+  /// and the end of the data cap's period (each refuses on its own, so the person can connect
+  /// only when both are over); nil when connecting is allowed.
+  public var connectBlock: ConnectBlock? {
+    guard !canConnect else { return nil }
+    let pause = pauseRemaining.map { now + $0 }
+    let cap = dataCap.flatMap { $0.reached ? $0.periodEnd : nil }
+    if let cap, cap >= pause ?? cap { return ConnectBlock(reason: .dataCap, until: cap) }
+    return ConnectBlock(reason: .pause, until: pause ?? window?.pauseEndsAt)
   }
 
   /// The lengths the next window will be opened with. Only an enforcer opens windows, so while

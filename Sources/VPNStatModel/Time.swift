@@ -164,6 +164,17 @@ public struct Timestamp: Hashable, Comparable, Sendable {
       + localClockTime(in: calendar)
   }
 
+  /// Local time as a person reads it beside `now`: `15:17:05` on `now`'s day, else with its date,
+  /// `2027-01-01 00:00:00` — a clock time alone reads as today (a refusal until New Year read as
+  /// "until 00:00:00", tonight).
+  public func localTime(near now: Timestamp, in calendar: any LocalCalendar, withSeconds: Bool = true) -> String {
+    let parts = calendar.civil(seconds)
+    let today = calendar.civil(now.seconds)
+    let clock = localClockTime(in: calendar, withSeconds: withSeconds)
+    guard parts.year != today.year || parts.month != today.month || parts.day != today.day else { return clock }
+    return padded(parts.year, 4) + "-" + padded(parts.month, 2) + "-" + padded(parts.day, 2) + " " + clock
+  }
+
   /// Local wall time as `HH:MM` (or `HH:MM:SS`), for messages meant for people.
   public func localClockTime(in calendar: any LocalCalendar, withSeconds: Bool = false) -> String {
     let parts = calendar.civil(seconds)

@@ -8,7 +8,7 @@ package enum NoticeText {
     -> DesktopNotification
   {
     let calendar = options.calendar
-    func time(_ instant: Timestamp) -> String { instant.localClockTime(in: calendar, withSeconds: true) }
+    func time(_ instant: Timestamp) -> String { instant.localTime(near: now, in: calendar) }
     func wait(_ until: Timestamp) -> String { SessionText.minutes(until - now) }
     switch notice {
     case .sessionEnding(let window, let tunnel):
@@ -31,7 +31,7 @@ package enum NoticeText {
       var body = stop.interface.map { "\(options.name($0)) went down at \(time(stop.at))." } ?? "At \(time(stop.at))."
       if let next {
         body +=
-          "\nThe next session can start at \(next.localDateTimeIfOtherDay(now, calendar: calendar)) (in \(wait(next)))."
+          "\nThe next session can start at \(next.localTime(near: now, in: calendar)) (in \(wait(next)))."
       } else {
         body += "\nYou can reconnect now."
       }
@@ -48,7 +48,7 @@ package enum NoticeText {
       case (.pause, _): summary = "VPN refused: the free plan's pause"
       case (.dataCap, let until?) where until > now:
         summary =
-          "VPN refused: the data cap is reached until \(until.localDateTimeIfOtherDay(now, calendar: calendar)) (in \(wait(until)))"
+          "VPN refused: the data cap is reached until \(until.localTime(near: now, in: calendar)) (in \(wait(until)))"
       case (.dataCap, _): summary = "VPN refused: the data cap is reached"
       }
       var body = refusal.interface.map { "\(options.name($0)) " } ?? "A tunnel "
@@ -70,17 +70,5 @@ package enum NoticeText {
         summary: reached ? "VPN data cap reached" : "VPN data cap: \(threshold) % used", body: body,
         urgency: reached ? .critical : .normal, category: .network)
     }
-  }
-}
-
-extension Timestamp {
-  /// `15:17:05` on the day of `now`, else `2026-12-02 00:00`.
-  fileprivate func localDateTimeIfOtherDay(_ now: Timestamp, calendar: any LocalCalendar) -> String {
-    let civil = calendar.civil(seconds)
-    let today = calendar.civil(now.seconds)
-    guard civil.year == today.year, civil.month == today.month, civil.day == today.day else {
-      return localDateTime(in: calendar)
-    }
-    return localClockTime(in: calendar, withSeconds: true)
   }
 }

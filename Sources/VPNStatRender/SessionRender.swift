@@ -16,22 +16,32 @@ package enum SessionText {
     guard !report.canConnect, let wait = report.pauseRemaining, let window = report.window else { return nil }
     let seconds = (wait.nanoseconds + 999_999_999) / 1_000_000_000
     return
-      "free plan pause: you can reconnect in \(Units.duration(seconds: seconds)) (at \(window.pauseEndsAt.localClockTime(in: calendar, withSeconds: true)))"
+      "free plan pause: you can reconnect in \(Units.duration(seconds: seconds)) (at \(window.pauseEndsAt.localTime(near: report.now, in: calendar)))"
   }
 
-  /// Why connecting is refused, for the gate: the data cap when it is reached, else the pause;
-  /// nil when connecting is allowed.
+  /// Why connecting is refused, for the gate: the reason that lasts longest
+  /// (`SessionReport.connectBlock`); nil when connecting is allowed.
   package static func refusal(_ report: SessionReport, calendar: any LocalCalendar) -> String? {
-    guard !report.canConnect else { return nil }
-    if let cap = report.dataCap, cap.reached { return DataCapText.refusal(cap, calendar: calendar) }
+    guard let block = report.connectBlock else { return nil }
+    if block.reason == .dataCap, let cap = report.dataCap { return DataCapText.refusal(cap, calendar: calendar) }
     return pauseMessage(report, calendar: calendar)
+  }
+
+  /// `data cap reached: connecting is refused until 2027-01-01 00:00:00 (in 27 d 14 h)` when the
+  /// cap is what refuses connecting longest, for the headline in place of the pause's countdown.
+  static func capBlock(_ report: SessionReport, calendar: any LocalCalendar) -> String? {
+    guard let block = report.connectBlock, block.reason == .dataCap, let until = block.until else { return nil }
+    return
+      "data cap reached: connecting is refused until \(until.localTime(near: report.now, in: calendar)) (in \(minutes(until - report.now)))"
   }
 
   package static func headline(_ report: SessionReport, calendar: any LocalCalendar) -> String {
     switch report.state {
     case .unlimited:
+      if let blocked = capBlock(report, calendar: calendar) { return "session: premium plan · " + blocked }
       return "session: premium plan · " + (report.dataCap == nil ? "unlimited" : "no session window")
     case .none:
+      if let blocked = capBlock(report, calendar: calendar) { return "session: free plan · no window · " + blocked }
       guard report.enforcer != nil else {
         // Only an enforcer opens windows: without one, nothing limits a connection.
         return "session: free plan · no window · no enforcer running, so connecting opens no session"
@@ -40,16 +50,17 @@ package enum SessionText {
     case .active:
       let window = report.window!
       return
-        "session: free plan · active · \(Units.clock(seconds: seconds(report.remaining ?? .zero))) left (until \(window.sessionEndsAt.localClockTime(in: calendar, withSeconds: true))), then a \(minutes(window.lengths.pause)) pause"
+        "session: free plan · active · \(Units.clock(seconds: seconds(report.remaining ?? .zero))) left (until \(window.sessionEndsAt.localTime(near: report.now, in: calendar))), then a \(minutes(window.lengths.pause)) pause"
     case .paused:
       let window = report.window!
+      if let blocked = capBlock(report, calendar: calendar) { return "session: free plan · paused · " + blocked }
       return
-        "session: free plan · paused · reconnect in \(minutes(report.pauseRemaining ?? .zero)) (at \(window.pauseEndsAt.localClockTime(in: calendar, withSeconds: true)))"
+        "session: free plan · paused · reconnect in \(minutes(report.pauseRemaining ?? .zero)) (at \(window.pauseEndsAt.localTime(near: report.now, in: calendar)))"
     case .expired:
       let window = report.window!
       let pending = report.enforcer != nil ? "disconnect pending" : "no enforcer running: the tunnel stays up"
       return
-        "session: free plan · expired at \(window.sessionEndsAt.localClockTime(in: calendar, withSeconds: true)) · \(pending)"
+        "session: free plan · expired at \(window.sessionEndsAt.localTime(near: report.now, in: calendar)) · \(pending)"
     }
   }
 
@@ -71,7 +82,7 @@ package enum SessionText {
     if report.plan == .free {
       if let enforcer = report.enforcer {
         lines.append(
-          "enforcer: pid \(enforcer.pid) since \(enforcer.since.localClockTime(in: options.calendar, withSeconds: true)) on \(enforcer.tunnel.terminalText) (\(TerminalText.sanitize(enforcer.action)))"
+          "enforcer: pid \(enforcer.pid) since \(enforcer.since.localTime(near: report.now, in: options.calendar)) on \(enforcer.tunnel.terminalText) (\(TerminalText.sanitize(enforcer.action)))"
         )
       } else {
         lines.append("enforcer: none running — nothing takes the tunnel down at the deadline or in the pause")
@@ -88,13 +99,14 @@ package enum SessionText {
     if let cap = report.dataCap { lines.append(DataCapText.line(cap, options: options)) }
     if let stop = report.lastStop {
       var line =
-        "last stop: \(stop.reason.rawValue) at \(stop.at.localClockTime(in: options.calendar, withSeconds: true))"
+        "last stop: \(stop.reason.rawValue) at \(stop.at.localTime(near: report.now, in: options.calendar))"
       if let interface = stop.interface { line += " on \(options.name(interface))" }
       if let detail = stop.detail { line += " (\(TerminalText.sanitize(detail)))" }
       lines.append(line)
     }
     if let refusal = report.lastRefusal {
-      lines.append("last refusal: " + RefusalText.line(refusal, calendar: options.calendar, name: options.name))
+      lines.append(
+        "last refusal: " + RefusalText.line(refusal, now: report.now, calendar: options.calendar, name: options.name))
     }
     return lines
   }
@@ -316,14 +328,16 @@ enum TunnelManagerJSON {
 
 /// A recorded refusal in words, for `session`, `watch` and the desktop's notices.
 package enum RefusalText {
-  /// `pause at 10:32:30 on wg0, by the connect gate (until 10:45:00)`.
+  /// `pause at 10:32:30 on wg0, by the connect gate (until 10:45:00)`, times off `now`'s day
+  /// with their date.
   package static func line(
-    _ refusal: Refusal, calendar: any LocalCalendar, name: (InterfaceName) -> String = { $0.terminalText }
+    _ refusal: Refusal, now: Timestamp, calendar: any LocalCalendar,
+    name: (InterfaceName) -> String = { $0.terminalText }
   ) -> String {
-    var line = "\(refusal.reason.rawValue) at \(refusal.at.localClockTime(in: calendar, withSeconds: true))"
+    var line = "\(refusal.reason.rawValue) at \(refusal.at.localTime(near: now, in: calendar))"
     if let interface = refusal.interface { line += " on \(name(interface))" }
     line += ", \(path(refusal.by))"
-    if let until = refusal.until { line += " (until \(until.localClockTime(in: calendar, withSeconds: true)))" }
+    if let until = refusal.until { line += " (until \(until.localTime(near: now, in: calendar)))" }
     return line
   }
 

@@ -151,7 +151,7 @@ package enum StatusPage {
 
   /// `session ends | 12:45:03 | in 12 min 30 s`.
   static func countdownRow(_ label: String, _ time: Timestamp, now: Timestamp, options: DisplayOptions) -> String {
-    "<tr><td>\(label)</td><td>\(e(time.localClockTime(in: options.calendar, withSeconds: true)))</td>"
+    "<tr><td>\(label)</td><td>\(e(time.localTime(near: now, in: options.calendar)))</td>"
       + "<td><span data-until=\"\(time.nanoseconds / 1_000_000_000)\">\(e(inWords(time, now: now)))</span></td></tr>\n"
   }
 

@@ -104,9 +104,14 @@ package enum Units {
     Int64(exactly: value.rounded()).map { String($0) } ?? "\(value.rounded())"
   }
 
-  /// `31 min 12 s`, `2 h 05 min`, `45 s`: a wait or a remaining time, to the second.
+  /// `31 min 12 s`, `2 h 05 min`, `45 s`, `28 d 06 h`: a wait or a remaining time, to the second
+  /// under an hour, to the minute under a day, to the hour beyond.
   package static func duration(seconds total: Int64) -> String {
     let value = max(0, total)
+    if value >= 86_400 {
+      let hours = value / 3600 % 24
+      return "\(value / 86_400) d \(hours < 10 ? "0" : "")\(hours) h"
+    }
     let hours = value / 3600
     let minutes = value / 60 % 60
     let seconds = value % 60

@@ -216,11 +216,11 @@ extension Store {
     }
   }
 
-  /// Copies the log into the file and cuts it back to nothing (the recorder does this when it
-  /// stops: a database at rest is one file, and the next reader reads no log).
+  /// Copies the log's pages into the file (the recorder does this when it stops), so that the
+  /// next writer starts the log over instead of making it longer.
   package func checkpoint() {
     guard !isReadOnly else { return }
-    _ = try? guarded { try cutLog() }
+    _ = try? guarded { try checkpointLog() }
   }
 
   /// What changes when another process commits: a writer's SQLite count of other connections'

@@ -273,31 +273,28 @@ package final class Store {
     connection.skipCheckpointOnClose()
     // A writer runs for good: SQLite's default page cache (2 MiB) would fill with pages read once
     // and stay that size. A save touches the ledger's table and the current buckets, some 500 KiB
-    // at a thousand interfaces; the rest is read again from the OS's cache. The log is cut back
-    // to nothing whenever it starts over, so a commit always makes it longer (`StoreStamp`).
+    // at a thousand interfaces; the rest is read again from the OS's cache. When the log starts
+    // over it is cut to what the commit wrote, not left at its largest.
     try connection.execute(
       """
       PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size = -\(Self.writerCacheKiB); PRAGMA synchronous=NORMAL;
       PRAGMA journal_size_limit=0
       """)
     writing = connection
-    // A writer that died before its commit may have left frames at the log's end; commits from
-    // here would overwrite them without making the log longer, a change readers' stamps would
-    // miss. Checked into the file, the log starts over, with new salts.
-    try cutLog()
+    // A writer that died before its commit left frames at the log's end; commits from here would
+    // be written over them, and one shorter would leave the log's last frame (and stamp) as it
+    // was. Checked into the file, the log starts over at the next commit, with new salts.
+    if StoreStamp.read(database: realPath)?.logEndsUncommitted == true { try checkpointLog() }
   }
 
-  /// Copies the log into the file and cuts it back to nothing, under the writer's lock. Page 1 is
-  /// written first, which moves the header's change counter: a cut log takes its salts with it,
-  /// and without that a file with an empty log would show a reader the stamp it showed before
-  /// the writes the log held (SQLite moves the counter only when a commit writes page 1).
-  func cutLog() throws {
+  /// Copies the log's pages into the file, under the writer's lock; this connection's next
+  /// commit starts the log over, with new salts. The log is left as it is, not truncated: a
+  /// reader of it still reads those pages from it, and its stamp stays that of the state it
+  /// holds. (A log cut to nothing would show the stamp an earlier empty log showed, though the
+  /// file changed between: SQLite moves the header's change counter once per exclusive lock.)
+  func checkpointLog() throws {
     guard let stamp = StoreStamp.read(database: realPath), stamp.isWAL, stamp.logSize > 0 else { return }
-    try connection.transaction {
-      let version = try connection.scalar("PRAGMA user_version") ?? 0
-      try connection.execute("PRAGMA user_version = \(version)")
-    }
-    try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    try connection.execute("PRAGMA wal_checkpoint(RESTART)")
   }
 
   /// The ledger's snapshot (`LedgerSnapshot`), the mark that it is current (with the token a

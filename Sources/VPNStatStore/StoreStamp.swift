@@ -5,10 +5,11 @@ import VPNStatSystem
 /// whether the database changed and whether it may be read now: the journal mode (1 rollback,
 /// 2 WAL, bytes 18–19), the header's file change counter (every commit in rollback mode
 /// increments it), which file the database is with its owner and mode, and the `-wal`'s identity,
-/// size and salts. A commit to the log makes it longer (writers cut it back to nothing when it
-/// starts over, and starting over draws new salts), a checkpoint copies into the file only
-/// pages the log holds, which a reader of that log reads from the log, and a log cut to nothing
-/// moves the change counter (`Store.cutLog`). Equal stamps before and
+/// size and salts, and the header of its last frame — whose checksum runs over every frame before
+/// it. A commit changes the log's last frame (appended, or written over the frames of an
+/// earlier log when the log starts over, a write whose size may not change); a checkpoint copies
+/// into the file only pages the log holds, which a reader of that log reads from the log, and
+/// leaves the log as it is (`Store.checkpointLog`). Equal stamps before and
 /// after a read mean no commit came between: the read saw one committed state (`Store`'s
 /// readers), and a copy made at one stamp is still current at an equal one (`PublishedState`).
 struct StoreStamp: Equatable {
@@ -20,8 +21,8 @@ struct StoreStamp: Equatable {
   var isWriting: Bool
 
   /// 2 + 4 header bytes, the database's device and inode, owner and mode, the `-wal`'s device,
-  /// inode and size, and its salts.
-  static let length = 6 + 2 * 8 + 2 * 4 + 3 * 8 + 8
+  /// inode and size, its salts, and its last frame's header.
+  static let length = 6 + 2 * 8 + 2 * 4 + 3 * 8 + 8 + 24
 
   /// Whether the header says WAL.
   var isWAL: Bool { bytes[0] == 2 || bytes[1] == 2 }
@@ -32,6 +33,13 @@ struct StoreStamp: Equatable {
 
   /// The `-wal`'s size in bytes (0 when there is none).
   var logSize: UInt64 { bytes[46..<54].reversed().reduce(0) { $0 << 8 | UInt64($1) } }
+
+  /// Whether the log ends in frames no commit ends (a writer that died in the middle of a write,
+  /// or one starting the log over): its last frame says no file size, or carries other salts than
+  /// the log's header (bytes 54–61; the last frame's header is bytes 62–85).
+  var logEndsUncommitted: Bool {
+    logSize > 32 && (bytes[66..<70].allSatisfy { $0 == 0 } || bytes[70..<78] != bytes[54..<62])
+  }
 
   /// The file change counter.
   var changeCounter: UInt32 { bytes[2...5].reduce(0) { $0 << 8 | UInt32($1) } }
@@ -52,19 +60,35 @@ struct StoreStamp: Equatable {
     stamp.u64(database.inode)
     stamp.u32(database.owner)
     stamp.u32(database.permissions)
-    var salts = [UInt8](repeating: 0, count: 32)
-    var wal: FileStatus?
-    if header[18] == 2 || header[19] == 2 {
-      _ = salts.withUnsafeMutableBytes { readPrefix(of: real + "-wal", into: $0, status: &wal) }
-    }
+    var log = [UInt8](repeating: 0, count: 32 + 24)
+    let wal = header[18] == 2 || header[19] == 2 ? readLog(real + "-wal", into: &log) : nil
     stamp.u64(wal?.device ?? 0)
     stamp.u64(wal?.inode ?? 0)
     stamp.u64(UInt64(wal?.size ?? 0))
-    stamp.bytes.append(contentsOf: salts[16..<24])
+    stamp.bytes.append(contentsOf: log[16..<24])
+    stamp.bytes.append(contentsOf: log[32..<56])
     // A journal with nothing in it (or none) is no transaction: DELETE mode removes it at each
     // commit, TRUNCATE empties it.
     let journal = FileStatus.of(real + "-journal")
     return StoreStamp(bytes: stamp.bytes, isWriting: (journal?.size ?? 0) > 0 && !(header[18] == 2 || header[19] == 2))
+  }
+
+  /// Reads the log at `path`: its 32-byte header into `buffer`, then the 24-byte header of its
+  /// last whole frame (page number, the file's size when it ends a commit, salts, checksum);
+  /// returns what the open file is, nil when it cannot be read (the bytes then stay zero).
+  private static func readLog(_ path: String, into buffer: inout [UInt8]) -> FileStatus? {
+    guard let fd = try? FileDescriptor.open(path, FileDescriptor.readingNoFollow) else { return nil }
+    defer { fd.close() }
+    guard let status = try? fd.status(), status.isRegular else { return nil }
+    buffer.withUnsafeMutableBytes { raw in
+      guard (try? fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<32]), at: 0)) == 32 else { return }
+      let pageSize = raw[8..<12].reduce(0) { $0 << 8 | Int($1) }
+      let frame = 24 + pageSize
+      let frames = (status.size - 32) / frame
+      guard pageSize >= 512, frames > 0 else { return }
+      _ = try? fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[32..<56]), at: 32 + (frames - 1) * frame)
+    }
+    return status
   }
 
   /// Reads the first bytes of `path` into `buffer` and sets `status` to what the open file is;

@@ -20,7 +20,7 @@ struct DataCapKernelTests {
     // Link-down: what is measured is the cap's rule, not how long finding a manager takes on a
     // loaded machine (a walk of /proc, systemctl, nmcli: the manager tests measure those).
     let enforcer = try t.startEnforcer(["--interval", "1s", "--action", "link-down"], session: "10m", pause: "10m")
-    #expect(enforcer.errors.contains("data cap 4.77 MiB per day"), "\(enforcer.errors)")
+    #expect(enforcer.errors.contains("data cap 5.00 MB per day"), "\(enforcer.errors)")
     func alert() throws -> Int32 {
       try t.ns.vpnstat("alert", "--limit", "5MB", "--per", "day", "-q", "--db", t.db).status
     }
@@ -61,7 +61,7 @@ struct DataCapKernelTests {
     try t.up()
     #expect(try waitUntil(timeout: 2) { try !t.isUp() } != nil, "an up under the cap stayed up")
     #expect(enforcer.stop() == 0)
-    #expect(enforcer.errors.contains("data cap reached (≈ "), "\(enforcer.errors)")
+    #expect(enforcer.errors.contains("data cap reached: ≈ "), "\(enforcer.errors)")
     print("data cap: crossing → decision \(String(format: "%.3f", latency)) s")
   }
 }

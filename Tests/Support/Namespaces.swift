@@ -144,6 +144,7 @@ final class TestNamespace: @unchecked Sendable {
   }
 }
 
+/// A count threads add to.
 final class Counter: @unchecked Sendable {
   private var value = 0
   private let lock = NSLock()
@@ -151,6 +152,11 @@ final class Counter: @unchecked Sendable {
     lock.lock()
     defer { lock.unlock() }
     value += 1
+    return value
+  }
+  var count: Int {
+    lock.lock()
+    defer { lock.unlock() }
     return value
   }
 }

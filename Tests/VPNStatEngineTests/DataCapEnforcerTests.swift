@@ -42,7 +42,7 @@ struct DataCapEnforcerTests {
     try carry(bench, index, rx: 1, tx: 0)
     #expect(!bench.kernel.isUp(index))
     #expect(try bench.stops() == [.dataCap])
-    #expect(bench.log.contains("data cap reached (≈ 4.77 MiB of 4.77 MiB this day)"), "\(bench.log.lines)")
+    #expect(bench.log.contains("data cap reached: ≈ 5.00 MB of 5.00 MB this day (100 %)"), "\(bench.log.lines)")
     // The session window is left as it was: the cap is a limit of its own.
     #expect(try bench.stored().window != nil)
   }

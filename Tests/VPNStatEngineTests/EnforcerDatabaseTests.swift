@@ -116,7 +116,7 @@ struct EnforcerDatabaseTests {
     clock.advance(.seconds(5))
     database.advanceLedger(&sampler, notified: [], deleted: false, saveNow: false)
     #expect(check.reached(cap, keeper: database.keeper, at: clock.now().wall, outage: &outage))
-    #expect(check.reachedText == "data cap reached (≈ 9.77 KiB of 9.77 KiB this day)")
+    #expect(check.reachedText == "data cap reached: ≈ 10.0 kB of 10.0 kB this day (100 %)")
     // No database: the usage last read holds until midnight, and not after.
     #expect(check.reached(cap, keeper: nil, at: Timestamp(rfc3339: "2027-01-15T23:59:00Z")!, outage: &outage))
     #expect(!check.reached(cap, keeper: nil, at: Timestamp(rfc3339: "2027-01-16T00:00:00Z")!, outage: &outage))

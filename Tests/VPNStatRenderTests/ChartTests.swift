@@ -85,7 +85,8 @@ struct ChartTests {
     #expect(svg.contains(">data cap 4.00 GiB</text>"))
     #expect(svg.contains("data cap reached: ≈ 5.00 GiB of 4.00 GiB this month from the 15th (125 %)"))
     #expect(svg.contains("months (from the 15th)"))
-    #expect(svg.contains("session: premium plan · no session window"))
+    // The cap is what refuses connecting, until its period ends: the headline says so.
+    #expect(svg.contains("session: premium plan · data cap reached: connecting is refused until"))
   }
 
   @Test("interface names, whatever their bytes, are escaped: the document stays well-formed")

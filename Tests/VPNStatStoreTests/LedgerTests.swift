@@ -660,6 +660,56 @@ struct ConcurrentWriterTests {
   }
 
   @Test(
+    "a reader reading while a writer commits and checks the log into the file: every read is one commit (the buckets add up to the totals)"
+  )
+  func readsAcrossCheckpoints() throws {
+    let directory = try TemporaryDirectory("readcut")
+    let path = directory.file("v.db")
+    /// Every interface's counters at `round`, a new 5-minute bucket each round (new rows, new pages).
+    @Sendable func save(_ round: UInt64, _ writer: Store) throws {
+      let wall = 1_800_000_000 + Int64(round) * 301
+      let observations = (0..<40).map { at in
+        LedgerObservation(
+          name: InterfaceName("t\(at)"), interfaceClass: .tunnel,
+          baseline: LedgerBaseline(
+            instance: InterfaceInstance(index: Int32(10 + at), bootID: "boot-a"),
+            counters: TrafficCounts(rxBytes: round * 1000, txBytes: round * 10, rxPackets: round, txPackets: round),
+            width: .bits64, wall: Timestamp(seconds: wall), boottime: (wall - 1_700_000_000) * 1_000_000_000),
+          plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
+      }
+      _ = try writer.advanceLedger(observations, now: Timestamp(seconds: wall))
+    }
+    try save(0, try #require(try Store.open(StoreLocation(path: path), intent: .write)))
+    let done = Flag()
+    let reads = Counter()
+    let failures = onThreads(2) { thread in
+      if thread == 0 {
+        defer { done.set() }
+        let writer = try #require(try Store.open(StoreLocation(path: path), intent: .write))
+        for round in UInt64(1)...240 {
+          try save(round, writer)
+          // Every other commit starts the log over (written over the last log's frames), the
+          // next makes it longer.
+          if round % 2 == 0 { writer.checkpoint() }
+        }
+      } else {
+        let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+        repeat {
+          let (ledger, buckets) = try reader.snapshot {
+            (try reader.readLedger(), try reader.buckets(.fiveMinutes, since: 0))
+          }
+          let totals = ledger.entries.reduce(UInt64(0)) { $0 + $1.value.totals.traffic.rxBytes }
+          let booked = buckets.reduce(UInt64(0)) { $0 + $1.traffic.rxBytes }
+          if totals != booked { throw TestSetupError("a read of two commits: totals \(totals), buckets \(booked)") }
+          _ = reads.next()
+        } while !done.isSet
+      }
+    }
+    #expect(failures.isEmpty, "\(failures)")
+    #expect(reads.count >= 5, "only \(reads.count) reads while the writer wrote")
+  }
+
+  @Test(
     "processes racing on one database: a recorder and five status runs at once — every reader shows the exact totals, the buckets equal them"
   )
   func racingProcesses() throws {
@@ -956,5 +1006,21 @@ struct StoreBadInputTests {
     let bare = try runAsNobody(binary, ["status", "--json", "--db", path])
     #expect(bare.status == 0, "\(bare.errors)")
     #expect(contents(path) == before)
+  }
+}
+
+/// A flag one thread sets and others read.
+final class Flag: @unchecked Sendable {
+  private let lock = NSLock()
+  private var value = false
+  func set() {
+    lock.lock()
+    value = true
+    lock.unlock()
+  }
+  var isSet: Bool {
+    lock.lock()
+    defer { lock.unlock() }
+    return value
   }
 }

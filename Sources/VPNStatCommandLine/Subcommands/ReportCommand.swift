@@ -99,7 +99,7 @@ enum ReportCommand: Subcommand {
     let age = now - saved
     let since = "the traffic since is read from the kernel now and counted in today"
     guard age > saveInterval * 3 else {
-      return "saved at \(saved.localClockTime(in: calendar, withSeconds: true)); \(since)."
+      return "saved at \(saved.localTime(near: now, in: calendar)); \(since)."
     }
     let ago = Units.duration(seconds: max(0, age.nanoseconds) / 1_000_000_000)
     return

@@ -33,8 +33,10 @@ struct DataCapCheck {
     return status?.reached == true
   }
 
-  /// "data cap reached (≈ 4.77 MiB of 4.77 MiB this day)": why the enforcer disconnected.
+  /// "data cap reached: ≈ 80.0 MB of 80.0 MB this day (100 %)": why the enforcer disconnected, in
+  /// the units the cap was given in (as every other output says it).
   var reachedText: String {
-    "data cap reached (≈ \(Units.bytes(status?.usedBytes ?? 0)) of \(Units.bytes(status?.cap.limitBytes ?? 0)) this \(status?.cap.period.label ?? "period"))"
+    guard let status else { return "data cap reached" }
+    return "data cap reached: " + DataCapText.usage(status, options: DisplayOptions(calendar: calendar))
   }
 }

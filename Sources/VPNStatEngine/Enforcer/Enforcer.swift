@@ -471,7 +471,10 @@ package struct Enforcer {
     guard let record = session.record else {
       return "session window unknown (\(database.outage.problem ?? "no database"))"
     }
-    let cap = record.dataCap.map { "; data cap \(Units.bytes($0.limitBytes)) per \($0.period.label)" } ?? ""
+    let cap =
+      record.dataCap.map {
+        "; data cap \(DisplayOptions(calendar: environment.calendar).matching(limit: $0.limitBytes).size($0.limitBytes)) per \($0.period.label)"
+      } ?? ""
     guard record.plan == .free else { return "plan premium: no session window" + cap }
     guard let window = record.window else { return "no window yet" + cap }
     return "window until \(clockTime(window.sessionEndsAt)), pause until \(clockTime(window.pauseEndsAt))" + cap
@@ -483,6 +486,6 @@ package struct Enforcer {
   }
 
   private func clockTime(_ instant: Timestamp) -> String {
-    instant.localClockTime(in: environment.calendar, withSeconds: true)
+    instant.localTime(near: clock.now().wall, in: environment.calendar)
   }
 }
