@@ -47,6 +47,27 @@ struct DataCapEnforcerTests {
     #expect(try bench.stored().window != nil)
   }
 
+  @Test(
+    "the device goes away after the cap's stop (wg-quick down deletes it): one stop, data-cap, not 'vanished' — the desktop must not say 'stopped by the user'"
+  )
+  func goneAfterCapStop() throws {
+    let (bench, index) = try capped("capgone")
+    try carry(bench, index, rx: 5_000_000, tx: 0)
+    #expect(try bench.stops() == [.dataCap])
+    try bench.handle(.link(bench.kernel.delete(index)))
+    #expect(try bench.stops() == [.dataCap], "\(bench.log.lines)")
+    #expect(!bench.log.contains("by something else"), "\(bench.log.lines)")
+    #expect(bench.log.contains("went away after this enforcer's stop (data-cap)"), "\(bench.log.lines)")
+    // A new device under the name, up inside the session and taken away by someone else: that
+    // one is recorded (the enforcer's own stop is over once a device came up).
+    bench.clock.advance(.seconds(86_400))
+    try bench.handle(.link(bench.kernel.add("wg0", up: true)))
+    let again = try #require(bench.kernel.index(of: "wg0"))
+    #expect(bench.kernel.isUp(again), "\(bench.log.lines)")
+    try bench.handle(.link(bench.kernel.delete(again)))
+    #expect(try bench.stops() == [.vanished, .dataCap], "\(bench.log.lines)")
+  }
+
   @Test("up again while the cap is reached: down at once; the next day it may stay up")
   func refusedUntilRollover() throws {
     let (bench, index) = try capped("rollover")

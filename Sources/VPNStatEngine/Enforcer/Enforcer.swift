@@ -69,6 +69,10 @@ package struct Enforcer {
   var takedown: Takedown
   var managers: ManagerTable
   var managerHolds: ManagerHolds
+  /// The stop this enforcer made last, while no device came up since: a device that then goes
+  /// away (a manager's stop deletes it after the cut) or down is that stop's doing, already
+  /// recorded with its reason — never "something else".
+  var ownStop: StopReason?
   var cap: DataCapCheck
   var deadline: TrustedAlarm
   var sleep = SleepDetector()
@@ -205,6 +209,7 @@ package struct Enforcer {
 
   /// The on-tunnel-up rule, decided on the freshest record that can be read, applied at once.
   private mutating func tunnelCameUp(_ index: Int32) throws {
+    ownStop = nil
     refreshIfChanged()
     let now = trustedNow()
     switch rules.tunnelUp(session.record, capReached: capReached(at: now), at: now) {
@@ -243,6 +248,11 @@ package struct Enforcer {
     guard !followed.anyUp else { return }
     try arm(nil)
     guard wasUp || gone else { return }
+    if let ownStop {
+      log.event(
+        "\(tunnel.terminalText) \(gone ? "went away" : "went down") after this enforcer's stop (\(ownStop.rawValue))")
+      return
+    }
     let now = trustedNow()
     guard let reason = rules.stopWhenDown(gone: gone, session.record, at: now) else { return }
     pending.add(StopRecord(at: now, interface: tunnel, reason: reason))
@@ -348,6 +358,7 @@ package struct Enforcer {
     log.event(
       "\(tunnel.terminalText): \(why(reason)): disconnected" + (confirmed ? "" : " — FAILED, the link is still up"))
     let detail = details.isEmpty ? nil : details.joined(separator: "; ")
+    if confirmed { ownStop = reason }
     pending.add(StopRecord(at: now, interface: tunnel, reason: reason, detail: detail))
     flush()
   }
