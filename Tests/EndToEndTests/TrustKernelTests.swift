@@ -782,7 +782,10 @@ struct TrustKernelTests {
       }
       switch impostor {
       case .pluginRunByNobody:
-        try #require(parentRuns(plugin), "the shell did not become \(plugin)")
+        try #require(
+          parentRuns(plugin),
+          "the shell did not become \(plugin): it runs \(String(describing: try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(started.pid)/exe"))), running \(started.isRunning); it said: \(started.errors)"
+        )
         try #require(ownerUID(of: started.pid) == nobody.uid, "the plugin does not run as nobody")
         try #require(uids?.dropFirst().allSatisfy { $0 == "\(nobody.uid)" } == true, "\(status)")
       case .pluginOutsideItsDirectory:

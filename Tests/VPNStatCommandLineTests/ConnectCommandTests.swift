@@ -36,19 +36,31 @@ struct ConnectCommandTests {
     }
   }
 
-  @Test("in the pause: 75 with the gate's words and the wait, before the name is even looked up")
+  /// A wg-quick directory holding `wgt0.conf` (never run: the gate refuses first), and the
+  /// arguments that name it.
+  func configured() throws -> [String] {
+    let configurations = directory.file("wireguard")
+    try FileManager.default.createDirectory(atPath: configurations, withIntermediateDirectories: false)
+    chmod(configurations, 0o755)
+    try Data("[Interface]\nPrivateKey = x\n".utf8).write(to: URL(fileURLWithPath: configurations + "/wgt0.conf"))
+    chmod(configurations + "/wgt0.conf", 0o600)
+    return ["wgt0", "--wg-quick-dir", configurations]
+  }
+
+  @Test("in the pause: 75 with the gate's words and the wait for a tunnel that exists; nothing started")
   func pauseRefuses() throws {
     try pause()
-    let result = try vpnstat(["connect", Self.name, "--db", db])
+    let tunnel = try configured()
+    let result = try vpnstat(["connect"] + tunnel + ["--db", db])
     #expect(result.status == 75, "\(result.status): \(result.errors)")
     #expect(result.errors.contains("free plan pause: you can reconnect in 44 min"), "\(result.errors)")
     #expect(result.errors.contains("nothing was started"), "\(result.errors)")
     #expect(result.output.isEmpty)
-    let json = try vpnstat(["connect", Self.name, "--db", db, "--json"])
+    let json = try vpnstat(["connect"] + tunnel + ["--db", db, "--json"])
     #expect(json.status == 75)
     let object = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
     #expect(object["command"] as? String == "connect")
-    #expect(object["name"] as? String == Self.name)
+    #expect(object["name"] as? String == "wgt0")
     #expect(object["outcome"] as? String == "not-allowed")
     #expect(object["manager"] is NSNull && object["started_at"] is NSNull && object["accepted_at"] is NSNull)
     #expect((object["message"] as? String)?.hasPrefix("free plan pause: you can reconnect in") == true)
@@ -65,7 +77,7 @@ struct ConnectCommandTests {
       try #require(recorded.status == 0, "\(recorded.errors)")
     }
     #expect(try vpnstat(["plan", "free", "--data-cap", "1000", "--db", db]).status == 0)
-    let result = try vpnstat(["connect", Self.name, "--db", db])
+    let result = try vpnstat(["connect"] + (try configured()) + ["--db", db])
     #expect(result.status == 75, "\(result.status): \(result.errors) \(result.output)")
     #expect(result.errors.contains("data cap reached"), "\(result.errors)")
   }
@@ -83,6 +95,19 @@ struct ConnectCommandTests {
     let object = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any])
     #expect(object["outcome"] as? String == "undecided")
     #expect((object["message"] as? String)?.contains("locked by another process") == true)
+  }
+
+  @Test(
+    "in the pause, a name that names no tunnel (a typo): 69 saying so, not the pause's wait; no refusal is recorded for the desktop"
+  )
+  func typoInThePause() throws {
+    try pause()
+    let result = try vpnstat(["connect", Self.name, "--db", db])
+    #expect(result.status == 69, "\(result.status): \(result.errors)")
+    #expect(result.errors.contains("no tunnel named '\(Self.name)'"), "\(result.errors)")
+    #expect(!result.errors.contains("reconnect in"), "\(result.errors)")
+    let store = try #require(try Store.open(StoreLocation(path: db), intent: .read))
+    #expect(try store.lastRefusal() == nil)
   }
 
   @Test("allowed, but no such tunnel: 69 saying where it looked; disconnect the same")

@@ -316,8 +316,15 @@ struct DocumentationTests {
           lengths: SessionLengths(session: .seconds(600), pause: .seconds(600)))
       }
     }
+    // A wg-quick configuration, so that the name names a tunnel (a typo would be 69).
+    let configurations = directory.file("wireguard")
+    try FileManager.default.createDirectory(atPath: configurations, withIntermediateDirectories: false)
+    chmod(configurations, 0o755)
+    try Data("[Interface]\n".utf8).write(to: URL(fileURLWithPath: configurations + "/wgdoc0.conf"))
+    chmod(configurations + "/wgdoc0.conf", 0o600)
     let refused = try run(
-      Built.vpnstat, ["connect", "vpnstat-documentation", "--json", "--db", paused], environment: Self.environment)
+      Built.vpnstat, ["connect", "wgdoc0", "--wg-quick-dir", configurations, "--json", "--db", paused],
+      environment: Self.environment)
     try #require(refused.status == 75, "connect in the pause: \(refused.status) \(refused.errors)")
     let connect = Self.keys(of: try JSONSerialization.jsonObject(with: refused.stdout))
     // The runs must have filled what this test is meant to see.

@@ -53,6 +53,13 @@ enum ConnectCommand: Subcommand {
     do {
       let session = try SessionCommand.gate(parsed, context, location: location, timeout: gateLimit, reading: reading)
       if let refusal = SessionText.refusal(session, calendar: context.calendar) {
+        // A name that names no tunnel is said before the pause: a typo is no refusal, and none
+        // is recorded for the desktop to show. Looked up only now, when the gate refused.
+        do {
+          _ = try TunnelCommand.resolve(name, parsed)
+        } catch let error as TunnelNameError {
+          if case .notFound = error { throw error }
+        } catch {}
         if let recorded = Refusal.of(session, interface: InterfaceName(parsingEscaped: name), by: .connect),
           let problem = SessionView.record(recorded, at: location, calendar: context.calendar)
         {
