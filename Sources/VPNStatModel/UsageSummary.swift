@@ -39,6 +39,11 @@ public struct UsageSummary: Sendable {
   public var monthStartDay: Int
   public var calendar: any LocalCalendar
 
+  /// Nothing recorded: no series, at `now`.
+  public static func empty(at now: Timestamp, monthStartDay: Int, calendar: any LocalCalendar) -> UsageSummary {
+    UsageSummary(series: [], generatedAt: now, monthStartDay: monthStartDay, calendar: calendar)
+  }
+
   /// The summary from the history of the last two days and of the last two months (made at the
   /// same `now`), and the same months grouped by interface for each series' members. A series
   /// is a class (or interface) with any traffic in those two months; a period it has no row for

@@ -103,3 +103,64 @@ package enum UsageReportText {
     return lines.joined(separator: "\n") + "\n"
   }
 }
+
+/// `vpnstat report --json`: the report's periods per class (or interface), with the current
+/// ones' projections, the session object and when the figures were last saved — a versioned
+/// object like every other.
+package enum ReportJSON {
+  /// `savedAt`: the recorder's last save (nil: none, or no database); `recorded`: whether there
+  /// is a database with a ledger to report from (without one the series are empty).
+  package static func render(
+    _ summary: UsageSummary, session: SessionReport?, savedAt: Timestamp?, recorded: Bool
+  ) -> [UInt8] {
+    var json = JSONWriter()
+    json.beginObject()
+    json.envelope(generatedAt: summary.generatedAt, estimateNotes: StatusSnapshot.estimateNotes)
+    json.field("recorded", recorded)
+    json.field("saved_at", savedAt?.rfc3339(fractionDigits: 3))
+    json.field("month_start_day", summary.monthStartDay)
+    json.key("series")
+    json.beginArray()
+    for series in summary.series {
+      json.beginObject()
+      json.field("class", series.interfaceClass.rawValue)
+      json.name(series.name, key: "interface", encodingKey: "name_encoding")
+      json.key("members")
+      json.beginArray()
+      for member in series.members {
+        json.beginObject()
+        json.name(member, key: "name", encodingKey: "name_encoding")
+        json.endObject()
+      }
+      json.endArray()
+      json.key("periods")
+      json.beginArray()
+      for line in series.lines {
+        json.beginObject()
+        json.field("period", jsonName(line.period))
+        HistoryJSON.bounds(line.row, into: &json)
+        json.trafficCounts(line.row.traffic)
+        json.field("projected_rx_bytes", line.estimate?.projected.rxBytes)
+        json.field("projected_tx_bytes", line.estimate?.projected.txBytes)
+        json.endObject()
+      }
+      json.endArray()
+      json.endObject()
+    }
+    json.endArray()
+    json.key("session")
+    if let session { SessionJSON.write(session, into: &json) } else { json.null() }
+    json.endObject()
+    return json.bytes
+  }
+
+  /// The period as JSON names it: `today`, `yesterday`, `this-month`, `last-month`.
+  static func jsonName(_ period: UsageSummary.Period) -> String {
+    switch period {
+    case .today: "today"
+    case .yesterday: "yesterday"
+    case .thisMonth: "this-month"
+    case .lastMonth: "last-month"
+    }
+  }
+}

@@ -116,6 +116,36 @@ struct ReportTests {
   }
 
   @Test(
+    "report --json: each class's today, yesterday, this month and last month with the current ones projected, the session; nothing recorded says so"
+  )
+  func reportJSON() throws {
+    let sample = ["--sysfs-root", sysfs.directory.path]
+    let object = try json(
+      try runInProcess(["report", "--json", "--month-start-day", "15"] + sample + ["--db", db], clock: clock))
+    #expect(object["schema_version"] as? Int == 1 && object["recorded"] as? Bool == true)
+    #expect(object["month_start_day"] as? Int == 15)
+    let series = object["series"] as? [[String: Any]] ?? []
+    let tunnel = try #require(series.first { $0["class"] as? String == "tunnel" }, "\(series)")
+    #expect((tunnel["members"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } == ["wg0"])
+    var periods: [String: [String: Any]] = [:]
+    for period in tunnel["periods"] as? [[String: Any]] ?? [] {
+      if let name = period["period"] as? String { periods[name] = period }
+    }
+    #expect(Set(periods.keys) == ["today", "yesterday", "this-month", "last-month"])
+    #expect(uint(periods["today"]?["rx_bytes"]) == 1500 && uint(periods["today"]?["tx_bytes"]) == 150)
+    #expect(uint(periods["today"]?["projected_rx_bytes"]) == 3000)
+    #expect(uint(periods["yesterday"]?["rx_bytes"]) == 0 && periods["yesterday"]?["projected_rx_bytes"] is NSNull)
+    #expect(uint(periods["this-month"]?["rx_bytes"]) == 10_500)
+    #expect(uint(periods["this-month"]?["projected_rx_bytes"]) == 30_000)
+    #expect(uint(periods["last-month"]?["rx_bytes"]) == 18_000)
+    #expect(periods["last-month"]?["start"] as? String == "2026-10-15T00:00:00Z")
+    #expect((object["session"] as? [String: Any])?["plan"] is String)
+    let none = try json(
+      try runInProcess(["report", "--json"] + sample + ["--db", directory.file("none.db")], clock: clock))
+    #expect(none["recorded"] as? Bool == false && (none["series"] as? [Any])?.isEmpty == true, "\(none)")
+  }
+
+  @Test(
     "a name no interface has and the ledger never saw is a typo: report, history and alert exit 69 naming the known ones; a name gone but booked keeps its figures"
   )
   func unknownInterface() throws {

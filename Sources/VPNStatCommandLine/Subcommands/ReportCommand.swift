@@ -16,9 +16,10 @@ enum ReportCommand: Subcommand {
       recorder saved plus the traffic since its last save, read from the kernel now (as in
       status and history). With no database it says what to run, and shows the kernel's
       counters meanwhile. PROJECTED is the day's and the month's total at their pace so far.
+      With --json, the same figures as one object (vpnstat-json(7)'s report document).
       """,
     options: [
-      CommonOptions.interface.spec, CommonOptions.only.spec, CommonOptions.monthStartDay.spec,
+      CommonOptions.json.spec, CommonOptions.interface.spec, CommonOptions.only.spec, CommonOptions.monthStartDay.spec,
       CommonOptions.bytes.spec, CommonOptions.noColor.spec, CommonOptions.db.spec, CommonOptions.saveInterval.spec,
       CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec, CommonOptions.source.spec,
       CommonOptions.classOverride.spec, CommonOptions.maxRate.spec, CommonOptions.sysfsRoot.spec,
@@ -40,6 +41,12 @@ enum ReportCommand: Subcommand {
       try CommandServices.requireKnown(selection, sample: sample, ledger: nil)
       let snapshot = StatusSnapshot.make(
         sample: sample, catalog: &sampler.catalog, selection: selection, previous: nil, ledger: nil)
+      if parsed.has(CommonOptions.json) {
+        let empty = UsageSummary.empty(
+          at: sample.taken.wall, monthStartDay: parsed[CommonOptions.monthStartDay] ?? 1, calendar: context.calendar)
+        try context.write(ReportJSON.render(empty, session: nil, savedAt: nil, recorded: false) + [0x0A])
+        return .success
+      }
       // The recorder for the database this report reads: the default one, or the one named.
       let record = "vpnstat record" + (parsed.has(CommonOptions.db) ? " --db \(Self.shellWord(location.path))" : "")
       try context.write(
@@ -73,7 +80,12 @@ enum ReportCommand: Subcommand {
       ),
       store: store, catalog: &sampler.catalog)
     let saveInterval = parsed[CommonOptions.saveInterval] ?? .seconds(60)
-    let notes = try store.lastSaved().map { freshness(saved: $0, now: now, saveInterval: saveInterval, calendar) }
+    let saved = try store.lastSaved()
+    if parsed.has(CommonOptions.json) {
+      try context.write(ReportJSON.render(summary, session: session, savedAt: saved, recorded: true) + [0x0A])
+      return .success
+    }
+    let notes = saved.map { freshness(saved: $0, now: now, saveInterval: saveInterval, calendar) }
     try context.write(
       UsageReportText.render(summary, session: session, notes: notes.map { [$0] } ?? [], options: display))
     return .success
