@@ -598,7 +598,7 @@ struct DocumentationTests {
   }
 
   @Test(
-    "every key of status, session, history, alert and connect JSON from real runs is documented in vpnstat-json(7)"
+    "every key of status, session, report, history, alert and connect JSON from real runs is documented in vpnstat-json(7)"
   )
   func everyJSONKeyIsDocumented() throws {
     // A fixture sysfs tree, so the run does not depend on this machine's interfaces: a tunnel,
@@ -637,6 +637,8 @@ struct DocumentationTests {
       .union(try Self.jsonKeys(["history", "--json", "--months", "--month-start-day", "15", "--db", db]))
       .union(try Self.jsonKeys(["history", "--json", "--top", "3", "--db", db]))
     let alert = try Self.jsonKeys(["alert", "--json", "--limit", "1GB", "-i", "wg0"] + fixture)
+    let report = try Self.jsonKeys(["report", "--json"] + fixture)
+    try #require(report.contains("periods") && report.contains("members"), "report --json: \(report.sorted())")
     // connect's object, as the gate refuses it in a pause (nothing can be started here): every
     // key is there whatever the outcome.
     let paused = directory.file("paused.db")
@@ -677,7 +679,7 @@ struct DocumentationTests {
     let page = try Self.text(Self.jsonPage)
     let manJSON = try #require(Self.manSection(page, "DESCRIPTION"), "man/vpnstat-json.7 has no DESCRIPTION")
     func keyCharacter(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
-    for key in status.union(session).union(history).union(alert).union(connect).union(refusal).sorted() {
+    for key in status.union(session).union(history).union(alert).union(report).union(connect).union(refusal).sorted() {
       let inManPage = Self.contains(manJSON, "Cm ", key, nameCharacters: keyCharacter)
       #expect(inManPage, "man/vpnstat-json.7 does not document '\(key)' (as Cm \(key))")
     }
