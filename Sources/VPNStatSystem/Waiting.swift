@@ -58,6 +58,18 @@ package final class WallClockDeadline {
       spec.it_value = timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
     }
     let flags = Int32(TFD_TIMER_ABSTIME) | Int32(TFD_TIMER_CANCEL_ON_SET)
+    try settime(flags, &spec)
+  }
+
+  /// `timerfd_settime`, once more after ECANCELED: after a step of the wall clock since the timer
+  /// was last armed, Linux arms it all the same but fails the call (an enforcer in fresh-ci died
+  /// of it in the pause, exit 74). The canceled mark is read away — with any expiry the new
+  /// deadline already had — and the same absolute deadline set again, so a past one fires at once.
+  private func settime(_ flags: Int32, _ spec: inout itimerspec) throws {
+    if timerfd_settime(descriptor.rawValue, flags, &spec, nil) == 0 { return }
+    guard errno == ECANCELED else { throw Errno.current }
+    var count: UInt64 = 0
+    _ = read(descriptor.rawValue, &count, 8)
     guard timerfd_settime(descriptor.rawValue, flags, &spec, nil) == 0 else { throw Errno.current }
   }
 
@@ -65,7 +77,7 @@ package final class WallClockDeadline {
   /// ahead (`vpnstat notify` between sessions) is not woken by every NTP step.
   package func disarm() throws {
     var spec = itimerspec()
-    guard timerfd_settime(descriptor.rawValue, 0, &spec, nil) == 0 else { throw Errno.current }
+    try settime(0, &spec)
   }
 
   /// Reads what happened since the last call.

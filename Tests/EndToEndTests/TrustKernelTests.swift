@@ -775,10 +775,16 @@ struct TrustKernelTests {
       let uids = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }?.split(whereSeparator: \.isWhitespace)
       // The child says "ready" once it holds the tun, which can be before its parent shell has
       // exec'd the program it is to be.
+      // Compared as files, not as paths: in a chroot, a process in another mount namespace shows
+      // its executable by the host's path.
       func parentRuns(_ program: String) -> Bool {
-        waitUntil(timeout: 5) {
-          (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(started.pid)/exe")) == program
-        } != nil
+        // stat follows /proc/PID/exe to the file the process runs.
+        func identity(_ path: String) -> (UInt, UInt)? {
+          var info = stat()
+          return stat(path, &info) == 0 ? (UInt(info.st_dev), UInt(info.st_ino)) : nil
+        }
+        guard let wanted = identity(program) else { return false }
+        return waitUntil(timeout: 5) { identity("/proc/\(started.pid)/exe").map { $0 == wanted } ?? false } != nil
       }
       switch impostor {
       case .pluginRunByNobody:
