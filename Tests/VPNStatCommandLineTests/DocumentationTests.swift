@@ -7,24 +7,39 @@ import Testing
 @testable import VPNStatSystem
 @testable import VPNStatTestSupport
 
-/// The documents against the code. The reference is the man pages, and they are checked whole:
-/// both are clean for mandoc; vpnstat(1) documents every command and option `--help` prints,
-/// every exit status `ExitStatus` defines and every JSON key a real run prints; vpnstat.conf(5)
-/// every setting the configuration file's parser takes. The README is the short page that points
-/// at them: it holds its two commands (the ones CI runs) and its links lead to files and
-/// headings that exist.
+/// The documents against the code. The reference is the man pages in `man/`, split as git's
+/// and ip's are: vpnstat(1) the overview (what every command shares, the common options, the
+/// commands and their pages, the exit statuses, the environment, the files), a page per group
+/// of commands (vpnstat-status(1), vpnstat-enforce(8), …), vpnstat-json(7), vpnstat-tunnels(7)
+/// and vpnstat.conf(5). They are checked whole: every page is clean for mandoc, names itself,
+/// has a SEE ALSO and every section it refers to exists; every command and option `--help`
+/// prints is on a page, every option that has a setting names it, every exit status
+/// `ExitStatus` defines is in vpnstat(1), every JSON key a real run prints is in vpnstat-json(7),
+/// every setting the configuration file's parser takes is in vpnstat.conf(5); vpnstat(1) stays
+/// an overview (at most 800 lines); and `make install` and the .deb install every page. The
+/// README is the short page that points at them: it holds its two commands (the ones CI runs)
+/// and its links lead to files and headings that exist.
 ///
 /// Where the man pages must say it:
-/// - options: in the command's own section — vpnstat(1)'s `.Ss vpnstat status` block (as
-///   `Fl -name`, or `\-\-name`) — or, for `session check` and the like, the parent command's
-///   section when there is no own one; `--help` and `--version` anywhere;
+/// - commands: a `.Ss vpnstat status` block on exactly one page — or, for `session check` and
+///   the like, the parent command's block when there is no own one; vpnstat(1)'s COMMANDS names
+///   each command with that page (`Xr vpnstat-status 1`);
+/// - options: in the command's block, as `Fl -name` (or `\-\-name`); `--help` and `--version`
+///   in vpnstat(1); an option declared by several commands alike also under vpnstat(1)'s COMMON
+///   OPTIONS;
+/// - an option's setting: in the option's item, as `Cm name` on the line that names
+///   `Xr vpnstat.conf 5` (`.No Setting: Cm month-start-day No in Xr vpnstat.conf 5 .`);
 /// - exit statuses: as `.It NN` under vpnstat(1)'s EXIT STATUS;
-/// - JSON keys: as `Cm key` under vpnstat(1)'s JSON OUTPUT;
+/// - JSON keys: as `Cm key` under vpnstat-json(7)'s DESCRIPTION;
 /// - settings: as `.It Cm name` under vpnstat.conf(5)'s SETTINGS.
 struct DocumentationTests {
   static let mandoc = "/usr/bin/mandoc"
-  static let manPage = Built.packageRoot.appendingPathComponent("man/vpnstat.1").path
-  static let configurationPage = Built.packageRoot.appendingPathComponent("man/vpnstat.conf.5").path
+  static let manDirectory = Built.packageRoot.appendingPathComponent("man")
+  /// vpnstat(1): the overview, with the exit statuses.
+  static let manPage = manDirectory.appendingPathComponent("vpnstat.1").path
+  /// vpnstat-json(7): the JSON documents.
+  static let jsonPage = manDirectory.appendingPathComponent("vpnstat-json.7").path
+  static let configurationPage = manDirectory.appendingPathComponent("vpnstat.conf.5").path
   static let readme = Built.packageRoot.appendingPathComponent("README.md").path
   static let guide = Built.packageRoot.appendingPathComponent("docs/guide.md").path
   /// Never the machine's own configuration file: it could change what commands print.
@@ -34,19 +49,114 @@ struct DocumentationTests {
     try String(contentsOfFile: path, encoding: .utf8)
   }
 
-  // MARK: - (a) the man pages are clean
+  // MARK: - (a) the man pages are clean, and each is a page of its own
+
+  /// The pages in `man/`, by file name (`vpnstat.1`, `vpnstat-status.1`, …, `vpnstat.conf.5`),
+  /// sorted: what the checks read and what `make install` and the .deb must install.
+  static var pageFiles: [String] {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: manDirectory.path)) ?? []
+    return names.filter { $0.wholeMatch(of: /[a-z][a-z.-]*\.[1-8]/) != nil }.sorted()
+  }
+
+  /// Every page: its file name and text.
+  static func pages() throws -> [(file: String, text: String)] {
+    try pageFiles.map { ($0, try text(manDirectory.appendingPathComponent($0).path)) }
+  }
+
+  /// A page's name and section from its file name: `vpnstat-status.1` → (`vpnstat-status`, `1`).
+  static func nameAndSection(_ file: String) -> (name: String, section: String) {
+    let dot = file.lastIndex(of: ".")!
+    return (String(file[..<dot]), String(file[file.index(after: dot)...]))
+  }
+
+  /// The titles of a page's `.Sh` and `.Ss` sections.
+  static func sectionTitles(_ page: String) -> Set<String> {
+    Set(
+      page.split(separator: "\n").filter { $0.hasPrefix(".Sh ") || $0.hasPrefix(".Ss ") }
+        .map { $0.dropFirst(4).trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) })
+  }
+
+  /// What is wrong with one page besides what mandoc says: a `.Dt` that is not its file's name and
+  /// section (lintian: wrong-manual-section; `man` finds a page by both), a NAME whose first
+  /// `.Nm` is not the file's name (the whatis entry), no SEE ALSO, or an `.Sx` that names a
+  /// section neither this page has nor, when `in` and an `.Xr` follow it, that page.
+  static func pageProblems(file: String, text: String, pages: [(file: String, text: String)]) -> [String] {
+    var problems: [String] = []
+    let (name, section) = nameAndSection(file)
+    let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    if !lines.contains(".Dt \(name.uppercased()) \(section)") {
+      problems.append("\(file): no '.Dt \(name.uppercased()) \(section)'")
+    }
+    let nameSection = manSection(text, "NAME") ?? ""
+    if nameSection.split(separator: "\n").first(where: { $0.hasPrefix(".Nm") }).map({
+      $0.split(separator: " ").dropFirst().first.map(String.init) != name
+    }) ?? true {
+      problems.append("\(file): NAME does not start with '.Nm \(name)'")
+    }
+    if manSection(text, "SEE ALSO") == nil { problems.append("\(file): no SEE ALSO") }
+    let titles = Dictionary(
+      pages.map { page in (page.file, sectionTitles(page.text)) }, uniquingKeysWith: { first, _ in first })
+    for (index, line) in lines.enumerated() where line.hasPrefix(".Sx ") {
+      // The title is every word up to the first that is punctuation alone.
+      let title = line.dropFirst(4).split(separator: " ")
+        .prefix { $0.wholeMatch(of: /[,.;:()\[\]|!?]+/) == nil }.joined(separator: " ")
+      var target = file
+      if index + 2 < lines.count, lines[index + 1] == "in", lines[index + 2].hasPrefix(".Xr ") {
+        let words = lines[index + 2].split(separator: " ")
+        if words.count >= 3 { target = "\(words[1]).\(words[2])" }
+      }
+      guard let targetTitles = titles[target] else {
+        problems.append("\(file):\(index + 1): '.Sx \(title)' refers to \(target), which man/ does not have")
+        continue
+      }
+      if !targetTitles.contains(title) {
+        problems.append("\(file):\(index + 1): '.Sx \(title)': \(target) has no such section")
+      }
+    }
+    return problems
+  }
 
   @Test(
-    "mandoc -Tlint -Wwarning finds nothing to say about either man page",
-    arguments: ["man/vpnstat.1", "man/vpnstat.conf.5"])
+    "every man page is clean for mandoc -Tlint -Wwarning, names itself, has a SEE ALSO, and every section it refers to exists",
+    arguments: DocumentationTests.pageFiles)
   func manPageLints(page: String) throws {
     try Tool.require(Self.mandoc)
-    let path = Built.packageRoot.appendingPathComponent(page).path
+    let path = Self.manDirectory.appendingPathComponent(page).path
     let result = try run(Self.mandoc, ["-Tlint", "-Wwarning", path])
     #expect(result.status == 0, "mandoc exited \(result.status) on \(page):\n\(result.output)\(result.errors)")
     #expect(
       result.output.isEmpty && result.errors.isEmpty,
       "mandoc -Tlint -Wwarning \(page):\n\(result.output)\(result.errors)")
+    let problems = Self.pageProblems(file: page, text: try Self.text(path), pages: try Self.pages())
+    #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+  }
+
+  @Test(
+    "the reference is split: vpnstat(1) an overview of at most 800 lines, a page per group of commands, the JSON, the tunnels, the configuration file"
+  )
+  func referenceIsSplit() throws {
+    let files = Self.pageFiles
+    // The pages the checks run on must be found, or every check above would pass on nothing.
+    for page in ["vpnstat.1", "vpnstat.conf.5", "vpnstat-json.7", "vpnstat-tunnels.7", "vpnstat-enforce.8"] {
+      try #require(files.contains(page), "man/ has no \(page): \(files)")
+    }
+    let overview = try Self.text(Self.manPage)
+    let lines = overview.reduce(0) { $0 + ($1 == "\n" ? 1 : 0) }
+    #expect(
+      lines <= 800,
+      "man/vpnstat.1 has \(lines) lines: it is the overview; a command's text belongs on its command's page")
+
+    // The checks can fail: a reference to a section that is not there, a page named otherwise.
+    let pages = try Self.pages()
+    let status = try #require(pages.first { $0.file == "vpnstat-status.1" }?.text)
+    let broken =
+      status.replacingOccurrences(of: ".Dt VPNSTAT-STATUS 1", with: ".Dt VPNSTAT 1")
+      + ".Sx No Such Section\n.Sx Trust\nin\n.Xr vpnstat-tunnels 7 .\n.Sx Trust\nin\n.Xr vpnstat 1 .\n"
+    let problems = Self.pageProblems(file: "vpnstat-status.1", text: broken, pages: pages)
+    #expect(problems.count == 3, "\(problems)")
+    #expect(problems.contains { $0.contains("no '.Dt VPNSTAT-STATUS 1'") }, "\(problems)")
+    #expect(problems.contains { $0.contains("'.Sx No Such Section'") }, "\(problems)")
+    #expect(problems.contains { $0.contains("'.Sx Trust': vpnstat.1 has no such section") }, "\(problems)")
   }
 
   // MARK: - (b) every command and option
@@ -172,44 +282,203 @@ struct DocumentationTests {
     (2...path.count).reversed().map { path.prefix($0).joined(separator: " ") }
   }
 
-  /// Whether `page` documents every option of every command in `commands`: the problems found.
-  static func undocumentedOptions(_ commands: [Command], page: String) -> [String] {
-    var problems: [String] = []
-    let blocks = manSubsections(page)
-    for option in commands[0].longOptions where !manHasOption(page, option) {
-      problems.append("man/vpnstat.1 never mentions --\(option) (as Fl -\(option))")
+  /// The `.Ss` blocks of every page, by title, with the file each is on (a title on two pages is
+  /// listed twice).
+  static func blocks(_ pages: [(file: String, text: String)]) -> [String: [(file: String, block: String)]] {
+    var found: [String: [(file: String, block: String)]] = [:]
+    for page in pages {
+      for (title, block) in manSubsections(page.text) { found[title, default: []].append((page.file, block)) }
     }
-    for command in commands.dropFirst() {
-      guard let title = candidates(command.path).first(where: { blocks[$0] != nil }) else {
-        problems.append("man/vpnstat.1 has no '.Ss \(command.name)' section")
+    return found
+  }
+
+  /// The words a `Cm` macro of `line` takes: `.No Settings: Cm units No and Cm bits No in …` →
+  /// units, bits; `.Cm report , status .` → report, status.
+  static func commandWords(_ line: Substring) -> [String] {
+    let words = line.split(separator: " ")
+    var found: [String] = []
+    var inside = false
+    for word in words {
+      if word == "Cm" || word == ".Cm" {
+        inside = true
+      } else if word.wholeMatch(of: /\.?[A-Z][a-z][a-z]?/) != nil {
+        inside = false
+      } else if inside, word.wholeMatch(of: /[,.;:()|]+/) == nil {
+        found.append(String(word))
+      }
+    }
+    return found
+  }
+
+  /// The items of the top-level lists of `block`: each `.It` line with the lines up to the next
+  /// one of its list (nested lists included) or the list's end.
+  static func items(_ block: String) -> [(head: Substring, body: [Substring])] {
+    var found: [(head: Substring, body: [Substring])] = []
+    var depth = 0
+    for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
+      if line.hasPrefix(".Bl") {
+        depth += 1
+        if depth == 1 { continue }
+      } else if line.hasPrefix(".El") {
+        depth -= 1
+        if depth == 0 { continue }
+      } else if depth == 1, line.hasPrefix(".It") {
+        found.append((line, []))
         continue
       }
-      for option in command.longOptions where option != "help" && !manHasOption(blocks[title]!, option) {
-        problems.append("man/vpnstat.1: '.Ss \(title)' does not document --\(option) of '\(command.name)'")
+      if depth >= 1, !found.isEmpty { found[found.count - 1].body.append(line) }
+    }
+    return found
+  }
+
+  /// Whether the option items of `block` name their settings: an item whose `.It` line names an
+  /// option in `configurable` names it as a setting (`Cm name`, on a line with `Xr vpnstat.conf
+  /// 5`), and a setting an item names is one of its own options' (so a setting that does not
+  /// exist, or an option's that has none, is found too).
+  static func settingProblems(_ block: String, title: String, configurable: Set<String>) -> [String] {
+    var problems: [String] = []
+    for item in items(block) {
+      let options = item.head.matches(of: /Fl -([a-z0-9-]+)/).map { String($0.output.1) }
+      let named = Set(item.body.filter { $0.contains("Xr vpnstat.conf 5") }.flatMap(commandWords))
+      for option in options where configurable.contains(option) && !named.contains(option) {
+        problems.append("'\(title)': --\(option) does not name its setting (Cm \(option) … Xr vpnstat.conf 5)")
+      }
+      for setting in named.sorted() where !(options.contains(setting) && configurable.contains(setting)) {
+        problems.append("'\(title)': the item of \(options.map { "--" + $0 }) names a setting '\(setting)' it has not")
       }
     }
     return problems
   }
 
-  @Test("every command --help lists has a section in man/vpnstat.1, with every option it prints")
+  /// The options each command declares configurable, by its path (`vpnstat session check`), from
+  /// the declarations the parser and the configuration file use.
+  static func configurableOptions() -> [String: Set<String>] {
+    var found: [String: Set<String>] = [:]
+    func visit(_ spec: CommandSpec, path: [String]) {
+      found[path.joined(separator: " ")] = Set(spec.options.filter(\.configurable).map(\.long))
+      for sub in spec.subcommands { visit(sub, path: path + [sub.name]) }
+    }
+    visit(VPNStat.rootSpec, path: ["vpnstat"])
+    return found
+  }
+
+  /// Whether `pages` document every command in `commands` on exactly one page, each of its options
+  /// in its block, and each setting in its option's item: the problems found.
+  static func undocumentedOptions(_ commands: [Command], pages: [(file: String, text: String)]) -> [String] {
+    var problems: [String] = []
+    let blocks = blocks(pages)
+    let overview = pages.first { $0.file == "vpnstat.1" }?.text ?? ""
+    let configurable = configurableOptions()
+    for option in commands[0].longOptions where !manHasOption(overview, option) {
+      problems.append("man/vpnstat.1 never mentions --\(option) (as Fl -\(option))")
+    }
+    for command in commands.dropFirst() {
+      guard let title = candidates(command.path).first(where: { blocks[$0] != nil }) else {
+        problems.append("no page of man/ has a '.Ss \(command.name)' section")
+        continue
+      }
+      let found = blocks[title]!
+      if found.count != 1 {
+        problems.append("'.Ss \(title)' is on \(found.count) pages: \(found.map(\.file))")
+      }
+      for option in command.longOptions where option != "help" && !manHasOption(found[0].block, option) {
+        problems.append("man/\(found[0].file): '.Ss \(title)' does not document --\(option) of '\(command.name)'")
+      }
+      if title == command.name {
+        problems += settingProblems(found[0].block, title: title, configurable: configurable[command.name] ?? [])
+      }
+    }
+    return problems
+  }
+
+  @Test(
+    "every command --help lists has its section on exactly one man page, with every option it prints, each option that has a setting naming it"
+  )
   func everyOptionIsDocumented() throws {
     let commands = try Self.allCommands()
     let names = commands.map(\.name)
     // The parser of --help must find what is there, or this test would pass on nothing.
     try #require(names.contains("vpnstat status") && names.contains("vpnstat session check"), "commands read: \(names)")
     try #require(commands.first { $0.name == "vpnstat enforce" }?.longOptions.contains("exec") == true)
-    let page = try Self.text(Self.manPage)
-    let problems = Self.undocumentedOptions(commands, page: page)
+    try #require(Self.configurableOptions()["vpnstat report"]?.contains("month-start-day") == true)
+    let pages = try Self.pages()
+    let problems = Self.undocumentedOptions(commands, pages: pages)
     #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
 
-    // The check can fail: the page without one option's lines misses that option, by name.
-    let enforce = try #require(page.range(of: ".Ss vpnstat enforce\n"))
-    let cut = page[enforce.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
-      .filter { !$0.contains("Fl -exec-timeout") }.joined(separator: "\n")
-    let withoutOption = Self.undocumentedOptions(commands, page: String(page[..<enforce.upperBound]) + cut)
+    // The check can fail: a page without one option's lines misses that option, by name; one
+    // whose option does not name its setting, or names another, is found; a section on two pages
+    // is found.
+    func changed(_ file: String, _ change: (String) -> String) -> [(file: String, text: String)] {
+      pages.map { $0.file == file ? ($0.file, change($0.text)) : $0 }
+    }
+    let withoutOption = Self.undocumentedOptions(
+      commands,
+      pages: changed("vpnstat-enforce.8") { page in
+        page.split(separator: "\n", omittingEmptySubsequences: false)
+          .filter { !$0.contains("Fl -exec-timeout") }.joined(separator: "\n")
+      })
     #expect(
       withoutOption.contains { $0.contains("--exec-timeout of 'vpnstat enforce'") },
       "a page without --exec-timeout passed: \(withoutOption)")
+    let setting = ".No Setting: Cm month-start-day No in Xr vpnstat.conf 5 ."
+    let report = try #require(pages.first { $0.file == "vpnstat-report.1" }?.text)
+    try #require(report.contains(setting + "\n"))
+    let withoutSetting = Self.undocumentedOptions(
+      commands, pages: changed("vpnstat-report.1") { $0.replacingOccurrences(of: setting + "\n", with: "") })
+    #expect(
+      withoutSetting.contains { $0.contains("'vpnstat report': --month-start-day does not name its setting") },
+      "\(withoutSetting)")
+    let wrongSetting = Self.undocumentedOptions(
+      commands,
+      pages: changed("vpnstat-report.1") {
+        $0.replacingOccurrences(of: setting, with: ".No Setting: Cm month-start No in Xr vpnstat.conf 5 .")
+      })
+    #expect(wrongSetting.contains { $0.contains("names a setting 'month-start' it has not") }, "\(wrongSetting)")
+    let twice = Self.undocumentedOptions(
+      commands, pages: changed("vpnstat-flows.8") { $0 + ".Ss vpnstat alert\n.Fl -limit\n" })
+    #expect(twice.contains { $0.contains("'.Ss vpnstat alert' is on 2 pages") }, "\(twice)")
+  }
+
+  @Test(
+    "vpnstat(1) lists every command with the page that documents it, and describes under COMMON OPTIONS every option several commands declare alike, with its setting"
+  )
+  func overviewListsCommandsAndCommonOptions() throws {
+    let commands = try Self.allCommands()
+    let pages = try Self.pages()
+    let overview = try Self.text(Self.manPage)
+    let list = try #require(Self.manSection(overview, "COMMANDS"), "man/vpnstat.1 has no COMMANDS section")
+    let blocks = Self.blocks(pages)
+    var problems: [String] = []
+    let top = commands.filter { $0.path.count == 2 }
+    try #require(top.count >= 10, "\(top.map(\.name))")
+    for command in top {
+      let name = command.path[1]
+      guard let item = Self.items(list).first(where: { Self.commandWords($0.head).contains(name) }) else {
+        problems.append("vpnstat(1) COMMANDS has no '.It Cm \(name)'")
+        continue
+      }
+      guard let file = blocks[command.name]?.first?.file, file != "vpnstat.1" else { continue }
+      let (page, section) = Self.nameAndSection(file)
+      if !item.body.contains(where: { $0.hasPrefix(".Xr \(page) \(section)") }) {
+        problems.append("vpnstat(1) COMMANDS: \(name) does not point to \(page)(\(section)), where it is")
+      }
+    }
+    // An option several commands declare alike (the same long name and help: one declaration,
+    // as CommonOptions has them) is a common option.
+    var declarations: [String: Int] = [:]
+    func visit(_ spec: CommandSpec) {
+      for option in spec.options { declarations[option.long + "\u{0}" + option.help, default: 0] += 1 }
+      spec.subcommands.forEach(visit)
+    }
+    visit(VPNStat.rootSpec)
+    let common = Set(declarations.filter { $0.value >= 3 }.map { String($0.key.split(separator: "\u{0}")[0]) })
+    try #require(common.isSuperset(of: ["db", "only", "units", "wg-quick-dir"]), "\(common.sorted())")
+    let section = try #require(Self.manSection(overview, "COMMON OPTIONS"), "man/vpnstat.1 has no COMMON OPTIONS")
+    for option in common.sorted() where option != "help" && !Self.manHasOption(section, option) {
+      problems.append("vpnstat(1) COMMON OPTIONS does not describe --\(option)")
+    }
+    problems += Self.settingProblems(section, title: "COMMON OPTIONS", configurable: VPNStat.settable)
+    #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
   }
 
   // MARK: - (c) every exit status
@@ -227,7 +496,7 @@ struct DocumentationTests {
     return statuses
   }
 
-  @Test("every exit status the code defines is documented in man/vpnstat.1")
+  @Test("every exit status the code defines is documented in vpnstat(1)")
   func everyExitStatusIsDocumented() throws {
     let statuses = try Self.definedExitStatuses()
     // The parser of ExitStatus.swift must find exactly what the enum has.
@@ -266,7 +535,7 @@ struct DocumentationTests {
   }
 
   @Test(
-    "every key of status, session, history, alert and connect JSON from real runs is documented in man/vpnstat.1"
+    "every key of status, session, history, alert and connect JSON from real runs is documented in vpnstat-json(7)"
   )
   func everyJSONKeyIsDocumented() throws {
     // A fixture sysfs tree, so the run does not depend on this machine's interfaces: a tunnel,
@@ -335,12 +604,12 @@ struct DocumentationTests {
     try #require(
       refusal.contains("last_refusal") && refusal.contains("until") && refusal.contains("by"), "\(refusal.sorted())")
 
-    let page = try Self.text(Self.manPage)
-    let manJSON = try #require(Self.manSection(page, "JSON OUTPUT"), "man/vpnstat.1 has no JSON OUTPUT section")
+    let page = try Self.text(Self.jsonPage)
+    let manJSON = try #require(Self.manSection(page, "DESCRIPTION"), "man/vpnstat-json.7 has no DESCRIPTION")
     func keyCharacter(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
     for key in status.union(session).union(history).union(alert).union(connect).union(refusal).sorted() {
       let inManPage = Self.contains(manJSON, "Cm ", key, nameCharacters: keyCharacter)
-      #expect(inManPage, "man/vpnstat.1 JSON OUTPUT does not document '\(key)' (as Cm \(key))")
+      #expect(inManPage, "man/vpnstat-json.7 does not document '\(key)' (as Cm \(key))")
     }
   }
 
@@ -350,10 +619,10 @@ struct DocumentationTests {
     "no example acts on `alert`'s status with `||`: any non-zero status would read as crossed, a missing database (69) and a typo (64) too"
   )
   func alertExamplesTestForOne() throws {
-    let files = [
-      Self.readme, Self.manPage, Self.configurationPage, Self.guide,
-      Built.packageRoot.appendingPathComponent("contrib/README.md").path,
-    ]
+    let files =
+      [Self.readme, Self.guide, Built.packageRoot.appendingPathComponent("contrib/README.md").path]
+      + Self.pageFiles.map { Self.manDirectory.appendingPathComponent($0).path }
+    try #require(files.count > 8, "\(files)")
     for file in files {
       let lines = try Self.text(file).split(separator: "\n", omittingEmptySubsequences: false)
       for (number, line) in lines.enumerated() {
