@@ -27,9 +27,22 @@ struct PackageTests {
     try #require(built.status == 0, "build-deb: \(built.errors)")
     let deb = built.output.trimmingCharacters(in: .whitespacesAndNewlines)
     #expect(deb.hasSuffix("_amd64.deb") || deb.hasSuffix(".deb"), "\(deb)")
+    // Every page of man/, gzipped, in its section's directory.
+    let contents = try run("/usr/bin/dpkg-deb", ["-c", deb])
+    try #require(contents.status == 0, "dpkg-deb -c: \(contents.errors)")
+    let pages = (try FileManager.default.contentsOfDirectory(atPath: root + "/man"))
+      .filter { $0.wholeMatch(of: /[a-z][a-z.-]*\.[1-8]/) != nil }
+    try #require(pages.count > 8, "\(pages)")
+    for page in pages {
+      let section = page[page.index(after: page.lastIndex(of: ".")!)...]
+      #expect(
+        contents.output.contains("./usr/share/man/man\(section)/\(page).gz\n"), "the package has no \(page).gz")
+    }
     let checked = try run(root + "/scripts/check-deb", [deb], timeout: 3600)
     #expect(checked.status == 0, "check-deb:\n\(checked.output)\n\(checked.errors)")
-    for step in ["dpkg -i", "vpnstat status", "man vpnstat", "systemd-analyze", "dpkg -r", "all passed"] {
+    for step in [
+      "dpkg -i", "vpnstat status", "man vpnstat", "man: every page", "systemd-analyze", "dpkg -r", "all passed",
+    ] {
       #expect(checked.output.contains("check-deb: \(step)"), "no step '\(step)':\n\(checked.output)")
     }
   }

@@ -481,6 +481,47 @@ struct DocumentationTests {
     #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
   }
 
+  @Test(
+    "make install puts every page of man/ in its section's directory, and make uninstall removes it"
+  )
+  func pagesAreInstalled() throws {
+    try Tool.require("/usr/bin/make")
+    let files = Self.pageFiles
+    try #require(files.count > 8 && files.contains("vpnstat-enforce.8"), "\(files)")
+    let stage = try TemporaryDirectory("install")
+    // The debug build stands in for the release binary install copies (and asks for the
+    // completions); everything goes under the stage.
+    let make = [
+      "-s", "-C", Built.packageRoot.path, "BINARY=\(Built.vpnstat)", "DESTDIR=\(stage.path)", "PREFIX=/usr",
+    ]
+    let installed = try run("/usr/bin/make", make + ["install"])
+    try #require(installed.status == 0, "make install: \(installed.output)\(installed.errors)")
+    let manDirectory = stage.url.appendingPathComponent("usr/share/man")
+    var problems: [String] = []
+    for file in files {
+      let section = Self.nameAndSection(file).section
+      let path = manDirectory.appendingPathComponent("man\(section)/\(file)").path
+      let source = Self.manDirectory.appendingPathComponent(file).path
+      if FileManager.default.contents(atPath: path) != FileManager.default.contents(atPath: source) {
+        problems.append("make install did not install man/\(file) as \(path)")
+      }
+    }
+    // Nothing else: every installed page is one of man/.
+    let installedPages =
+      FileManager.default.enumerator(atPath: manDirectory.path)?.compactMap { $0 as? String }
+      .filter { $0.contains(".") } ?? []
+    #expect(
+      Set(installedPages.map { ($0 as NSString).lastPathComponent }) == Set(files), "installed: \(installedPages)")
+    let uninstalled = try run("/usr/bin/make", make + ["uninstall"])
+    try #require(uninstalled.status == 0, "make uninstall: \(uninstalled.output)\(uninstalled.errors)")
+    for file in files {
+      let path = manDirectory.appendingPathComponent("man\(Self.nameAndSection(file).section)/\(file)").path
+      if FileManager.default.fileExists(atPath: path) { problems.append("make uninstall left \(path)") }
+    }
+    #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    // What the package holds is PackagingTests.reusesAnUpToDateBuild's.
+  }
+
   // MARK: - (c) every exit status
 
   /// The statuses `ExitStatus.swift` defines: every `case name = NN`.
