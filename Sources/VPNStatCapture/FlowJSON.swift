@@ -4,7 +4,7 @@ import VPNStatRender
 import VPNStatSystem
 
 /// `flows --json`: one compact object per report (NDJSON), schema version 1. The fields are
-/// listed in vpnstat(1); `null` where a value is unknown.
+/// listed in vpnstat-json(7); `null` where a value is unknown.
 package enum FlowJSON {
 
   /// The report as one JSON object (no trailing newline). `top` limits the flow, host and

@@ -8,7 +8,7 @@ import VPNStatSystem
 /// Options several subcommands share, declared once so they read and behave the same everywhere.
 /// What commands build from them is `CommandServices`.
 enum CommonOptions {
-  static let json = Flag("json", help: "Print JSON (the schema is in vpnstat(1)).")
+  static let json = Flag("json", help: "Print JSON (the documents are in vpnstat-json(7)).")
   static let bytes = Flag("bytes", help: "Show raw byte counts instead of units.")
   static let noColor = Flag("no-color", help: "No colour (also when NO_COLOR is set).")
   static let units = Option<UnitSystem>.oneOf(

@@ -522,6 +522,28 @@ struct DocumentationTests {
     // What the package holds is PackagingTests.reusesAnUpToDateBuild's.
   }
 
+  /// The man pages `text` names: `vpnstat-json(7)` → `vpnstat-json.7`.
+  static func namedPages(_ text: String) -> [String] {
+    text.matches(of: /(vpnstat[a-z.-]*)\(([1-8])\)/).map { "\($0.output.1).\($0.output.2)" }
+  }
+
+  @Test("every vpnstat page a command's help names is a page of man/")
+  func helpNamesPagesThatExist() throws {
+    var texts: [String] = []
+    func visit(_ spec: CommandSpec) {
+      texts += [spec.abstract, spec.usage ?? "", spec.discussion ?? ""] + spec.options.map(\.help)
+      spec.subcommands.forEach(visit)
+    }
+    visit(VPNStat.rootSpec)
+    let named = Set(texts.flatMap(Self.namedPages))
+    // --json's help names where the documents are, or this test would pass on nothing.
+    try #require(named.contains("vpnstat-json.7"), "\(named.sorted())")
+    for page in named.sorted() {
+      #expect(Self.pageFiles.contains(page), "a help text names \(page), which man/ does not have")
+    }
+    #expect(Self.namedPages("see vpnstat(8) and vpnstat.conf(5)") == ["vpnstat.8", "vpnstat.conf.5"])
+  }
+
   // MARK: - (c) every exit status
 
   /// The statuses `ExitStatus.swift` defines: every `case name = NN`.
