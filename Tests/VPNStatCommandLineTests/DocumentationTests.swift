@@ -885,14 +885,17 @@ struct DocumentationTests {
     return problems
   }
 
-  @Test("the README maps the docs, and every relative link of the Markdown docs leads to a file and heading that exist")
+  @Test(
+    "the README maps the docs, every man page included, and every relative link of the Markdown docs leads to a file and heading that exist"
+  )
   func docsMapResolves() throws {
     let readme = try Self.text(Self.readme)
     let links = Set(Self.relativeLinks(readme).map { String($0.split(separator: "#").first ?? "") })
+    // Every man page, the overview and each command group's.
+    try #require(Self.pageFiles.count > 8, "\(Self.pageFiles)")
     for document in [
-      "man/vpnstat.1", "man/vpnstat.conf.5", "docs/guide.md", "CONTRIBUTING.md", "CHANGELOG.md", "ARCHITECTURE.md",
-      "LICENSE", "contrib/README.md",
-    ] {
+      "docs/guide.md", "CONTRIBUTING.md", "CHANGELOG.md", "ARCHITECTURE.md", "LICENSE", "contrib/README.md",
+    ] + Self.pageFiles.map({ "man/" + $0 }) {
       #expect(links.contains(document), "README.md does not link to \(document)")
     }
     var problems: [String] = []

@@ -148,18 +148,24 @@ struct FirstRunTests {
     }
   }
 
-  @Test("the README's way to read the man page works without man-db: mandoc -l")
+  @Test("the README's way to read the man pages works without man-db: mandoc -l, for every page of man/")
   func manInstruction() throws {
     let readme = try String(contentsOfFile: Built.packageRoot.appendingPathComponent("README.md").path, encoding: .utf8)
     #expect(readme.contains("mandoc -l man/vpnstat.1"))
     #expect(!readme.contains("man ./man/vpnstat.1"))
     try Tool.require("/usr/bin/mandoc")
-    let page = Built.packageRoot.appendingPathComponent("man/vpnstat.1").path
-    let result = try run("/usr/bin/mandoc", ["-l", page])
-    #expect(result.status == 0, "\(result.errors)")
-    // Piped, mandoc prints bold as a character, backspace, the character again.
-    let text = result.output.replacing(/.\u{08}/, with: "")
-    #expect(text.contains("vpnstat") && text.contains("EXIT STATUS"), "\(text.prefix(500))")
+    let pages = DocumentationTests.pageFiles
+    try #require(pages.count > 8, "\(pages)")
+    for page in pages {
+      let result = try run(
+        "/usr/bin/mandoc", ["-l", DocumentationTests.manDirectory.appendingPathComponent(page).path])
+      #expect(result.status == 0, "mandoc -l man/\(page): \(result.errors)")
+      // Piped, mandoc prints bold as a character, backspace, the character again.
+      let text = result.output.replacing(/.\u{08}/, with: "")
+      let name = DocumentationTests.nameAndSection(page).name
+      #expect(text.contains(name) && text.contains("SEE ALSO"), "man/\(page): \(text.prefix(500))")
+      if page == "vpnstat.1" { #expect(text.contains("EXIT STATUS"), "\(text.prefix(500))") }
+    }
   }
 
   @Test("install-deps, when it cannot become root, says what to run as root and exits 1")
