@@ -9,6 +9,38 @@ import Testing
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
 struct WireGuardEnforceTests {
   @Test(
+    "WireGuard: a data cap reached inside the session stops the tunnel through wg-quick, recorded once as data-cap — its device going away after is the stop's doing, not 'vanished'"
+  )
+  func capStopThroughWgQuick() throws {
+    let files = try TemporaryDirectory("mwgcap")
+    let db = files.file("v.db")
+    let pair = try WireGuardPair("mwgcap", subnet: 147)
+    let ns = pair.link.left
+    #expect(try ns.vpnstat("plan", "free", "--data-cap", "100kB", "--per", "day", "--db", db).status == 0)
+    try pair.upBoth()
+    let enforcer = try pair.left.start(
+      Built.vpnstat,
+      [
+        "enforce", "wg0", "--db", db, "--session-length", "10m", "--pause-length", "10m", "--interval", "1s",
+        "--wg-quick-dir", pair.left.directory,
+      ])
+    defer { enforcer.stop() }
+    try enforcer.waitForError("enforcing the free plan on wg0 (auto)")
+    try enforcer.waitForError("opened a window")
+    // 300 kB into the tunnel: past the cap at the enforcer's next sample.
+    try ns.peerRun("udp-send", "169.254.147.66", "9800", "300", "1000")
+    try #require(waitUntil(timeout: 10) { !ns.hasLink("wg0") } != nil, "wg0 never went: \(enforcer.errors)")
+    try enforcer.waitForError("went away after this enforcer's stop (data-cap)")
+    let reasons = try stops(db).map(\.reason)
+    #expect(reasons == [.dataCap], "\(reasons): \(enforcer.errors)")
+    #expect(!enforcer.errors.contains("by something else"), "\(enforcer.errors)")
+    let stop = try #require(try lastStop(ns, db))
+    #expect(stop["detail"] as? String == "stopped through wg-quick \(pair.left.configPath)", "\(stop)")
+    let session = try ns.vpnstat("session", "--db", db)
+    #expect(session.output.contains("last stop: data-cap"), "\(session.output)")
+  }
+
+  @Test(
     "WireGuard: at the deadline wg-quick's own down within 1 s (no wg0, no fwmark rule, no table 51820); in the pause wg-quick up fails through PreUp and creates nothing; after it wg-quick up works, a ping crosses, the ledger spans both"
   )
   func fullCycle() throws {
