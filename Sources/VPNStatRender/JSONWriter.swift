@@ -362,6 +362,18 @@ package struct JSONWriter {
     strings(values)
   }
 
+  /// `key`: an array of `{name, name_encoding}` objects, one per interface name.
+  package mutating func names(_ key: StaticString, _ names: [InterfaceName]) {
+    self.key(key)
+    beginArray()
+    for name in names {
+      beginObject()
+      self.name(name, key: "name", encodingKey: "name_encoding")
+      endObject()
+    }
+    endArray()
+  }
+
   /// An interface name under `key`, and how to read it under `encodingKey`; both null for none.
   /// A name of printable ASCII without a quote or a backslash (most of them) is written as its
   /// bytes, without making a String of it.

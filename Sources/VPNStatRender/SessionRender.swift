@@ -237,9 +237,14 @@ package enum DataCapText {
   /// `≈ 5.02 MiB of 4.77 MiB this day (105 %)`: used, the limit, the period and the share.
   package static func usage(_ status: DataCapStatus, options: DisplayOptions) -> String {
     let options = options.matching(limit: status.cap.limitBytes)
-    let limit = options.size(status.cap.limitBytes)
+    let limit = self.limit(status.cap.limitBytes, options: options)
     return
       "\(options.estimate(status.usedBytes)) of \(limit) this \(status.cap.period.label) (\(percent(status.percent)))"
+  }
+
+  /// A limit in the units it was given in (`80.0 MB`, `2.00 GiB`), unless the options choose.
+  package static func limit(_ bytes: UInt64, options: DisplayOptions) -> String {
+    options.matching(limit: bytes).size(bytes)
   }
 
   /// The gate's message when the cap refuses a connection.
@@ -282,14 +287,7 @@ package enum AlertJSON {
     var json = JSONWriter()
     json.beginObject()
     json.envelope(generatedAt: generatedAt, estimateNotes: StatusSnapshot.estimateNotes)
-    json.key("selected_interfaces")
-    json.beginArray()
-    for name in names {
-      json.beginObject()
-      json.name(name, key: "name", encodingKey: "name_encoding")
-      json.endObject()
-    }
-    json.endArray()
+    json.names("selected_interfaces", names)
     json.field("selected_classes", classes.map(\.rawValue))
     json.key("limit")
     DataCapJSON.write(status, into: &json)

@@ -125,14 +125,7 @@ package enum ReportJSON {
       json.beginObject()
       json.field("class", series.interfaceClass.rawValue)
       json.name(series.name, key: "interface", encodingKey: "name_encoding")
-      json.key("members")
-      json.beginArray()
-      for member in series.members {
-        json.beginObject()
-        json.name(member, key: "name", encodingKey: "name_encoding")
-        json.endObject()
-      }
-      json.endArray()
+      json.names("members", series.members)
       json.key("periods")
       json.beginArray()
       for line in series.lines {

@@ -263,12 +263,12 @@ package final class Store {
   }
 
   /// The writer's connection, new: its WAL index in its own memory (exclusive locking mode, never
-  /// the `-shm`), built from the log as it stands now, under the writers' lock.
-  private func openWriter() throws {
+  /// the `-shm`), built from the log as it stands now (`stamp`), under the writers' lock.
+  private func openWriter(at stamp: StoreStamp?) throws {
     writing = nil
     // Its data_version starts again: what it cached of an earlier connection's is not known good.
     cachedLedger = nil
-    if StoreStamp.read(database: realPath)?.isWriting == true { try rollBackDeadWrite() }
+    if stamp?.isWriting == true { try rollBackDeadWrite() }
     let connection = try Self.connect(location, query: "?vfs=unix-none", readOnly: false)
     connection.skipCheckpointOnClose()
     // A writer runs for good: SQLite's default page cache (2 MiB) would fill with pages read once
@@ -284,7 +284,7 @@ package final class Store {
     // A writer that died before its commit left frames at the log's end; commits from here would
     // be written over them, and one shorter would leave the log's last frame (and stamp) as it
     // was. Checked into the file, the log starts over at the next commit, with new salts.
-    if StoreStamp.read(database: realPath)?.logEndsUncommitted == true { try checkpointLog() }
+    if stamp?.logEndsUncommitted == true { try checkpointLog() }
   }
 
   /// Copies the log's pages into the file, under the writer's lock; this connection's next
@@ -361,7 +361,7 @@ package final class Store {
       return try writerLock.holding(until: deadline()) {
         // Another writer wrote since this one's last operation: its index of the log is stale.
         let now = StoreStamp.read(database: realPath)
-        if writing == nil || now == nil || now != writerStamp { try mapped { try openWriter() } }
+        if writing == nil || now == nil || now != writerStamp { try mapped { try openWriter(at: now) } }
         defer { writerStamp = StoreStamp.read(database: realPath) }
         return try mapped(body)
       }

@@ -60,8 +60,9 @@ struct StoreStamp: Equatable {
     stamp.u64(database.inode)
     stamp.u32(database.owner)
     stamp.u32(database.permissions)
+    let inWALMode = header[18] == 2 || header[19] == 2
     var log = [UInt8](repeating: 0, count: 32 + 24)
-    let wal = header[18] == 2 || header[19] == 2 ? readLog(real + "-wal", into: &log) : nil
+    let wal = inWALMode ? readLog(real + "-wal", into: &log) : nil
     stamp.u64(wal?.device ?? 0)
     stamp.u64(wal?.inode ?? 0)
     stamp.u64(UInt64(wal?.size ?? 0))
@@ -70,7 +71,7 @@ struct StoreStamp: Equatable {
     // A journal with nothing in it (or none) is no transaction: DELETE mode removes it at each
     // commit, TRUNCATE empties it.
     let journal = FileStatus.of(real + "-journal")
-    return StoreStamp(bytes: stamp.bytes, isWriting: (journal?.size ?? 0) > 0 && !(header[18] == 2 || header[19] == 2))
+    return StoreStamp(bytes: stamp.bytes, isWriting: (journal?.size ?? 0) > 0 && !inWALMode)
   }
 
   /// Reads the log at `path`: its 32-byte header into `buffer`, then the 24-byte header of its

@@ -484,7 +484,7 @@ package struct Enforcer {
     }
     let cap =
       record.dataCap.map {
-        "; data cap \(DisplayOptions(calendar: environment.calendar).matching(limit: $0.limitBytes).size($0.limitBytes)) per \($0.period.label)"
+        "; data cap \(DataCapText.limit($0.limitBytes, options: DisplayOptions(calendar: environment.calendar))) per \($0.period.label)"
       } ?? ""
     guard record.plan == .free else { return "plan premium: no session window" + cap }
     guard let window = record.window else { return "no window yet" + cap }
