@@ -1,6 +1,7 @@
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
+import VPNStatStore
 import VPNStatSystem
 
 /// A name given to `connect` or `disconnect`, resolved: the manager that answers to it and the
@@ -19,6 +20,32 @@ package struct TunnelTarget {
   package var notATunnel: NotATunnel? {
     guard let link, let device else { return nil }
     return NotATunnel.check(device, link.interfaceClass, by: link.evidence)
+  }
+
+  /// Why the enforcer that holds this tunnel would not stop it through the wg-quick
+  /// configuration it is started from (it looks in other directories: it finds none and only
+  /// takes the link down, leaving wireguard-go running, or it finds another file), naming both;
+  /// nil when they agree, or no enforcer runs wg-quick for it. `connect --wg-quick-dir` and an
+  /// enforcer started without it must not disagree silently.
+  package func enforcerDisagreement(at location: StoreLocation) -> String? {
+    guard manager.kind == .wgQuick, let configuration = manager.id, let device,
+      let presence = EnforcerPresenceFile(location: location, tunnel: device).read(),
+      !presence.wgQuickDirectories.isEmpty, EnforcerPresenceFile.isLive(presence)
+    else { return nil }
+    let enforcer = "vpnstat enforce \(device.terminalText) (pid \(presence.pid))"
+    let directories = presence.wgQuickDirectories.map(TerminalText.sanitize).joined(separator: " and ")
+    let started = TerminalText.sanitize(configuration)
+    let remedy =
+      "set wg-quick-dir in vpnstat.conf to the directory that holds it (connect, disconnect and enforce all read it) and restart the enforcer"
+    switch ManagerDetector(wgQuickDirectories: presence.wgQuickDirectories).wgQuickConfiguration(for: device) {
+    case .trusted(let path):
+      if FileSystem.realPath(path) == FileSystem.realPath(configuration) { return nil }
+      return
+        "\(enforcer) would stop \(device.terminalText) with wg-quick down \(TerminalText.sanitize(path)), not \(started), which started it: \(remedy)"
+    case .refused, .missing:
+      return
+        "\(enforcer) looks for wg-quick configurations in \(directories) and would not find \(started), which started \(device.terminalText): at a stop it would only take the link down and leave the tunnel's program running; \(remedy)"
+    }
   }
 }
 

@@ -17,10 +17,13 @@ public struct EnforcerPresence: Hashable, Sendable {
   /// The lengths it opens windows with (`--session-length`, `--pause-length`): the next
   /// window's, whatever a reader's own options say. Nil from an enforcer older than this field.
   public var lengths: SessionLengths?
+  /// Where its wg-quick stops look for the tunnel's configuration, first first; empty when its
+  /// action never runs wg-quick (or from an enforcer older than this field).
+  public var wgQuickDirectories: [String]
 
   public init(
     pid: Int32, startTime: UInt64?, since: Timestamp, action: String, tunnel: InterfaceName, holds: [ManagerHold] = [],
-    lengths: SessionLengths? = nil
+    lengths: SessionLengths? = nil, wgQuickDirectories: [String] = []
   ) {
     self.pid = pid
     self.startTime = startTime
@@ -29,6 +32,7 @@ public struct EnforcerPresence: Hashable, Sendable {
     self.tunnel = tunnel
     self.holds = holds
     self.lengths = lengths
+    self.wgQuickDirectories = wgQuickDirectories
   }
 
   /// The file's text: one `key=value` a line (values never hold a line break: the interface in
@@ -41,6 +45,7 @@ public struct EnforcerPresence: Hashable, Sendable {
     if let lengths {
       lines += ["session_length_ns=\(lengths.session.nanoseconds)", "pause_length_ns=\(lengths.pause.nanoseconds)"]
     }
+    lines += wgQuickDirectories.map { "wg_quick_dir=\(Self.oneLine($0))" }
     lines += holds.map { "hold=\($0.text)" }
     return lines.joined(separator: "\n") + "\n"
   }
@@ -49,6 +54,7 @@ public struct EnforcerPresence: Hashable, Sendable {
   public init?(parsing text: String) {
     var values: [String: String] = [:]
     var holds: [ManagerHold] = []
+    var directories: [String] = []
     for line in text.split(separator: "\n") {
       guard let equals = line.firstIndex(of: "=") else { return nil }
       let key = String(line[..<equals])
@@ -56,6 +62,8 @@ public struct EnforcerPresence: Hashable, Sendable {
       if key == "hold" {
         guard let hold = ManagerHold(parsing: value) else { return nil }
         holds.append(hold)
+      } else if key == "wg_quick_dir" {
+        directories.append(value)
       } else {
         values[key] = value
       }
@@ -75,7 +83,7 @@ public struct EnforcerPresence: Hashable, Sendable {
     }
     self.init(
       pid: pid, startTime: values["start_time"].flatMap { UInt64($0) }, since: since, action: action,
-      tunnel: InterfaceName(parsingEscaped: name), holds: holds, lengths: lengths)
+      tunnel: InterfaceName(parsingEscaped: name), holds: holds, lengths: lengths, wgQuickDirectories: directories)
   }
 
   static func oneLine(_ text: String) -> String {

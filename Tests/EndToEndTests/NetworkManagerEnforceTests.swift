@@ -132,6 +132,37 @@ struct NetworkManagerEnforceTests {
     withExtendedLifetime(pair) {}
   }
 
+  @Test(
+    "NetworkManager's OpenVPN plugin: a data cap reached inside the session deactivates the connection, recorded once as data-cap — the tun going a second later is the stop's doing, not 'vanished'"
+  )
+  func capStop() throws {
+    try RealVPNTool.require("nm-openvpn-service")
+    let pair = try OpenVPNPair("mnocap", subnet: 107, device: "tun9")
+    try pair.startServer(extra: ["--float"])
+    let nm = try NetworkManagerNamespace("mnocap", in: pair.link.left)
+    let db = nm.directory.file("v.db")
+    #expect(try nm.run(Built.vpnstat, ["plan", "free", "--data-cap", "100kB", "--per", "day", "--db", db]).status == 0)
+    let uuid = try nm.addOpenVPNConnection("ovpn", to: pair)
+    try nm.nmcliChecked("connection", "up", "ovpn")
+    #expect(waitUntil(timeout: 5) { nm.ns.hasLink("tun9") } != nil)
+    let enforcer = try nm.start(
+      Built.vpnstat,
+      ["enforce", "tun9", "--db", db, "--session-length", "10m", "--pause-length", "10m", "--interval", "1s"])
+    defer { enforcer.stop() }
+    try enforcer.waitForError("opened a window")
+    try nm.ns.peerRun("udp-send", pair.serverAddress, "9800", "300", "1000")
+    try #require(waitUntil(timeout: 10) { !isActive(nm, "ovpn") } != nil, "never deactivated: \(enforcer.errors)")
+    #expect(waitUntil(timeout: 30) { !nm.ns.hasLink("tun9") } != nil, "tun9 stayed")
+    try enforcer.waitForError("went away after this enforcer's stop (data-cap)")
+    #expect(try stops(db).map(\.reason) == [.dataCap], "\(enforcer.errors)")
+    #expect(!enforcer.errors.contains("by something else"), "\(enforcer.errors)")
+    let stop = try #require(try nmStop(nm, db))
+    #expect(
+      (stop["detail"] as? String)?.hasPrefix("stopped through networkmanager 'ovpn' (\(uuid))") == true, "\(stop)")
+    #expect(enforcer.stop() == 0)
+    withExtendedLifetime(pair) {}
+  }
+
   func nmJSON(_ nm: NetworkManagerNamespace, _ arguments: [String]) throws -> [String: Any] {
     let result = try nm.run(Built.vpnstat, arguments)
     guard result.status == 0, let object = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]

@@ -46,4 +46,34 @@ struct OpenVPNEnforceTests {
     #expect(stop["reason"] as? String == "free-limit")
     #expect(stop["detail"] as? String == "stopped through openvpn (pid \(client.pid))", "\(stop)")
   }
+
+  @Test(
+    "OpenVPN: a data cap reached inside the session stops it through its management socket, recorded once as data-cap — its tun going away after is the stop's doing, not 'vanished'"
+  )
+  func capStop() throws {
+    let pair = try OpenVPNPair("movcap", subnet: 104)
+    let ns = pair.link.left
+    let db = pair.directory.file("v.db")
+    #expect(try ns.vpnstat("plan", "free", "--data-cap", "100kB", "--per", "day", "--db", db).status == 0)
+    try pair.startServer()
+    try pair.startClient()
+    let client = try #require(pair.client)
+    #expect(pair.waitForState("CONNECTED", timeout: 10) != nil, "never CONNECTED: \(client.output)")
+    let enforcer = try ns.start(
+      Built.vpnstat,
+      ["enforce", pair.device, "--db", db, "--session-length", "10m", "--pause-length", "10m", "--interval", "1s"])
+    defer { enforcer.stop() }
+    try enforcer.waitForError("opened a window")
+    // 300 kB into the tunnel: past the cap at the enforcer's next sample.
+    try ns.peerRun("udp-send", pair.serverAddress, "9800", "300", "1000")
+    try #require(waitUntil(timeout: 10) { !ns.hasLink(pair.device) } != nil, "never went: \(enforcer.errors)")
+    #expect(client.child.wait(timeout: 5) == 0, "openvpn did not exit cleanly: \(client.output)")
+    #expect(client.output.contains("MANAGEMENT: CMD 'signal SIGTERM'"), "\(client.output.suffix(800))")
+    try enforcer.waitForError("went away after this enforcer's stop (data-cap)")
+    #expect(try stops(db).map(\.reason) == [.dataCap], "\(enforcer.errors)")
+    #expect(!enforcer.errors.contains("by something else"), "\(enforcer.errors)")
+    let stop = try #require(try lastStop(ns, db))
+    #expect(stop["detail"] as? String == "stopped through openvpn (pid \(client.pid))", "\(stop)")
+    #expect(try ns.vpnstat("session", "--db", db).output.contains("last stop: data-cap"))
+  }
 }

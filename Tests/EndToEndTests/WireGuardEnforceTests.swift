@@ -116,6 +116,59 @@ struct WireGuardEnforceTests {
     #expect((uint(totals["resets"]) ?? 0) >= 1)
     #expect(enforcer.stop() == 0)
   }
+
+  @Test(
+    "WireGuard: where configurations live is one setting — an enforcer looking elsewhere says so when it starts, and `connect --wg-quick-dir` warns naming both; with wg-quick-dir in vpnstat.conf both find it and the deadline stops wireguard-go too"
+  )
+  func oneConfigurationPlace() throws {
+    let files = try TemporaryDirectory("mwgdir")
+    let pair = try WireGuardPair("mwgdir", subnet: 149, leftPeerLines: ["PersistentKeepalive = 25"])
+    let ns = pair.link.left
+    let elsewhere = files.file("elsewhere")
+    try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: false)
+    try pair.right.up()
+
+    // The enforcer started without the directory connect is given: it says where it looks.
+    let db = files.file("v.db")
+    let blind = try pair.left.start(
+      Built.vpnstat,
+      ["enforce", "wg0", "--db", db, "--session-length", "10m", "--interval", "1s", "--wg-quick-dir", elsewhere])
+    defer { blind.stop() }
+    try blind.waitForError("no wg-quick configuration for wg0 (looked for \(elsewhere)/wg0.conf")
+    try blind.waitForError("wg-quick-dir in vpnstat.conf")
+    let warned = try pair.left.run(
+      Built.vpnstat, ["connect", "wg0", "--db", db, "--wg-quick-dir", pair.left.directory])
+    #expect(warned.status == 0, "\(warned.status): \(warned.errors)")
+    #expect(
+      warned.errors.contains(
+        "vpnstat enforce wg0 (pid \(blind.pid)) looks for wg-quick configurations in \(elsewhere)"), "\(warned.errors)")
+    #expect(warned.errors.contains("would not find \(pair.left.configPath)"), "\(warned.errors)")
+    #expect(blind.stop() == 0)
+    _ = try pair.left.down()
+
+    // One setting, read by both: the enforcer finds what connect started, and its stop is wg-quick's.
+    let config = files.file("vpnstat.conf")
+    try Data("wg-quick-dir = \(pair.left.directory)\n".utf8).write(to: URL(fileURLWithPath: config))
+    let db2 = files.file("v2.db")
+    let enforcer = try pair.left.start(
+      "/usr/bin/env",
+      [
+        "VPNSTAT_CONFIG=\(config)", Built.vpnstat, "enforce", "wg0", "--db", db2, "--session-length", "3s",
+        "--pause-length", "1m", "--interval", "1s",
+      ])
+    defer { enforcer.stop() }
+    try enforcer.waitForError("a wg-quick stop of wg0 runs wg-quick down \(pair.left.configPath)")
+    let connected = try pair.left.run(
+      "/usr/bin/env", ["VPNSTAT_CONFIG=\(config)", Built.vpnstat, "connect", "wg0", "--db", db2])
+    #expect(connected.status == 0, "\(connected.status): \(connected.errors)")
+    #expect(!connected.errors.contains("vpnstat enforce"), "\(connected.errors)")
+    try #require(waitUntil(timeout: 10) { !ns.hasLink("wg0") } != nil, "wg0 never went: \(enforcer.errors)")
+    #expect(waitUntil(timeout: 5) { pair.left.holders().isEmpty } != nil, "wireguard-go was left running")
+    _ = waitUntil(timeout: 10) { (try? lastStop(ns, db2)) != nil }
+    let stop = try #require(try lastStop(ns, db2))
+    #expect(stop["reason"] as? String == "free-limit", "\(stop)")
+    #expect(stop["detail"] as? String == "stopped through wg-quick \(pair.left.configPath)", "\(stop)")
+  }
 }
 
 /// The session object of `vpnstat session --json` run in `ns`.

@@ -297,8 +297,9 @@ struct TunnelManagerTests {
       action: "exec /bin/sh\nx", tunnel: InterfaceName(bytes: [0x77, 0x1B, 0x5C]),
       holds: [
         ManagerHold(kind: .networkManager, id: "f2e6ce48", setting: "connection.autoconnect", restore: "yes")
-      ])
+      ], wgQuickDirectories: ["/srv/wg", "/etc/wireguard"])
     let read = try #require(EnforcerPresence(parsing: presence.text))
+    #expect(read.wgQuickDirectories == ["/srv/wg", "/etc/wireguard"], "order is the order they are looked in")
     #expect(read.pid == 4242 && read.startTime == 123_456 && read.since == presence.since)
     #expect(read.tunnel == presence.tunnel)
     #expect(read.action == "exec /bin/sh x", "a line break in the action would split the record")

@@ -76,6 +76,7 @@ enum ConnectCommand: Subcommand {
           detail: SessionCommand.undecided(location, gateLimit)), parsed, context)
     }
     let (target, resolver, links) = try TunnelCommand.resolve(name, parsed)
+    if let disagreement = target.enforcerDisagreement(at: location) { context.warn(disagreement) }
     var attempt = ConnectAttempt(
       name: name, manager: target.manager, control: target.control,
       probe: ConnectionProbe(runner: resolver.detector.runner, links: links, wireGuard: CommandServices.wireGuard()),

@@ -172,8 +172,11 @@ package struct Enforcer {
     takeSpool()
     refresh()
     advanceLedger()
-    managerHolds.announce(tunnel: tunnel, action: action.label, lengths: rules.lengths, since: clock.now().wall)
+    managerHolds.announce(
+      tunnel: tunnel, action: action.label, wgQuickDirectories: action.wgQuickDirectories, lengths: rules.lengths,
+      since: clock.now().wall)
     log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
+    if let plan = action.wgQuickPlan(for: tunnel) { log.event(plan) }
     if let link = try environment.links.link(named: tunnel) {
       if let transition = followed.start(link, catalog: &sampler.catalog) { try follow(transition) }
     } else {

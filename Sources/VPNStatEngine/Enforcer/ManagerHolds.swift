@@ -22,9 +22,13 @@ struct ManagerHolds {
   }
 
   /// Says where everyone can see it that this enforcer holds `tunnel` (disconnecting with
-  /// `action`, opening windows of `lengths`, since `since`), and takes over what a predecessor that died (kill -9, a crash)
+  /// `action`, looking for wg-quick configurations in `wgQuickDirectories`, opening windows of
+  /// `lengths`, since `since`), and takes over what a predecessor that died (kill -9, a crash)
   /// still held of the manager.
-  mutating func announce(tunnel: InterfaceName, action: String, lengths: SessionLengths, since: Timestamp) {
+  mutating func announce(
+    tunnel: InterfaceName, action: String, wgQuickDirectories: [String] = [], lengths: SessionLengths,
+    since: Timestamp
+  ) {
     guard let file else { return }
     if let previous = file.read(), !previous.holds.isEmpty, previous.pid != process.pid {
       held = previous.holds
@@ -32,7 +36,7 @@ struct ManagerHolds {
     }
     presence = EnforcerPresence(
       pid: process.pid, startTime: process.startTime, since: since, action: action, tunnel: tunnel, holds: held,
-      lengths: lengths)
+      lengths: lengths, wgQuickDirectories: wgQuickDirectories)
     writePresence()
   }
 

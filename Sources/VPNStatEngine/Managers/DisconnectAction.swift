@@ -10,10 +10,18 @@ package protocol DisconnectAction {
   /// Whether the link is cut by deleting it (`--action delete`) rather than by clearing its up
   /// flag: the one request the enforcer makes before anything else.
   var deletesLink: Bool { get }
+  /// Where a wg-quick stop looks for the tunnel's configuration; empty when this action never
+  /// runs wg-quick.
+  var wgQuickDirectories: [String] { get }
+  /// What a wg-quick stop of `tunnel` would run, or why it could not: said when the enforcer
+  /// starts, so that a configuration kept elsewhere is seen before the deadline, not after it.
+  func wgQuickPlan(for tunnel: InterfaceName) -> String?
 }
 
 extension DisconnectAction {
   package var deletesLink: Bool { false }
+  package var wgQuickDirectories: [String] { [] }
+  package func wgQuickPlan(for tunnel: InterfaceName) -> String? { nil }
 }
 
 /// `--action link-down` and `--action delete`: the kernel alone.

@@ -29,6 +29,29 @@ package struct ManagerAction: DisconnectAction {
 
   package var label: String { kind?.rawValue ?? "auto" }
 
+  package var wgQuickDirectories: [String] {
+    kind == nil || kind == .wgQuick ? detector.wgQuickDirectories : []
+  }
+
+  package func wgQuickPlan(for tunnel: InterfaceName) -> String? {
+    guard kind == nil || kind == .wgQuick else { return nil }
+    let name = tunnel.terminalText
+    let file = detector.wgQuickConfiguration(for: tunnel)
+    switch file {
+    case .trusted(let path):
+      return "a wg-quick stop of \(name) runs wg-quick down \(TerminalText.sanitize(path))"
+    case .refused:
+      return file.refusal
+    case .missing(let searched):
+      // Auto: the tunnel may well be another manager's; wg-quick's would be cut at its link.
+      let otherwise =
+        kind == nil
+        ? "a tunnel wg-quick runs from elsewhere would only have its link taken down" : "its link is taken down"
+      return
+        "no wg-quick configuration for \(name) (looked for \(searched)): \(otherwise) (wg-quick-dir in vpnstat.conf is where connect, disconnect and enforce all look)"
+    }
+  }
+
   package func control(for link: LinkRecord) -> any ManagerControl {
     let found = detector.manager(of: link.name, kind: link.attributes.kind)
     let wanted = kind ?? found.kind

@@ -9,6 +9,9 @@ package protocol ManagerDetecting {
   /// The wg-quick configuration root may run for `name` (`--action wg-quick` when the device
   /// does not look like WireGuard), or why there is none.
   func wgQuickConfiguration(for name: InterfaceName) -> WgQuickConfiguration
+  /// Where `wgQuickConfiguration(for:)` looks, first first: what an enforcer announces, so that
+  /// `connect` can tell when it started a tunnel from a configuration the enforcer would not find.
+  var wgQuickDirectories: [String] { get }
 }
 
 /// What the wg-quick directories hold for a name: a configuration root may run, or why not.
@@ -27,6 +30,8 @@ package enum WgQuickConfiguration: Hashable, Sendable {
 }
 
 extension ManagerDetecting {
+  package var wgQuickDirectories: [String] { [] }
+
   package func wgQuickConfiguration(for name: InterfaceName) -> WgQuickConfiguration {
     .missing("no wg-quick configuration for \(name.terminalText)")
   }
