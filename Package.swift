@@ -74,11 +74,20 @@ let package = Package(
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatRender", "CPcap", "CPcapLoader",
       ], swiftSettings: packedCode),
-    // The use cases: sampler, recorder, enforcer, live view, the ledger as readers see it. They
-    // reach the kernel, the store, the clock and the log through protocols.
+    // HTTP/1.1 at the edge: request heads, responses, and a server that never waits on a client
+    // (`record --listen`); what it serves is the engine's.
+    .target(name: "VPNStatHTTP", dependencies: ["VPNStatModel", "VPNStatSystem"], swiftSettings: packedCode),
+    // The desktop's notification server (org.freedesktop.Notifications over the user's D-Bus).
+    .target(name: "VPNStatDesktop", dependencies: ["VPNStatModel", "VPNStatSystem"], swiftSettings: packedCode),
+    // The use cases, one folder each (Status, Watch, Record, Serve, Enforce, Connect, Notify),
+    // over the tunnel managers' controls (Managers) and the sampler (Sampling). They reach the
+    // kernel, the store, HTTP, the desktop, the clock and the log through protocols.
     .target(
       name: "VPNStatEngine",
-      dependencies: ["VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender"],
+      dependencies: [
+        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatHTTP",
+        "VPNStatDesktop",
+      ],
       swiftSettings: packedCode),
     // Arguments, the configuration file, the subcommands, and the one place that maps errors to
     // exit statuses. A library, so every command can run in-process in a test.
@@ -86,7 +95,7 @@ let package = Package(
       name: "VPNStatCommandLine",
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
-        "VPNStatCapture",
+        "VPNStatCapture", "VPNStatHTTP", "VPNStatDesktop",
       ],
       swiftSettings: packedCode, plugins: ["BuildCommit"]),
     // Names the commit of every build for `vpnstat --version` (scripts/build-commit: git, or the
@@ -166,7 +175,7 @@ let package = Package(
       name: "VPNStatEngineTests",
       dependencies: [
         "VPNStatEngine", "VPNStatKernel", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSystem",
-        "VPNStatTestSupport",
+        "VPNStatHTTP", "VPNStatDesktop", "VPNStatTestSupport",
       ]),
     .testTarget(
       name: "VPNStatCommandLineTests",
@@ -177,7 +186,7 @@ let package = Package(
       name: "EndToEndTests",
       dependencies: [
         "VPNStatCommandLine", "VPNStatEngine", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSystem",
-        "VPNStatSimulation", "VPNStatTestSupport",
+        "VPNStatDesktop", "VPNStatSimulation", "VPNStatTestSupport",
       ]),
   ],
   swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import VPNStatCapture
+import VPNStatDesktop
 import VPNStatEngine
 import VPNStatKernel
 import VPNStatModel

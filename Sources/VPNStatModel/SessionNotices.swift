@@ -24,13 +24,10 @@ public struct NoticeObservation: Hashable, Sendable {
     self.dataCap = dataCap
   }
 
-  /// When connecting is allowed again as seen at `now`: the pause's end in the pause, the end
-  /// of the cap's period once it is reached (the later of both); nil when it is allowed now.
+  /// When connecting is allowed again as seen at `now` (`SessionPhase.connectBlock`); nil when
+  /// it is allowed now.
   public func nextConnectAllowed(at now: Timestamp) -> Timestamp? {
-    var until: Timestamp?
-    if plan == .free, let window, window.sessionOver(at: now), !window.fullyOver(at: now) { until = window.pauseEndsAt }
-    if let cap = dataCap, cap.reached, now < cap.periodEnd { until = max(until ?? cap.periodEnd, cap.periodEnd) }
-    return until
+    SessionPhase(plan: plan, window: window, dataCap: dataCap, at: now).connectBlock?.until
   }
 }
 

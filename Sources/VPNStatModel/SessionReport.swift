@@ -31,7 +31,9 @@ public struct ConnectBlock: Hashable, Sendable {
 public struct SessionReport: Hashable, Sendable {
   public var plan: Plan
   public var state: SessionState
-  public var canConnect: Bool
+  /// The stored session's phase at `now`, with the data cap's part: what connecting may do.
+  public var phase: SessionPhase
+  public var canConnect: Bool { phase.canConnect }
   public var now: Timestamp
   /// The current window, when there is one that is not fully over.
   public var window: SessionWindow?
@@ -63,16 +65,9 @@ public struct SessionReport: Hashable, Sendable {
     return window.pauseEndsAt - now
   }
 
-  /// Why connecting is refused now and until when, as one answer: the later of the pause's end
-  /// and the end of the data cap's period (each refuses on its own, so the person can connect
-  /// only when both are over); nil when connecting is allowed.
-  public var connectBlock: ConnectBlock? {
-    guard !canConnect else { return nil }
-    let pause = pauseRemaining.map { now + $0 }
-    let cap = dataCap.flatMap { $0.reached ? $0.periodEnd : nil }
-    if let cap, cap >= pause ?? cap { return ConnectBlock(reason: .dataCap, until: cap) }
-    return ConnectBlock(reason: .pause, until: pause ?? window?.pauseEndsAt)
-  }
+  /// Why connecting is refused now and until when (`SessionPhase.connectBlock`); nil when
+  /// connecting is allowed.
+  public var connectBlock: ConnectBlock? { phase.connectBlock }
 
   /// The lengths the next window will be opened with. Only an enforcer opens windows, so while
   /// one runs they are its own: the lengths it says it uses, else (an enforcer from before it
@@ -97,22 +92,28 @@ public struct SessionReport: Hashable, Sendable {
     tunnelTotals: TrafficCounts?, lastStop: StopRecord?, enforcer: EnforcerPresence? = nil,
     dataCap: DataCapStatus? = nil, lastRefusal: Refusal? = nil
   ) -> SessionReport {
+    let phase = SessionPhase(record, dataCap: dataCap, at: now)
     var report = SessionReport(
-      plan: record.plan, state: .none, canConnect: record.canConnect(at: now) && dataCap?.reached != true, now: now,
-      window: nil, nextLengths: Self.nextLengths(given: nextLengths, record: record, enforcer: enforcer), usage: nil,
+      plan: record.plan, state: .none, phase: phase, now: now, window: nil,
+      nextLengths: Self.nextLengths(given: nextLengths, record: record, enforcer: enforcer), usage: nil,
       tunnel: record.tunnel, lastStop: lastStop, lastRefusal: lastRefusal, dataCap: dataCap,
       enforcer: enforcer)
-    guard record.plan == .free else {
+    switch phase.stage {
+    case .unlimited:
       report.state = .unlimited
       return report
-    }
-    guard let window = record.window else { return report }
-    if window.fullyOver(at: now) {
+    case .none:
+      return report
+    case .over(let window):
+      // Window and pause over: a tunnel still up is past its deadline all the same.
       report.state = tunnelUp ? .expired : .none
       if tunnelUp { report.window = window }
-    } else {
+    case .pause(let window):
       report.window = window
-      report.state = window.sessionOver(at: now) ? (tunnelUp ? .expired : .paused) : .active
+      report.state = tunnelUp ? .expired : .paused
+    case .active(let window):
+      report.window = window
+      report.state = .active
     }
     if report.window != nil, let totals = tunnelTotals {
       report.usage = totals - record.usageBase

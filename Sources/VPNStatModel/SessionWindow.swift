@@ -131,20 +131,23 @@ extension SessionRecord {
   /// open one; in the pause → disconnect at once; window and pause over → reset and open; else
   /// arm the deadline. Returns the decision and the record to store.
   public func tunnelUp(at now: Timestamp, lengths: SessionLengths) -> (TunnelUpDecision, SessionRecord) {
-    guard plan == .free else { return (.unlimited, self) }
     var next = self
-    guard let window else {
+    switch SessionPhase(self, at: now).stage {
+    case .unlimited:
+      return (.unlimited, self)
+    case .none:
       let opened = SessionWindow.open(at: now, lengths: lengths)
       next.window = opened
       return (.opened(opened), next)
-    }
-    if window.fullyOver(at: now) {
+    case .over:
       let opened = SessionWindow.open(at: now, lengths: lengths)
       next.window = opened
       return (.reopened(opened), next)
+    case .pause(let window):
+      return (.refuse(window), self)
+    case .active(let window):
+      return (.resumed(window), self)
     }
-    if window.sessionOver(at: now) { return (.refuse(window), self) }
-    return (.resumed(window), self)
   }
 
   /// The record once a window an enforcer opened at `window.openedAt` is written: taken where
@@ -201,11 +204,13 @@ public enum WatchdogDecision: Hashable, Sendable {
 
   public static func check(_ record: SessionRecord, now: Timestamp, linkUp: Bool, armed: Timestamp?) -> WatchdogDecision
   {
-    guard record.plan == .free else { return armed == nil ? .wait : .disarm }
+    let stage = SessionPhase(record, at: now).stage
+    if stage == .unlimited { return armed == nil ? .wait : .disarm }
     guard linkUp else { return .wait }
-    guard let window = record.window else { return .tunnelUp }
-    if window.fullyOver(at: now) { return .tunnelUp }
-    if window.sessionOver(at: now) { return .disconnect }
-    return armed == window.sessionEndsAt ? .wait : .arm(window.sessionEndsAt)
+    switch stage {
+    case .unlimited, .none, .over: return .tunnelUp
+    case .pause: return .disconnect
+    case .active(let window): return armed == window.sessionEndsAt ? .wait : .arm(window.sessionEndsAt)
+    }
   }
 }

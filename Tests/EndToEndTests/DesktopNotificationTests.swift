@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import VPNStatCommandLine
+@testable import VPNStatDesktop
 @testable import VPNStatEngine
 @testable import VPNStatModel
 @testable import VPNStatRender

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import VPNStatDesktop
 @testable import VPNStatEngine
 @testable import VPNStatModel
 @testable import VPNStatSystem

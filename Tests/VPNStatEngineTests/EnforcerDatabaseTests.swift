@@ -46,10 +46,10 @@ struct EnforcerDatabaseTests {
           case 1: throw Broken(description: "locked")
           default: return try Store.open(location, intent: .write, calendar: FixedOffsetCalendar.utc)
           }
-        }), tunnel: InterfaceName("wg0"), log: log)
+        }), tunnel: InterfaceName("wg0"), calendar: FixedOffsetCalendar.utc, log: log)
     #expect(!database.reopen() && database.store == nil && database.keeper == nil)
     script.answer = 1
-    #expect(!database.reopen() && database.outage.problem == "locked")
+    #expect(!database.reopen() && database.problem == "locked")
     script.answer = 2
     let opened = database.reopen()
     #expect(opened)
@@ -68,7 +68,7 @@ struct EnforcerDatabaseTests {
     let log = CapturedLog()
     var database = EnforcerDatabase(
       EnforcerStorage(store: store, ledgerLock: FakeLedgerLock(locks, role: "vpnstat enforce wg0")),
-      tunnel: InterfaceName("wg0"), log: log)
+      tunnel: InterfaceName("wg0"), calendar: FixedOffsetCalendar.utc, log: log)
     let index = kernel.add("wg0", up: true).record.index
     database.advanceLedger(&sampler, notified: [], deleted: false, saveNow: true)
     kernel.carry(index, rx: 5000, tx: 7000)
@@ -99,7 +99,8 @@ struct EnforcerDatabaseTests {
     let clock = ManualTimeSource(wall: Timestamp(rfc3339: "2027-01-15T08:00:00Z")!.seconds)
     var sampler = fakeSampler(kernel, clock)
     let log = CapturedLog()
-    var database = EnforcerDatabase(EnforcerStorage(store: store), tunnel: InterfaceName("wg0"), log: log)
+    var database = EnforcerDatabase(
+      EnforcerStorage(store: store), tunnel: InterfaceName("wg0"), calendar: FixedOffsetCalendar.utc, log: log)
     var outage = DatabaseOutage(log: log)
     var check = DataCapCheck(calendar: FixedOffsetCalendar.utc)
     let cap = DataCap(limitBytes: 10_000, period: UsagePeriod(.day))

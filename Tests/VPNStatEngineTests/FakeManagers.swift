@@ -1,4 +1,5 @@
 import Foundation
+import VPNStatSystem
 
 @testable import VPNStatEngine
 @testable import VPNStatKernel

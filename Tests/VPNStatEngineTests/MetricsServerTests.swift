@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import VPNStatEngine
+@testable import VPNStatHTTP
 @testable import VPNStatModel
 @testable import VPNStatRender
 @testable import VPNStatSystem
@@ -68,11 +69,11 @@ final class TestClient {
 struct MetricsServerTests {
   let clock = ManualTimeSource()
   let exposition = MetricsExposition()
-  var server: MetricsServer
+  var server: HTTPServer
 
-  init(limits: MetricsServer.Limits = MetricsServer.Limits()) throws {
+  init(limits: HTTPServer.Limits = HTTPServer.Limits()) throws {
     let listener = try ListeningSocket(try #require(ListenAddress(parsing: "127.0.0.1:0")))
-    server = MetricsServer(listener: listener, exposition: exposition, clock: clock, limits: limits)
+    server = HTTPServer(listener: listener, responder: MetricsRoutes(exposition), clock: clock, limits: limits)
   }
 
   var port: UInt16 { server.listener.address.port }
@@ -287,7 +288,7 @@ struct MetricsServerTests {
     "idle connections never lock a scrape out: when all slots are taken a new client replaces the oldest idle one, and an idle one is closed after 2 s unanswered"
   )
   mutating func idleEviction() throws {
-    var limits = MetricsServer.Limits()
+    var limits = HTTPServer.Limits()
     limits.connections = 8
     self = try MetricsServerTests(limits: limits)
     publish()
@@ -386,7 +387,7 @@ struct MetricsServerTests {
 
   @Test("at most Limits.connections clients: the oldest idle ones make way at once, the others still answered")
   mutating func connectionLimit() throws {
-    var limits = MetricsServer.Limits()
+    var limits = HTTPServer.Limits()
     limits.connections = 3
     self = try MetricsServerTests(limits: limits)
     publish()

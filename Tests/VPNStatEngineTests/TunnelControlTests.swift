@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNStatSystem
 
 @testable import VPNStatEngine
 @testable import VPNStatKernel

@@ -1,3 +1,4 @@
+import VPNStatDesktop
 import VPNStatEngine
 import VPNStatModel
 import VPNStatRender

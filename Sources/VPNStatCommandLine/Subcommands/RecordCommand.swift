@@ -1,4 +1,5 @@
 import VPNStatEngine
+import VPNStatHTTP
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
@@ -87,9 +88,9 @@ enum RecordCommand: Subcommand {
         pageRefreshSeconds: Int(max(5, min(3600, (every.nanoseconds + 999_999_999) / 1_000_000_000))))
       let stop = try WakeUp()
       recorder.exposition = exposition
-      try MetricsServerLoop.start(
-        MetricsServer(listener: listener, exposition: exposition, clock: context.clock), stop: stop,
-        log: { [context] line in context.warn(line) })
+      try HTTPServerLoop.start(
+        HTTPServer(listener: listener, responder: MetricsRoutes(exposition), clock: context.clock), stop: stop,
+        log: { [context] line in context.warn("metrics server: \(line)") })
       stopServing = stop
       log.event("serving metrics on http://\(listener.address)/metrics")
     }

@@ -52,3 +52,10 @@ package enum DisconnectOutcome: Hashable, Sendable {
   case done
   case failed(String)
 }
+
+extension String {
+  /// The text without ASCII whitespace at either end (a program's answer ends in a newline).
+  func trimmingASCIIWhitespace() -> String {
+    String(decoding: Array(utf8).trimmingASCIIWhitespace(), as: UTF8.self)
+  }
+}

@@ -1,4 +1,5 @@
 import VPNStatModel
+import VPNStatSystem
 
 /// A systemd service (`wg-quick@wg0.service`, `openvpn-client@work.service`): stopped with
 /// `systemctl stop`, which runs the unit's own ExecStop (wg-quick down for wg-quick@), confirmed

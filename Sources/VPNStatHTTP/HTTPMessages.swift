@@ -1,9 +1,5 @@
-import VPNStatModel
-import VPNStatRender
-
-// HTTP as `record --listen` speaks it, in one place: the request head it reads, the format an
-// `Accept` header negotiates, and the responses it writes. All pure; the server's sockets are
-// `MetricsServer`'s.
+// HTTP as `record --listen` speaks it: the request head it reads and the responses it writes.
+// Pure; the sockets are `HTTPServer`'s, what is served is the engine's (`MetricsRoutes`).
 
 /// The head of an HTTP request: what the metrics server needs of it.
 package struct HTTPRequestHead: Hashable, Sendable {
@@ -99,41 +95,6 @@ package struct HTTPRequestHead: Hashable, Sendable {
   }
 }
 
-extension OpenMetrics.Format {
-  /// The format an HTTP `Accept` header asks for: OpenMetrics when it names
-  /// `application/openmetrics-text` with a weight no lower than the plain text format's (as
-  /// Prometheus asks), the Prometheus text format otherwise — also without the header, as the
-  /// text format is what any other client reads.
-  package static func negotiated(accept: String?) -> OpenMetrics.Format {
-    guard let accept else { return .prometheus }
-    var openMetrics = 0.0
-    var text = 0.0
-    for range in accept.split(separator: ",") {
-      let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: " \t").lowercased() }
-      guard let type = parts.first else { continue }
-      var weight = 1.0
-      for parameter in parts.dropFirst() where parameter.hasPrefix("q=") {
-        weight = Double(parameter.dropFirst(2)).map { min(max($0, 0), 1) } ?? 0
-      }
-      switch type {
-      case "application/openmetrics-text": openMetrics = max(openMetrics, weight)
-      case "text/plain", "text/*", "*/*": text = max(text, weight)
-      default: break
-      }
-    }
-    return openMetrics > 0 && openMetrics >= text ? .openmetrics : .prometheus
-  }
-
-  /// The `Content-Type` a response in this format carries.
-  package var contentType: String {
-    switch self {
-    case .openmetrics: "application/openmetrics-text; version=1.0.0; charset=utf-8"
-    case .prometheus: "text/plain; version=0.0.4; charset=utf-8"
-    }
-  }
-}
-
-/// How a response's body is encoded on the wire (`Content-Encoding`).
 package enum HTTPContentCoding: String, Hashable, Sendable {
   case identity
   case gzip

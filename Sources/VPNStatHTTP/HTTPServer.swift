@@ -1,128 +1,21 @@
-import Synchronization
 import VPNStatModel
-import VPNStatRender
 import VPNStatSystem
 
-/// What `/metrics` and the status page at `/` serve: the recorder's figures after one sample —
-/// the ledger as it holds it in memory, the session, what the ledger could not see — and when
-/// they were taken; for the page, the rates since the sample before and the last day's history.
-package struct MetricsSnapshot: Sendable {
-  package var ledger: Ledger
-  package var session: SessionReport?
-  package var health: StoreHealth?
-  package var takenAt: Timestamp
-  package var rates: [InterfaceName: StatusPageModel.Rates]
-  package var history: TrafficHistory?
-
-  package init(
-    ledger: Ledger, session: SessionReport?, health: StoreHealth?, takenAt: Timestamp,
-    rates: [InterfaceName: StatusPageModel.Rates] = [:], history: TrafficHistory? = nil
-  ) {
-    self.ledger = ledger
-    self.session = session
-    self.health = health
-    self.takenAt = takenAt
-    self.rates = rates
-    self.history = history
-  }
-
-  /// The status page's model of these figures.
-  package func page(refreshSeconds: Int) -> StatusPageModel {
-    StatusPageModel(
-      takenAt: takenAt, session: session,
-      interfaces: ledger.entries.values.map {
-        StatusPageModel.Interface(
-          name: $0.name, interfaceClass: $0.interfaceClass, traffic: $0.totals.traffic, rates: rates[$0.name])
-      }, history: history, refreshSeconds: refreshSeconds)
-  }
+/// What a server answers: the whole response (head and body) to one complete request head.
+package protocol HTTPResponder: Sendable {
+  func respond(to head: HTTPRequestHead) -> [UInt8]
 }
 
-/// The metrics the recorder published last, shared with the thread that serves them: the
-/// recorder only swaps in a new snapshot (never waits for a client), the server renders each
-/// snapshot at most once per format, outside the lock.
-package final class MetricsExposition: Sendable {
-  private struct State {
-    var snapshot: MetricsSnapshot?
-    var version = 0
-    var rendered: [Encoded: (version: Int, bytes: [UInt8])] = [:]
-  }
-  /// A body as it goes out: its format (nil: the status page), and its coding on the wire.
-  private struct Encoded: Hashable {
-    var format: OpenMetrics.Format?
-    var coding: HTTPContentCoding
-  }
-  private let state = Mutex(State())
-  /// How the status page shows figures and times (the recorder's calendar), and how often it
-  /// reloads itself.
-  package let pageOptions: DisplayOptions
-  package let pageRefreshSeconds: Int
-
-  package init(pageOptions: DisplayOptions = DisplayOptions(), pageRefreshSeconds: Int = 10) {
-    self.pageOptions = pageOptions
-    self.pageRefreshSeconds = pageRefreshSeconds
-  }
-
-  /// Publishes the figures of a new sample.
-  package func publish(_ snapshot: MetricsSnapshot) {
-    state.withLock {
-      $0.snapshot = snapshot
-      $0.version += 1
-    }
-  }
-
-  /// The exposition of the last snapshot in `format`, encoded with `coding` (gzip: compressed
-  /// once per snapshot, whatever the number of scrapers); nil before the first one.
-  package func body(_ format: OpenMetrics.Format, coding: HTTPContentCoding = .identity) -> [UInt8]? {
-    rendered(Encoded(format: format, coding: coding))
-  }
-
-  /// The status page of the last snapshot, the same way.
-  package func page(coding: HTTPContentCoding = .identity) -> [UInt8]? {
-    rendered(Encoded(format: nil, coding: coding))
-  }
-
-  private func rendered(_ key: Encoded) -> [UInt8]? {
-    let (snapshot, version, cached) = state.withLock { ($0.snapshot, $0.version, $0.rendered[key]) }
-    if let cached, cached.version == version { return cached.bytes }
-    guard let snapshot else { return nil }
-    var bytes: [UInt8]
-    switch key.coding {
-    case .identity:
-      if let format = key.format {
-        bytes = OpenMetrics.render(
-          ledger: snapshot.ledger, session: snapshot.session, health: snapshot.health, at: snapshot.takenAt,
-          format: format)
-      } else {
-        bytes = Array(
-          StatusPage.render(snapshot.page(refreshSeconds: pageRefreshSeconds), options: pageOptions).utf8)
-      }
-    case .gzip:
-      // The plain body of the same snapshot (a newer one may have come meanwhile: then both are
-      // of that one, and the version kept is the older, so the next scrape renders again).
-      guard let plain = rendered(Encoded(format: key.format, coding: .identity)),
-        let compressed = Gzip.compress(plain, level: Self.gzipLevel)
-      else { return nil }
-      bytes = compressed
-    }
-    state.withLock { $0.rendered[key] = (version, bytes) }
-    return bytes
-  }
-
-  /// zlib's fastest level: at 1000 interfaces 4× quicker than the default (6) for a body 8 %
-  /// larger (Prometheus text: 508 KB → 23.5 KB, against 21.8 KB).
-  static let gzipLevel: Int32 = 1
-}
-
-/// `record --listen`: serves `GET /metrics` (and `/`, the status page for a person) over HTTP, from the
-/// snapshot the recorder published, to any number of clients at once without ever waiting for
-/// one. A state machine: `step` waits once for whatever is ready and handles it;
-/// `MetricsServerLoop` runs it on a thread of its own, tests step it themselves.
+/// An HTTP/1.1 server that answers each request with what its `HTTPResponder` gives, to any
+/// number of clients at once without ever waiting for one (`record --listen`: the metrics and
+/// the status page). A state machine: `step` waits once for whatever is ready and handles it;
+/// `HTTPServerLoop` runs it on a thread of its own, tests step it themselves.
 ///
 /// Bounded: a request head of at most `Limits.requestBytes`, complete within
 /// `Limits.requestTime` of connecting; at most `Limits.connections` at once (more are closed at
 /// once); a response not taken within `Limits.responseTime` is dropped. Every socket is
 /// non-blocking: a slow or hostile client costs one entry here, never a wait.
-package struct MetricsServer {
+package struct HTTPServer {
   /// The bounds on what a client may cost.
   package struct Limits: Sendable {
     /// Clients at once; when full, a new one takes the place of the oldest idle one (connected,
@@ -163,17 +56,17 @@ package struct MetricsServer {
   }
 
   package let listener: ListeningSocket
-  let exposition: MetricsExposition
+  let responder: any HTTPResponder
   let clock: any TimeSource
   package let limits: Limits
   var connections: [Int32: Connection] = [:]
   var accepted: UInt64 = 0
 
   package init(
-    listener: ListeningSocket, exposition: MetricsExposition, clock: any TimeSource, limits: Limits = Limits()
+    listener: ListeningSocket, responder: any HTTPResponder, clock: any TimeSource, limits: Limits = Limits()
   ) {
     self.listener = listener
-    self.exposition = exposition
+    self.responder = responder
     self.clock = clock
     self.limits = limits
   }
@@ -329,60 +222,19 @@ package struct MetricsServer {
     connections.removeValue(forKey: fd)?.descriptor.close()
   }
 
-  /// The answer to one request: the metrics, the page, or why not. HEAD gets GET's head alone
-  /// (its Content-Length too), as HTTP/1.1 asks.
+  /// The answer to one request. HEAD gets GET's head alone (its Content-Length too), as
+  /// HTTP/1.1 asks.
   func response(to head: HTTPRequestHead) -> [UInt8] {
-    let response = fullResponse(to: head)
+    let response = responder.respond(to: head)
     guard head.method == "HEAD" else { return response }
     return HTTPResponse.head(of: response)
   }
-
-  private func fullResponse(to head: HTTPRequestHead) -> [UInt8] {
-    let path = head.path
-    guard path == "/metrics" || path == "/" else { return HTTPResponse.error(404, "Not Found") }
-    guard head.method == "GET" || head.method == "HEAD" else {
-      return HTTPResponse.error(405, "Method Not Allowed", headers: [("Allow", "GET, HEAD")])
-    }
-    let coding = HTTPContentCoding.negotiated(acceptEncoding: head.acceptEncoding)
-    if path == "/" {
-      // The page loads nothing from anywhere: a browser is told to refuse anything it would.
-      return encoded(
-        coding, contentType: "text/html; charset=utf-8",
-        headers: [
-          ("Vary", "Accept-Encoding"), ("Content-Security-Policy", StatusPage.contentSecurityPolicy),
-          ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store"),
-        ]
-      ) { exposition.page(coding: $0) }
-    }
-    let format = OpenMetrics.Format.negotiated(accept: head.accept)
-    // The body depends on both headers: a cache between the scraper and here must know it.
-    return encoded(coding, contentType: format.contentType, headers: [("Vary", "Accept, Accept-Encoding")]) {
-      exposition.body(format, coding: $0)
-    }
-  }
-
-  /// A 200 with the body `body` gives in `coding`, or as it is when zlib failed (out of memory);
-  /// a 503 before the first sample.
-  private func encoded(
-    _ coding: HTTPContentCoding, contentType: String, headers: [(String, String)],
-    body: (HTTPContentCoding) -> [UInt8]?
-  ) -> [UInt8] {
-    var headers = headers
-    var bytes = body(coding)
-    if bytes != nil, coding == .gzip {
-      headers.append(("Content-Encoding", "gzip"))
-    } else if bytes == nil, coding != .identity {
-      bytes = body(.identity)
-    }
-    guard let bytes else { return HTTPResponse.error(503, "Service Unavailable", headers: [("Retry-After", "1")]) }
-    return HTTPResponse.render(status: 200, reason: "OK", contentType: contentType, body: bytes, headers: headers)
-  }
 }
 
-/// The metrics server's life: on a thread of its own, until `stop` is signalled.
-package enum MetricsServerLoop {
+/// An HTTP server's life: on a thread of its own, until `stop` is signalled.
+package enum HTTPServerLoop {
   /// Starts `server` on a new thread; signal `stop` to end it (its clients are closed).
-  package static func start(_ server: MetricsServer, stop: WakeUp, log: @escaping @Sendable (String) -> Void) throws {
+  package static func start(_ server: HTTPServer, stop: WakeUp, log: @escaping @Sendable (String) -> Void) throws {
     let box = ServerBox(server)
     try BackgroundThread.start {
       var server = box.take()
@@ -393,7 +245,7 @@ package enum MetricsServerLoop {
         } catch {
           // A failure of one wait (out of memory, a descriptor gone bad) must not end the
           // serving for good: say it and go on after a moment.
-          log("metrics server: \(error)")
+          log("\(error)")
           _ = try? waitForReadable([stop.descriptor], timeout: .milliseconds(100))
         }
       }
@@ -402,9 +254,9 @@ package enum MetricsServerLoop {
 
   /// Hands the server to the thread that owns it from then on.
   private final class ServerBox: @unchecked Sendable {
-    private var server: MetricsServer?
-    init(_ server: MetricsServer) { self.server = server }
-    func take() -> MetricsServer {
+    private var server: HTTPServer?
+    init(_ server: HTTPServer) { self.server = server }
+    func take() -> HTTPServer {
       defer { server = nil }
       return server!
     }

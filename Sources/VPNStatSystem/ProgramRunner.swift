@@ -1,5 +1,4 @@
 import VPNStatModel
-import VPNStatSystem
 
 /// How a manager's program (nmcli, systemctl, wg-quick) is run: through `ChildProgram`, or, in
 /// tests, by a fake manager.
@@ -39,12 +38,5 @@ package struct ChildProgramRunner: ProgramRunner {
     return ProgramRun(
       outcome: finished.outcome, output: String(decoding: finished.output, as: UTF8.self),
       errors: String(decoding: finished.errors, as: UTF8.self))
-  }
-}
-
-extension String {
-  /// The text without ASCII whitespace at either end (a program's answer ends in a newline).
-  func trimmingASCIIWhitespace() -> String {
-    String(decoding: Array(utf8).trimmingASCIIWhitespace(), as: UTF8.self)
   }
 }

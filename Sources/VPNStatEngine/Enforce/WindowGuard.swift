@@ -52,8 +52,8 @@ struct WindowGuard {
   /// Whether a free session runs at `now`: a window whose deadline has not come. Only the end of
   /// a running session is a stop worth recording.
   func sessionRuns(_ record: SessionRecord?, at now: Timestamp) -> Bool {
-    guard let record, record.plan == .free, let window = record.window else { return false }
-    return !window.sessionOver(at: now)
+    guard let record else { return false }
+    return SessionPhase(record, at: now).running != nil
   }
 
   /// The stop a tunnel leaves when something else took it down (`gone`: its device went away),
@@ -67,8 +67,6 @@ struct WindowGuard {
   /// The window whose pause runs at `now`, if any: while it does, the manager stays held off. At
   /// the deadline itself connecting counts as allowed, but the pause has only begun.
   func pause(_ record: SessionRecord?, at now: Timestamp) -> SessionWindow? {
-    guard let record, record.plan == .free, let window = record.window else { return nil }
-    guard window.sessionOver(at: now), !window.fullyOver(at: now) else { return nil }
-    return window
+    record.flatMap { SessionPhase($0, at: now).pausing }
   }
 }

@@ -3,8 +3,9 @@ import VPNStatStore
 
 /// The enforcer's hold on its database: the store once it is open — asked for again at every tick
 /// until then, never waited for (`StoreOpener` opens it on a thread of its own) — the tunnel's
-/// ledger kept in it (`LedgerKeeper`: saved every save interval while no recorder writes it), and
-/// its outages, said once.
+/// ledger kept in it (`LedgerKeeper`: saved every save interval while no recorder writes it), what
+/// it could not write yet (`PendingWrites`), the data cap read from it (`DataCapCheck`), and its
+/// outages, said once. Its parts' state is its own: the enforcer asks, it answers.
 struct EnforcerDatabase {
   private(set) var store: Store?
   /// The database as readers read it, for the session until `store` opens.
@@ -18,13 +19,17 @@ struct EnforcerDatabase {
   let log: any EventLog
   /// The tunnel's ledger, while there is a database.
   private(set) var keeper: LedgerKeeper?
-  var outage: DatabaseOutage
+  private var outage: DatabaseOutage
+  /// What is written when the database answers (windows, stops), spooled until then.
+  private(set) var pending: PendingWrites
+  /// The data cap against its period's traffic, as last read.
+  private(set) var cap: DataCapCheck
   /// The tunnel-class totals after the last ledger advance: the usage base of a new window.
   private(set) var tunnelTotals = TrafficCounts.zero
   /// Who was last said to write the ledger instead of this enforcer (nil: this one does).
   private var writerSaid: String?
 
-  init(_ storage: EnforcerStorage, tunnel: InterfaceName, log: any EventLog) {
+  init(_ storage: EnforcerStorage, tunnel: InterfaceName, calendar: any LocalCalendar, log: any EventLog) {
     store = storage.store
     view = storage.view
     open = storage.open
@@ -33,6 +38,8 @@ struct EnforcerDatabase {
     self.tunnel = tunnel
     self.log = log
     outage = DatabaseOutage(log: log)
+    pending = PendingWrites(spool: storage.spool, log: log)
+    cap = DataCapCheck(calendar: calendar)
     keeper = storage.store.map {
       LedgerKeeper(store: $0, saveInterval: saveInterval, role: .enforcer, lock: ledgerLock)
     }
@@ -80,6 +87,41 @@ struct EnforcerDatabase {
     } catch {
       outage.failed(error)
     }
+  }
+
+  // MARK: - Writes and outages
+
+  /// What went wrong last, while the database is out; nil when it answers.
+  var problem: String? { outage.problem }
+
+  /// A read or write failed: said once, until it answers again.
+  mutating func failed(_ error: any Error) { outage.failed(error) }
+
+  /// The database answered: an outage said before is said to be over (once nothing is pending).
+  mutating func recovered() { outage.recovered(nothingPending: pending.isEmpty) }
+
+  /// A window opened here, written with the next flush.
+  mutating func open(_ window: PendingWrites.Window) { pending.open(window) }
+
+  /// A stop, written with the next flush.
+  mutating func add(_ stop: StopRecord) { pending.add(stop) }
+
+  /// Writes what is pending; the spool keeps what the database refuses.
+  mutating func flush(trusted: TrustedClock?) -> PendingWrites.Written {
+    pending.flush(to: store, trusted: trusted, outage: &outage)
+  }
+
+  /// Takes in what the spool holds, written when the database answers.
+  mutating func takeSpool(trusted: TrustedClock?) -> PendingWrites.Written {
+    pending.takeSpool(into: store, trusted: trusted, outage: &outage)
+  }
+
+  /// What the enforcer leaves unwritten as it stops, said once; nil when nothing.
+  func leftAtStop() -> String? { pending.leftAtStop(problem: outage.problem) }
+
+  /// Whether `cap` is reached at `now`, from the ledger this database keeps.
+  mutating func capReached(_ cap: DataCap?, at now: Timestamp) -> Bool {
+    self.cap.reached(cap, keeper: keeper, at: now, outage: &outage)
   }
 }
 

@@ -27,11 +27,10 @@ import VPNStatSystem
 /// directly, with a manual clock and a fake kernel. It coordinates parts that each do one job and
 /// are tested alone: `FollowedDevices` (which devices are under the limit), `WindowGuard` (the
 /// rule), `SessionMemory` (the session and the trusted clock as last known), `EnforcerDatabase`
-/// (the store, the ledger, outages), `PendingWrites` (what the database has not taken, and the
-/// spool), `Takedown` (one device down: the link cut first, then its manager's stop, confirmed),
+/// (the store, the ledger, outages, what the database has not taken and the spool, the data cap),
+/// `Takedown` (one device down: the link cut first, then its manager's stop, confirmed),
 /// `ManagerTable` (who manages each device, learned before it matters), `ManagerHolds` (the
-/// manager held off for the pause, the presence file), `DataCapCheck`, `SleepDetector` and
-/// `TrustedAlarm`.
+/// manager held off for the pause, the presence file), `SleepDetector` and `TrustedAlarm`.
 package struct Enforcer {
   /// What can happen to an enforcer.
   package enum Event: Sendable {
@@ -65,7 +64,6 @@ package struct Enforcer {
   var followed: FollowedDevices
   var session = SessionMemory()
   var database: EnforcerDatabase
-  var pending: PendingWrites
   var takedown: Takedown
   var managers: ManagerTable
   var managerHolds: ManagerHolds
@@ -73,7 +71,6 @@ package struct Enforcer {
   /// away (a manager's stop deletes it after the cut) or down is that stop's doing, already
   /// recorded with its reason — never "something else".
   var ownStop: StopReason?
-  var cap: DataCapCheck
   var deadline: TrustedAlarm
   var sleep = SleepDetector()
   /// Who tells the enforcer that the database was written (nil: nobody, so it reads every time).
@@ -92,14 +89,12 @@ package struct Enforcer {
     let log = environment.log
     rules = WindowGuard(lengths: lengths)
     followed = FollowedDevices(tunnel: tunnel, log: log)
-    database = EnforcerDatabase(storage, tunnel: tunnel, log: log)
-    pending = PendingWrites(spool: storage.spool, log: log)
+    database = EnforcerDatabase(storage, tunnel: tunnel, calendar: environment.calendar, log: log)
     let action = action ?? LinkDownAction(links: environment.links)
     takedown = Takedown(action: action, links: environment.links, clock: sampler.clock, log: log)
     managers = ManagerTable(action: action, exits: environment.processExits)
     managerHolds = ManagerHolds(
       file: storage.presence, release: environment.holdRelease, process: environment.process, log: log)
-    cap = DataCapCheck(calendar: environment.calendar)
     deadline = TrustedAlarm(alarm: environment.alarm)
     databaseChanges = storage.changes
   }
@@ -114,9 +109,9 @@ package struct Enforcer {
   /// The session as last read (or as changed here and not yet written); nil until read once.
   package var record: SessionRecord? { session.record }
   /// The stops the database has not taken yet, in order.
-  package var pendingStops: [StopRecord] { pending.stops }
+  package var pendingStops: [StopRecord] { database.pending.stops }
   /// The data cap against its period's traffic as last read.
-  package var dataCap: DataCapStatus? { cap.status }
+  package var dataCap: DataCapStatus? { database.cap.status }
   /// What is held of the tunnel's manager for the pause, given back when connecting is allowed
   /// again or the enforcer stops.
   package var holds: [ManagerHold] { managerHolds.held }
@@ -218,7 +213,7 @@ package struct Enforcer {
     switch rules.tunnelUp(session.record, capReached: capReached(at: now), at: now) {
     case .unknown:
       log.event(
-        "\(tunnel.terminalText) came up but the session window cannot be read (\(database.outage.problem ?? "no database")): holding it down"
+        "\(tunnel.terminalText) came up but the session window cannot be read (\(database.problem ?? "no database")): holding it down"
       )
       try disconnect(reason: .undecided, at: now)
     case .disconnect(let reason):
@@ -231,7 +226,7 @@ package struct Enforcer {
       opened.tunnel = device
       opened.usageBase = tunnelTotals
       session.adopt(opened)
-      pending.open(PendingWrites.Window(window: window, tunnel: device, usageBase: tunnelTotals))
+      database.open(PendingWrites.Window(window: window, tunnel: device, usageBase: tunnelTotals))
       log.event(
         "\(tunnel.terminalText) up: opened a window until \(clockTime(window.sessionEndsAt)) (\(Self.duration(window.lengths.session)), then a \(Self.duration(window.lengths.pause)) pause)"
       )
@@ -258,7 +253,7 @@ package struct Enforcer {
     }
     let now = trustedNow()
     guard let reason = rules.stopWhenDown(gone: gone, session.record, at: now) else { return }
-    pending.add(StopRecord(at: now, interface: tunnel, reason: reason))
+    database.add(StopRecord(at: now, interface: tunnel, reason: reason))
     flush()
     log.event(
       "\(tunnel.terminalText) \(gone ? "went away" : "was taken down") by something else: recorded '\(reason.rawValue)'"
@@ -271,7 +266,7 @@ package struct Enforcer {
     let now = trustedNow()
     let detail = "\(name.terminalText) was moved to another network namespace (netnsid \(namespace)), out of reach"
     log.event("\(detail): the limit no longer holds for it")
-    pending.add(StopRecord(at: now, interface: name, reason: .escaped, detail: detail))
+    database.add(StopRecord(at: now, interface: name, reason: .escaped, detail: detail))
     flush()
     if !followed.anyUp { try arm(nil) }
   }
@@ -300,7 +295,7 @@ package struct Enforcer {
   }
 
   private mutating func capReached(at now: Timestamp) -> Bool {
-    cap.reached(session.record?.dataCap, keeper: database.keeper, at: now, outage: &database.outage)
+    database.capReached(session.record?.dataCap, at: now)
   }
 
   private mutating func noteSleep() throws {
@@ -326,10 +321,10 @@ package struct Enforcer {
     refresh()
     let now = trustedNow()
     if followed.anyUp, rules.sessionRuns(session.record, at: now) {
-      pending.add(StopRecord(at: now, interface: tunnel, reason: .stopped, detail: "enforcer stopped"))
+      database.add(StopRecord(at: now, interface: tunnel, reason: .stopped, detail: "enforcer stopped"))
     }
     flush()
-    if let left = pending.leftAtStop(problem: database.outage.problem) { log.event(left) }
+    if let left = database.leftAtStop() { log.event(left) }
     log.event("stopped enforcing on \(tunnel.terminalText)")
   }
 
@@ -362,7 +357,7 @@ package struct Enforcer {
       "\(tunnel.terminalText): \(why(reason)): disconnected" + (confirmed ? "" : " — FAILED, the link is still up"))
     let detail = details.isEmpty ? nil : details.joined(separator: "; ")
     if confirmed { ownStop = reason }
-    pending.add(StopRecord(at: now, interface: tunnel, reason: reason, detail: detail))
+    database.add(StopRecord(at: now, interface: tunnel, reason: reason, detail: detail))
     flush()
   }
 
@@ -370,7 +365,7 @@ package struct Enforcer {
     switch reason {
     case .freeLimit: "free session over"
     case .undecided: "session unknown"
-    case .dataCap: cap.reachedText
+    case .dataCap: database.cap.reachedText
     default: "up during the free plan's pause"
     }
   }
@@ -428,11 +423,11 @@ package struct Enforcer {
   private mutating func refresh() -> Bool {
     guard let store = database.store ?? database.view else { return false }
     do {
-      try session.refresh(from: store, clock: clock, pending: pending.window)
+      try session.refresh(from: store, clock: clock, pending: database.pending.window)
       recovered()
       return true
     } catch {
-      database.outage.failed(error)
+      database.failed(error)
       return false
     }
   }
@@ -448,13 +443,13 @@ package struct Enforcer {
 
   /// Writes what is pending (`PendingWrites`: the spool keeps what the database refuses).
   private mutating func flush() {
-    adopt(pending.flush(to: database.store, trusted: session.trusted, outage: &database.outage))
+    adopt(database.flush(trusted: session.trusted))
   }
 
   /// Takes in what the spool holds, and writes it when the database answers; until then it is
   /// pending, and a window found there is the session held (`refresh`).
   private mutating func takeSpool() {
-    adopt(pending.takeSpool(into: database.store, trusted: session.trusted, outage: &database.outage))
+    adopt(database.takeSpool(trusted: session.trusted))
   }
 
   /// What the database holds after a write of a window: followed, and its deadline armed when
@@ -478,12 +473,12 @@ package struct Enforcer {
   }
 
   private mutating func recovered() {
-    database.outage.recovered(nothingPending: pending.isEmpty)
+    database.recovered()
   }
 
   private func describe() -> String {
     guard let record = session.record else {
-      return "session window unknown (\(database.outage.problem ?? "no database"))"
+      return "session window unknown (\(database.problem ?? "no database"))"
     }
     let cap =
       record.dataCap.map {

@@ -1,3 +1,4 @@
+import VPNStatDesktop
 import VPNStatModel
 import VPNStatRender
 import VPNStatStore
