@@ -97,26 +97,22 @@ enum CommandServices {
       pause: parsed[CommonOptions.pauseLength] ?? builtIn.pause)
   }
 
-  /// The `status` use case as the command's options build it: its sampler over `store`, and —
+  /// The `status` use case as the command's options build it: its sampler over `source`, and —
   /// sharing one walk of /proc, at most — WireGuard's reader and the tunnels' manager detector.
-  static func statusReader(
-    _ parsed: ParsedCommand, _ context: CommandContext, store: Store?, published: PublishedState? = nil
-  ) throws -> StatusReader {
+  static func statusReader(_ parsed: ParsedCommand, _ context: CommandContext, source: LedgerSource) throws
+    -> StatusReader
+  {
     let survey = TunProcessSurvey()
     return StatusReader(
-      sampler: sampler(parsed, context), store: store, published: published, wireGuard: wireGuard(survey: survey),
+      sampler: sampler(parsed, context), source: source, wireGuard: wireGuard(survey: survey),
       managers: try managerDetector(parsed, survey: survey))
   }
 
-  /// What a one-shot report (`status`, `export`) reads the database through: what the recorder
-  /// published of it when that is current and may be believed (`PublishedState`), else the
-  /// database opened for reading; neither when there is none.
-  static func reportSource(_ location: StoreLocation, _ context: CommandContext) throws -> (
-    published: PublishedState?, store: Store?
-  ) {
-    if let published = PublishedState.load(location, sharingBootID: context.clock.now().bootID) {
-      return (published, nil)
+  /// What a one-shot report (`status`, `export`) reads the database through
+  /// (`LedgerSource.forReport`).
+  static func reportSource(_ location: StoreLocation, _ context: CommandContext) throws -> LedgerSource {
+    try LedgerSource.forReport(location, bootID: context.clock.now().bootID) {
+      try context.openStore(location, intent: .read)
     }
-    return (nil, try context.openStore(location, intent: .read))
   }
 }

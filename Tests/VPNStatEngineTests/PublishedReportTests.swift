@@ -79,9 +79,10 @@ struct PublishedReportTests {
     let detector = FixedDetector(
       manager: TunnelManager(kind: .wgQuick, id: "wg0", foundBy: .nothing, evidence: "test"))
     let state = try #require(published(location))
-    var fromFile = StatusReader(sampler: fakeSampler(kernel, clock), store: nil, published: state, managers: detector)
+    var fromFile = StatusReader(sampler: fakeSampler(kernel, clock), source: .published(state), managers: detector)
     var fromDatabase = StatusReader(
-      sampler: fakeSampler(kernel, clock), store: try Store.open(location, intent: .read), managers: detector)
+      sampler: fakeSampler(kernel, clock), source: LedgerSource(store: try Store.open(location, intent: .read)),
+      managers: detector)
     let request = StatusRequest(nextLengths: .release)
     let a = try fromFile.report(request).snapshot
     let b = try fromDatabase.report(request).snapshot

@@ -36,7 +36,8 @@ struct UseCaseTests {
     let location = try database(directory)
     kernel.carry(index, rx: 3000, tx: 1000)
     var reader = StatusReader(
-      sampler: fakeSampler(kernel, clock), store: try Store.open(location, intent: .read), managers: detector)
+      sampler: fakeSampler(kernel, clock), source: LedgerSource(store: try Store.open(location, intent: .read)),
+      managers: detector)
     let report = try reader.report(
       StatusRequest(
         selection: InterfaceSelection(names: [InterfaceName("wg0"), InterfaceName("nope")]),
@@ -62,7 +63,8 @@ struct UseCaseTests {
     let index = try #require(kernel.index(of: "wg0"))
     let location = try database(directory)
     let writer = try #require(try Store.open(location, intent: .write))
-    var reader = StatusReader(sampler: fakeSampler(kernel, clock), store: try Store.open(location, intent: .read))
+    var reader = StatusReader(
+      sampler: fakeSampler(kernel, clock), source: LedgerSource(store: try Store.open(location, intent: .read)))
     // Another process ends the window and books traffic while the reader reads the kernel: after
     // the ledger was loaded, before the session would have been read outside one transaction.
     kernel.duringSample = {
@@ -108,7 +110,7 @@ struct UseCaseTests {
   @Test("status without a database: the kernel's counters, no session, no ledger")
   func statusWithoutDatabase() throws {
     kernel.add("wg0", up: true)
-    var reader = StatusReader(sampler: fakeSampler(kernel, clock), store: nil)
+    var reader = StatusReader(sampler: fakeSampler(kernel, clock), source: .none)
     let report = try reader.report(StatusRequest(nextLengths: .release))
     #expect(report.snapshot.interfaces.map(\.name) == [InterfaceName("wg0")])
     #expect(report.snapshot.session == nil && report.snapshot.interfaces[0].ledger == nil)

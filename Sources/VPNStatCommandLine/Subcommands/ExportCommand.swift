@@ -21,10 +21,9 @@ enum ExportCommand: Subcommand {
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     var sampler = CommandServices.sampler(parsed, context)
     let location = CommandServices.storeLocation(parsed, context)
-    var (published, store) = try CommandServices.reportSource(location, context)
-    var view = store.map(LedgerView.init(store:))
+    var source = try CommandServices.reportSource(location, context)
     let (read, session) = try ReaderSample.takeWithSession(
-      &sampler, view: &view, published: &published, nextLengths: CommandServices.lengths(parsed), health: true)
+      &sampler, source: &source, nextLengths: CommandServices.lengths(parsed), health: true)
     let health = read.health
     let sample = read.sample
     var (ledger, warnings) = (read.ledger, read.warnings)
@@ -35,7 +34,7 @@ enum ExportCommand: Subcommand {
       warnings.append("no database at \(location.path): exporting the kernel's counters of the current instances")
     }
     // The sampler, the sample, the ledger and the store are freed by the exit.
-    defer { context.leaveToExit((sampler, read, ledger, store)) }
+    defer { context.leaveToExit((sampler, read, ledger, source)) }
     for warning in warnings { context.warn(warning) }
     HistoryCommand.warn(about: sample, context)
     // Bytes: metrics are for programs, in UTF-8 whatever the locale.

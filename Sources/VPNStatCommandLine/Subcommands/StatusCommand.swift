@@ -29,13 +29,13 @@ enum StatusCommand: Subcommand {
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let location = CommandServices.storeLocation(parsed, context)
     let source = try CommandServices.reportSource(location, context)
-    var reader = try CommandServices.statusReader(parsed, context, store: source.store, published: source.published)
+    var reader = try CommandServices.statusReader(parsed, context, source: source)
     let report = try reader.report(
       StatusRequest(
         selection: CommandServices.selection(parsed), rateInterval: parsed[rate],
         nextLengths: CommandServices.lengths(parsed)))
     var snapshot = report.snapshot
-    if source.store == nil, source.published == nil, parsed.has(CommonOptions.db) {
+    if case .none = source, parsed.has(CommonOptions.db) {
       snapshot.warnings.append("no database at \(location.path) (vpnstat record creates one)")
     }
     // The reader (its samples, catalog and ledger) and the report are freed by the exit.

@@ -42,3 +42,42 @@ package struct LedgerView {
     ledger.advance(observations) { _, _ in }
   }
 }
+
+/// Where a reader's stored ledger comes from: what the recorder published of the database
+/// (`PublishedState`: current, and believed, so a one-shot report need not open the database), the
+/// database itself, or nothing (no database yet).
+package enum LedgerSource {
+  /// Taken by the first report that reads it (`status`, `export`); the source is `none` after.
+  case published(PublishedState)
+  case database(LedgerView)
+  case none
+
+  /// The database read, or nothing.
+  package init(store: Store?) {
+    self = store.map { .database(LedgerView(store: $0)) } ?? .none
+  }
+
+  /// What a one-shot report reads: what the recorder published when that is current and may be
+  /// believed, else the database `open` gives (nil: there is none).
+  package static func forReport(
+    _ location: StoreLocation, bootID: String, open: () throws -> Store?
+  ) rethrows -> LedgerSource {
+    if let published = PublishedState.load(location, sharingBootID: bootID) { return .published(published) }
+    return LedgerSource(store: try open())
+  }
+
+  /// The database this source reads, when it reads one.
+  package var store: Store? {
+    guard case .database(let view) = self else { return nil }
+    return view.store
+  }
+
+  /// The view, changed in place: taken out for the change, so it is the ledger's only holder
+  /// and advancing it copies nothing (a copy would copy the whole table at every refresh).
+  mutating func withView<Result>(_ body: (inout LedgerView) throws -> Result) rethrows -> Result? {
+    guard case .database(var view) = self else { return nil }
+    self = .none
+    defer { self = .database(view) }
+    return try body(&view)
+  }
+}

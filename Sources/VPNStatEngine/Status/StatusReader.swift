@@ -36,11 +36,11 @@ package struct StatusReport {
 /// the trusted now, and who manages each tunnel.
 package struct StatusReader {
   package var sampler: TrafficSampler
-  package let store: Store?
-  var ledgerView: LedgerView?
-  /// What the recorder published of the database, in place of `store`: read by the first report
-  /// only (`status`; `watch` reads the database).
-  var published: PublishedState?
+  /// Where the stored ledger comes from (`status` reads what the recorder published; `watch` the
+  /// database).
+  var source: LedgerSource
+  /// The database read, when one is.
+  package var store: Store? { source.store }
   /// What shows WireGuard's own figures under a WireGuard tunnel; nil: nothing is shown.
   package var wireGuard: (any WireGuardSource)?
   /// Who manages each tunnel-class interface (and the session's tunnel); nil: not looked up.
@@ -52,13 +52,11 @@ package struct StatusReader {
   package private(set) var previous: CounterSample?
 
   package init(
-    sampler: TrafficSampler, store: Store?, published: PublishedState? = nil, wireGuard: (any WireGuardSource)? = nil,
+    sampler: TrafficSampler, source: LedgerSource, wireGuard: (any WireGuardSource)? = nil,
     managers: (any ManagerDetecting)? = nil, reportsStoreHealth: Bool = true
   ) {
     self.sampler = sampler
-    self.store = store
-    self.ledgerView = store.map(LedgerView.init(store:))
-    self.published = published
+    self.source = source
     self.wireGuard = wireGuard
     self.managers = managers
     self.reportsStoreHealth = reportsStoreHealth
@@ -72,8 +70,7 @@ package struct StatusReader {
     }
     // Read before WireGuard's and the managers' look-ups, which may wait on other programs.
     let (read, session) = try ReaderSample.takeWithSession(
-      &sampler, view: &ledgerView, published: &published, nextLengths: request.nextLengths,
-      health: reportsStoreHealth)
+      &sampler, source: &source, nextLengths: request.nextLengths, health: reportsStoreHealth)
     let sample = read.sample
     var snapshot = StatusSnapshot.make(
       sample: sample, catalog: &sampler.catalog, selection: request.selection, previous: previous, ledger: read.ledger)
@@ -93,11 +90,12 @@ package struct StatusReader {
   /// bytes) and keeps the reader's link table current.
   package mutating func book(_ changes: [LinkNotifications.Change]) {
     var observations: [LedgerObservation] = []
+    let keepsLedger = source.store != nil
     for change in changes {
-      if ledgerView != nil, let observation = sampler.observation(change) { observations.append(observation) }
+      if keepsLedger, let observation = sampler.observation(change) { observations.append(observation) }
       sampler.apply(change)
     }
-    if !observations.isEmpty { ledgerView?.book(observations) }
+    if !observations.isEmpty { source.withView { $0.book(observations) } }
   }
 }
 
@@ -116,11 +114,10 @@ package struct ReaderSample {
   /// database in one read transaction (they come from one commit); without either, the sample
   /// alone.
   package static func takeWithSession(
-    _ sampler: inout TrafficSampler, view: inout LedgerView?, published: inout PublishedState?,
-    nextLengths: SessionLengths, health: Bool
+    _ sampler: inout TrafficSampler, source: inout LedgerSource, nextLengths: SessionLengths, health: Bool
   ) throws -> (read: ReaderSample, session: SessionReport?) {
-    if var state = published {
-      published = nil
+    if case .published(var state) = source {
+      source = .none
       // Taken out of the state, so advancing it is in place, not a copy of the whole table.
       var ledger = Ledger()
       swap(&ledger, &state.ledger)
@@ -131,9 +128,9 @@ package struct ReaderSample {
         stored: state.session, store: nil, location: state.location, catalog: &sampler.catalog)
       return (read, session)
     }
-    let store = view?.store
+    let store = source.store
     return try Store.inOneRead(store) {
-      let read = try take(&sampler, view: &view, health: health)
+      let read = try take(&sampler, source: &source, health: health)
       let session = try store.map { store in
         try SessionView.report(
           SessionRequest(
@@ -146,16 +143,16 @@ package struct ReaderSample {
 
   /// One sample over `store`'s ledger (none without a database).
   package static func take(_ sampler: inout TrafficSampler, store: Store?) throws -> ReaderSample {
-    var view = store.map(LedgerView.init(store:))
-    return try take(&sampler, view: &view, health: true)
+    var source = LedgerSource(store: store)
+    return try take(&sampler, source: &source, health: true)
   }
 
-  static func take(_ sampler: inout TrafficSampler, view: inout LedgerView?, health: Bool) throws -> ReaderSample {
-    guard view != nil else { return ReaderSample(try sampler.sample(), ledger: nil, health: nil, clock: sampler.clock) }
-    // Sampled where it lies: a copy of the view would share its ledger, and advancing it would
-    // copy the whole table at every refresh of `watch`.
-    let (sample, ledger) = try view!.sample(&sampler)
-    return ReaderSample(sample, ledger: ledger, health: health ? try view!.store.health() : nil, clock: sampler.clock)
+  static func take(_ sampler: inout TrafficSampler, source: inout LedgerSource, health: Bool) throws -> ReaderSample {
+    let read = try source.withView { view in
+      let (sample, ledger) = try view.sample(&sampler)
+      return ReaderSample(sample, ledger: ledger, health: health ? try view.store.health() : nil, clock: sampler.clock)
+    }
+    return try read ?? ReaderSample(try sampler.sample(), ledger: nil, health: nil, clock: sampler.clock)
   }
 }
 

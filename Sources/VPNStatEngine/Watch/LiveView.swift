@@ -45,7 +45,7 @@ package struct LiveView {
     sampler: TrafficSampler, store: Store?, selection: InterfaceSelection, interval: Duration,
     nextLengths: SessionLengths, options: DisplayOptions
   ) {
-    self.reader = StatusReader(sampler: sampler, store: store, reportsStoreHealth: false)
+    self.reader = StatusReader(sampler: sampler, source: LedgerSource(store: store), reportsStoreHealth: false)
     self.selection = selection
     self.nextLengths = nextLengths
     self.options = options
