@@ -169,7 +169,7 @@ package struct NetlinkCounterSource: CounterSource {
   /// The known links sorted by ifindex. A sorted array rather than a Dictionary: the kernel
   /// dumps links in ifindex order, so a sample finds each one just after the last (no hashing),
   /// and reads its name and attributes where they lie (a Dictionary's value is read as a copy).
-  private struct LinkTable {
+  private struct KnownLinks {
     var links: [KnownLink] = []
 
     var isEmpty: Bool { links.isEmpty }
@@ -204,7 +204,7 @@ package struct NetlinkCounterSource: CounterSource {
       if !self.links.isEmpty { self.links.sort { $0.index < $1.index } }
     }
   }
-  private var table = LinkTable()
+  private var table = KnownLinks()
   /// The first sample's interfaces, until the table is made from them.
   private var firstInterfaces: [InterfaceSample]?
   /// How many dumps the kernel was asked for: what tests check ("a one-off sample is one dump").
@@ -223,7 +223,7 @@ package struct NetlinkCounterSource: CounterSource {
     var fresh: [KnownLink] = []
     fresh.reserveCapacity(table.links.count)
     try dumpLinks { fresh.append(KnownLink(index: $0.index, name: $0.name, attributes: $0.attributes)) }
-    table = LinkTable(fresh)
+    table = KnownLinks(fresh)
   }
 
   /// One `RTM_GETLINK` dump, each link handed to `body` as it is read.
@@ -241,7 +241,7 @@ package struct NetlinkCounterSource: CounterSource {
   private mutating func tableFromFirstSample() {
     guard let first = firstInterfaces else { return }
     firstInterfaces = nil
-    table = LinkTable(first.map { KnownLink(index: $0.index, name: $0.name, attributes: $0.link) })
+    table = KnownLinks(first.map { KnownLink(index: $0.index, name: $0.name, attributes: $0.link) })
   }
 
   /// Updates the link table from a link notification (`RTM_NEWLINK` or `RTM_DELLINK`).

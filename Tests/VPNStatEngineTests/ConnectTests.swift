@@ -18,7 +18,7 @@ struct ConnectTests {
   let wireGuard = FakeWireGuard()
   let datagrams = RecordedDatagrams()
 
-  func attempt(_ control: any ManagerControl, runner: any ProgramRunner, timeout: Duration = .seconds(30))
+  func attempt(_ control: any TunnelControl, runner: any ProgramRunner, timeout: Duration = .seconds(30))
     -> ConnectAttempt
   {
     let manager = control.manager ?? TunnelManager(kind: .none, id: nil, foundBy: .nothing, evidence: "test")

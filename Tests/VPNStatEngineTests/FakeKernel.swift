@@ -176,7 +176,7 @@ final class CapturedLog: EventLog, @unchecked Sendable {
 
 /// A disconnect action that behaves as the test says: takes the link down (as a manager's
 /// command would), does nothing, or fails outright; counting its calls and lookups.
-final class ScriptedAction: DisconnectAction, ManagerControl, @unchecked Sendable {
+final class ScriptedAction: DisconnectAction, TunnelControl, @unchecked Sendable {
   enum Behaviour { case takesDown, doesNothing, fails }
   let kernel: FakeKernel
   var behaviour: Behaviour
@@ -188,7 +188,7 @@ final class ScriptedAction: DisconnectAction, ManagerControl, @unchecked Sendabl
     self.behaviour = behaviour
   }
   var label: String { "scripted" }
-  func control(for link: LinkRecord) -> any ManagerControl {
+  func control(for link: LinkRecord) -> any TunnelControl {
     lookups += 1
     return self
   }

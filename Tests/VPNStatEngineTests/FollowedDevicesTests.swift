@@ -213,7 +213,7 @@ struct TakedownTests {
   }
 
   /// A manager that takes the link down and goes on saying the tunnel runs.
-  struct Stubborn: DisconnectAction, ManagerControl {
+  struct Stubborn: DisconnectAction, TunnelControl {
     final class Count: @unchecked Sendable { var value = 0 }
     let kernel: FakeKernel
     let asked = Count()
@@ -221,7 +221,7 @@ struct TakedownTests {
     var manager: TunnelManager? {
       TunnelManager(kind: .networkManager, id: "u", foundBy: .nothing, evidence: "test")
     }
-    func control(for link: LinkRecord) -> any ManagerControl { self }
+    func control(for link: LinkRecord) -> any TunnelControl { self }
     func stop(_ tunnel: InterfaceName, reason: StopReason) -> DisconnectOutcome {
       if let index = kernel.index(of: tunnel.escaped) { try? kernel.setDown(index) }
       return .done

@@ -25,7 +25,7 @@ struct ManagerHoldsTests {
   }
 
   /// A control whose manager holds `hold` for the pause.
-  struct Holding: ManagerControl {
+  struct Holding: TunnelControl {
     var label: String { "networkmanager" }
     var manager: TunnelManager? {
       TunnelManager(kind: .networkManager, id: ManagerHoldsTests.hold.id, foundBy: .nothing, evidence: "test")

@@ -29,7 +29,7 @@ package struct ConnectAttempt {
 
   package let name: String
   package let manager: TunnelManager
-  let control: any ManagerControl
+  let control: any TunnelControl
   var probe: ConnectionProbe
   let clock: any TimeSource
   /// From the start: for the manager's answer and the proofs together.
@@ -51,7 +51,7 @@ package struct ConnectAttempt {
   private var endedMonotonic: Int64?
 
   package init(
-    name: String, manager: TunnelManager, control: any ManagerControl, probe: ConnectionProbe, clock: any TimeSource,
+    name: String, manager: TunnelManager, control: any TunnelControl, probe: ConnectionProbe, clock: any TimeSource,
     timeout: Duration
   ) {
     self.name = name

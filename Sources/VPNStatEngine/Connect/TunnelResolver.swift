@@ -8,7 +8,7 @@ import VPNStatSystem
 /// control to drive it with.
 package struct TunnelTarget {
   package var manager: TunnelManager
-  package var control: any ManagerControl
+  package var control: any TunnelControl
   /// The interface, when known now (an interface named NAME, wg-quick's file name, an active
   /// NetworkManager connection's device).
   package var device: InterfaceName?

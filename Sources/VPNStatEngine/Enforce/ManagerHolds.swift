@@ -42,7 +42,7 @@ struct ManagerHolds {
 
   /// Holds `control`'s manager off for the pause, once per connection, and says so where a
   /// successor finds it.
-  mutating func hold(_ control: any ManagerControl) {
+  mutating func hold(_ control: any TunnelControl) {
     if let id = control.manager?.id, held.contains(where: { $0.id == id }) { return }
     guard let hold = control.holdForPause() else { return }
     held.append(hold)

@@ -20,7 +20,7 @@ import VPNStatSystem
 struct ManagerTable {
   /// What is known of one device.
   struct Entry {
-    var control: any ManagerControl
+    var control: any TunnelControl
     /// Readable once the process the control was found through (the tun's holder) exits.
     var exitNotice: FileDescriptor?
     /// The device's carrier changes when this was learned: a tun's holders coming or all going
@@ -53,12 +53,12 @@ struct ManagerTable {
   }
 
   /// The manager learned for the device, if any.
-  func known(_ index: Int32) -> (any ManagerControl)? { entries[index]?.control }
+  func known(_ index: Int32) -> (any TunnelControl)? { entries[index]?.control }
 
   /// What was learned of `link` if nothing says it changed since: the same device (a rename or
   /// its end forgets it), learned less than `trustedFor` ago (`monotonic` is now), no holder
   /// came or all went (the carrier changes), and the process it was found through still runs.
-  func current(_ link: LinkRecord, monotonic: Int64) -> (any ManagerControl)? {
+  func current(_ link: LinkRecord, monotonic: Int64) -> (any TunnelControl)? {
     guard let entry = entries[link.index], link.carrierChanges != nil, entry.carrierChanges == link.carrierChanges,
       monotonic - entry.learnedAt < Self.trustedFor.nanoseconds,
       !(entry.exitNotice.map(exits.hasExited) ?? false)
@@ -80,7 +80,7 @@ struct ManagerTable {
   /// Finds the manager of `link` now (for `--action auto`: a walk of /proc, the managers' own
   /// state) and keeps it. Only where nothing waits: never between an event and its link-down.
   @discardableResult
-  mutating func learn(_ link: LinkRecord, monotonic: Int64) -> any ManagerControl {
+  mutating func learn(_ link: LinkRecord, monotonic: Int64) -> any TunnelControl {
     forget(link.index)
     let control = action.control(for: link)
     var notice = control.manager?.process.flatMap { exits.watch($0) }
@@ -109,7 +109,7 @@ struct ManagerTable {
   var exitNotices: [FileDescriptor] { entries.values.compactMap(\.exitNotice) }
 
   /// Forgets what was learned through a process that exited since; returns those devices.
-  mutating func forgetExited() -> [(index: Int32, control: any ManagerControl)] {
+  mutating func forgetExited() -> [(index: Int32, control: any TunnelControl)] {
     let exited = entries.filter { $0.value.exitNotice.map(exits.hasExited) ?? false }
     for index in exited.keys { forget(index) }
     return exited.sorted { $0.key < $1.key }.map { ($0.key, $0.value.control) }

@@ -21,7 +21,7 @@ struct Takedown {
     case vanished
     /// Down or gone. `stoppedBy`: the control whose stop followed the cut (which may hold its
     /// manager off for the pause); nil when the kernel alone did it.
-    case down(stoppedBy: (any ManagerControl)?)
+    case down(stoppedBy: (any TunnelControl)?)
     /// Still up: the cut and the control both failed.
     case stillUp
   }
@@ -56,7 +56,7 @@ struct Takedown {
     let cutDown = refused == nil && confirmation.deviceDown(index, timeout: .seconds(2))
     // In the pause, a control that already failed once is not given the time to fail again.
     let skipAction = actionFailed && reason != .freeLimit
-    var control: (any ManagerControl)?
+    var control: (any TunnelControl)?
     if !skipAction {
       if let link = try? links.link(index: index) {
         let now = clock.now().monotonic

@@ -5,7 +5,7 @@ import VPNStatModel
 /// it, or `--action link-down`/`delete` said so, or the manager failed): `link-down` clears the
 /// link's up flag, `delete` removes it (a tun goes even while a process holds it); `connect`
 /// sets the up flag of `tunnel` and waits for it to be running (a process attached to the tun).
-package struct DirectLinkControl: ManagerControl {
+package struct DirectLinkControl: TunnelControl {
   let links: any LinkTable
   package let deleting: Bool
   /// The link `connect` raises (the enforcer's controls take the tunnel from `stop`).

@@ -6,7 +6,7 @@ import VPNStatModel
 package protocol DisconnectAction {
   /// As `--action` names it (`auto`, `link-down`, `wg-quick`, …) or `exec PROGRAM`.
   var label: String { get }
-  func control(for link: LinkRecord) -> any ManagerControl
+  func control(for link: LinkRecord) -> any TunnelControl
   /// Whether the link is cut by deleting it (`--action delete`) rather than by clearing its up
   /// flag: the one request the enforcer makes before anything else.
   var deletesLink: Bool { get }
@@ -32,7 +32,7 @@ package struct LinkDownAction: DisconnectAction {
   }
   package var label: String { control.label }
   package var deletesLink: Bool { control.deleting }
-  package func control(for link: LinkRecord) -> any ManagerControl { control }
+  package func control(for link: LinkRecord) -> any TunnelControl { control }
 }
 
 /// `--exec PROGRAM ARG…`: the operator's own program (`ExecControl`).
@@ -42,5 +42,5 @@ package struct ExecAction: DisconnectAction {
     control = ExecControl(arguments: arguments, timeout: timeout)
   }
   package var label: String { control.label }
-  package func control(for link: LinkRecord) -> any ManagerControl { control }
+  package func control(for link: LinkRecord) -> any TunnelControl { control }
 }

@@ -5,7 +5,7 @@ import VPNStatSystem
 /// an argv with a timeout, told which tunnel and why in `VPNSTAT_INTERFACE` and `VPNSTAT_REASON`.
 /// The arguments are bytes, passed exactly as they were given; its output goes where the
 /// enforcer's goes.
-package struct ExecControl: ManagerControl {
+package struct ExecControl: TunnelControl {
   package let arguments: [[UInt8]]
   package let timeout: Duration
   package init(arguments: [[UInt8]], timeout: Duration) {

@@ -1,7 +1,7 @@
 import VPNStatModel
 import VPNStatSystem
 
-/// Gives back what a manager held for a pause (`ManagerControl.holdForPause`), whoever held it:
+/// Gives back what a manager held for a pause (`TunnelControl.holdForPause`), whoever held it:
 /// this enforcer, or one before it that died holding it (its presence file says what). False when
 /// the manager refused or is gone: the hold is kept and tried again.
 package protocol HoldRelease {

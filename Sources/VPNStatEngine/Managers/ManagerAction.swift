@@ -53,7 +53,7 @@ package struct ManagerAction: DisconnectAction {
     }
   }
 
-  package func control(for link: LinkRecord) -> any ManagerControl {
+  package func control(for link: LinkRecord) -> any TunnelControl {
     let found = detector.manager(of: link.name, kind: link.attributes.kind)
     let wanted = kind ?? found.kind
     if wanted == found.kind { return Self.control(for: found, runner: runner, links: links) }
@@ -83,7 +83,7 @@ package struct ManagerAction: DisconnectAction {
 
   /// The control for a manager that was found.
   package static func control(for manager: TunnelManager, runner: any ProgramRunner, links: any LinkTable)
-    -> any ManagerControl
+    -> any TunnelControl
   {
     switch manager.kind {
     case .networkManager:

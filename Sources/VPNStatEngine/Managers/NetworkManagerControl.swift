@@ -9,7 +9,7 @@ import VPNStatSystem
 /// Started with `nmcli --wait 0 connection up`: nmcli returns once NetworkManager took the
 /// request (an unknown connection or an activation that fails at once is refused there), and
 /// `connect` then waits for the activation to reach `activated`.
-package struct NetworkManagerControl: ManagerControl {
+package struct NetworkManagerControl: TunnelControl {
   package let uuid: String
   package let runner: any ProgramRunner
   package let manager: TunnelManager?

@@ -7,7 +7,7 @@ import VPNStatSystem
 /// SIGTERM to the process. The socket is used only when the kernel says that very process
 /// serves it and no other user may write where it lies: a path in the arguments proves nothing
 /// by itself. Confirmed when that process has exited.
-package struct OpenVPNControl: ManagerControl {
+package struct OpenVPNControl: TunnelControl {
   package let process: TunnelProcess
   package let manager: TunnelManager?
   package init(process: TunnelProcess, manager: TunnelManager? = nil) {

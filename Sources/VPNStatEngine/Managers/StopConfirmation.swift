@@ -28,7 +28,7 @@ package struct StopConfirmation {
   /// when it has no say beyond the kernel's. `index`: the device, when there is one to ask the
   /// kernel about (nil: the manager is asked as if it were gone).
   package func managerStopped(
-    _ control: any ManagerControl, _ name: InterfaceName, index: Int32?, timeout: Duration
+    _ control: any TunnelControl, _ name: InterfaceName, index: Int32?, timeout: Duration
   ) -> Bool {
     let end = clock.now().monotonic + timeout.nanoseconds
     while true {

@@ -4,7 +4,7 @@ import VPNStatSystem
 /// A systemd service (`wg-quick@wg0.service`, `openvpn-client@work.service`): stopped with
 /// `systemctl stop`, which runs the unit's own ExecStop (wg-quick down for wg-quick@), confirmed
 /// when `systemctl is-active` no longer says active.
-package struct SystemdUnitControl: ManagerControl {
+package struct SystemdUnitControl: TunnelControl {
   package let unit: String
   package let runner: any ProgramRunner
   package let manager: TunnelManager?

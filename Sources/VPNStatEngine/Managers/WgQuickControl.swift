@@ -8,7 +8,7 @@ import VPNStatSystem
 ///
 /// wg-quick runs the file's PreUp/PostDown lines as root: the file is one `ManagerDetector`
 /// trusted, and it is named by its absolute path, which wg-quick cannot take for an option.
-package struct WgQuickControl: ManagerControl {
+package struct WgQuickControl: TunnelControl {
   /// The configuration file's absolute path.
   package let configuration: String
   package let runner: any ProgramRunner

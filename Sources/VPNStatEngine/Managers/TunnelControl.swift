@@ -1,14 +1,15 @@
 import VPNStatModel
 
-/// Controls one tunnel through whatever manages it: NetworkManager, a systemd unit, wg-quick,
-/// OpenVPN, or the kernel's link itself. One conformance per kind of manager; the enforcer's
+/// Controls one tunnel through whatever manages it — NetworkManager, a systemd unit, wg-quick,
+/// OpenVPN — or, with no manager, the operator's program or the kernel's link itself (so not
+/// every control is a manager's: `ExecControl`, `DirectLinkControl`). The enforcer's
 /// disconnect and `vpnstat disconnect` are `stop` through one of them, `vpnstat connect` is
 /// `start`.
 ///
 /// `stop` and `start` only ask. Nothing they say proves the tunnel stopped or runs: a stop is
 /// confirmed by the kernel (the device down or gone) and then `isStopped`, the manager's own
 /// state; a start by its `proofs` (`ConnectionProbe`).
-package protocol ManagerControl {
+package protocol TunnelControl {
   /// A few words for logs and stop records: "wg-quick /etc/wireguard/wg0.conf".
   var label: String { get }
   /// The manager this control drives; nil for a command or the kernel alone.
@@ -31,7 +32,7 @@ package protocol ManagerControl {
   var proofs: [ConnectionProof] { get }
 }
 
-extension ManagerControl {
+extension TunnelControl {
   package var manager: TunnelManager? { nil }
   package func isStopped(_ tunnel: InterfaceName, deviceGone: Bool) -> Bool? { nil }
   package func holdForPause() -> ManagerHold? { nil }
