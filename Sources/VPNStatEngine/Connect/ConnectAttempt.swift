@@ -1,6 +1,5 @@
 import VPNStatKernel
 import VPNStatModel
-import VPNStatSystem
 
 /// `vpnstat connect`: one start of a tunnel through its manager, as a state machine — asked,
 /// then accepted or refused, then real (every proof held), timed out, or given up by the

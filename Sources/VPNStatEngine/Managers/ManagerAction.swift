@@ -1,6 +1,5 @@
 import VPNStatKernel
 import VPNStatModel
-import VPNStatSystem
 
 /// `--action auto` (the default) and `--action networkmanager|systemd|wg-quick|openvpn`: stop
 /// the tunnel through its manager, found when the disconnect happens. `auto` uses whatever

@@ -1,5 +1,4 @@
 import VPNStatModel
-import VPNStatSystem
 
 /// A NetworkManager connection, driven with `nmcli` by its UUID: deactivated the way
 /// NetworkManager expects (a bare link-down leaves it "activated"), its autoconnect held off for

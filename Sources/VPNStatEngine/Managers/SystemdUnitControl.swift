@@ -1,5 +1,4 @@
 import VPNStatModel
-import VPNStatSystem
 
 /// A systemd service (`wg-quick@wg0.service`, `openvpn-client@work.service`): stopped with
 /// `systemctl stop`, which runs the unit's own ExecStop (wg-quick down for wg-quick@), confirmed

@@ -1,5 +1,4 @@
 import VPNStatModel
-import VPNStatSystem
 
 /// A WireGuard tunnel brought up by wg-quick from its configuration: `wg-quick down CONFIG`
 /// removes what `up` added — the fwmark rules, table 51820's routes, the nft table, DNS — and

@@ -1,4 +1,5 @@
 import VPNStatModel
+import VPNStatSystem
 
 /// How a manager's program (nmcli, systemctl, wg-quick) is run: through `ChildProgram`, or, in
 /// tests, by a fake manager.
