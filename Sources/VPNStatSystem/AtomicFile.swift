@@ -38,17 +38,17 @@ package enum AtomicFile {
       do {
         try fd.writeAll(bytes)
         // The mode must not depend on the umask: the collector runs as another user.
-        fchmod(fd.rawValue, mode)
-        if synced, fsync(fd.rawValue) != 0 { throw Errno.current }
+        _ = try Errno.retrying { fchmod(fd.rawValue, mode) }
+        if synced { _ = try Errno.retrying { fsync(fd.rawValue) } }
         if !named {
-          guard linkat(AT_FDCWD, "/proc/self/fd/\(fd.rawValue)", AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) == 0 else {
-            throw Errno.current
-          }
+          let unnamed = "/proc/self/fd/\(fd.rawValue)"
+          _ = try Errno.retrying { linkat(AT_FDCWD, unnamed, AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) }
           named = true
         }
-        guard rename(temporary, target) == 0 else { throw Errno.current }
+        _ = try Errno.retrying { rename(temporary, target) }
       } catch {
-        if named { unlink(temporary) }
+        // The error that stopped the write is the one to report, not one of tidying up after it.
+        if named { _ = try? Errno.retrying { unlink(temporary) } }
         throw error
       }
     } catch let error as Errno {
@@ -63,7 +63,7 @@ package enum AtomicFile {
   /// the machine. A directory, or a socket, is refused.
   package static func write(_ bytes: [UInt8], toNamed path: String) throws {
     var info = stat()
-    if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
+    if (try? Errno.retrying({ stat(path, &info) })) != nil, info.st_mode & S_IFMT != S_IFREG {
       if info.st_mode & S_IFMT == S_IFDIR { throw Failure(path: path, error: Errno(rawValue: EISDIR)) }
       do {
         // Never created, never truncated: a device or a FIFO is written as it is.
@@ -85,17 +85,20 @@ package enum AtomicFile {
   /// Removes temporary files of `name` that a killed writer left in `directory` (only regular
   /// files of this user: a name someone else planted is not ours to touch).
   package static func removeLeftovers(of name: String, in directory: String) {
-    guard let dir = opendir(directory) else { return }
-    defer { closedir(dir) }
+    guard let listing = try? OpenDirectory(SystemPath(directory)) else { return }
     let prefix = "." + name + "."
-    while let entry = readdir(dir) {
-      let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-      }
-      guard entryName.hasPrefix(prefix), entryName.hasSuffix(".tmp") else { continue }
+    // A directory that cannot be read to its end is left as it is: the next start tries again.
+    try? listing.forEachEntry { entry in
+      let entryName = String(decoding: entry.name, as: UTF8.self)
+      guard entryName.hasPrefix(prefix), entryName.hasSuffix(".tmp") else { return true }
       let path = directory + "/" + entryName
       var info = stat()
-      if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid() { unlink(path) }
+      if (try? Errno.retrying({ lstat(path, &info) })) != nil, info.st_mode & S_IFMT == S_IFREG,
+        info.st_uid == geteuid()
+      {
+        _ = try? Errno.retrying { unlink(path) }
+      }
+      return true
     }
   }
 }

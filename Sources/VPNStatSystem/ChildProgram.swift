@@ -156,9 +156,8 @@ package struct ChildProgram: Sendable {
   /// had).
   private func waitForExit(of pid: pid_t, reading output: inout OutputReader) -> Bool {
     do {
-      let pidfd = try retryingInterrupts { clinux_pidfd_open(pid) }
-      defer { Glibc.close(pidfd) }
-      let process = FileDescriptor(rawValue: pidfd)
+      let process = FileDescriptor(rawValue: try retryingInterrupts { clinux_pidfd_open(pid) })
+      defer { process.close() }
       let deadline = SystemClock.monotonic + timeout.nanoseconds
       while SystemClock.monotonic < deadline {
         let readable = try waitForReadable(
@@ -175,7 +174,8 @@ package struct ChildProgram: Sendable {
   /// Collects the child, which exited or was killed, and says how it ended.
   private static func reap(_ pid: pid_t) -> Outcome {
     var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && Errno.current.meansInterrupted {}
+    // Only a pid that is not our child fails (ECHILD), and then there is nothing to say but 0.
+    _ = try? Errno.retrying { waitpid(pid, &status, 0) }
     let signal = status & 0x7F
     return signal == 0 ? .exited((status >> 8) & 0xFF) : .signaled(signal)
   }
@@ -193,7 +193,7 @@ private struct OutputPipes {
       var pair: [Int32] = [-1, -1]
       guard clinux_pipe2(&pair, O_CLOEXEC) == 0 else {
         let error = Errno.current
-        for end in ends.joined() { _ = Glibc.close(end) }
+        for end in ends.joined() { FileDescriptor(rawValue: end).close() }
         throw error
       }
       ends.append(pair)
@@ -201,8 +201,8 @@ private struct OutputPipes {
     self.ends = ends
   }
 
-  func closeWriteEnds() { for pipe in ends { _ = Glibc.close(pipe[1]) } }
-  func closeReadEnds() { for pipe in ends { _ = Glibc.close(pipe[0]) } }
+  func closeWriteEnds() { for pipe in ends { FileDescriptor(rawValue: pipe[1]).close() } }
+  func closeReadEnds() { for pipe in ends { FileDescriptor(rawValue: pipe[0]).close() } }
 }
 
 /// What a child writes into its `OutputPipes`, read as it comes so it never blocks on a full

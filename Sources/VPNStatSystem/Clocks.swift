@@ -21,7 +21,11 @@ package enum SystemClock {
     let nanos = max(0, duration.nanoseconds)
     var request = timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
     var remaining = timespec()
-    while nanosleep(&request, &remaining) == -1 && Errno.current.meansInterrupted { request = remaining }
+    // Made again after a signal for what was left of it: the sleep is as long as asked.
+    _ = try? Errno.retrying {
+      defer { request = remaining }
+      return nanosleep(&request, &remaining)
+    }
   }
 }
 

@@ -26,7 +26,7 @@ package enum DirectoryTrust {
       if index >= 0 { path += "/" + components[index] }
       let current = path.isEmpty ? "/" : path
       var info = stat()
-      guard lstat(current, &info) == 0 else { return nil }
+      guard (try? Errno.retrying({ lstat(current, &info) })) != nil else { return nil }
       let mode = info.st_mode
       if info.st_uid != 0 && info.st_uid != me {
         return "\(current) belongs to uid \(info.st_uid), not to root or to this user"
@@ -51,7 +51,7 @@ package enum DirectoryTrust {
   package static func fileProblem(_ path: String) -> String? {
     guard let real = realpathString(path) else { return nil }
     var info = stat()
-    guard stat(real, &info) == 0 else { return nil }
+    guard (try? Errno.retrying({ stat(real, &info) })) != nil else { return nil }
     let shown = real == path ? path : "\(path) (\(real))"
     guard info.st_mode & S_IFMT == S_IFREG else {
       return NotARegularFile(path: shown, mode: info.st_mode).description
@@ -72,11 +72,19 @@ package enum DirectoryTrust {
   /// serves it is asked of the kernel when connecting: `LocalSocketExchange.Peer`.)
   package static func socketProblem(_ path: String) -> String? {
     var info = stat()
-    guard lstat(path, &info) == 0 else { return "\(path): \(Errno.current)" }
+    do throws(Errno) {
+      _ = try Errno.retrying { lstat(path, &info) }
+    } catch {
+      return "\(path): \(error)"
+    }
     guard info.st_mode & S_IFMT == S_IFSOCK else { return "\(path) is not a socket" }
     let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
     var parent = stat()
-    guard stat(directory, &parent) == 0 else { return "\(directory): \(Errno.current)" }
+    do throws(Errno) {
+      _ = try Errno.retrying { stat(directory, &parent) }
+    } catch {
+      return "\(directory): \(error)"
+    }
     if parent.st_mode & S_ISVTX != 0 && info.st_uid == 0 { return nil }
     if othersWrite(parent) {
       return "\(directory) is writable by other users (mode \(octal(parent.st_mode & 0o7777)))"
@@ -123,7 +131,7 @@ package enum DirectoryTrust {
   static func resolvedExisting(_ directory: String) -> String? {
     var candidate = directory.isEmpty ? "." : directory
     while true {
-      if let real = realpath(candidate, nil) {
+      if let real = try? Errno.retryingPointer({ realpath(candidate, nil) }) {
         defer { free(real) }
         return String(cString: real)
       }
@@ -133,7 +141,7 @@ package enum DirectoryTrust {
   }
 
   private static func realpathString(_ path: String) -> String? {
-    guard let real = realpath(path, nil) else { return nil }
+    guard let real = try? Errno.retryingPointer({ realpath(path, nil) }) else { return nil }
     defer { free(real) }
     return String(cString: real)
   }

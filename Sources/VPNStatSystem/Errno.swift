@@ -74,4 +74,18 @@ extension Errno {
       if !error.meansInterrupted { throw error }
     }
   }
+
+  /// `retrying` for C calls that return a pointer: NULL with `errno` set on failure (`realpath`,
+  /// `fdopendir`), or NULL with `errno` untouched for "no more" (`readdir`), which is nil here.
+  @inline(__always)
+  static func retryingPointer<P>(_ call: () -> P?) throws(Errno) -> P? {
+    while true {
+      // readdir tells its end from its failure by errno alone.
+      errno = 0
+      if let result = call() { return result }
+      let error = Errno.current
+      if error.rawValue == 0 { return nil }
+      if !error.meansInterrupted { throw error }
+    }
+  }
 }

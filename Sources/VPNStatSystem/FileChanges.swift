@@ -24,9 +24,9 @@ package final class FileChanges {
     let fd = try retryingInterrupts { inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK)) }
     descriptor = FileDescriptor(rawValue: fd)
     let mask = UInt32(IN_CREATE | IN_MODIFY | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE)
-    let watch = directory.withCString { path in inotify_add_watch(fd, path, mask | UInt32(IN_ONLYDIR)) }
-    guard watch >= 0 else {
-      let error = Errno.current
+    do throws(Errno) {
+      _ = try Errno.retrying { directory.withCString { inotify_add_watch(fd, $0, mask | UInt32(IN_ONLYDIR)) } }
+    } catch {
       descriptor.close()
       throw error
     }
@@ -40,8 +40,7 @@ package final class FileChanges {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
     defer { buffer.deallocate() }
     while true {
-      let n = read(descriptor.rawValue, buffer.baseAddress, size)
-      if n < 0 && Errno.current.meansInterrupted { continue }
+      let n = (try? Errno.retrying { read(descriptor.rawValue, buffer.baseAddress, size) }) ?? -1
       guard n > 0 else { return changed }
       var offset = 0
       let header = MemoryLayout<inotify_event>.size

@@ -114,7 +114,7 @@ package struct FileDescriptor: Hashable, Sendable {
   /// True for a pipe or a socket: descriptors whose far end can go away (and poll says so).
   package var isPipeOrSocket: Bool {
     var info = stat()
-    guard fstat(rawValue, &info) == 0 else { return false }
+    guard (try? Errno.retrying({ fstat(rawValue, &info) })) != nil else { return false }
     let type = info.st_mode & S_IFMT
     return type == S_IFIFO || type == S_IFSOCK
   }
@@ -281,7 +281,7 @@ package enum SmallFile {
 
   /// True when something exists at `path` (a file, directory or symlink target).
   package static func exists(_ path: SystemPath) -> Bool {
-    path.withCString { access($0, F_OK) } == 0
+    (try? Errno.retrying { path.withCString { access($0, F_OK) } }) != nil
   }
 }
 

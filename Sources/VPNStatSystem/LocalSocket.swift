@@ -153,7 +153,8 @@ struct ExchangeBudget {
         throw .system(error as? Errno ?? .invalidArgument)
       }
       if !ready.readable.isEmpty || !ready.writable.isEmpty { return }
-      // A signal cuts poll short and returns nothing: only a full idle wait is a timeout.
+      // Only a full idle wait is a timeout (the one wait makes an interrupted poll again for the
+      // rest of it, so it returns nothing sooner).
       if SystemClock.monotonic - waitStarted >= wait {
         throw .timedOut(wait < idleNanoseconds ? total : idle)
       }

@@ -27,12 +27,14 @@ package final class OpenDirectory {
   }
 
   private init(adopting fd: Int32) throws(Errno) {
-    guard let stream = fdopendir(fd) else {
-      let error = Errno.current
-      _ = close(fd)
+    do throws(Errno) {
+      // fdopendir sets errno whenever it fails: a NULL without one is not expected.
+      guard let stream = try Errno.retryingPointer({ fdopendir(fd) }) else { throw Errno.invalidArgument }
+      self.stream = stream
+    } catch {
+      FileDescriptor(rawValue: fd).close()
       throw error
     }
-    self.stream = stream
   }
 
   deinit { closedir(stream) }
@@ -64,13 +66,7 @@ package final class OpenDirectory {
   /// Calls `body` with each entry until it returns false.
   package func forEachEntry(_ body: (Entry) -> Bool) throws(Errno) {
     while true {
-      errno = 0
-      guard let entry = readdir(stream) else {
-        let error = Errno.current
-        if error.rawValue == 0 { return }
-        if error.meansInterrupted { continue }
-        throw error
-      }
+      guard let entry = try Errno.retryingPointer({ readdir(stream) }) else { return }
       // The name in place, in the entry readdir lent (valid until the next readdir).
       let cName = UnsafeRawPointer(entry).advanced(by: Self.nameOffset).assumingMemoryBound(to: CChar.self)
       let name = UnsafeBufferPointer(

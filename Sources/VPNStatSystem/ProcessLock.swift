@@ -40,20 +40,22 @@ package final class ProcessLock {
     self.path = path
     self.isShared = shared
     let fd = try Self.openOwned(path)
-    if flock(fd.rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {
+    guard (try? Errno.retrying({ flock(fd.rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) })) != nil else {
       let holder = Self.holder(fd) ?? "another process"
       fd.close()
       throw Failure.held(path: path, holder: holder)
     }
-    if !shared {
-      ftruncate(fd.rawValue, 0)
+    // The text only names the holder in another process's message; the lock is the flock. A
+    // file that could not be emptied gets no name rather than one run into the last holder's.
+    if !shared, (try? Errno.retrying({ ftruncate(fd.rawValue, 0) })) != nil {
       try? fd.writeAll("\(role) (pid \(getpid()))\n")
     }
     descriptor = fd
   }
 
   deinit {
-    if !isShared { ftruncate(descriptor.rawValue, 0) }
+    // Nothing can be done about a failure here; the next holder empties the file anyway.
+    if !isShared { _ = try? Errno.retrying { ftruncate(descriptor.rawValue, 0) } }
     descriptor.close()
   }
 
@@ -72,8 +74,9 @@ package final class ProcessLock {
         throw fail(error)
       }
       var info = stat()
-      guard fstat(fd.rawValue, &info) == 0 else {
-        let error = Errno.current
+      do throws(Errno) {
+        _ = try Errno.retrying { fstat(fd.rawValue, &info) }
+      } catch {
         fd.close()
         throw fail(error)
       }
@@ -82,7 +85,7 @@ package final class ProcessLock {
       fd.close()
       // Made by an older vpnstat (0644) or by someone else: whoever has it open could hold it.
       // Replace it once; a second surprise means someone is racing us.
-      guard attempt == 0, isFile, unlink(path) == 0 else {
+      guard attempt == 0, isFile, (try? Errno.retrying({ unlink(path) })) != nil else {
         let owner = info.st_uid == geteuid() ? "" : ", owned by uid \(info.st_uid)"
         throw Failure.unusable(
           path: path,

@@ -143,7 +143,7 @@ package enum ProcessTable {
   /// never signalled.
   package static func terminate(_ pid: Int32, startTime: UInt64?) throws {
     let pidfd = try retryingInterrupts { clinux_pidfd_open(pid) }
-    defer { close(pidfd) }
+    defer { FileDescriptor(rawValue: pidfd).close() }
     if let startTime, Self.startTime(of: pid) != startTime { return }
     _ = try retryingInterrupts { clinux_pidfd_send_signal(pidfd, SIGTERM) }
   }
@@ -154,11 +154,12 @@ package enum ProcessTable {
   /// opened first, so the process it names cannot change after the check. The owner closes it.
   package static func exitNotice(of pid: Int32, startTime: UInt64?) -> FileDescriptor? {
     guard let pidfd = try? retryingInterrupts({ clinux_pidfd_open(pid) }) else { return nil }
+    let notice = FileDescriptor(rawValue: pidfd)
     if let startTime, Self.startTime(of: pid) != startTime {
-      close(pidfd)
+      notice.close()
       return nil
     }
-    return FileDescriptor(rawValue: pidfd)
+    return notice
   }
 
   /// Whether the process an `exitNotice` watches has exited, without waiting.

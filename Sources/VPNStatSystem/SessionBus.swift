@@ -91,7 +91,7 @@ package struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
     }
     let path = (runtime.hasSuffix("/") ? String(runtime.dropLast()) : runtime) + "/bus"
     var info = stat()
-    guard stat(path, &info) == 0 else { throw .notSet(fallback: "\(path) does not exist") }
+    guard (try? Errno.retrying({ stat(path, &info) })) != nil else { throw .notSet(fallback: "\(path) does not exist") }
     guard info.st_mode & S_IFMT == S_IFSOCK else { throw .notSet(fallback: "\(path) is not a socket") }
     guard info.st_uid == geteuid() else {
       throw .notSet(fallback: "\(path) belongs to user \(info.st_uid), not to this one")

@@ -210,13 +210,14 @@ package final class WakeUp: @unchecked Sendable {
   /// Makes the descriptor readable (it stays so until `consume`).
   package func signal() {
     var one: UInt64 = 1
-    _ = write(descriptor.rawValue, &one, 8)
+    // EAGAIN means the counter is full: it is readable already, which is all a signal asks.
+    _ = try? Errno.retrying { write(descriptor.rawValue, &one, 8) }
   }
 
   /// True when `signal` was called since the last consume.
   package func consume() -> Bool {
     var count: UInt64 = 0
-    return read(descriptor.rawValue, &count, 8) == 8
+    return (try? Errno.retrying { read(descriptor.rawValue, &count, 8) }) == 8
   }
 
   deinit { descriptor.close() }

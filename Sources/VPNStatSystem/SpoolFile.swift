@@ -62,7 +62,11 @@ package struct SpoolFile: Sendable {
       defer { fd.close() }
       let existing = try checked(fd, owner: geteuid())
       // Readable as asked, whatever the umask: readers show what it holds.
-      fchmod(fd.rawValue, mode)
+      do throws(Errno) {
+        _ = try Errno.retrying { fchmod(fd.rawValue, mode) }
+      } catch {
+        throw .failed(path: path, error: error)
+      }
       var bytes = Array(line.utf8) + [0x0A]
       if existing.st_size > 0, try lastByte(of: path) != 0x0A { bytes.insert(0x0A, at: 0) }
       do {
@@ -97,7 +101,11 @@ package struct SpoolFile: Sendable {
       guard bytes.starts(with: prefix) else { return }
       let rest = Array(bytes[prefix.count...])
       if rest.isEmpty {
-        guard unlink(path) == 0 || Errno.current == .noSuchFile else { throw .failed(path: path, error: .current) }
+        do throws(Errno) {
+          _ = try Errno.retrying { unlink(path) }
+        } catch {
+          if error != .noSuchFile { throw .failed(path: path, error: error) }
+        }
         return
       }
       let name = String(path[path.index(after: path.lastIndex(of: "/") ?? path.index(before: path.startIndex))...])
@@ -126,7 +134,8 @@ package struct SpoolFile: Sendable {
     } catch {
       throw .failed(path: path, error: error as? Errno ?? .invalidArgument)
     }
-    defer { flock(lock.rawValue, LOCK_UN) }
+    // Closing the lock's descriptor lets go of it too, whatever this says.
+    defer { _ = try? Errno.retrying { flock(lock.rawValue, LOCK_UN) } }
     return try body()
   }
 
@@ -161,7 +170,11 @@ package struct SpoolFile: Sendable {
   /// The open file's status, once it is found to be a spool of `owner`'s; else refused.
   private func checked(_ fd: FileDescriptor, owner: UInt32) throws(Failure) -> stat {
     var info = stat()
-    guard fstat(fd.rawValue, &info) == 0 else { throw .failed(path: path, error: .current) }
+    do throws(Errno) {
+      _ = try Errno.retrying { fstat(fd.rawValue, &info) }
+    } catch {
+      throw .failed(path: path, error: error)
+    }
     if let problem = Self.problem(info, owner: owner) { throw .refused(path: path, detail: problem) }
     return info
   }
@@ -190,6 +203,10 @@ package struct SpoolFile: Sendable {
   }
 
   private func sync(_ fd: FileDescriptor) throws(Failure) {
-    guard fsync(fd.rawValue) == 0 else { throw .failed(path: path, error: .current) }
+    do throws(Errno) {
+      _ = try Errno.retrying { fsync(fd.rawValue) }
+    } catch {
+      throw .failed(path: path, error: error)
+    }
   }
 }

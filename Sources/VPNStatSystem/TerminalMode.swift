@@ -15,7 +15,7 @@ package final class TerminalMode {
   package init(input: FileDescriptor, output: FileDescriptor) throws {
     self.input = input
     self.output = output
-    guard tcgetattr(input.rawValue, &saved) == 0 else { throw Errno.current }
+    _ = try Errno.retrying { tcgetattr(input.rawValue, &saved) }
     var raw = saved
     // No line buffering and no echo; ISIG stays on, so Ctrl-C still raises SIGINT, which the
     // view catches to restore the terminal.
@@ -24,7 +24,7 @@ package final class TerminalMode {
       cc[Int(VMIN)] = 1
       cc[Int(VTIME)] = 0
     }
-    guard tcsetattr(input.rawValue, TCSANOW, &raw) == 0 else { throw Errno.current }
+    _ = try Errno.retrying { tcsetattr(input.rawValue, TCSANOW, &raw) }
     active = true
     try? output.writeAll("\u{1B}[?1049h\u{1B}[?25l\u{1B}[H\u{1B}[2J")
   }
@@ -34,7 +34,8 @@ package final class TerminalMode {
     guard active else { return }
     active = false
     try? output.writeAll("\u{1B}[?25h\u{1B}[?1049l")
-    tcsetattr(input.rawValue, TCSANOW, &saved)
+    // The way back runs as the view ends, often from deinit: there is no one left to tell.
+    _ = try? Errno.retrying { tcsetattr(input.rawValue, TCSANOW, &saved) }
   }
 
   /// Draws a frame: home, each line cleared to its end, the rest of the screen cleared.
@@ -52,7 +53,7 @@ package final class TerminalMode {
   /// Keys typed since the last call (bytes; arrow keys and the like arrive as sequences).
   package func keys() -> [UInt8] {
     var buffer = [UInt8](repeating: 0, count: 64)
-    let n = read(input.rawValue, &buffer, buffer.count)
+    let n = (try? Errno.retrying { read(input.rawValue, &buffer, buffer.count) }) ?? -1
     return n > 0 ? Array(buffer[0..<n]) : []
   }
 

@@ -9,7 +9,9 @@ extension TerminalSize {
   /// The size of the terminal on `descriptor`, or nil when it is not a terminal.
   package static func of(_ descriptor: FileDescriptor) -> TerminalSize? {
     var size = winsize()
-    guard clinux_ioctl_ptr(descriptor.rawValue, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else {
+    guard (try? Errno.retrying({ clinux_ioctl_ptr(descriptor.rawValue, UInt(TIOCGWINSZ), &size) })) != nil,
+      size.ws_col > 0
+    else {
       return nil
     }
     return TerminalSize(columns: Int(size.ws_col), rows: Int(size.ws_row))

@@ -32,30 +32,30 @@ package enum TunDescriptor {
     } catch {
       throw error as? Errno ?? .invalidArgument
     }
-    defer { close(pidfd) }
+    defer { FileDescriptor(rawValue: pidfd).close() }
     do {
       copy = try retryingInterrupts { clinux_pidfd_getfd(pidfd, fd) }
     } catch {
       throw error as? Errno ?? .invalidArgument
     }
-    defer { close(copy) }
+    defer { FileDescriptor(rawValue: copy).close() }
     // A struct ifreq (40 bytes; the name is its first IFNAMSIZ): Glibc's and the kernel's
     // headers both declare the type, and Swift will not take both.
     var request = [UInt8](repeating: 0, count: 64)
-    let asked = request.withUnsafeMutableBytes { clinux_ioctl_ptr(copy, clinux_tungetiff(), $0.baseAddress) }
-    guard asked == 0 else {
-      let error = Errno.current
+    let asked = request.withUnsafeMutableBytes { raw in
+      Result { () throws(Errno) in try Errno.retrying { clinux_ioctl_ptr(copy, clinux_tungetiff(), raw.baseAddress) } }
+    }
+    if case .failure(let error) = asked {
       // EBADFD: a tun not attached to a device yet; ENOTTY/EINVAL: not a tun at all.
       if error.rawValue == EBADFD || error.rawValue == ENOTTY || error.rawValue == EINVAL { return .none }
       throw error
     }
-    let namespace = clinux_ioctl_int(copy, clinux_tungetdevnetns(), 0)
-    guard namespace >= 0 else { throw Errno.current }
-    defer { close(namespace) }
+    let namespace = try Errno.retrying { clinux_ioctl_int(copy, clinux_tungetdevnetns(), 0) }
+    defer { FileDescriptor(rawValue: namespace).close() }
     var theirs = stat()
     var ours = stat()
-    guard fstat(namespace, &theirs) == 0 else { throw Errno.current }
-    guard stat("/proc/self/ns/net", &ours) == 0 else { throw Errno.current }
+    _ = try Errno.retrying { fstat(namespace, &theirs) }
+    _ = try Errno.retrying { stat("/proc/self/ns/net", &ours) }
     guard theirs.st_dev == ours.st_dev, theirs.st_ino == ours.st_ino else { return .elsewhere }
     return .here(InterfaceName(bytes: request.prefix(16).prefix { $0 != 0 }))
   }

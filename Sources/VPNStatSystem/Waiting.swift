@@ -25,7 +25,7 @@ package final class IntervalTimer {
   @discardableResult
   package func acknowledge() -> UInt64 {
     var count: UInt64 = 0
-    let n = read(descriptor.rawValue, &count, 8)
+    let n = (try? Errno.retrying { read(descriptor.rawValue, &count, 8) }) ?? -1
     return n == 8 ? count : 0
   }
 
@@ -69,7 +69,8 @@ package final class WallClockDeadline {
     if timerfd_settime(descriptor.rawValue, flags, &spec, nil) == 0 { return }
     guard errno == ECANCELED else { throw Errno.current }
     var count: UInt64 = 0
-    _ = read(descriptor.rawValue, &count, 8)
+    // Only the read clears the mark; what it says (ECANCELED, or an expiry) is not needed.
+    _ = try? Errno.retrying { read(descriptor.rawValue, &count, 8) }
     guard timerfd_settime(descriptor.rawValue, flags, &spec, nil) == 0 else { throw Errno.current }
   }
 
@@ -83,10 +84,11 @@ package final class WallClockDeadline {
   /// Reads what happened since the last call.
   package func consume() -> Event {
     var count: UInt64 = 0
-    let n = read(descriptor.rawValue, &count, 8)
-    if n == 8 { return .expired }
-    if n < 0 && errno == ECANCELED { return .clockChanged }
-    return .none
+    do throws(Errno) {
+      return try Errno.retrying { read(descriptor.rawValue, &count, 8) } == 8 ? .expired : .none
+    } catch {
+      return error == .canceled ? .clockChanged : .none
+    }
   }
 
   deinit { descriptor.close() }
@@ -122,7 +124,8 @@ package final class SignalChannel {
   package func received() -> [Int32] {
     var result: [Int32] = []
     var info = signalfd_siginfo()
-    while read(descriptor.rawValue, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {
+    let size = MemoryLayout<signalfd_siginfo>.size
+    while (try? Errno.retrying { read(descriptor.rawValue, &info, size) }) == size {
       result.append(Int32(info.ssi_signo))
     }
     return result
@@ -152,14 +155,13 @@ package func waitForReadiness(reading: [FileDescriptor], writing: [FileDescripto
     }
   }
   var fds = order.map { pollfd(fd: $0, events: events[$0]!, revents: 0) }
-  let milliseconds: Int32 =
-    timeout.map { Int32(clamping: max(0, ($0.nanoseconds + 999_999) / 1_000_000)) } ?? -1
-  let count = poll(&fds, nfds_t(fds.count), milliseconds)
-  if count < 0 {
-    let error = Errno.current
-    if error.meansInterrupted { return ([], []) }
-    throw error
+  // poll is made again after a signal for what is left of the timeout: a wait cut short would
+  // look like one that timed out, and one made again in full could go on for ever.
+  let deadline = timeout.map { timeout in
+    let (end, overflow) = SystemClock.monotonic.addingReportingOverflow(max(0, timeout.nanoseconds))
+    return overflow ? Int64.max : end
   }
+  _ = try Errno.retrying { poll(&fds, nfds_t(fds.count), pollTimeout(until: deadline)) }
   let trouble = Int16(POLLERR) | Int16(POLLHUP) | Int16(POLLNVAL)
   var readable: [FileDescriptor] = []
   var writable: [FileDescriptor] = []
@@ -172,6 +174,14 @@ package func waitForReadiness(reading: [FileDescriptor], writing: [FileDescripto
     }
   }
   return (readable, writable)
+}
+
+/// poll's timeout from now to `deadline` (CLOCK_MONOTONIC nanoseconds), -1 (for ever) for none:
+/// whole milliseconds rounded up, so the wait never ends before the deadline.
+private func pollTimeout(until deadline: Int64?) -> Int32 {
+  guard let deadline else { return -1 }
+  let left = max(0, deadline - SystemClock.monotonic)
+  return Int32(clamping: left / 1_000_000 + (left % 1_000_000 == 0 ? 0 : 1))
 }
 
 extension timespec {

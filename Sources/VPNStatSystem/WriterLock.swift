@@ -45,17 +45,20 @@ package final class WriterLock {
       return try body()
     }
     while true {
-      if flock(descriptor.rawValue, LOCK_EX | LOCK_NB) == 0 { break }
-      let error = Errno.current
-      if error.meansInterrupted { continue }
-      guard error == .wouldBlock else { throw error }
+      do throws(Errno) {
+        _ = try Errno.retrying { flock(descriptor.rawValue, LOCK_EX | LOCK_NB) }
+        break
+      } catch {
+        guard error == .wouldBlock else { throw error }
+      }
       if SystemClock.monotonic >= deadline { throw Busy(path: path) }
       SystemClock.sleep(for: .milliseconds(1))
     }
     depth = 1
     defer {
       depth = 0
-      flock(descriptor.rawValue, LOCK_UN)
+      // Unlocking fails only for a descriptor that is not open, and that holds no lock.
+      _ = try? Errno.retrying { flock(descriptor.rawValue, LOCK_UN) }
     }
     return try body()
   }
