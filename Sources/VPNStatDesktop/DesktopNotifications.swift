@@ -13,10 +13,10 @@ package protocol DesktopNotifications: AnyObject {
 
 /// The seam between the notifications and the session bus: one method call, its reply's body.
 package protocol BusMethodCalling: AnyObject {
-  func call(_ call: BusMethodCall) throws(SessionBusConnection.Failure) -> [BusValue]
+  func call(_ call: BusMethodCall) throws(DesktopBusConnection.Failure) -> [BusValue]
 }
 
-extension SessionBusConnection: BusMethodCalling {}
+extension DesktopBusConnection: BusMethodCalling {}
 
 /// The notification server that answered, as it describes itself: what a message names.
 package struct NotificationServer: Hashable, Sendable, CustomStringConvertible {
@@ -50,9 +50,9 @@ package struct NotificationServer: Hashable, Sendable, CustomStringConvertible {
 /// (the command line's 69).
 package enum NotificationFailure: Error, Hashable, Sendable, CustomStringConvertible {
   /// No session bus in this process's environment: it does not run in a desktop session.
-  case noSessionBus(SessionBusUnavailable)
+  case noDesktopBus(DesktopBusUnavailable)
   /// The session bus could not be reached or would not take this connection.
-  case busUnreachable(address: String, SessionBusConnection.Failure)
+  case busUnreachable(address: String, DesktopBusConnection.Failure)
   /// Nothing on the bus owns `org.freedesktop.Notifications`, and the bus could not start
   /// anything that does (the bus's words).
   case noServer(String)
@@ -61,11 +61,11 @@ package enum NotificationFailure: Error, Hashable, Sendable, CustomStringConvert
   /// The server answered a call with values the specification does not give it.
   case unexpectedAnswer(method: String, signature: String)
   /// The connection failed during a call (timed out, closed, broke the protocol).
-  case bus(SessionBusConnection.Failure)
+  case bus(DesktopBusConnection.Failure)
 
   package var description: String {
     switch self {
-    case .noSessionBus(let reason): "\(reason); vpnstat notify runs in a desktop session"
+    case .noDesktopBus(let reason): "\(reason); vpnstat notify runs in a desktop session"
     case .busUnreachable(let address, let failure):
       "cannot use the session bus at \(TerminalText.sanitize(address)): \(failure)"
     case .noServer(let message):
@@ -80,7 +80,7 @@ package enum NotificationFailure: Error, Hashable, Sendable, CustomStringConvert
 
 /// Notifications through the freedesktop.org Desktop Notifications service on the session bus
 /// (`org.freedesktop.Notifications`: dunst, mako, GNOME Shell, Plasma, xfce4-notifyd): vpnstat's
-/// own D-Bus client (`SessionBusConnection`), so `notify` needs nothing a desktop does not
+/// own D-Bus client (`DesktopBusConnection`), so `notify` needs nothing a desktop does not
 /// already run, and a machine without a desktop gets no new dependency.
 package final class FreedesktopNotifications: DesktopNotifications {
   static let service = "org.freedesktop.Notifications"
@@ -94,18 +94,18 @@ package final class FreedesktopNotifications: DesktopNotifications {
 
   /// Connects to the session bus of a process with `environment` and asks its notification
   /// server who it is.
-  package static func connect(environment: [String: String], limits: SessionBusConnection.Limits = .standard)
+  package static func connect(environment: [String: String], limits: DesktopBusConnection.Limits = .standard)
     throws(NotificationFailure) -> FreedesktopNotifications
   {
-    let addresses: [SessionBusAddress]
+    let addresses: [DesktopBusAddress]
     do {
-      addresses = try SessionBusAddress.find(environment: environment)
+      addresses = try DesktopBusAddress.find(environment: environment)
     } catch {
-      throw .noSessionBus(error)
+      throw .noDesktopBus(error)
     }
-    let connection: SessionBusConnection
+    let connection: DesktopBusConnection
     do {
-      connection = try SessionBusConnection.connect(to: addresses, limits: limits)
+      connection = try DesktopBusConnection.connect(to: addresses, limits: limits)
     } catch {
       throw .busUnreachable(address: addresses.map(\.description).joined(separator: ";"), error)
     }

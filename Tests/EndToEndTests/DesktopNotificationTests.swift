@@ -121,7 +121,7 @@ struct DesktopNotificationTests {
     try Tool.require("/usr/bin/gdbus")
     try Tool.require("/usr/bin/dbus-monitor")
     let desktop = try PrivateDesktop("wire", notificationServer: true)
-    let connection = try SessionBusConnection.connect(to: try SessionBusAddress.find(environment: desktop.environment))
+    let connection = try DesktopBusConnection.connect(to: try DesktopBusAddress.find(environment: desktop.environment))
     let monitor = try desktop.start("/usr/bin/dbus-monitor", ["--binary"])
     defer { monitor.stop(SIGKILL) }
     // The monitor sees every message once it is one: wait until it has seen ours.

@@ -81,8 +81,8 @@ struct NotifyKernelTests {
       try Tool.require("/usr/bin/dbus-monitor")
       desktop = try PrivateDesktop(label, notificationServer: true)
       monitor = try desktop.start("/usr/bin/dbus-monitor", ["--monitor"])
-      let connection = try SessionBusConnection.connect(
-        to: try SessionBusAddress.find(environment: desktop.environment))
+      let connection = try DesktopBusConnection.connect(
+        to: try DesktopBusAddress.find(environment: desktop.environment))
       let deadline = Date().addingTimeInterval(10)
       while monitor.child.stdoutData.isEmpty {
         guard Date() < deadline else { throw TestSetupError("dbus-monitor saw nothing: \(monitor.errors)") }

@@ -16,7 +16,7 @@ struct EngineShapeTests {
   /// What only an adapter at the edge uses: a listening socket and the readiness wait of a server,
   /// the desktop's bus, HTTP's wire format.
   static let adapterWords = [
-    "ListeningSocket(", "waitForReadiness(", "SessionBusConnection", "BusMethodCall(", "HTTPRequestHead.parse(",
+    "ListeningSocket(", "waitForReadiness(", "DesktopBusConnection", "BusMethodCall(", "HTTPRequestHead.parse(",
   ]
 
   static var engine: URL { Built.packageRoot.appendingPathComponent("Sources/VPNStatEngine") }

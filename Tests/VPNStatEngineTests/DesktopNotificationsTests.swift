@@ -13,11 +13,11 @@ final class FakeNotificationBus: BusMethodCalling {
   var capabilities = ["body", "body-markup", "actions"]
   var nextID: UInt32 = 7
   /// Set to make the next calls fail so.
-  var failure: SessionBusConnection.Failure?
+  var failure: DesktopBusConnection.Failure?
   /// Set to answer every call with these values instead.
   var answer: [BusValue]?
 
-  func call(_ call: BusMethodCall) throws(SessionBusConnection.Failure) -> [BusValue] {
+  func call(_ call: BusMethodCall) throws(DesktopBusConnection.Failure) -> [BusValue] {
     calls.append(call)
     if let failure { throw failure }
     if let answer { return answer }
@@ -136,12 +136,12 @@ struct DesktopNotificationsTests {
   }
 
   @Test("no session bus in the environment: the error names what is missing and where notify runs")
-  func noSessionBus() throws {
+  func noDesktopBus() throws {
     let directory = try TemporaryDirectory("nobus")
     #expect(
-      throws: NotificationFailure.noSessionBus(.notSet(fallback: "\(directory.path)/bus does not exist"))
+      throws: NotificationFailure.noDesktopBus(.notSet(fallback: "\(directory.path)/bus does not exist"))
     ) { try FreedesktopNotifications.connect(environment: ["XDG_RUNTIME_DIR": directory.path]) }
-    let message = NotificationFailure.noSessionBus(.notSet(fallback: "XDG_RUNTIME_DIR is not set")).description
+    let message = NotificationFailure.noDesktopBus(.notSet(fallback: "XDG_RUNTIME_DIR is not set")).description
     #expect(
       message
         == "no session bus: DBUS_SESSION_BUS_ADDRESS is not set and XDG_RUNTIME_DIR/bus does not exist (XDG_RUNTIME_DIR is not set); vpnstat notify runs in a desktop session"

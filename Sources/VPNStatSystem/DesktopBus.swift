@@ -5,10 +5,11 @@ import VPNStatModel
   import Glibc
 #endif
 
-/// Where the user's session bus (D-Bus) listens: an AF_UNIX socket, by path or by abstract name.
+/// Where the user's D-Bus session bus — "the desktop bus" here, so that "session" means only the
+/// free plan's window — listens: an AF_UNIX socket, by path or by abstract name.
 /// Found the way the D-Bus specification says a client finds it: `DBUS_SESSION_BUS_ADDRESS`,
 /// else `$XDG_RUNTIME_DIR/bus`.
-package struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
+package struct DesktopBusAddress: Hashable, Sendable, CustomStringConvertible {
   package var socket: UnixSocketName
 
   package init(_ socket: UnixSocketName) { self.socket = socket }
@@ -17,8 +18,8 @@ package struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
   /// this client can connect to, in their order: `unix:` with `path=` or `abstract=`. Others
   /// (`tcp:`, `unixexec:`, `launchd:`, the listen-only `unix:dir=`/`tmpdir=`/`runtime=`) and
   /// malformed ones are left out; `guid=` and unknown keys are ignored.
-  package static func parse(_ text: String) -> [SessionBusAddress] {
-    var addresses: [SessionBusAddress] = []
+  package static func parse(_ text: String) -> [DesktopBusAddress] {
+    var addresses: [DesktopBusAddress] = []
     for entry in Array(text.utf8).split(separator: UInt8(ascii: ";")) {
       guard let colon = entry.firstIndex(of: UInt8(ascii: ":")), Array(entry[..<colon]) == Array("unix".utf8) else {
         continue
@@ -42,8 +43,8 @@ package struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
       }
       guard valid else { continue }
       switch (path, abstract) {
-      case (let path?, nil) where !path.isEmpty: addresses.append(SessionBusAddress(.path(SystemPath(bytes: path))))
-      case (nil, let name?) where !name.isEmpty: addresses.append(SessionBusAddress(.abstract(name)))
+      case (let path?, nil) where !path.isEmpty: addresses.append(DesktopBusAddress(.path(SystemPath(bytes: path))))
+      case (nil, let name?) where !name.isEmpty: addresses.append(DesktopBusAddress(.abstract(name)))
       default: continue
       }
     }
@@ -80,7 +81,7 @@ package struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
   /// Where the session bus of a process with `environment` listens: the usable addresses of
   /// `DBUS_SESSION_BUS_ADDRESS` when it is set, else `$XDG_RUNTIME_DIR/bus` when that is a
   /// socket of this user (libdbus's rule: another user's socket there is not this session's).
-  package static func find(environment: [String: String]) throws(SessionBusUnavailable) -> [SessionBusAddress] {
+  package static func find(environment: [String: String]) throws(DesktopBusUnavailable) -> [DesktopBusAddress] {
     if let value = environment["DBUS_SESSION_BUS_ADDRESS"], !value.isEmpty {
       let addresses = parse(value)
       guard !addresses.isEmpty else { throw .unusableAddress(value) }
@@ -96,7 +97,7 @@ package struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
     guard info.st_uid == geteuid() else {
       throw .notSet(fallback: "\(path) belongs to user \(info.st_uid), not to this one")
     }
-    return [SessionBusAddress(.path(SystemPath(path)))]
+    return [DesktopBusAddress(.path(SystemPath(path)))]
   }
 
   /// `unix:path=…` or `unix:abstract=…`, bytes beyond printable ASCII %-escaped.
@@ -122,7 +123,7 @@ package struct SessionBusAddress: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Why there is no session bus to connect to: this process does not run in a desktop session.
-package enum SessionBusUnavailable: Error, Hashable, Sendable, CustomStringConvertible {
+package enum DesktopBusUnavailable: Error, Hashable, Sendable, CustomStringConvertible {
   /// `DBUS_SESSION_BUS_ADDRESS` is not set, and the fallback did not apply (why, in words).
   case notSet(fallback: String)
   /// `DBUS_SESSION_BUS_ADDRESS` is set but names no address this client can use.
@@ -179,7 +180,7 @@ package struct BusErrorReply: Error, Hashable, Sendable, CustomStringConvertible
 /// checked (`BusMessage`), none may exceed the size limit, and every wait goes through the one
 /// wait (`waitForReadiness`) with an idle and a total timeout (`ExchangeBudget`), as
 /// `LocalSocketExchange` does for other programs' sockets.
-package final class SessionBusConnection {
+package final class DesktopBusConnection {
   /// How long and how large: no byte for `idle`, or one call (or the connecting) longer than
   /// `total`, ends it; a message longer than `messageSize` ends the connection.
   package struct Limits: Hashable, Sendable {
@@ -242,7 +243,7 @@ package final class SessionBusConnection {
   }
 
   /// The address it is connected to.
-  package let address: SessionBusAddress
+  package let address: DesktopBusAddress
   /// The name the bus gave this connection (`:1.42`).
   package private(set) var uniqueName = ""
   package let limits: Limits
@@ -257,7 +258,7 @@ package final class SessionBusConnection {
   private static let bus = "org.freedesktop.DBus"
   private static let longestAuthenticationLine = 1024
 
-  private init(descriptor: FileDescriptor, address: SessionBusAddress, limits: Limits) {
+  private init(descriptor: FileDescriptor, address: DesktopBusAddress, limits: Limits) {
     self.descriptor = descriptor
     self.address = address
     self.limits = limits
@@ -267,8 +268,8 @@ package final class SessionBusConnection {
 
   /// Connects to the first of `addresses` that answers (as libdbus does), authenticates and
   /// says `Hello`; the failure of the last one tried when none does.
-  package static func connect(to addresses: [SessionBusAddress], limits: Limits = .standard) throws(Failure)
-    -> SessionBusConnection
+  package static func connect(to addresses: [DesktopBusAddress], limits: Limits = .standard) throws(Failure)
+    -> DesktopBusConnection
   {
     var last = Failure.system(.noSuchFile)
     for address in addresses {
@@ -281,14 +282,14 @@ package final class SessionBusConnection {
     throw last
   }
 
-  private static func connect(to address: SessionBusAddress, limits: Limits) throws(Failure) -> SessionBusConnection {
+  private static func connect(to address: DesktopBusAddress, limits: Limits) throws(Failure) -> DesktopBusConnection {
     let descriptor: FileDescriptor
     do {
       descriptor = try UnixStreamSocket.open()
     } catch {
       throw .system(error)
     }
-    let connection = SessionBusConnection(descriptor: descriptor, address: address, limits: limits)
+    let connection = DesktopBusConnection(descriptor: descriptor, address: address, limits: limits)
     do {
       try UnixStreamSocket.connect(descriptor, to: address.socket)
     } catch {

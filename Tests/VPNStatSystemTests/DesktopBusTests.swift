@@ -155,7 +155,7 @@ final class ScriptedBus: @unchecked Sendable {
     try self.init(.path(SystemPath(directory.file("bus"))), script: script)
   }
 
-  var address: SessionBusAddress { SessionBusAddress(name) }
+  var address: DesktopBusAddress { DesktopBusAddress(name) }
 
   /// Waits until the script has run to its end; the connection's peer, for what it saw.
   func finish() -> Peer? {
@@ -172,10 +172,10 @@ final class ScriptedBus: @unchecked Sendable {
 }
 
 /// Short limits, so the hostile buses' tests take a fraction of a second.
-let quickLimits = SessionBusConnection.Limits(messageSize: 4096, idle: .milliseconds(300), total: .seconds(1))
+let quickLimits = DesktopBusConnection.Limits(messageSize: 4096, idle: .milliseconds(300), total: .seconds(1))
 
-func connect(_ bus: ScriptedBus) throws(SessionBusConnection.Failure) -> SessionBusConnection {
-  try SessionBusConnection.connect(to: [bus.address], limits: quickLimits)
+func connect(_ bus: ScriptedBus) throws(DesktopBusConnection.Failure) -> DesktopBusConnection {
+  try DesktopBusConnection.connect(to: [bus.address], limits: quickLimits)
 }
 
 let ping = BusMethodCall(
@@ -184,45 +184,45 @@ let ping = BusMethodCall(
 /// Finding the session bus, and the connection's protocol against a bus the test plays: the
 /// real exchange, and each way a stuck or hostile bus may behave, which must cost a call at most
 /// its limits and end in a typed failure.
-struct SessionBusTests {
+struct DesktopBusTests {
   @Test("DBUS_SESSION_BUS_ADDRESS: unix path= and abstract= are used in order; guid, escapes, other transports")
   func addresses() {
     #expect(
-      SessionBusAddress.parse("unix:path=/run/user/1000/bus") == [SessionBusAddress(.path("/run/user/1000/bus"))])
+      DesktopBusAddress.parse("unix:path=/run/user/1000/bus") == [DesktopBusAddress(.path("/run/user/1000/bus"))])
     #expect(
-      SessionBusAddress.parse("unix:abstract=/tmp/dbus-AbC,guid=0123456789abcdef")
-        == [SessionBusAddress(.abstract(Array("/tmp/dbus-AbC".utf8)))])
+      DesktopBusAddress.parse("unix:abstract=/tmp/dbus-AbC,guid=0123456789abcdef")
+        == [DesktopBusAddress(.abstract(Array("/tmp/dbus-AbC".utf8)))])
     #expect(
-      SessionBusAddress.parse("tcp:host=localhost,port=4;unix:guid=x,path=/a%20b%2cc;unix:path=/second")
-        == [SessionBusAddress(.path("/a b,c")), SessionBusAddress(.path("/second"))])
+      DesktopBusAddress.parse("tcp:host=localhost,port=4;unix:guid=x,path=/a%20b%2cc;unix:path=/second")
+        == [DesktopBusAddress(.path("/a b,c")), DesktopBusAddress(.path("/second"))])
     for unusable in [
       "", ";", "unix:tmpdir=/tmp", "unix:runtime=yes", "unix:dir=/tmp", "unix:path=/x,abstract=y", "unix:path=%zz",
       "unix:path=%4", "unix:path=", "unix:", "unix", "unixexec:path=/bin/sh", "launchd:env=X", "unix:path",
     ] {
-      #expect(SessionBusAddress.parse(unusable).isEmpty, "\(unusable)")
+      #expect(DesktopBusAddress.parse(unusable).isEmpty, "\(unusable)")
     }
-    #expect(SessionBusAddress(.path("/a b")).description == "unix:path=/a%20b")
+    #expect(DesktopBusAddress(.path("/a b")).description == "unix:path=/a%20b")
   }
 
   @Test("no session bus: the error says which variable is missing and where the fallback was looked for")
-  func noSessionBus() throws {
+  func noDesktopBus() throws {
     let directory = try TemporaryDirectory("nobus")
-    #expect(throws: SessionBusUnavailable.notSet(fallback: "XDG_RUNTIME_DIR is not set")) {
-      try SessionBusAddress.find(environment: ["HOME": "/root"])
+    #expect(throws: DesktopBusUnavailable.notSet(fallback: "XDG_RUNTIME_DIR is not set")) {
+      try DesktopBusAddress.find(environment: ["HOME": "/root"])
     }
     let missing = directory.path + "/bus"
-    #expect(throws: SessionBusUnavailable.notSet(fallback: "\(missing) does not exist")) {
-      try SessionBusAddress.find(environment: ["XDG_RUNTIME_DIR": directory.path, "DBUS_SESSION_BUS_ADDRESS": ""])
+    #expect(throws: DesktopBusUnavailable.notSet(fallback: "\(missing) does not exist")) {
+      try DesktopBusAddress.find(environment: ["XDG_RUNTIME_DIR": directory.path, "DBUS_SESSION_BUS_ADDRESS": ""])
     }
     _ = FileManager.default.createFile(atPath: missing, contents: Data())
-    #expect(throws: SessionBusUnavailable.notSet(fallback: "\(missing) is not a socket")) {
-      try SessionBusAddress.find(environment: ["XDG_RUNTIME_DIR": directory.path + "/"])
+    #expect(throws: DesktopBusUnavailable.notSet(fallback: "\(missing) is not a socket")) {
+      try DesktopBusAddress.find(environment: ["XDG_RUNTIME_DIR": directory.path + "/"])
     }
-    #expect(throws: SessionBusUnavailable.unusableAddress("tcp:host=h,port=1")) {
-      try SessionBusAddress.find(environment: ["DBUS_SESSION_BUS_ADDRESS": "tcp:host=h,port=1"])
+    #expect(throws: DesktopBusUnavailable.unusableAddress("tcp:host=h,port=1")) {
+      try DesktopBusAddress.find(environment: ["DBUS_SESSION_BUS_ADDRESS": "tcp:host=h,port=1"])
     }
     #expect(
-      SessionBusUnavailable.notSet(fallback: "XDG_RUNTIME_DIR is not set").description
+      DesktopBusUnavailable.notSet(fallback: "XDG_RUNTIME_DIR is not set").description
         == "no session bus: DBUS_SESSION_BUS_ADDRESS is not set and XDG_RUNTIME_DIR/bus does not exist (XDG_RUNTIME_DIR is not set)"
     )
   }
@@ -232,14 +232,14 @@ struct SessionBusTests {
     let directory = try TemporaryDirectory("runtime")
     let bus = try ScriptedBus(in: directory) { _ in }
     #expect(
-      try SessionBusAddress.find(environment: ["XDG_RUNTIME_DIR": directory.path])
-        == [SessionBusAddress(.path(SystemPath(directory.file("bus"))))])
+      try DesktopBusAddress.find(environment: ["XDG_RUNTIME_DIR": directory.path])
+        == [DesktopBusAddress(.path(SystemPath(directory.file("bus"))))])
     // The variable wins when it is set, even when the fallback exists.
     #expect(
-      try SessionBusAddress.find(environment: [
+      try DesktopBusAddress.find(environment: [
         "XDG_RUNTIME_DIR": directory.path, "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x",
       ])
-        == [SessionBusAddress(.path("/x"))])
+        == [DesktopBusAddress(.path("/x"))])
     _ = bus
   }
 
@@ -264,7 +264,7 @@ struct SessionBusTests {
       #expect(connection.uniqueName == ":1.9")
       #expect(try connection.call(ping) == [.string("pong"), .uint32(2)])
       #expect(
-        throws: SessionBusConnection.Failure.error(BusErrorReply(name: "org.example.Error.Nope", message: "not today"))
+        throws: DesktopBusConnection.Failure.error(BusErrorReply(name: "org.example.Error.Nope", message: "not today"))
       ) { try connection.call(ping) }
       // An ERROR reply leaves the connection in step: the next call is answered.
       #expect(try connection.call(ping) == [])
@@ -279,7 +279,7 @@ struct SessionBusTests {
     .enabled(if: Privilege.isRoot, "needs root: the abstract socket is bound in a network namespace of the test's own"))
   func abstractAddress() throws {
     let name = Array("vpnstat-test-bus-\(getpid())".utf8)
-    let result: Result<String, SessionBusConnection.Failure>? = try inOwnNamespace(if: true) {
+    let result: Result<String, DesktopBusConnection.Failure>? = try inOwnNamespace(if: true) {
       guard
         let bus = try? ScriptedBus(
           .abstract(name),
@@ -288,10 +288,10 @@ struct SessionBusTests {
             peer.holdOpen()
           })
       else { return nil }
-      let address = SessionBusAddress.parse("unix:abstract=vpnstat-test-bus-\(getpid()),guid=00")
+      let address = DesktopBusAddress.parse("unix:abstract=vpnstat-test-bus-\(getpid()),guid=00")
       return withExtendedLifetime(bus) {
-        Result { () throws(SessionBusConnection.Failure) -> String in
-          try SessionBusConnection.connect(to: address, limits: quickLimits).uniqueName
+        Result { () throws(DesktopBusConnection.Failure) -> String in
+          try DesktopBusConnection.connect(to: address, limits: quickLimits).uniqueName
         }
       }
     }
@@ -301,7 +301,7 @@ struct SessionBusTests {
   @Test(
     "a hostile or broken bus ends in a typed failure within the limits",
     arguments: [
-      ("silent", SessionBusConnection.Failure.timedOut(.milliseconds(300))),
+      ("silent", DesktopBusConnection.Failure.timedOut(.milliseconds(300))),
       ("rejects", .rejected("REJECTED EXTERNAL")),
       ("garbage", .protocolViolation("an answer to AUTH that is neither OK, REJECTED nor ERROR")),
       ("endless line", .tooLarge(1024)),
@@ -313,7 +313,7 @@ struct SessionBusTests {
       ("hello without name", .protocolViolation("Hello answered with \"u\", not \"s\"")),
       ("floods", .timedOut(.seconds(1))),
     ])
-  func hostile(behaviour: String, failure: SessionBusConnection.Failure) throws {
+  func hostile(behaviour: String, failure: DesktopBusConnection.Failure) throws {
     let directory = try TemporaryDirectory("hostile")
     let bus = try ScriptedBus(in: directory) { peer in
       switch behaviour {
@@ -387,10 +387,10 @@ struct SessionBusTests {
   func silentCostsIdle() throws {
     let directory = try TemporaryDirectory("silent")
     let bus = try ScriptedBus(in: directory) { peer in peer.holdOpen() }
-    let limits = SessionBusConnection.Limits(messageSize: 4096, idle: .milliseconds(200), total: .seconds(8))
+    let limits = DesktopBusConnection.Limits(messageSize: 4096, idle: .milliseconds(200), total: .seconds(8))
     let started = Date()
-    #expect(throws: SessionBusConnection.Failure.timedOut(.milliseconds(200))) {
-      try SessionBusConnection.connect(to: [bus.address], limits: limits)
+    #expect(throws: DesktopBusConnection.Failure.timedOut(.milliseconds(200))) {
+      try DesktopBusConnection.connect(to: [bus.address], limits: limits)
     }
     let elapsed = Date().timeIntervalSince(started)
     #expect(elapsed >= 0.19 && elapsed < 4, "\(elapsed)")
@@ -406,7 +406,7 @@ struct SessionBusTests {
       peer.holdOpen()
     }
     let connection = try connect(bus)
-    let failure = SessionBusConnection.Failure.protocolViolation("byte order 116 is neither 'l' nor 'B'")
+    let failure = DesktopBusConnection.Failure.protocolViolation("byte order 116 is neither 'l' nor 'B'")
     #expect(throws: failure) { try connection.call(ping) }
     #expect(throws: failure) { try connection.call(ping) }
     withExtendedLifetime(connection) {}
@@ -423,7 +423,7 @@ struct SessionBusTests {
       peer.holdOpen()
     }
     let connection = try connect(bus)
-    #expect(throws: SessionBusConnection.Failure.timedOut(.milliseconds(300))) { try connection.call(ping) }
+    #expect(throws: DesktopBusConnection.Failure.timedOut(.milliseconds(300))) { try connection.call(ping) }
     #expect(try connection.call(ping) == [.string("on time")])
     withExtendedLifetime(connection) {}
   }
@@ -431,8 +431,8 @@ struct SessionBusTests {
   @Test("nobody listening, or no socket: the system's error")
   func nobodyThere() throws {
     let directory = try TemporaryDirectory("nobody")
-    #expect(throws: SessionBusConnection.Failure.system(.noSuchFile)) {
-      try SessionBusConnection.connect(to: [SessionBusAddress(.path(SystemPath(directory.file("none"))))])
+    #expect(throws: DesktopBusConnection.Failure.system(.noSuchFile)) {
+      try DesktopBusConnection.connect(to: [DesktopBusAddress(.path(SystemPath(directory.file("none"))))])
     }
     // Bound, not listening.
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -446,8 +446,8 @@ struct SessionBusTests {
     _ = withUnsafePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
-    #expect(throws: SessionBusConnection.Failure.system(.connectionRefused)) {
-      try SessionBusConnection.connect(to: [SessionBusAddress(.path(SystemPath(path)))])
+    #expect(throws: DesktopBusConnection.Failure.system(.connectionRefused)) {
+      try DesktopBusConnection.connect(to: [DesktopBusAddress(.path(SystemPath(path)))])
     }
   }
 }
