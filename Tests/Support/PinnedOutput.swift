@@ -124,35 +124,6 @@ enum PinnedOutput {
     "If the change is meant: \(recordCommand), then review git diff Tests/Pinned/\(folder)"
   }
 
-  /// Many outputs in one file, `Tests/Pinned/NAME`, each under a header line naming its case:
-  /// the old layout, kept for the pins not yet split into one file per case.
-  static func expect(
-    _ cases: [(String, [UInt8])], named name: String, sourceLocation: SourceLocation = #_sourceLocation
-  ) {
-    var all: [UInt8] = []
-    for (label, bytes) in cases { all += Array("=== \(label)\n".utf8) + bytes + [0x0A] }
-    let url = directory.appendingPathComponent(name)
-    if recording {
-      do {
-        try Data(all).write(to: url)
-        Issue.record("recorded \(url.path); run again without VPNSTAT_PIN=record", sourceLocation: sourceLocation)
-      } catch {
-        Issue.record("cannot record \(url.path): \(error)", sourceLocation: sourceLocation)
-      }
-      return
-    }
-    guard let pinned = FileManager.default.contents(atPath: url.path) else {
-      Issue.record("no pinned output \(url.path) (VPNSTAT_PIN=record makes it)", sourceLocation: sourceLocation)
-      return
-    }
-    if Array(pinned) == all { return }
-    Issue.record(
-      Comment(
-        rawValue: "\(name) differs from its pin (\(pinned.count) → \(all.count) bytes)\n"
-          + excerpt(pinned: Array(pinned), now: all)),
-      sourceLocation: sourceLocation)
-  }
-
   /// A case's file: its name in lower case, each run of characters other than ASCII letters and
   /// digits one "-", and ".txt".
   static func fileName(_ name: String) -> String {
