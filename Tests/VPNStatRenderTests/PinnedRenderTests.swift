@@ -257,3 +257,54 @@ struct PinnedRenderTests {
     pins.expect()
   }
 }
+
+/// What a pinned test says when output differs: a short diff a person can read, not the file.
+struct PinnedOutputTests {
+  static func text(_ lines: [String]) -> [UInt8] { Array(lines.joined(separator: "\n").utf8) + [0x0A] }
+
+  @Test("a difference is shown as one diff hunk: three lines of context, the lines, the column; escapes visible")
+  func excerpt() {
+    let pinned = (1...20).map { "line \($0)" }
+    var now = pinned
+    now[9] = "line 10 \u{1B}[31mchanged"
+    let expected = """
+      --- pinned
+      +++ now
+      @@ -7,7 +7,7 @@ (first at column 8)
+       line 7
+       line 8
+       line 9
+      -line 10
+      +line 10 \\u{1B}[31mchanged
+       line 11
+       line 12
+       line 13
+      """
+    #expect(PinnedOutput.excerpt(pinned: Self.text(pinned), now: Self.text(now)) == expected)
+  }
+
+  @Test("lines added at the end, a long line cut around its difference, and only the last newline differing")
+  func excerptEdges() {
+    let added = PinnedOutput.excerpt(pinned: Self.text(["a", "b"]), now: Self.text(["a", "b", "c", "d"]))
+    #expect(added == "--- pinned\n+++ now\n@@ -1,2 +1,4 @@\n a\n b\n+c\n+d")
+    let long = String(repeating: "x", count: 500)
+    let cut = PinnedOutput.excerpt(pinned: Self.text([long + "1" + long]), now: Self.text([long + "2" + long]))
+    #expect(cut.contains("(first at column 501)"))
+    #expect(cut.contains("-…" + String(repeating: "x", count: 60) + "1" + String(repeating: "x", count: 99) + "…"))
+    #expect(cut.split(separator: "\n").allSatisfy { $0.count < 170 })
+    #expect(
+      PinnedOutput.excerpt(pinned: Array("a\nb".utf8), now: Array("a\nb\n".utf8))
+        == "the same lines; only the newline at the end differs")
+    // Canonically equivalent text is still a difference: é (U+00E9) and e with U+0301.
+    #expect(PinnedOutput.excerpt(pinned: Self.text(["\u{E9}"]), now: Self.text(["e\u{301}"])).contains("-\u{E9}"))
+  }
+
+  @Test("a case's file name: lower case, every run of other characters one dash")
+  func fileNames() {
+    #expect(PinnedOutput.fileName("connect wg\u{1B}0 connected") == "connect-wg-0-connected.txt")
+    #expect(PinnedOutput.fileName("interval 6, nothing new") == "interval-6-nothing-new.txt")
+    #expect(PinnedOutput.fileName("svg no session bits=false") == "svg-no-session-bits-false.txt")
+    #expect(PinnedOutput.fileName("connect work notAllowed") == "connect-work-notallowed.txt")
+    #expect(PinnedOutput.fileName(" 天気 ") == "case.txt")
+  }
+}
