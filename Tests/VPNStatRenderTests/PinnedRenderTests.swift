@@ -299,6 +299,21 @@ struct PinnedOutputTests {
     #expect(PinnedOutput.excerpt(pinned: Self.text(["\u{E9}"]), now: Self.text(["e\u{301}"])).contains("-\u{E9}"))
   }
 
+  @Test("the pins stay reviewable: every file under 200 lines, all of Tests/Pinned under 300 KB")
+  func reviewable() throws {
+    let root = PinnedOutput.directory
+    let files = try FileManager.default.subpathsOfDirectory(atPath: root.path).filter { $0.hasSuffix(".txt") }
+    #expect(!files.isEmpty, "no pins under \(root.path)")
+    var total = 0
+    for file in files {
+      let bytes = try #require(FileManager.default.contents(atPath: root.appendingPathComponent(file).path))
+      total += bytes.count
+      let lines = bytes.filter { $0 == 0x0A }.count
+      #expect(lines < 200, "\(file): \(lines) lines")
+    }
+    #expect(total < 300_000, "Tests/Pinned: \(total) bytes")
+  }
+
   @Test("a case's file name: lower case, every run of other characters one dash")
   func fileNames() {
     #expect(PinnedOutput.fileName("connect wg\u{1B}0 connected") == "connect-wg-0-connected.txt")
