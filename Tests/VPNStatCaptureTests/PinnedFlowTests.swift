@@ -7,25 +7,33 @@ import Testing
 @testable import VPNStatTestSupport
 
 extension FlowCaptureTests {
-  /// `flows --json` and the reports behind it pinned byte for byte (`Tests/Pinned`): owned,
+  /// `flows --json` and the reports behind it pinned byte for byte (`Tests/Pinned/flows`): owned,
   /// orphaned and late-matched flows over intervals, idle flows retired into their host's and
   /// process's totals, every origin, limits, and the hostile sample. `FlowJSON.render` and
-  /// `FlowAggregator.report` were split into pieces without changing a byte.
+  /// `FlowAggregator.report` were split into pieces without changing a byte. Pinned: every
+  /// interval; the hostile sample with no flows, with the top 3 (an interface with its index,
+  /// drops, counters, warnings) and all 40 read from a file (no interface, drops or counters).
+  /// Left out: the sample's other limits, and an interface without an index (one null field).
+  static let pinnedCases = [
+    "sample top 0", "sample top 3", "file", "interval 2", "interval 4", "interval 6, nothing new",
+    "interval 21, idle retired", "interval 40, all idle",
+  ]
+
   @Test("flows: the reports of intervals with owners, orphans and idle flows, as JSON, are the pinned bytes")
   func pinnedFlows() throws {
-    var cases: [(String, [UInt8])] = []
+    var pins = PinnedCases("flows", Self.pinnedCases)
     let sample = sampleSnapshot()
     for top in [nil, 0, 1, 3] {
-      cases.append(("sample top \(top.map(String.init) ?? "all")", FlowJSON.render(sample, top: top)))
+      pins.add("sample top \(top.map(String.init) ?? "all")", FlowJSON.render(sample, top: top))
     }
     var file = sample
     file.origin = .file("/tmp/a \"b\".pcap")
     file.drops = nil
     file.interfaceCounters = nil
-    cases.append(("file", FlowJSON.render(file)))
+    pins.add("file", FlowJSON.render(file))
     var noIndex = sample
     noIndex.origin = .interface(InterfaceName("tun0"), index: nil)
-    cases.append(("no index", FlowJSON.render(noIndex)))
+    pins.add("no index", FlowJSON.render(noIndex))
 
     let proc = try FixtureProc()
     let local = "169.254.5.1"
@@ -69,7 +77,7 @@ extension FlowCaptureTests {
     send(42_001, to: "169.254.5.3", payload: 300, at: 0)
     send(42_002, to: "169.254.5.2", payload: 300, at: 1)
     send(42_000, to: "169.254.5.2", payload: 50, at: 1, incoming: true)
-    cases.append(("interval 2", FlowJSON.render(report(at: 2))))
+    pins.add("interval 2", FlowJSON.render(report(at: 2)))
     try proc.setTable(
       "udp",
       [
@@ -79,11 +87,11 @@ extension FlowCaptureTests {
     try proc.process(5003, comm: "late", sockets: [912])
     send(42_002, to: "169.254.5.2", payload: 10, at: 3)
     send(42_003, to: "fd00:5::9", payload: 700, at: 3)
-    cases.append(("interval 4", FlowJSON.render(report(at: 4))))
-    cases.append(("interval 6, nothing new", FlowJSON.render(report(at: 6))))
+    pins.add("interval 4", FlowJSON.render(report(at: 4)))
+    pins.add("interval 6, nothing new", FlowJSON.render(report(at: 6)))
     send(42_001, to: "169.254.5.3", payload: 20, at: 20)
-    cases.append(("interval 21, idle retired", FlowJSON.render(report(at: 21))))
-    cases.append(("interval 40, all idle", FlowJSON.render(report(at: 40))))
-    PinnedOutput.expect(cases, named: "flows.txt")
+    pins.add("interval 21, idle retired", FlowJSON.render(report(at: 21)))
+    pins.add("interval 40, all idle", FlowJSON.render(report(at: 40)))
+    pins.expect()
   }
 }
