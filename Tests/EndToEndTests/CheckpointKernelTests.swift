@@ -15,16 +15,6 @@ func storedEntry(_ db: String, _ name: String) throws -> LedgerEntry? {
 /// namespaces, with SIGKILL and SIGTERM.
 @Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
 struct CheckpointKernelTests {
-  /// Waits until `condition` holds (polling), up to `timeout` seconds; whether it did.
-  func eventually(_ timeout: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-      if try condition() { return true }
-      usleep(20_000)
-    }
-    return try condition()
-  }
-
   @Test(
     "SIGKILL between checkpoints (--save-interval 1h): nothing lost of an instance that still exists; the next start books the difference"
   )
@@ -38,13 +28,11 @@ struct CheckpointKernelTests {
     defer { recorder.stop(SIGKILL) }
     let first = try #require(try storedEntry(db, "tun40"))
     try ns.peerRun("udp-send", "169.254.40.2", "9700", "300", "900", "--gap-us", "200")
-    usleep(500_000)
     // Several samples since, none saved: the database is still at the recorder's first sight.
-    #expect(try storedEntry(db, "tun40") == first, "saved before the save interval")
+    #expect(try holdsThroughout(0.5) { try storedEntry(db, "tun40") == first }, "saved before the save interval")
     #expect(recorder.stop(SIGKILL) == 128 + SIGKILL)
     try ns.peerRun("udp-send", "169.254.40.2", "9700", "200", "900", "--gap-us", "200")
-    usleep(100_000)
-    let kernel = try ns.kernelCounters("tun40")
+    let kernel = try ns.settledCounters("tun40")
     let next = try ns.vpnstat("record", "--count", "1", "-i", "tun40", "--db", db)
     #expect(next.status == 0, "\(next.errors)")
     let entry = try #require(try storedEntry(db, "tun40"))
@@ -64,13 +52,12 @@ struct CheckpointKernelTests {
     defer { recorder.stop(SIGKILL) }
     let first = try #require(try storedEntry(db, "tun41"))
     try ns.peerRun("udp-send", "169.254.41.2", "9701", "300", "900", "--gap-us", "200")
-    usleep(200_000)
-    let final = try ns.kernelCounters("tun41")
+    let final = try ns.settledCounters("tun41")
     owner.stop()  // the tun goes with its owner
     let expectedTx = final.txBytes - first.baseline.counters.txBytes
     #expect(expectedTx > 250_000)
-    let saved = try eventually(5) { (try storedEntry(db, "tun41")?.totals.traffic.txBytes ?? 0) >= expectedTx }
-    #expect(saved, "the deletion was not saved within 5 s (sample interval 60 s, save interval 1 h)")
+    let saved = try waitUntil(timeout: 5) { (try storedEntry(db, "tun41")?.totals.traffic.txBytes ?? 0) >= expectedTx }
+    #expect(saved != nil, "the deletion was not saved within 5 s (sample interval 60 s, save interval 1 h)")
     #expect(recorder.stop(SIGKILL) == 128 + SIGKILL)
     let entry = try #require(try storedEntry(db, "tun41"))
     #expect(entry.totals.traffic.txBytes == expectedTx)
@@ -88,9 +75,8 @@ struct CheckpointKernelTests {
     defer { recorder.stop(SIGKILL) }
     let first = try #require(try storedEntry(db, "tun42"))
     try ns.peerRun("udp-send", "169.254.42.2", "9702", "300", "900", "--gap-us", "200")
-    usleep(300_000)
-    #expect(try storedEntry(db, "tun42") == first)
-    let kernel = try ns.kernelCounters("tun42")
+    #expect(try holdsThroughout(0.3) { try storedEntry(db, "tun42") == first })
+    let kernel = try ns.settledCounters("tun42")
     #expect(recorder.stop(SIGTERM) == 0, "\(recorder.errors)")
     let entry = try #require(try storedEntry(db, "tun42"))
     #expect(entry.totals.traffic.txBytes == kernel.txBytes - first.baseline.counters.txBytes)
@@ -111,13 +97,16 @@ struct CheckpointKernelTests {
     try enforcer.waitForError("vpnstat record (pid \(recorder.pid)) keeps the ledger")
     // The window the enforcer opened is saved with the ledger by the recorder (at its next sample).
     #expect(try t.openedWindow()["state"] as? String == "active")
+    // Three of the recorder's samples (200 ms apart): the save it makes at the next one shows
+    // in nothing a test can read (the ledger has not moved), so this is time passing, not a state.
     usleep(600_000)
     let afterStart = try #require(try storedEntry(t.db, t.tunnel))
     try t.ns.peerRun("udp-send", "169.254.43.2", "9703", "300", "900", "--gap-us", "200")
     // Past the enforcer's save interval and its 5-second tick: it read, it did not write.
-    usleep(6_500_000)
-    #expect(try storedEntry(t.db, t.tunnel) == afterStart, "the enforcer wrote while the recorder held the ledger")
-    var kernel = try t.ns.kernelCounters(t.tunnel)
+    #expect(
+      try holdsThroughout(6.5) { try storedEntry(t.db, t.tunnel) == afterStart },
+      "the enforcer wrote while the recorder held the ledger")
+    var kernel = try t.ns.settledCounters(t.tunnel)
     let status = try parseStatus(t.ns.vpnstat("status", "--json", "--db", t.db, "-i", t.tunnel))
     #expect(
       uint(interface(status, named: t.tunnel)?["total_tx_bytes"]) == kernel.txBytes - first.baseline.counters.txBytes)
@@ -126,18 +115,18 @@ struct CheckpointKernelTests {
     try t.ns.peerRun("udp-send", "169.254.43.2", "9703", "200", "900", "--gap-us", "200")
     try enforcer.waitForError("no recorder keeps the ledger any more", timeout: 12)
     kernel = try t.ns.kernelCounters(t.tunnel)
-    let saved = try eventually(8) {
+    let saved = try waitUntil(timeout: 8) {
       try storedEntry(t.db, t.tunnel)?.totals.traffic.txBytes == kernel.txBytes - first.baseline.counters.txBytes
     }
     let shown = try storedEntry(t.db, t.tunnel)?.totals.traffic.txBytes
-    #expect(saved, "stored \(String(describing: shown)), kernel \(kernel.txBytes - first.baseline.counters.txBytes)")
+    #expect(
+      saved != nil, "stored \(String(describing: shown)), kernel \(kernel.txBytes - first.baseline.counters.txBytes)")
     // Deleted: the enforcer saves the final counters at once; they survive its SIGKILL.
     try t.ns.peerRun("udp-send", "169.254.43.2", "9703", "100", "900", "--gap-us", "200")
-    usleep(100_000)
-    let final = try t.ns.kernelCounters(t.tunnel)
+    let final = try t.ns.settledCounters(t.tunnel)
     t.owner?.stop()
     let expected = final.txBytes - first.baseline.counters.txBytes
-    #expect(try eventually(5) { try storedEntry(t.db, t.tunnel)?.totals.traffic.txBytes == expected })
+    #expect(try waitUntil(timeout: 5) { try storedEntry(t.db, t.tunnel)?.totals.traffic.txBytes == expected } != nil)
     #expect(enforcer.stop(SIGKILL) == 128 + SIGKILL)
     let entry = try #require(try storedEntry(t.db, t.tunnel))
     #expect(entry.totals.traffic.txBytes == expected)

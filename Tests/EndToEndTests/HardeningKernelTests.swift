@@ -432,7 +432,7 @@ struct LedgerConcurrencyKernelTests {
     }
     for loop in loops { #expect(loop.child.wait(timeout: 60) == 0, "\(loop.errors)") }
     sender.child.wait(timeout: 60)
-    usleep(300_000)
+    _ = try ns.settledCounters("tun5")
     watch.stop()
     #expect(recorder.stop() == 0, "\(recorder.errors)")
     let end = try ns.kernelCounters("tun5")

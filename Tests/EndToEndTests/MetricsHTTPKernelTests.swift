@@ -52,7 +52,12 @@ struct MetricsHTTPKernelTests {
     try waitForFirstSample(ns, "http://127.0.0.1:9586/metrics")
     // Traffic through the tunnel, then quiet: every sampler must come to the same totals.
     try ns.peerRun("udp-send", "10.214.0.2", "9", "400", "972", "--gap-us", "300")
-    usleep(1_500_000)
+    let quiet = try ns.settledCounters("tun7")
+    let caughtUp = try waitUntil(timeout: 10, every: 0.1) {
+      try fetch(ns, "http://127.0.0.1:9586/metrics").body.contains(
+        "vpnstat_interface_receive_bytes_total{interface=\"tun7\",class=\"tunnel\"} \(quiet.rxBytes)\n")
+    }
+    #expect(caughtUp != nil, "no scrape showed the quiet counters: \(recorder.errors)")
 
     // Both formats, as asked for.
     let plain = try fetch(ns, "http://127.0.0.1:9586/metrics")

@@ -100,11 +100,16 @@ struct RecorderCrashTests {
     let db = directory.file("v.db")
     let recorder = try pair.left.startRecorder(db, ["--interval", "300ms"])
     try pair.left.peerRun("udp-send", pair.rightAddress, "9800", "400", "1000")
-    usleep(700_000)
+    // Killed once it has sampled the first batch (status reads what it published).
+    let sent = try pair.left.settledCounters(pair.leftName).txBytes
+    let sampled = try waitUntil(timeout: 10) {
+      let status = try parseStatus(pair.left.vpnstat("status", "--json", "--db", db, "-i", pair.leftName))
+      return uint(interface(status, named: pair.leftName)?["total_tx_bytes"]) == sent
+    }
+    #expect(sampled != nil, "the recorder never sampled the first batch: \(recorder.errors)")
     #expect(recorder.stop(SIGKILL) == 128 + SIGKILL)
     try pair.left.peerRun("udp-send", pair.rightAddress, "9800", "300", "1000")
-    usleep(100_000)
-    let kernel = try pair.left.kernelCounters(pair.leftName)
+    let kernel = try pair.left.settledCounters(pair.leftName)
     let status = try parseStatus(pair.left.vpnstat("status", "--json", "--db", db, "-i", pair.leftName))
     let veth = try #require(interface(status, named: pair.leftName))
     #expect(uint(veth["total_tx_bytes"]) == kernel.txBytes)

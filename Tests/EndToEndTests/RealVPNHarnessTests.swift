@@ -165,9 +165,8 @@ struct RealVPNHarnessTests {
     #expect(dispatched.contains("pre-up nmtun0 vpnt \(uuid)"), "dispatcher log: \(dispatched)")
     // A link taken down behind NM's back: NM still reports the connection activated.
     try nm.ns.ip("link", "set", "nmtun0", "down")
-    usleep(500_000)
-    #expect(try nm.ns.linkDetails("nmtun0").flags.contains("UP") == false)
-    #expect(try nm.activeConnections().first { $0.name == "vpnt" }?.state == "activated")
+    #expect(try waitUntil(timeout: 5) { try nm.ns.linkDetails("nmtun0").flags.contains("UP") == false } != nil)
+    #expect(try holdsThroughout(0.5) { try nm.activeConnections().first { $0.name == "vpnt" }?.state == "activated" })
     // Deactivated the way NM expects: the connection is inactive and its device is gone.
     try nm.nmcliChecked("connection", "down", "vpnt")
     #expect(try nm.activeConnections().allSatisfy { $0.name != "vpnt" })

@@ -74,7 +74,7 @@ struct RecorderKernelTests {
       Built.testPeer, ["tcp-send", "127.0.0.1", "9400", "\(5_600_000_000)", "--rate", "\(1_000_000_000)"], timeout: 120)
     #expect(sent.status == 0, "\(sent.errors)")
     _ = sink.stop()
-    usleep(1_200_000)
+    _ = try ns.settledCounters("lo")
     #expect(recorder.stop() == 0)
     let truth = try ns.kernelCounters("lo")
     let ledger = try #require(try Store.open(StoreLocation(path: db), intent: .read)).loadLedger()
@@ -150,7 +150,7 @@ struct RecorderKernelTests {
     }
     func traffic() throws {
       try ns.peerRun("udp-send", "127.0.0.1", "9402", "200", "1000")
-      usleep(100_000)
+      _ = try ns.settledCounters("lo")
     }
     let first = try ns.vpnstat("record", "--count", "1", "--source", "netlink", "-i", "lo", "--db", db)
     #expect(first.status == 0, "\(first.errors)")
@@ -194,8 +194,7 @@ struct RecorderKernelTests {
       runs += 1
     }
     sender.stop()
-    usleep(300_000)
-    let kernel = try pair.left.kernelCounters(pair.leftName)
+    let kernel = try pair.left.settledCounters(pair.leftName)
     #expect(recorder.stop() == 0)
     let ledger = try #require(try Store.open(StoreLocation(path: db), intent: .read)).loadLedger()
     let veth = try #require(ledger.entries[InterfaceName(pair.leftName)])
@@ -216,7 +215,7 @@ struct RecorderKernelTests {
     let first = try pair.left.vpnstat("record", "--count", "1", "--db", db, "--textfile", directory.path)
     #expect(first.status == 0, "\(first.errors)")
     try pair.left.peerRun("udp-send", pair.rightAddress, "9600", "100", "1000")
-    usleep(100_000)
+    _ = try pair.left.settledCounters(pair.leftName)
     let recorded = try pair.left.vpnstat("record", "--count", "1", "--db", db, "--textfile", directory.path)
     #expect(recorded.status == 0)
     let exported = try pair.left.vpnstat("export", "--db", db)

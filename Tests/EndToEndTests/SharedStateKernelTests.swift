@@ -116,10 +116,13 @@ struct SharedStateKernelTests {
       environment: Self.environment)
     defer { recorder.stop() }
     let db = directory.file("lib/vpnstat/vpnstat.db")
-    #expect(try waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: db) } != nil)
-    usleep(500_000)
+    let seen = try waitUntil(timeout: 10) { try storedEntry(db, "tun44") != nil }
+    let first = try #require(seen != nil ? try storedEntry(db, "tun44") : nil, "the recorder saved nothing")
     try ns.peerRun("udp-send", "169.254.44.2", "9744", "200", "700", "--gap-us", "200")
-    usleep(1_500_000)
+    // Saved (every second) with everything the kernel counted.
+    let sent = try ns.settledCounters("tun44").txBytes - first.baseline.counters.txBytes
+    let saved = try waitUntil(timeout: 10) { try storedEntry(db, "tun44")?.totals.traffic.txBytes == sent }
+    #expect(saved != nil, "the recorder did not save the traffic: \(recorder.errors)")
     func run(_ arguments: [String], asNobody: Bool) throws -> CommandResult {
       try VPNStatTestSupport.run(
         "/usr/bin/nsenter", varLib.command([vpnstat] + arguments, asNobody: asNobody), environment: Self.environment)

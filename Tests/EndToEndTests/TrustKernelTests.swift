@@ -209,11 +209,11 @@ struct TrustKernelTests {
     defer { enforcer.stop() }
     try enforcer.waitForError("opened a window")
     let down = waitUntil(timeout: 10) { nm.ns.isDown("tunU") || !wiredIntact() }
-    // A stop through a manager (the old code's nmcli) is over within moments: let it show.
-    usleep(500_000)
     #expect(down != nil, "nothing happened at the deadline: \(enforcer.errors)")
+    // A stop through a manager (the old code's nmcli) is over within moments: watch for it.
     #expect(
-      wiredIntact(), "the enforcer's deadline on tunU took down the unrelated connection 'wired': \(enforcer.errors)")
+      holdsThroughout(0.5) { wiredIntact() },
+      "the enforcer's deadline on tunU took down the unrelated connection 'wired': \(enforcer.errors)")
     _ = waitUntil(timeout: 8) { nm.ns.isDown("tunU") }
     #expect(nm.ns.isDown("tunU"), "tunU stayed up past the deadline: \(enforcer.errors)")
     #expect(enforcer.isRunning, "the enforcer exited: \(enforcer.errors)")
@@ -248,9 +248,9 @@ struct TrustKernelTests {
     try ns.ip("link", "set", "tunU", "up")
 
     let stopped = try ns.vpnstat("disconnect", "tunU", "--db", files.file("v.db"), "--timeout", "2s")
-    usleep(300_000)
+    // What reached the socket shows in the client's log moments later: watch it for a while.
     #expect(
-      !client.output.contains("MANAGEMENT: Client connected"),
+      holdsThroughout(0.3) { !client.output.contains("MANAGEMENT: Client connected") },
       "root connected to the management socket nobody named: \(client.output.suffix(600))")
     #expect(
       !client.output.contains("MANAGEMENT: CMD"), "root sent a command to it: \(client.output.suffix(600))")
@@ -853,9 +853,10 @@ struct TrustKernelTests {
     defer { enforcer.stop() }
     try enforcer.waitForError("opened a window")
     let down = waitUntil(timeout: 10) { nm.ns.isDown(tun) || !vpnActive() }
-    usleep(500_000)
     #expect(down != nil, "nothing happened at the deadline: \(enforcer.errors)")
-    #expect(vpnActive(), "the enforcer's deadline on \(tun) deactivated the VPN 'ovpn': \(enforcer.errors)")
+    #expect(
+      holdsThroughout(0.5) { vpnActive() },
+      "the enforcer's deadline on \(tun) deactivated the VPN 'ovpn': \(enforcer.errors)")
     #expect(nm.ns.isDown(tun), "\(tun) stayed up past the deadline: \(enforcer.errors)")
     #expect(!enforcer.errors.contains(uuid), "the enforcer named the VPN's UUID: \(enforcer.errors)")
     // What the session says: the stop at the deadline, through no manager, and why none.

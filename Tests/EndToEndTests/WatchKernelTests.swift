@@ -104,7 +104,7 @@ struct WatchKernelTests {
 
     // Recreate the tun while watching: it comes back with its totals kept and a reset counted.
     sender.stop()
-    usleep(600_000)
+    _ = try t.ns.settledCounters(t.tunnel)
     // watch only reads the ledger; the enforcer keeps it (and books the deleted tun's last bytes).
     func totals() throws -> [String: Any]? {
       interface(try parseStatus(t.ns.vpnstat("status", "--json", "--db", t.db, "-i", t.tunnel)), named: t.tunnel)
