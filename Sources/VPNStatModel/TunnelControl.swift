@@ -82,11 +82,22 @@ public enum ConnectionProof: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// What one `connect` or `disconnect` did, for its text and its JSON: the manager, the instants,
-/// what was waited for and how it ended.
+/// how it ended, and what only that command has.
 public struct TunnelControlReport: Hashable, Sendable {
-  public enum Command: String, Hashable, Sendable {
-    case connect
-    case disconnect
+  /// The command, with what belongs to it alone.
+  public enum Command: Hashable, Sendable {
+    /// What was waited for and, when the time ran out, the proof that never held.
+    case connect(waitedFor: [ConnectionProof], missing: ConnectionProof?)
+    /// Whether the stop was recorded in the database (the command records it after the stop).
+    case disconnect(recorded: Bool)
+
+    /// "connect" or "disconnect", as the JSON says it.
+    public var word: String {
+      switch self {
+      case .connect: "connect"
+      case .disconnect: "disconnect"
+      }
+    }
   }
 
   /// How it ended; each has its documented exit status.
@@ -129,23 +140,16 @@ public struct TunnelControlReport: Hashable, Sendable {
   public var confirmedAt: Timestamp?
   /// From the start to the confirmation, or to when the waiting stopped.
   public var elapsed: Duration?
-  /// What was waited for.
-  public var waitedFor: [ConnectionProof]
-  /// connect, timed out: the proof that never held.
-  public var missing: ConnectionProof?
   public var timeout: Duration?
   public var outcome: Outcome
   /// In words, for the outcome: what proved it real, what the last check saw, what the manager
   /// or the gate said, what was stopped.
   public var detail: String?
-  /// disconnect: whether the stop was recorded in the database; nil for connect.
-  public var recorded: Bool?
 
   public init(
     command: Command, name: String, manager: TunnelManager? = nil, device: InterfaceName? = nil,
     startedAt: Timestamp? = nil, acceptedAt: Timestamp? = nil, confirmedAt: Timestamp? = nil,
-    elapsed: Duration? = nil, waitedFor: [ConnectionProof] = [], missing: ConnectionProof? = nil,
-    timeout: Duration? = nil, outcome: Outcome, detail: String? = nil, recorded: Bool? = nil
+    elapsed: Duration? = nil, timeout: Duration? = nil, outcome: Outcome, detail: String? = nil
   ) {
     self.command = command
     self.name = name
@@ -155,12 +159,27 @@ public struct TunnelControlReport: Hashable, Sendable {
     self.acceptedAt = acceptedAt
     self.confirmedAt = confirmedAt
     self.elapsed = elapsed
-    self.waitedFor = waitedFor
-    self.missing = missing
     self.timeout = timeout
     self.outcome = outcome
     self.detail = detail
-    self.recorded = recorded
+  }
+
+  /// connect: what was waited for (none for disconnect).
+  public var waitedFor: [ConnectionProof] {
+    guard case .connect(let proofs, _) = command else { return [] }
+    return proofs
+  }
+
+  /// connect, timed out: the proof that never held.
+  public var missing: ConnectionProof? {
+    guard case .connect(_, let missing) = command else { return nil }
+    return missing
+  }
+
+  /// disconnect: whether the stop was recorded; nil for connect.
+  public var recorded: Bool? {
+    guard case .disconnect(let recorded) = command else { return nil }
+    return recorded
   }
 }
 

@@ -16,7 +16,11 @@ package enum TunnelControlText {
   /// start", "accepted, but no WireGuard handshake on wg0 within 30 s (…)".
   package static func message(_ report: TunnelControlReport) -> String {
     let detail = report.detail.map(TerminalText.sanitize)
-    let action = report.command == .connect ? "start" : "stop"
+    let action: String
+    switch report.command {
+    case .connect: action = "start"
+    case .disconnect: action = "stop"
+    }
     switch report.outcome {
     case .connected:
       let took = report.elapsed.map { ", \(seconds($0)) after the start" } ?? ""
@@ -66,7 +70,7 @@ package enum TunnelControlJSON {
     var json = JSONWriter(capacity: 1024)
     json.beginObject()
     json.envelope(generatedAt: generatedAt, estimateNotes: nil)
-    json.field("command", report.command.rawValue)
+    json.field("command", report.command.word)
     json.field("name", report.name)
     json.key("manager")
     TunnelManagerJSON.write(report.manager, into: &json)

@@ -200,16 +200,17 @@ struct PinnedRenderTests {
     }
     let manager = TunnelManager(kind: .networkManager, id: "d1e2", foundBy: .kind, evidence: "nm \"says\" so")
     let reports = [
-      TunnelControlReport(command: .connect, name: "work", outcome: .notAllowed, detail: "paused"),
       TunnelControlReport(
-        command: .connect, name: "wg\u{1B}0", manager: manager, device: InterfaceName("wg0"), startedAt: Self.now,
+        command: .connect(waitedFor: [], missing: nil), name: "work", outcome: .notAllowed, detail: "paused"),
+      TunnelControlReport(
+        command: .connect(waitedFor: [.linkRunning(InterfaceName("wg0")), .wireGuardHandshake(nil)], missing: nil),
+        name: "wg\u{1B}0", manager: manager, device: InterfaceName("wg0"), startedAt: Self.now,
         acceptedAt: Self.now + .milliseconds(120), confirmedAt: Self.now + .milliseconds(1500),
-        elapsed: .milliseconds(1500), waitedFor: [.linkRunning(InterfaceName("wg0")), .wireGuardHandshake(nil)],
-        timeout: .seconds(30), outcome: .connected),
+        elapsed: .milliseconds(1500), timeout: .seconds(30), outcome: .connected),
       TunnelControlReport(
-        command: .disconnect, name: "wg0", device: InterfaceName(bytes: [0xFF]), startedAt: Self.now,
-        elapsed: .nanoseconds(1), outcome: .disconnected, recorded: true),
-      TunnelControlReport(command: .disconnect, name: "x", outcome: .stillUp, recorded: false),
+        command: .disconnect(recorded: true), name: "wg0", device: InterfaceName(bytes: [0xFF]), startedAt: Self.now,
+        elapsed: .nanoseconds(1), outcome: .disconnected),
+      TunnelControlReport(command: .disconnect(recorded: false), name: "x", outcome: .stillUp),
     ]
     for report in reports {
       pins.add("connect \(report.name) \(report.outcome)", TunnelControlJSON.render(report, generatedAt: Self.now))

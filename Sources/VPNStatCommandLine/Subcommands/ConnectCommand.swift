@@ -66,13 +66,15 @@ enum ConnectCommand: Subcommand {
           context.warn(problem)
         }
         return try TunnelCommand.finish(
-          TunnelControlReport(command: .connect, name: name, timeout: limit, outcome: .notAllowed, detail: refusal),
+          TunnelControlReport(
+            command: .connect(waitedFor: [], missing: nil), name: name, timeout: limit, outcome: .notAllowed,
+            detail: refusal),
           parsed, context)
       }
     } catch StoreError.busy {
       return try TunnelCommand.finish(
         TunnelControlReport(
-          command: .connect, name: name, timeout: limit, outcome: .undecided,
+          command: .connect(waitedFor: [], missing: nil), name: name, timeout: limit, outcome: .undecided,
           detail: SessionCommand.undecided(location, gateLimit)), parsed, context)
     }
     let (target, resolver, links) = try TunnelCommand.resolve(name, parsed)

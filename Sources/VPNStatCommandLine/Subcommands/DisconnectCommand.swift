@@ -30,7 +30,6 @@ enum DisconnectCommand: Subcommand {
     var report = TunnelDisconnect(
       target, name: name, links: links, clock: context.clock, timeout: parsed[timeout] ?? .seconds(10)
     ).run()
-    report.recorded = false
     if report.outcome == .disconnected {
       // Disconnected first; the database only hears of it after.
       let location = CommandServices.storeLocation(parsed, context)
@@ -43,7 +42,7 @@ enum DisconnectCommand: Subcommand {
           StopRecord(
             at: now, interface: report.device, reason: .user,
             detail: "vpnstat disconnect: " + (report.detail ?? "stopped")))
-        report.recorded = true
+        report.command = .disconnect(recorded: true)
       } catch {
         context.warn(
           "the stop was not recorded (\(ExitStatus.of(error).message ?? "\(error)")); the tunnel is disconnected all the same"

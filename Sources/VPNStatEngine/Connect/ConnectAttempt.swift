@@ -134,8 +134,8 @@ package struct ConnectAttempt {
     // Proofs that named no device name the one the manager reported.
     let proofs = control.proofs.map { $0.on(probe.reportedDevice) }
     var report = TunnelControlReport(
-      command: .connect, name: name, manager: manager, device: device, startedAt: startedAt,
-      acceptedAt: acceptedAt, confirmedAt: state == .connected ? confirmedAt : nil, waitedFor: proofs,
+      command: .connect(waitedFor: proofs, missing: nil), name: name, manager: manager, device: device,
+      startedAt: startedAt, acceptedAt: acceptedAt, confirmedAt: state == .connected ? confirmedAt : nil,
       timeout: timeout, outcome: .timedOut)
     if let endedMonotonic { report.elapsed = .nanoseconds(endedMonotonic - startedMonotonic) }
     switch state {
@@ -150,7 +150,7 @@ package struct ConnectAttempt {
     case .timedOut:
       report.outcome = .timedOut
       report.detail = waiting
-      report.missing = held < proofs.count ? proofs[held] : nil
+      report.command = .connect(waitedFor: proofs, missing: held < proofs.count ? proofs[held] : nil)
     case .refused(let why):
       report.outcome = ManagerRefusal.isPermission(why) ? .notPermitted : .refused
       report.detail = why

@@ -29,7 +29,7 @@ package struct TunnelDisconnect {
     let device = target.device ?? control.device()
     let tunnel = device ?? InterfaceName(parsingEscaped: name)
     var report = TunnelControlReport(
-      command: .disconnect, name: name, manager: target.manager, device: device, timeout: timeout,
+      command: .disconnect(recorded: false), name: name, manager: target.manager, device: device, timeout: timeout,
       outcome: .notConnected)
     let link = device.flatMap { try? links.link(named: $0) }
     let up = link?.attributes.isAdministrativelyUp ?? false
