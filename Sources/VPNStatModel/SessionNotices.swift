@@ -44,8 +44,9 @@ public struct NoticeSettings: Hashable, Sendable {
     self.capWarningPercent = capWarningPercent
   }
 
-  /// 2 minutes and 30 seconds before the end; the cap at 80 %.
-  public static let standard = NoticeSettings(warnings: [.seconds(120), .seconds(30)], capWarningPercent: 80)
+  /// 10 minutes, 2 minutes and 30 seconds before the end; the cap at 80 %.
+  public static let standard = NoticeSettings(
+    warnings: [.seconds(600), .seconds(120), .seconds(30)], capWarningPercent: 80)
 
   /// The cap's shares that get a notice: the warning's, then 100 %.
   public var capThresholds: [Int] { [capWarningPercent, 100] }

@@ -51,9 +51,10 @@ struct NotifyAgentTests {
       $0.tunnel = InterfaceName("wg0")
       $0.dataCap = DataCap(limitBytes: 5_000_000, period: UsagePeriod(.day))
     }
-    #expect(try look(t0 + .seconds(1)) == window.sessionEndsAt - .seconds(120))
+    #expect(try look(t0 + .seconds(1)) == window.sessionEndsAt - .seconds(600))
     #expect(server.shown.isEmpty)
     let before = contents(location.path)
+    #expect(try look(window.sessionEndsAt - .seconds(600)) == window.sessionEndsAt - .seconds(120))
     #expect(try look(window.sessionEndsAt - .seconds(120)) == window.sessionEndsAt - .seconds(30))
     #expect(try look(window.sessionEndsAt - .seconds(30)) == nil)
     #expect(contents(location.path) == before, "the agent wrote the database")
@@ -62,15 +63,16 @@ struct NotifyAgentTests {
     try store.recordStop(
       StopRecord(at: window.sessionEndsAt + .seconds(60), interface: InterfaceName("wg0"), reason: .pause))
     _ = try look(window.sessionEndsAt + .seconds(61))
-    try #require(server.shown.count == 4, "\(server.shown.map(\.notification.summary))")
+    try #require(server.shown.count == 5, "\(server.shown.map(\.notification.summary))")
     #expect(
       server.shown.map(\.notification.summary) == [
-        "VPN session ends in 2 min (at 08:15:00)", "VPN session ends in 30 s (at 08:15:00)",
+        "VPN session ends in 10 min (at 08:15:00)", "VPN session ends in 2 min (at 08:15:00)",
+        "VPN session ends in 30 s (at 08:15:00)",
         "VPN disconnected: free session over", "VPN refused: the free plan's pause ends at 09:00:00 (in 43 min 59 s)",
       ])
-    #expect(server.shown.map(\.notification.urgency) == [.normal, .normal, .critical, .normal])
+    #expect(server.shown.map(\.notification.urgency) == [.normal, .normal, .normal, .critical, .normal])
     // One notification all along: each replaced the one before.
-    #expect(server.shown.map(\.notification.replaces) == [nil, .init(1), .init(1), .init(1)])
+    #expect(server.shown.map(\.notification.replaces) == [nil, .init(1), .init(1), .init(1), .init(1)])
     #expect(Set(server.shown.map(\.id)) == [.init(1)])
   }
 

@@ -36,15 +36,19 @@ struct NoticeRuleTests {
     return decisions
   }
 
-  @Test("warnings 2 min and 30 s before the end, each once, the timer armed for each; none after the end")
+  @Test("warnings 10 min, 2 min and 30 s before the end, each once, the timer armed for each; none after the end")
   func warnings() {
     let end = window.sessionEndsAt
     let decisions = run([
-      look(t0), look(end - .seconds(120)), look(end - .seconds(100)), look(end - .seconds(30)), look(end - .seconds(1)),
-      look(end + .seconds(1)),
+      look(t0), look(end - .seconds(600)), look(end - .seconds(120)), look(end - .seconds(100)),
+      look(end - .seconds(30)),
+      look(end - .seconds(1)), look(end + .seconds(1)),
     ])
-    #expect(decisions.map(\.notices.count) == [0, 1, 0, 1, 0, 0])
-    #expect(decisions.map(\.wakeAt) == [end - .seconds(120), end - .seconds(30), end - .seconds(30), nil, nil, nil])
+    #expect(decisions.map(\.notices.count) == [0, 1, 1, 0, 1, 0, 0])
+    #expect(
+      decisions.map(\.wakeAt) == [
+        end - .seconds(600), end - .seconds(120), end - .seconds(30), end - .seconds(30), nil, nil, nil,
+      ])
     #expect(decisions[1].notices == [.sessionEnding(window, tunnel: tunnel)])
   }
 

@@ -10,7 +10,7 @@ import VPNStatSystem
 enum NotifyCommand: Subcommand {
   static let warnBefore = Option<[Duration]>(
     "warn-before", valueName: "durations", configurable: true,
-    help: "When to warn before a free session ends, comma-separated (default 2m,30s).",
+    help: "When to warn before a free session ends, comma-separated (default 10m,2m,30s).",
     expected: "durations separated by commas, e.g. 2m,30s", parse: parseDurations)
   static let capWarning = Option<Int>(
     "cap-warning", valueName: "percent", configurable: true,
