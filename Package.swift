@@ -97,7 +97,7 @@ let package = Package(
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
         "VPNStatCapture", "VPNStatHTTP", "VPNStatDesktop",
       ],
-      swiftSettings: packedCode, plugins: ["BuildCommit"]),
+      swiftSettings: packedCode + [.enableUpcomingFeature("MemberImportVisibility")], plugins: ["BuildCommit"]),
     // Names the commit of every build for `vpnstat --version` (scripts/build-commit: git, or the
     // `.commit` file a `git archive` tarball carries).
     .plugin(name: "BuildCommit", capability: .buildTool()),

@@ -4,6 +4,7 @@ import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
 import VPNStatStore
+import VPNStatSystem
 
 // Every parser of sizes, numbers, durations and rates reads a value the same way: whitespace
 // around it is ignored (` 5`, `1MiB ` as a shell or a configuration line may leave it), inside

@@ -1,6 +1,5 @@
 import VPNStatEngine
 import VPNStatModel
-import VPNStatStore
 
 /// `vpnstat disconnect NAME`: a stop through the tunnel's manager, confirmed like the
 /// enforcer's, recorded as `user` after it.
@@ -30,24 +29,12 @@ enum DisconnectCommand: Subcommand {
     var report = TunnelDisconnect(
       target, name: name, links: links, clock: context.clock, timeout: parsed[timeout] ?? .seconds(10)
     ).run()
-    if report.outcome == .disconnected {
-      // Disconnected first; the database only hears of it after.
-      let location = CommandServices.storeLocation(parsed, context)
-      do {
-        guard let store = try context.openStore(location, intent: .write) else {
-          throw StoreError.unavailable(path: location.path, detail: "not created")
-        }
-        let now = try store.trustedNow(context.clock.now())
-        try store.recordStop(
-          StopRecord(
-            at: now, interface: report.device, reason: .user,
-            detail: "vpnstat disconnect: " + (report.detail ?? "stopped")))
-        report.command = .disconnect(recorded: true)
-      } catch {
-        context.warn(
-          "the stop was not recorded (\(ExitStatus.of(error).message ?? "\(error)")); the tunnel is disconnected all the same"
-        )
-      }
+    let location = CommandServices.storeLocation(parsed, context)
+    if let error = TunnelDisconnect.recordStop(&report, at: location, calendar: context.calendar, clock: context.clock)
+    {
+      context.warn(
+        "the stop was not recorded (\(ExitStatus.of(error).message ?? "\(error)")); the tunnel is disconnected all the same"
+      )
     }
     return try TunnelCommand.finish(report, parsed, context)
   }

@@ -1,7 +1,6 @@
 import VPNStatEngine
 import VPNStatModel
 import VPNStatRender
-import VPNStatStore
 
 /// `vpnstat export`: the ledger as OpenMetrics text, for a scrape or a one-off.
 enum ExportCommand: Subcommand {
@@ -22,25 +21,16 @@ enum ExportCommand: Subcommand {
     var sampler = CommandServices.sampler(parsed, context)
     let location = CommandServices.storeLocation(parsed, context)
     var source = try CommandServices.reportSource(location, context)
-    let (read, session) = try ReaderSample.takeWithSession(
-      &sampler, source: &source, nextLengths: CommandServices.lengths(parsed), health: true)
-    let health = read.health
-    let sample = read.sample
-    var (ledger, warnings) = (read.ledger, read.warnings)
-    if ledger == nil {
-      // No database: the kernel's counters of the current instances, which Prometheus' rate()
-      // handles across resets the way it handles any counter reset.
-      ledger = Ledger(kernelCountersOf: sampler.observations(sample))
-      warnings.append("no database at \(location.path): exporting the kernel's counters of the current instances")
-    }
+    let export = try MetricsExport.take(
+      &sampler, source: &source, location: location, nextLengths: CommandServices.lengths(parsed))
     // The sampler, the sample, the ledger and the store are freed by the exit.
-    defer { context.leaveToExit((sampler, read, ledger, source)) }
-    for warning in warnings { context.warn(warning) }
-    HistoryCommand.warn(about: sample, context)
+    defer { context.leaveToExit((sampler, export, source)) }
+    for warning in export.warnings { context.warn(warning) }
+    HistoryCommand.warn(about: export.read.sample, context)
     // Bytes: metrics are for programs, in UTF-8 whatever the locale.
     try context.write(pieces: {
       OpenMetrics.write(
-        ledger: ledger ?? Ledger(), session: session, health: health, at: sample.taken.wall,
+        ledger: export.ledger, session: export.session, health: export.read.health, at: export.read.sample.taken.wall,
         format: parsed[format] ?? .openmetrics, to: $0)
     })
     return .success

@@ -1,9 +1,7 @@
 import VPNStatCapture
 import VPNStatEngine
-import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
-import VPNStatStore
 import VPNStatSystem
 
 /// `vpnstat flows`: traffic per flow, remote host and process by packet capture (libpcap), live

@@ -4,6 +4,7 @@ import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
 import VPNStatStore
+import VPNStatSystem
 
 /// `vpnstat history`: usage per 5 minutes, hour, day or month from the recorded buckets, as a
 /// table, a bar chart, JSON or an SVG picture; the busiest days; ranges; billing months.

@@ -1,5 +1,4 @@
 import VPNStatEngine
-import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
 
@@ -35,9 +34,7 @@ enum StatusCommand: Subcommand {
         selection: CommandServices.selection(parsed), rateInterval: parsed[rate],
         nextLengths: CommandServices.lengths(parsed)))
     var snapshot = report.snapshot
-    if case .none = source, parsed.has(CommonOptions.db) {
-      snapshot.warnings.append("no database at \(location.path) (vpnstat record creates one)")
-    }
+    if parsed.has(CommonOptions.db), let absence = source.absence(at: location) { snapshot.warnings.append(absence) }
     // The reader (its samples, catalog and ledger) and the report are freed by the exit.
     defer { context.leaveToExit((reader, report)) }
     for name in report.missing { context.warn("no interface named '\(name.terminalText)'") }

@@ -1,6 +1,8 @@
 import VPNStatEngine
 import VPNStatModel
 import VPNStatRender
+import VPNStatStore
+import VPNStatSystem
 
 /// `vpnstat watch`: the live view a person keeps open, or a stream of lines for a script.
 enum WatchCommand: Subcommand {

@@ -1,4 +1,5 @@
 import VPNStatModel
+import VPNStatStore
 
 /// `vpnstat disconnect`: stops one tunnel through its manager — the same `stop` the enforcer
 /// uses, confirmed the same way (`StopConfirmation`: the kernel, then the manager's own state).
@@ -70,5 +71,32 @@ package struct TunnelDisconnect {
   private func notConnected(device: InterfaceName?, exists: Bool) -> String {
     guard let device else { return "\(target.control.label) says it is not running" }
     return exists ? "\(device.terminalText) is down" : "\(device.terminalText) does not exist"
+  }
+}
+
+extension TunnelDisconnect {
+  /// After a confirmed stop the database hears of it, with reason `user`: disconnected first, so
+  /// a database that is locked or not writable never holds the stop back, and its failure does
+  /// not undo it. Sets the report's `recorded`; returns why the stop was not recorded, if it was
+  /// not (nil also when there was no stop to record).
+  package static func recordStop(
+    _ report: inout TunnelControlReport, at location: StoreLocation, calendar: any LocalCalendar,
+    clock: any TimeSource
+  ) -> (any Error)? {
+    guard report.outcome == .disconnected else { return nil }
+    do {
+      guard let store = try Store.open(location, intent: .write, busyTimeoutMilliseconds: 2000, calendar: calendar)
+      else { throw StoreError.unavailable(path: location.path, detail: "not created") }
+      let now = try store.trustedNow(clock.now())
+      try store.recordStop(
+        StopRecord(
+          at: now, interface: report.device, reason: .user,
+          detail: "vpnstat disconnect: " + (report.detail ?? "stopped")
+        ))
+      report.command = .disconnect(recorded: true)
+      return nil
+    } catch {
+      return error
+    }
   }
 }

@@ -66,6 +66,13 @@ package enum LedgerSource {
     return LedgerSource(store: try open())
   }
 
+  /// What a report says when it was asked for the database at `location` and there is none:
+  /// nil when there is one (read, or published by the recorder).
+  package func absence(at location: StoreLocation) -> String? {
+    guard case .none = self else { return nil }
+    return "no database at \(location.path) (vpnstat record creates one)"
+  }
+
   /// The database this source reads, when it reads one.
   package var store: Store? {
     guard case .database(let view) = self else { return nil }
