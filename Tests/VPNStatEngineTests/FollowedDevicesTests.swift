@@ -13,54 +13,56 @@ struct FollowedDevicesTests {
 
   @Test("a tunnel that bears the name is followed, and up it is a tunnel that came up")
   func start() throws {
-    var catalog = InterfaceCatalog()
     var followed = FollowedDevices(tunnel: InterfaceName("wg0"), log: log)
     let change = kernel.add("wg0", up: true)
-    #expect(followed.start(change.record, catalog: &catalog) == .cameUp(change.record.index))
+    #expect(followed.start(change.record) == .cameUp(change.record.index))
     #expect(followed.byIndex[change.record.index] == Enforcer.Device(name: InterfaceName("wg0"), up: true))
     #expect(followed.anyUp)
   }
 
   @Test("a device that bears the name but is no tunnel is left alone and said once; other names are not its concern")
   func notATunnel() throws {
-    var catalog = InterfaceCatalog()
     var followed = FollowedDevices(tunnel: InterfaceName("wg0"), log: log)
     let veth = kernel.add("wg0", up: true, kind: "veth")
-    #expect(followed.start(veth.record, catalog: &catalog) == nil)
-    #expect(!followed.concerns(kernel.set(veth.record.index, up: false), catalog: &catalog))
-    #expect(!followed.concerns(kernel.set(veth.record.index, up: true), catalog: &catalog))
+    #expect(followed.start(veth.record) == nil)
+    let concerned1 = followed.concerns(kernel.set(veth.record.index, up: false))
+    #expect(!concerned1)
+    let concerned2 = followed.concerns(kernel.set(veth.record.index, up: true))
+    #expect(!concerned2)
     #expect(log.lines.filter { $0.contains("not a tunnel") }.count == 1)
-    #expect(!followed.concerns(kernel.add("eth1", up: true), catalog: &catalog))
+    let concerned3 = followed.concerns(kernel.add("eth1", up: true))
+    #expect(!concerned3)
     #expect(followed.byIndex.isEmpty)
   }
 
   @Test("renamed, the device is still followed, and the rename said; down and up again are transitions")
   func renamed() throws {
-    var catalog = InterfaceCatalog()
     var followed = FollowedDevices(tunnel: InterfaceName("wg0"), log: log)
     let index = kernel.add("wg0", up: true).record.index
-    _ = followed.start(try #require(kernel.record(index)), catalog: &catalog)
+    _ = followed.start(try #require(kernel.record(index)))
     let rename = kernel.rename(index, to: "wg9")
-    #expect(followed.concerns(rename, catalog: &catalog))
+    let concerned4 = followed.concerns(rename)
+    #expect(concerned4)
     let (transition, wasRenamed) = followed.apply(rename)
     #expect(transition == nil && wasRenamed)
     #expect(log.contains("wg0 was renamed wg9: still enforcing on it"))
     let down = kernel.set(index, up: false)
-    #expect(followed.concerns(down, catalog: &catalog))
+    let concerned5 = followed.concerns(down)
+    #expect(concerned5)
     #expect(followed.apply(down).transition == .wentDown(gone: false, wasUp: true))
     #expect(followed.apply(kernel.set(index, up: true)).transition == .cameUp(index))
   }
 
   @Test("deleted: gone; moved to another namespace: escaped, by the name it bore")
   func goneOrEscaped() throws {
-    var catalog = InterfaceCatalog()
     var followed = FollowedDevices(tunnel: InterfaceName("wg0"), log: log)
     let first = kernel.add("wg0", up: true).record.index
-    _ = followed.start(try #require(kernel.record(first)), catalog: &catalog)
+    _ = followed.start(try #require(kernel.record(first)))
     #expect(followed.apply(kernel.delete(first)).transition == .wentDown(gone: true, wasUp: true))
     #expect(followed.byIndex.isEmpty)
     let second = kernel.add("wg0", up: true)
-    #expect(followed.concerns(second, catalog: &catalog))
+    let concerned6 = followed.concerns(second)
+    #expect(concerned6)
     #expect(followed.apply(second).transition == .cameUp(second.record.index))
     let moved = kernel.delete(second.record.index, movedTo: 7)
     #expect(followed.apply(moved).transition == .escaped(InterfaceName("wg0"), namespace: 7))
@@ -68,16 +70,15 @@ struct FollowedDevicesTests {
 
   @Test("after lost notifications the kernel's view is taken: a device up unseen came up; all gone went down")
   func resynchronise() throws {
-    var catalog = InterfaceCatalog()
     var followed = FollowedDevices(tunnel: InterfaceName("wg0"), log: log)
     let links = FakeLinks(kernel: kernel)
     let index = kernel.add("wg0", up: false).record.index
-    _ = followed.start(try #require(kernel.record(index)), catalog: &catalog)
+    _ = followed.start(try #require(kernel.record(index)))
     _ = kernel.set(index, up: true)
-    #expect(try followed.resynchronise(links, catalog: &catalog) == .cameUp(index))
-    #expect(try followed.resynchronise(links, catalog: &catalog) == nil)
+    #expect(try followed.resynchronise(links) == .cameUp(index))
+    #expect(try followed.resynchronise(links) == nil)
     _ = kernel.delete(index)
-    #expect(try followed.resynchronise(links, catalog: &catalog) == .wentDown(gone: true, wasUp: true))
+    #expect(try followed.resynchronise(links) == .wentDown(gone: true, wasUp: true))
     #expect(followed.byIndex.isEmpty)
   }
 }

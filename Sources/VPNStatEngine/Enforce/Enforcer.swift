@@ -88,7 +88,9 @@ package struct Enforcer {
     self.sampler = sampler
     let log = environment.log
     rules = WindowGuard(lengths: lengths)
-    followed = FollowedDevices(tunnel: tunnel, log: log)
+    followed = FollowedDevices(
+      tunnel: tunnel, log: log,
+      catalog: InterfaceCatalog(root: sampler.catalog.root, classifier: sampler.catalog.classifier))
     database = EnforcerDatabase(storage, tunnel: tunnel, calendar: environment.calendar, log: log)
     let action = action ?? LinkDownAction(links: environment.links)
     takedown = Takedown(action: action, links: environment.links, clock: sampler.clock, log: log)
@@ -173,7 +175,7 @@ package struct Enforcer {
     log.event("enforcing the free plan on \(tunnel.terminalText) (\(action.label)); \(describe())")
     if let plan = action.wgQuickPlan(for: tunnel) { log.event(plan) }
     if let link = try environment.links.link(named: tunnel) {
-      if let transition = followed.start(link, catalog: &sampler.catalog) { try follow(transition) }
+      if let transition = followed.start(link) { try follow(transition) }
     } else {
       log.event("\(tunnel.terminalText) does not exist (yet): waiting for it to appear")
     }
@@ -182,7 +184,7 @@ package struct Enforcer {
   // MARK: - Events
 
   private mutating func handle(_ change: LinkNotifications.Change) throws {
-    guard followed.concerns(change, catalog: &sampler.catalog) else {
+    guard followed.concerns(change) else {
       sampler.apply(change)
       return
     }
@@ -306,7 +308,7 @@ package struct Enforcer {
 
   /// After lost notifications: the kernel's view of the tunnel's name and of every followed device.
   private mutating func resynchronise() throws {
-    if let transition = try followed.resynchronise(environment.links, catalog: &sampler.catalog) {
+    if let transition = try followed.resynchronise(environment.links) {
       try follow(transition)
     }
   }

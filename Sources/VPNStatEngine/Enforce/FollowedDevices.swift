@@ -23,10 +23,16 @@ struct FollowedDevices {
   private(set) var byIndex: [Int32: Enforcer.Device] = [:]
   /// Devices that bore the name but are not tunnels, by ifindex: left alone, said once.
   private var refused: Set<Int32> = []
+  /// What classified the devices that bore the name: its own, not the sampler's, so admitting a
+  /// device takes nothing from another part (the sampler classifies the same device again, off
+  /// the path from a notification to the stop).
+  private var catalog: InterfaceCatalog
 
-  init(tunnel: InterfaceName, log: any EventLog) {
+  /// `catalog`: empty, with the sysfs root and the class overrides the enforcer's sampler uses.
+  init(tunnel: InterfaceName, log: any EventLog, catalog: InterfaceCatalog = InterfaceCatalog()) {
     self.tunnel = tunnel
     self.log = log
+    self.catalog = catalog
   }
 
   var anyUp: Bool { byIndex.values.contains(where: \.up) }
@@ -43,19 +49,19 @@ struct FollowedDevices {
 
   /// The device that bears the name when the enforcer starts: followed when it is a tunnel, and
   /// up, a tunnel that came up.
-  mutating func start(_ link: LinkRecord, catalog: inout InterfaceCatalog) -> Transition? {
-    guard admits(link, catalog: &catalog) else { return nil }
+  mutating func start(_ link: LinkRecord) -> Transition? {
+    guard admits(link) else { return nil }
     byIndex[link.index] = Enforcer.Device(link)
     return Self.isUp(link) ? .cameUp(link.index) : nil
   }
 
   /// Whether `change` is about a device under the limit, or one that may come under it now (a
   /// tunnel that bears the name). A deleted device it is not about is forgotten as refused.
-  mutating func concerns(_ change: LinkNotifications.Change, catalog: inout InterfaceCatalog) -> Bool {
+  mutating func concerns(_ change: LinkNotifications.Change) -> Bool {
     let index = change.record.index
     let bearsName =
       change.record.name == tunnel
-      && (change.deleted ? !refused.contains(index) : admits(change.record, catalog: &catalog))
+      && (change.deleted ? !refused.contains(index) : admits(change.record))
     guard byIndex[index] != nil || bearsName else {
       if change.deleted { refused.remove(index) }
       return false
@@ -90,12 +96,12 @@ struct FollowedDevices {
 
   /// After lost notifications: the kernel's view of every followed device and of the tunnel's
   /// name, and what changed — a device that came up, or all of them down.
-  mutating func resynchronise(_ links: any LinkTable, catalog: inout InterfaceCatalog) throws -> Transition? {
+  mutating func resynchronise(_ links: any LinkTable) throws -> Transition? {
     var fresh: [Int32: Enforcer.Device] = [:]
     for (index, _) in byIndex {
       if let link = try links.link(index: index) { fresh[index] = Enforcer.Device(link) }
     }
-    if let link = try links.link(named: tunnel), byIndex[link.index] != nil || admits(link, catalog: &catalog) {
+    if let link = try links.link(named: tunnel), byIndex[link.index] != nil || admits(link) {
       fresh[link.index] = Enforcer.Device(link)
     }
     let wasUp = anyUp
@@ -109,7 +115,7 @@ struct FollowedDevices {
 
   /// Whether a device that bears the tunnel's name may come under the limit: only one of class
   /// `tunnel`. Another is said once and left alone.
-  private mutating func admits(_ link: LinkRecord, catalog: inout InterfaceCatalog) -> Bool {
+  private mutating func admits(_ link: LinkRecord) -> Bool {
     let entry = catalog.entry(for: link)
     guard let refusal = NotATunnel.check(link.name, entry.interfaceClass, by: entry.evidence) else { return true }
     if !refused.contains(link.index) {
