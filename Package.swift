@@ -88,7 +88,7 @@ let package = Package(
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatHTTP",
         "VPNStatDesktop",
       ],
-      swiftSettings: packedCode),
+      swiftSettings: packedCode + [.enableUpcomingFeature("MemberImportVisibility")]),
     // Arguments, the configuration file, the subcommands, and the one place that maps errors to
     // exit statuses. A library, so every command can run in-process in a test.
     .target(

@@ -1,3 +1,4 @@
+import VPNStatKernel
 import VPNStatModel
 import VPNStatStore
 

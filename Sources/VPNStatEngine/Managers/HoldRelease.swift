@@ -1,5 +1,4 @@
 import VPNStatModel
-import VPNStatSystem
 
 /// Gives back what a manager held for a pause (`TunnelControl.holdForPause`), whoever held it:
 /// this enforcer, or one before it that died holding it (its presence file says what). False when

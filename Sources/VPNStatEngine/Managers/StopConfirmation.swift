@@ -1,3 +1,4 @@
+import VPNStatKernel
 import VPNStatModel
 
 /// How a stop is confirmed, for the enforcer's disconnects and `vpnstat disconnect` alike: the

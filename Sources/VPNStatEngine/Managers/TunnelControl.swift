@@ -1,4 +1,5 @@
 import VPNStatModel
+import VPNStatSystem
 
 /// Controls one tunnel through whatever manages it — NetworkManager, a systemd unit, wg-quick,
 /// OpenVPN — or, with no manager, the operator's program or the kernel's link itself (so not

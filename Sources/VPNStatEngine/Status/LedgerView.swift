@@ -2,7 +2,6 @@ import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
 import VPNStatStore
-import VPNStatSystem
 
 /// The ledger as a reader sees it (`status`, `watch`, `export`, `session`): the stored one,
 /// advanced in memory with this process's own samples and link notifications, and never written

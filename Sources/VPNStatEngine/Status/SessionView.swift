@@ -2,7 +2,6 @@ import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
 import VPNStatStore
-import VPNStatSystem
 
 /// What a session report is asked for: the moment, what the kernel showed then, and what a new
 /// window would be.
