@@ -4,26 +4,13 @@ import PackageDescription
 // The targets form a one-way graph; ARCHITECTURE.md draws it and says what goes where.
 //
 //   vpnstat (executable) → VPNStatCommandLine → VPNStatEngine → VPNStatKernel, VPNStatStore,
-//   VPNStatRender → VPNStatModel; VPNStatCapture beside the engine; VPNStatSystem (the only code
-//   that calls libc) under the kernel, the store and capture; the model, under all, depends on
-//   nothing.
-// Release builds lay out the machine code for `vpnstat record`, which runs for good: every
-// function in a section of its own (`-function-sections`), and the functions its steady loop runs
-// placed together at the start of the program's code by lld (`--symbol-ordering-file`; gold,
-// Swift's default linker here, orders sections by name only). The kernel maps a program's code
-// by whole page-cache folios (256 KiB here) around every page first touched, so the loop's few
-// hundred KiB scattered over a 10 MiB static binary kept most of it resident, and a one-shot
-// `status` faulted in dozens of folios. The list is Sources/vpnstat/recorder.order, made by
-// scripts/recorder-order from a profile of the loop, then of the one-shot commands (`status`, the
-// gate) from exec to exit; a name it lists that a build lacks is skipped. The link keeps
-// `.rodata` read-only too (Sources/vpnstat/read-only-data.ld says why). VPNStatModel, the library other packages may use, takes no unsafe flag: its objects
-// are placed whole.
-//
-// The same targets reach the metadata of the generic types they use (an array of a vpnstat type,
-// a dictionary keyed by InterfaceName) through accessor functions, not by mangled name: the
-// runtime demangled each name at its first use, some fifty per run: a fifth of the instructions
-// of `status --json` at 4 interfaces (653 K → 515 K), and a dictionary keyed by InterfaceName
-// cost a scan of every conformance record besides.
+//   VPNStatHTTP, VPNStatDesktop, VPNStatRender → VPNStatModel; VPNStatCapture beside the engine;
+//   VPNStatSystem (the only code that calls libc) under the edges; the model, under all, depends
+//   on nothing.
+// `packedCode`: release builds put every function in a section of its own, for lld to place the
+// recorder's loop and the one-shot commands' code together (Sources/vpnstat/recorder.order), and
+// reach generic type metadata through accessors, not mangled names. docs/performance.md says why,
+// with the figures. VPNStatModel, the library other packages may use, takes no unsafe flag.
 let packedCode: [SwiftSetting] = [
   .unsafeFlags(
     [
@@ -101,10 +88,8 @@ let package = Package(
     // Names the commit of every build for `vpnstat --version` (scripts/build-commit: git, or the
     // `.commit` file a `git archive` tarball carries).
     .plugin(name: "BuildCommit", capability: .buildTool()),
-    // Release builds are fully static (Swift runtime, Foundation, SQLite, zlib, libstdc++, glibc): a
-    // short command's time was mostly the dynamic loader resolving libstdc++'s and SQLite's
-    // symbols (2.3 ms → 1.0 ms to start), and the binary runs without the toolchain. libpcap is
-    // still loaded at run time by `flows` (CPcapLoader), which needs the build machine's glibc.
+    // Release builds are fully static (docs/performance.md: start-up); libpcap alone is loaded at
+    // run time, by `flows` (CPcapLoader), which needs the build machine's glibc.
     .executableTarget(
       name: "vpnstat", dependencies: ["VPNStatCommandLine", "VPNStatSystem"],
       exclude: ["recorder.order", "read-only-data.ld"],

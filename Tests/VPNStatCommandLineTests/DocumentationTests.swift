@@ -908,7 +908,10 @@ struct DocumentationTests {
       #expect(links.contains(document), "README.md does not link to \(document)")
     }
     var problems: [String] = []
-    for file in ["README.md", "docs/guide.md", "CONTRIBUTING.md", "contrib/README.md", "docs/real-vpns.md"] {
+    for file in [
+      "README.md", "docs/guide.md", "CONTRIBUTING.md", "contrib/README.md", "docs/real-vpns.md", "ARCHITECTURE.md",
+      "docs/performance.md",
+    ] {
       problems += try Self.brokenLinks(in: Built.packageRoot.appendingPathComponent(file))
     }
     #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
