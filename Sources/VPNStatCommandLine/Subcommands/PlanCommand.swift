@@ -1,6 +1,6 @@
+import VPNStatEngine
 import VPNStatModel
 import VPNStatRender
-import VPNStatStore
 
 /// `vpnstat plan [free|premium] [--data-cap SIZE --per PERIOD]`: show or set the plan and the
 /// data cap. Premium has no window, and switching to it clears the window so that a later
@@ -49,40 +49,23 @@ enum PlanCommand: Subcommand {
       return plan
     }
     guard plan != nil || parsed.has(dataCap) else {
-      let record = try context.openStore(location, intent: .read)?.sessionRecord() ?? SessionRecord()
+      let record = try PlanChange.current(at: location, calendar: context.calendar)
       try context.write("\(record.plan.rawValue)\n" + capLine(record.dataCap))
       return .success
     }
-    guard let store = try context.openStore(location, intent: .write) else { return .unavailable }
-    // What this command writes anew may hold a value no vpnstat writes: the trusted clock, the
-    // window premium clears, the cap --data-cap sets. Replaced, and said so (the way out of a
-    // damaged value); a damaged window `plan free` keeps is still damage (65, naming session reset).
-    var replacing: Store.ReplacedParts = []
-    if plan == .premium { replacing.insert(.window) }
-    if parsed.has(dataCap) { replacing.insert(.dataCap) }
-    let repaired = try store.clearDamaged(replacing)
-    for damage in repaired { context.warn(damage.description) }
-    let damagedWindow = repaired.contains { $0.part == .window }
-    let now = try store.trustedNow(context.clock.now())
-    let (cleared, record) = try store.updateSession { record -> (Bool, SessionRecord) in
-      var cleared = false
-      if let plan {
-        let had = record.window != nil || damagedWindow
-        record = record.switching(to: plan)
-        cleared = had && record.window == nil
-      }
+    let cap: PlanChange.CapChange? =
       switch parsed[dataCap] {
-      case .bytes(let limit)?: record.dataCap = DataCap(limitBytes: limit, period: CommandServices.period(parsed))
-      case .none?: record.dataCap = nil
-      case nil: break
+      case .bytes(let limit)?: .set(DataCap(limitBytes: limit, period: CommandServices.period(parsed)))
+      case .none?: .remove
+      case nil: nil
       }
-      return (cleared, record)
-    }
-    if cleared {
-      try store.recordStop(StopRecord(at: now, interface: nil, reason: .reset, detail: "plan changed to premium"))
-    }
+    guard
+      let outcome = try PlanChange(plan: plan, cap: cap).apply(
+        at: location, calendar: context.calendar, clock: context.clock, warn: context.warn)
+    else { return .unavailable }
     try context.write(
-      "plan: \(record.plan.rawValue)\(cleared ? " (session window cleared)" : "")\n" + capLine(record.dataCap))
+      "plan: \(outcome.record.plan.rawValue)\(outcome.cleared ? " (session window cleared)" : "")\n"
+        + capLine(outcome.record.dataCap))
     return .success
   }
 
