@@ -1,16 +1,11 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// The targets form a one-way graph; ARCHITECTURE.md draws it and says what goes where.
-//
-//   vpnstat (executable) → VPNStatCommandLine → VPNStatEngine → VPNStatKernel, VPNStatStore,
-//   VPNStatHTTP, VPNStatDesktop, VPNStatRender → VPNStatModel; VPNStatCapture beside the engine;
-//   VPNStatSystem (the only code that calls libc) under the edges; the model, under all, depends
-//   on nothing.
-// `packedCode`: release builds put every function in a section of its own, for lld to place the
-// recorder's loop and the one-shot commands' code together (Sources/vpnstat/recorder.order), and
-// reach generic type metadata through accessors, not mangled names. docs/performance.md says why,
-// with the figures. VPNStatModel, the library other packages may use, takes no unsafe flag.
+// The targets form a one-way graph, drawn in ARCHITECTURE.md; only VPNStatSystem calls libc.
+// `packedCode`, release builds only (why, the figures and the commands: docs/performance.md):
+// -function-sections: a section per function, for lld to order (Sources/vpnstat/recorder.order);
+// -disable-concrete-type-metadata-mangled-name-accessors: generic metadata by accessor, no demangling.
+// VPNStatModel, the library other packages may use, takes no unsafe flag.
 let packedCode: [SwiftSetting] = [
   .unsafeFlags(
     [
