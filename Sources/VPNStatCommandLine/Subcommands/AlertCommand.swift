@@ -40,21 +40,12 @@ enum AlertCommand: Subcommand {
       throw GeneralFailure(.unavailable, "no database at \(location.path); vpnstat record creates it")
     }
     var sampler = CommandServices.sampler(parsed, context)
-    let read = try ReaderSample.take(&sampler, store: store)
-    let (sample, ledger) = (read.sample, read.ledger)
-    for warning in read.warnings { context.warn(warning) }
-    try CommandServices.requireKnown(selection, sample: sample, ledger: ledger)
-    let now = try store.trustedNow(sample.taken)
-    let cap = DataCap(limitBytes: limitBytes, period: CommandServices.period(parsed))
-    let start = cap.period.start(of: now, in: store.calendar)
-    let classes = selection.names.isEmpty ? (selection.classes.isEmpty ? [.tunnel] : selection.classes.sorted()) : []
-    let used = try RecordedTraffic.reading(store, ledger: ledger) { traffic in
-      var used = TrafficCounts.zero
-      for name in selection.names.sorted() { used += try traffic.usage(since: start, of: nil, name: name) }
-      for interfaceClass in classes { used += try traffic.usage(since: start, of: interfaceClass) }
-      return used
+    let check = LimitCheck(
+      limit: DataCap(limitBytes: limitBytes, period: CommandServices.period(parsed)), selection: selection)
+    let result = try check.run(&sampler, store: store, warn: context.warn) {
+      try CommandServices.requireKnown(selection, sample: $0, ledger: $1)
     }
-    let status = cap.status(used: used, at: now, in: store.calendar)
+    let (status, classes, now) = (result.status, result.classes, result.at)
     let subject =
       selection.names.isEmpty
       ? classes.map(\.rawValue).joined(separator: ", ") + (classes.count == 1 ? " class" : " classes")
