@@ -154,5 +154,5 @@ protocol Subcommand: SendableMetatype {
 /// The lines a long-running command logs go to stderr, through the context.
 struct StandardErrorLog: EventLog {
   let context: CommandContext
-  func event(_ line: String) { context.warn(line) }
+  func event(_ entry: LoggedEvent) { context.warn(entry.text) }
 }

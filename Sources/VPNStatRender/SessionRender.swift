@@ -64,6 +64,32 @@ package enum SessionText {
     }
   }
 
+  /// Where the window stands for one tunnel, in the line `systemctl status` shows (the
+  /// enforcer's `STATUS=`): "active · 9:41 left on wg0 (until 10:15:03)", "pause until 10:45:03 ·
+  /// wg0 held down". `phase` nil: the session cannot be read.
+  package static func supervisorStatus(
+    _ phase: SessionPhase?, tunnel: InterfaceName, up: Bool, calendar: any LocalCalendar, now wall: Timestamp
+  ) -> String {
+    let name = tunnel.terminalText
+    guard let phase else { return "session window unknown · \(name) held down until it can be read" }
+    func at(_ instant: Timestamp) -> String { instant.localTime(near: wall, in: calendar) }
+    if let block = phase.connectBlock, let until = block.until {
+      let why = block.reason == .dataCap ? "data cap reached" : "pause"
+      return "\(why) until \(at(until)) · \(name) " + (up ? "up: taking it down" : "held down")
+    }
+    switch phase.stage {
+    case .unlimited: return "premium plan · no session window on \(name)"
+    case .none: return "no window · \(name) \(up ? "up" : "down"): connecting opens one"
+    case .active(let window):
+      let left = Units.clock(seconds: seconds(window.sessionEndsAt - phase.at))
+      return up
+        ? "active · \(left) left on \(name) (until \(at(window.sessionEndsAt)))"
+        : "active · \(left) left, \(name) down (until \(at(window.sessionEndsAt)))"
+    case .pause(let window): return "pause until \(at(window.pauseEndsAt)) · \(name) \(up ? "up" : "down")"
+    case .over: return "window over · \(name) \(up ? "up" : "down"): connecting opens a new one"
+    }
+  }
+
   /// The lines under the headline: lengths, usage, the last stop.
   package static func details(_ report: SessionReport, options: DisplayOptions) -> [String] {
     var lines: [String] = []

@@ -7,6 +7,7 @@
 package enum CurrentProcess {
   package static var isRoot: Bool { geteuid() == 0 }
   package static var userID: UInt32 { getuid() }
+  package static var id: Int32 { getpid() }
 
   /// The arguments as the kernel passed them (without the program name), as bytes: they need
   /// not be UTF-8 (an interface name or an `--exec` argument may hold any byte).

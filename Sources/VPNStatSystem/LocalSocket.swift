@@ -187,13 +187,22 @@ enum UnixStreamSocket {
   /// Connects `fd` to `name`: ENOENT (no socket), EACCES (not ours), ECONNREFUSED (nobody
   /// listens), EAGAIN (its backlog is full), ENAMETOOLONG (the name does not fit a sockaddr).
   static func connect(_ fd: FileDescriptor, to name: UnixSocketName) throws(Errno) {
+    try name.withSocketAddress { (address, length) throws(Errno) in
+      _ = try Errno.retrying { Glibc.connect(fd.rawValue, address, length) }
+    }
+  }
+}
+
+extension UnixSocketName {
+  /// The name as a `sockaddr_un` and its length, for `connect` and `sendto`.
+  func withSocketAddress<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws(Errno) -> R) throws(Errno) -> R {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let capacity = MemoryLayout.size(ofValue: address.sun_path)
     // A path ends in a NUL that the length counts; an abstract name starts with one and is
     // exactly as long as its bytes (a NUL inside it is part of the name).
     let bytes: [UInt8]
-    switch name {
+    switch self {
     case .path(let path):
       guard !path.bytes.contains(0) else { throw Errno(rawValue: ENAMETOOLONG) }
       bytes = path.bytes + [0]
@@ -205,14 +214,10 @@ enum UnixStreamSocket {
       for (index, byte) in bytes.enumerated() { raw[index] = byte }
     }
     let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
-    do {
-      _ = try withUnsafePointer(to: &address) { pointer in
-        try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-          try retryingInterrupts { Glibc.connect(fd.rawValue, socketAddress, length) }
-        }
+    return try withUnsafePointer(to: &address) { (pointer) throws(Errno) -> R in
+      try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (socketAddress) throws(Errno) -> R in
+        try body(socketAddress, length)
       }
-    } catch {
-      throw error as? Errno ?? .invalidArgument
     }
   }
 }

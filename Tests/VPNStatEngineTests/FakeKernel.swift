@@ -160,15 +160,16 @@ final class RecordedAlarm: DeadlineAlarm, @unchecked Sendable {
 /// The lines the engine logs.
 final class CapturedLog: EventLog, @unchecked Sendable {
   private let lock = NSLock()
-  private var stored: [String] = []
-  var lines: [String] {
+  private var stored: [LoggedEvent] = []
+  var lines: [String] { entries.map(\.text) }
+  var entries: [LoggedEvent] {
     lock.lock()
     defer { lock.unlock() }
     return stored
   }
-  func event(_ line: String) {
+  func event(_ entry: LoggedEvent) {
     lock.lock()
-    stored.append(line)
+    stored.append(entry)
     lock.unlock()
   }
   func contains(_ text: String) -> Bool { lines.contains { $0.contains(text) } }

@@ -79,7 +79,7 @@ enum EnforceCommand: Subcommand {
       sampler: CommandServices.sampler(parsed, context, recorded: InterfaceSelection(names: [tunnel])),
       saveInterval: parsed[CommonOptions.saveInterval] ?? Recorder.defaultSaveInterval,
       checkInterval: parsed[interval] ?? .seconds(5), calendar: context.calendar,
-      log: StandardErrorLog(context: context))
+      log: context.eventLog(), supervisor: context.supervisor())
     do {
       try Enforcement.run(request)
     } catch EnforceRefusal.notATunnel(let refusal) {

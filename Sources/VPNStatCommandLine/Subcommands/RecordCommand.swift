@@ -70,7 +70,7 @@ enum RecordCommand: Subcommand {
     }
     let lock = try ProcessLock(path: location.lockPath("record"), role: "vpnstat record")
     store.setBusyTimeout(milliseconds: runningBusyTimeoutMilliseconds)
-    let log = StandardErrorLog(context: context)
+    let log = context.eventLog()
     var recorder = Recorder(
       sampler: CommandServices.sampler(parsed, context, recorded: CommandServices.selection(parsed)), store: store,
       textfileDirectory: directory, nextLengths: CommandServices.lengths(parsed),
@@ -96,7 +96,8 @@ enum RecordCommand: Subcommand {
     }
     defer { stopServing?.signal() }
     try RecorderLoop.run(
-      &recorder, interval: parsed[interval] ?? .seconds(5), count: parsed[count], notificationBuffer: buffer)
+      &recorder, interval: parsed[interval] ?? .seconds(5), count: parsed[count], notificationBuffer: buffer,
+      supervisor: context.supervisor())
     withExtendedLifetime(lock) {}
     return .success
   }

@@ -93,7 +93,12 @@ enum SessionCommand: Subcommand {
       try context.write(SessionJSON.render(report, generatedAt: reading.wall) + [0x0A])
     } else if !parsed.has(quiet) {
       if let message = SessionText.refusal(report, calendar: context.calendar) {
-        context.warn(message)
+        // Under systemd (the gate is a unit's ExecStartPre) the journal gets it as the refusal
+        // it is: `journalctl MESSAGE_ID=…` finds it beside the enforcer's.
+        let block = report.connectBlock
+        context.eventLog().event(
+          LoggedEvent(
+            message, kind: .connectRefused, reason: block?.reason.rawValue, until: block?.until))
       } else {
         try context.write(SessionText.headline(report, calendar: context.calendar) + "\n")
       }

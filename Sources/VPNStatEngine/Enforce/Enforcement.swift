@@ -29,12 +29,17 @@ package struct EnforceRequest {
   package var calendar: any LocalCalendar
   /// Where the enforcer's lines go (stderr, under systemd the journal).
   package var log: any EventLog
+  /// Who hears that the tunnel's state is taken, that the loop turns and where the window
+  /// stands (systemd, under a `Type=notify` unit).
+  package var supervisor: any ServiceSupervisor
 
   package init(
     tunnel: InterfaceName, choice: DisconnectChoice, detector: ManagerDetector, classifier: Classifier,
     location: StoreLocation, lengths: SessionLengths, sampler: TrafficSampler, saveInterval: Duration,
-    checkInterval: Duration, calendar: any LocalCalendar, log: any EventLog
+    checkInterval: Duration, calendar: any LocalCalendar, log: any EventLog,
+    supervisor: any ServiceSupervisor = Unsupervised()
   ) {
+    self.supervisor = supervisor
     self.tunnel = tunnel
     self.choice = choice
     self.detector = detector
@@ -123,7 +128,8 @@ package enum Enforcement {
       environment: EnforcerEnvironment(
         links: links, alarm: alarm, log: request.log, calendar: request.calendar,
         holdRelease: ManagerHoldRelease(runner: detector.runner)))
-    try EnforcerLoop.run(&enforcer, alarm: alarm, checkInterval: request.checkInterval)
+    try EnforcerLoop.run(
+      &enforcer, alarm: alarm, checkInterval: request.checkInterval, supervisor: request.supervisor)
     withExtendedLifetime(lock) {}
   }
 

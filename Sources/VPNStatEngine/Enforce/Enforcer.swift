@@ -123,6 +123,15 @@ package struct Enforcer {
   /// The tunnel-class totals after the last ledger advance: the usage base of a new window.
   var tunnelTotals: TrafficCounts { database.tunnelTotals }
 
+  /// Where the window stands, in the line the service manager shows (`STATUS=`).
+  package mutating func statusLine() -> String {
+    let reading = clock.now()
+    let now = trustedNow(reading)
+    let phase = session.record.map { SessionPhase($0, dataCap: database.cap.status, at: now) }
+    return SessionText.supervisorStatus(
+      phase, tunnel: tunnel, up: followed.anyUp, calendar: environment.calendar, now: reading.wall)
+  }
+
   /// Takes one event. Throws only what the kernel refuses (the alarm, a link query); the
   /// database never makes it throw.
   package mutating func handle(_ event: Event) throws {
@@ -230,8 +239,9 @@ package struct Enforcer {
       session.adopt(opened)
       database.open(PendingWrites.Window(window: window, tunnel: device, usageBase: tunnelTotals))
       log.event(
-        "\(tunnel.terminalText) up: opened a window until \(clockTime(window.sessionEndsAt)) (\(Self.duration(window.lengths.session)), then a \(Self.duration(window.lengths.pause)) pause)"
-      )
+        LoggedEvent(
+          "\(tunnel.terminalText) up: opened a window until \(clockTime(window.sessionEndsAt)) (\(Self.duration(window.lengths.session)), then a \(Self.duration(window.lengths.pause)) pause)",
+          kind: .windowOpened, interface: device, until: window.sessionEndsAt))
       try arm(window.sessionEndsAt)
       flush()
       // Saved with the window, so the stored totals and its usage base agree for every reader.
@@ -258,8 +268,9 @@ package struct Enforcer {
     database.add(StopRecord(at: now, interface: tunnel, reason: reason))
     flush()
     log.event(
-      "\(tunnel.terminalText) \(gone ? "went away" : "was taken down") by something else: recorded '\(reason.rawValue)'"
-    )
+      LoggedEvent(
+        "\(tunnel.terminalText) \(gone ? "went away" : "was taken down") by something else: recorded '\(reason.rawValue)'",
+        kind: .stoppedElsewhere, interface: tunnel, reason: reason.rawValue))
   }
 
   /// A followed device moved to another network namespace: it lives on where this enforcer
@@ -267,7 +278,10 @@ package struct Enforcer {
   private mutating func escaped(_ name: InterfaceName, namespace: Int32) throws {
     let now = trustedNow()
     let detail = "\(name.terminalText) was moved to another network namespace (netnsid \(namespace)), out of reach"
-    log.event("\(detail): the limit no longer holds for it")
+    log.event(
+      LoggedEvent(
+        "\(detail): the limit no longer holds for it", kind: .escaped, interface: name,
+        reason: StopReason.escaped.rawValue))
     database.add(StopRecord(at: now, interface: name, reason: .escaped, detail: detail))
     flush()
     if !followed.anyUp { try arm(nil) }
@@ -356,11 +370,30 @@ package struct Enforcer {
       }
     }
     log.event(
-      "\(tunnel.terminalText): \(why(reason)): disconnected" + (confirmed ? "" : " — FAILED, the link is still up"))
+      LoggedEvent(
+        "\(tunnel.terminalText): \(why(reason)): disconnected" + (confirmed ? "" : " — FAILED, the link is still up"),
+        kind: confirmed ? Self.kind(of: reason) : .stopFailed, interface: tunnel, reason: reason.rawValue,
+        until: connectRefusedUntil(at: now, after: reason)))
     let detail = details.isEmpty ? nil : details.joined(separator: "; ")
     if confirmed { ownStop = reason }
     database.add(StopRecord(at: now, interface: tunnel, reason: reason, detail: detail))
     flush()
+  }
+
+  private static func kind(of reason: StopReason) -> EventKind {
+    switch reason {
+    case .freeLimit: .sessionEnded
+    case .dataCap: .dataCapReached
+    default: .connectRefused
+    }
+  }
+
+  /// Until when connecting is refused after a stop for `reason` at `now`, as the session held
+  /// says (nil: it is not). At the deadline itself the pause has only begun.
+  private func connectRefusedUntil(at now: Timestamp, after reason: StopReason) -> Timestamp? {
+    guard let record = session.record else { return nil }
+    let phase = SessionPhase(record, dataCap: database.cap.status, at: now)
+    return phase.connectBlock?.until ?? (reason == .freeLimit ? phase.window?.pauseEndsAt : nil)
   }
 
   private func why(_ reason: StopReason) -> String {

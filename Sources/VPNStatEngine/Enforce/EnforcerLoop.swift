@@ -6,22 +6,38 @@ import VPNStatSystem
 /// periodic tick, the stop signals and the exits of the processes managers were found through,
 /// each turned into an `Enforcer.Event`.
 package enum EnforcerLoop {
-  /// Runs until a stop signal. `alarm` must be the one the enforcer arms.
-  package static func run(_ enforcer: inout Enforcer, alarm: WallClockDeadline, checkInterval: Duration = .seconds(5))
-    throws
-  {
+  /// Runs until a stop signal. `alarm` must be the one the enforcer arms. The supervisor hears
+  /// "ready" once the tunnel's state is taken (a window opened, the tunnel held down, or it is
+  /// waited for), "alive" from this loop, and where the window stands after every event.
+  package static func run(
+    _ enforcer: inout Enforcer, alarm: WallClockDeadline, checkInterval: Duration = .seconds(5),
+    supervisor: any ServiceSupervisor = Unsupervised()
+  ) throws {
     let signals = try SignalChannel.stopping()
     // Subscribe before looking, so a change between the look and the subscription is not lost.
     let notifications = try LinkNotifications()
     let ticks = try IntervalTimer(interval: checkInterval)
     try enforcer.handle(.started)
+    var said = enforcer.statusLine()
+    supervisor.ready(status: said)
+    var beat = WatchdogBeat(supervisor)
     while true {
+      beat.turn(supervisor, monotonic: enforcer.clock.now().monotonic)
       let exits = enforcer.exitNotices
       let ready = try waitForReadable(
-        [signals.descriptor, notifications.descriptor, alarm.descriptor, ticks.descriptor] + exits, timeout: nil)
+        [signals.descriptor, notifications.descriptor, alarm.descriptor, ticks.descriptor] + exits,
+        timeout: beat.timeout(monotonic: enforcer.clock.now().monotonic))
       if ready.contains(signals.descriptor), !signals.received().isEmpty {
+        supervisor.stopping()
         try enforcer.handle(.stop)
         return
+      }
+      defer {
+        let line = enforcer.statusLine()
+        if line != said {
+          supervisor.status(line)
+          said = line
+        }
       }
       if ready.contains(notifications.descriptor) {
         let (changes, overflowed) = notifications.drain()

@@ -108,7 +108,10 @@ struct Takedown {
     actionFailed = true
     let text = "\(control.label) " + (failure.map { "failed (\($0))" } ?? "left \(name) up")
     if down {
-      log.event("\(name) is down (link-down, confirmed by the kernel), but \(text)")
+      log.event(
+        LoggedEvent(
+          "\(name) is down (link-down, confirmed by the kernel), but \(text)", kind: .stopFailed,
+          interface: device.name, reason: reason.rawValue))
       details.append("down by link-down; \(text)")
       return .down(stoppedBy: nil)
     }

@@ -165,6 +165,15 @@ package struct Recorder {
     return (rates, history)
   }
 
+  /// Where the recorder stands, in the line the service manager shows (`STATUS=`).
+  package var statusLine: String {
+    let count = keeper.ledger.entries.count
+    let what = "recording \(count) interface\(count == 1 ? "" : "s") into \(store.location.path)"
+    if let lastProblem { return what + " · not saved: " + lastProblem }
+    guard let writer = keeper.writer, !keeper.isWriting else { return what }
+    return what + " · \(TerminalText.sanitize(writer)) keeps the ledger"
+  }
+
   /// Before stopping: the last checkpoint, patiently; it throws when that fails, so the process
   /// says so in its exit status.
   package mutating func finish(patience milliseconds: Int32) throws {
@@ -196,9 +205,12 @@ package enum RecorderLoop {
   /// briefly, so notifications keep being read).
   package static let finalPatienceMilliseconds: Int32 = 5000
 
+  /// The supervisor hears "ready" once the database is held and the first sample taken, "alive"
+  /// from this loop, and the status line when it changes.
   package static func run(
     _ recorder: inout Recorder, interval: Duration, count: Int?,
-    notificationBuffer: Int32 = LinkNotifications.defaultReceiveBuffer
+    notificationBuffer: Int32 = LinkNotifications.defaultReceiveBuffer,
+    supervisor: any ServiceSupervisor = Unsupervised()
   ) throws {
     let signals = try SignalChannel.stopping()
     let notifications = try? LinkNotifications(receiveBuffer: notificationBuffer)
@@ -213,13 +225,22 @@ package enum RecorderLoop {
     }
     var samples = 1
     try recorder.sample()
+    var said = recorder.statusLine
+    supervisor.ready(status: said)
+    var beat = WatchdogBeat(supervisor)
     // Started, opened, checked and saved once: what only that needed need not stay resident.
     ProcessMemory.releaseStartUp()
     while count.map({ samples < $0 }) ?? true {
+      beat.turn(supervisor, monotonic: recorder.sampler.clock.now().monotonic)
+      if recorder.statusLine != said {
+        said = recorder.statusLine
+        supervisor.status(said)
+      }
       var watched = [signals.descriptor, timer.descriptor]
       if let notifications { watched.append(notifications.descriptor) }
-      let ready = try waitForReadable(watched, timeout: nil)
+      let ready = try waitForReadable(watched, timeout: beat.timeout(monotonic: recorder.sampler.clock.now().monotonic))
       if ready.contains(signals.descriptor), !signals.received().isEmpty {
+        supervisor.stopping()
         // Book what happened since the last poll, then stop (the last save samples once more).
         try book()
         break

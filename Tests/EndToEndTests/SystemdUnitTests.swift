@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+
+@testable import VPNStatTestSupport
+
+/// The package's units under a real systemd (`BootedSystem`): readiness, the watchdog, the
+/// status line, the journal's fields and catalog, the gate's drop-in, restarts, removal, and
+/// the systemd trust rules against real services. Each test boots a system of its own.
+@Suite(.enabled(if: SystemdHarness.available, SystemdHarness.reason))
+struct SystemdUnitTests {
+  @Test(
+    "vpnstat-record.service: ready once it holds the database, a status line, a watchdog; report answers; dpkg -r stops it"
+  )
+  func recorderUnit() throws {
+    let system = try BootedSystem("record")
+    let started = try system.sh("systemctl enable --now vpnstat-record.service")
+    try #require(started.status == 0, "\(started.errors)")
+    #expect(system.property("Type", of: "vpnstat-record.service") == "notify")
+    #expect(system.property("WatchdogUSec", of: "vpnstat-record.service") == "30s")
+    // Ready means the database is held: it exists the moment `systemctl start` returns, and the
+    // status line says what is recorded.
+    #expect(system.property("ActiveState", of: "vpnstat-record.service") == "active")
+    let status = system.property("StatusText", of: "vpnstat-record.service")
+    #expect(status.contains("recording") && status.contains("/var/lib/vpnstat/vpnstat.db"), "\(status)")
+    let report = try system.sh("vpnstat report --json")
+    #expect(report.status == 0, "\(report.errors)")
+    #expect(report.output.contains("\"recorded\":true,\"saved_at\":\"20"), "\(report.output)")
+    let removed = try system.sh("dpkg -r vpnstat")
+    #expect(removed.status == 0, "\(removed.errors)")
+    #expect(system.property("ActiveState", of: "vpnstat-record.service") != "active")
+    print("systemd harness: booted and installed in \(String(format: "%.1f", system.bootSeconds)) s")
+  }
+
+  @Test(
+    "vpnstat-enforce@wg0 with wg-quick@wg0 and the shipped gate: ready when it holds the tunnel, the deadline stops the unit, the pause refuses it with the journal's reasons, kill -9 and a hung enforcer are restarted and hold the pause, after the pause it starts"
+  )
+  func enforcerWithWgQuick() throws {
+    let system = try BootedSystem("enforce")
+    let setUp = try system.sh(
+      """
+      set -e
+      printf 'session-length = 15s\\npause-length = 50s\\n' > /etc/vpnstat.conf
+      mkdir -p /etc/wireguard /etc/systemd/system/wg-quick@.service.d
+      cp /usr/share/vpnstat/wg-quick@.service.d/vpnstat-gate.conf /etc/systemd/system/wg-quick@.service.d/
+      umask 077
+      printf '[Interface]\\nPrivateKey = %s\\nAddress = 169.254.77.1/24\\n[Peer]\\nPublicKey = %s\\nAllowedIPs = 169.254.77.2/32\\n' \\
+        "$(wg genkey)" "$(wg genkey | wg pubkey)" > /etc/wireguard/wg0.conf
+      systemctl daemon-reload
+      """)
+    try #require(setUp.status == 0, "\(setUp.errors)")
+    let enforcer = "vpnstat-enforce@wg0.service"
+
+    // Ready only once it holds the tunnel's state: the status line is there when start returns.
+    let start = try system.sh("systemctl start \(enforcer)")
+    try #require(start.status == 0, "\(start.errors)")
+    #expect(system.property("Type", of: enforcer) == "notify")
+    let waiting = system.property("StatusText", of: enforcer)
+    #expect(waiting.contains("wg0 down"), "status when start returned: '\(waiting)'")
+
+    // Up: a window opens; the journal says so with its fields; the status line counts down.
+    let up = try system.sh("systemctl start wg-quick@wg0.service")
+    try #require(up.status == 0, "\(up.errors)")
+    #expect(
+      system.eventually(10) { system.property("StatusText", of: enforcer).contains("left on wg0") },
+      "\(system.property("StatusText", of: enforcer))")
+    let opened = system.journal("MESSAGE_ID=\(EventKindIDs.windowOpened)")
+    #expect(opened.count == 1, "\(opened)")
+    #expect(opened.first?["VPNSTAT_INTERFACE"] as? String == "wg0", "\(opened)")
+    #expect(opened.first?["PRIORITY"] as? String == "5", "\(opened)")
+    #expect((opened.first?["VPNSTAT_UNTIL"] as? String)?.hasSuffix("Z") == true, "\(opened)")
+    #expect(opened.first?["_SYSTEMD_UNIT"] as? String == enforcer, "\(opened)")
+
+    // The deadline: the enforcer stops the unit through systemd, and says why.
+    #expect(
+      system.eventually(30) { system.property("ActiveState", of: "wg-quick@wg0.service") == "inactive" },
+      "wg-quick@wg0 still \(system.property("ActiveState", of: "wg-quick@wg0.service")): \((try? system.sh("journalctl --no-pager -u \(enforcer) -u wg-quick@wg0"))?.output ?? "")"
+    )
+    #expect((try system.sh("ip link show wg0")).status != 0, "wg0 is still there")
+    let ended = system.journal("MESSAGE_ID=\(EventKindIDs.sessionEnded)")
+    #expect(ended.first?["VPNSTAT_REASON"] as? String == "free-limit", "\(ended)")
+    #expect(ended.first?["VPNSTAT_UNTIL"] != nil, "\(ended)")
+    #expect(system.property("StatusText", of: enforcer).hasPrefix("pause until"))
+
+    // In the pause the gate refuses the unit, and the journal says why, explained by the catalog.
+    let refused = try system.sh("systemctl start wg-quick@wg0.service")
+    #expect(refused.status != 0, "wg-quick@wg0 started in the pause")
+    let refusals = system.journal("MESSAGE_ID=\(EventKindIDs.connectRefused) _SYSTEMD_UNIT=wg-quick@wg0.service")
+    #expect(refusals.first?["VPNSTAT_REASON"] as? String == "pause", "\(refusals)")
+    #expect((refusals.first?["MESSAGE"] as? String)?.contains("free plan pause") == true, "\(refusals)")
+    let explained = try system.sh("journalctl --no-pager -x MESSAGE_ID=\(EventKindIDs.connectRefused)")
+    #expect(
+      explained.output.contains("Subject: vpnstat: connecting wg0 was refused")
+        || explained.output.contains("Subject: vpnstat: connecting"), "\(explained.output)")
+    #expect(explained.output.contains("Wait until the time given"), "\(explained.output)")
+
+    // kill -9 in the pause: systemd restarts it, and the new one holds the pause.
+    let first = system.property("MainPID", of: enforcer)
+    try system.sh("kill -9 \(first)")
+    #expect(
+      system.eventually(15) {
+        let pid = system.property("MainPID", of: enforcer)
+        return pid != first && pid != "0" && system.property("ActiveState", of: enforcer) == "active"
+      }, "not restarted after kill -9")
+    #expect((try system.sh("systemctl start wg-quick@wg0.service")).status != 0, "started after the restart")
+
+    // A hung enforcer (stopped by SIGSTOP): the watchdog kills it, systemd restarts it.
+    let second = system.property("MainPID", of: enforcer)
+    try system.sh("kill -STOP \(second)")
+    #expect(
+      system.eventually(45) {
+        let pid = system.property("MainPID", of: enforcer)
+        return pid != second && pid != "0" && system.property("ActiveState", of: enforcer) == "active"
+      }, "the watchdog did not restart a hung enforcer")
+    let log = try system.sh("journalctl --no-pager -u \(enforcer)")
+    #expect(log.output.contains("Watchdog timeout"), "\(log.output)")
+    #expect(system.property("NRestarts", of: enforcer) == "2")
+
+    // After the pause it starts again.
+    #expect(
+      system.eventually(60) { (try? system.sh("vpnstat session check -q"))?.status == 0 }, "the pause never ended")
+    let again = try system.sh("systemctl start wg-quick@wg0.service")
+    #expect(again.status == 0, "\(again.errors)")
+    #expect((try system.sh("ip link show wg0")).status == 0)
+    // dpkg -r stops the enforcer.
+    #expect((try system.sh("dpkg -r vpnstat")).status == 0)
+    #expect(system.property("ActiveState", of: enforcer) != "active")
+  }
+}
+
+/// The journal's MESSAGE_IDs, as contrib/vpnstat.catalog and `EventKind.messageID` have them.
+enum EventKindIDs {
+  static let windowOpened = "cdc6fcb861da4fc897b70d20ef6eea5f"
+  static let sessionEnded = "e904c896704f443e8976359f21833ff3"
+  static let connectRefused = "59269207c5f44ea8b9f20743b4a6856a"
+}
