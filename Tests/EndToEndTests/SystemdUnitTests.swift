@@ -125,6 +125,69 @@ struct SystemdUnitTests {
     #expect((try system.sh("dpkg -r vpnstat")).status == 0)
     #expect(system.property("ActiveState", of: enforcer) != "active")
   }
+
+  @Test(
+    "the systemd trust rules against real services: a service's main process running as nobody is believed, a child it forked is not, nor a user's own unit named like a system one"
+  )
+  func trustRulesUnderSystemd() throws {
+    let system = try BootedSystem("trust")
+    let setUp = try system.sh(
+      """
+      set -e
+      useradd -m alice
+      for name in tunmain tunfork; do ip tuntap add $name mode tun user nobody; done
+      ip tuntap add tunuser mode tun user alice
+      printf '[Service]\\nUser=nobody\\nExecStart=/usr/local/bin/vpnstat-testpeer tun tunmain\\n' \\
+        > /etc/systemd/system/trust-main.service
+      printf '[Service]\\nUser=nobody\\nExecStart=/bin/sh -c "/usr/local/bin/vpnstat-testpeer tun tunfork & exec sleep infinity"\\n' \\
+        > /etc/systemd/system/trust-fork.service
+      systemctl daemon-reload
+      systemctl start trust-main.service trust-fork.service
+      loginctl enable-linger alice
+      uid=$(id -u alice)
+      for i in $(seq 100); do systemctl is-active -q user@$uid.service && break; sleep 0.1; done
+      # A unit of alice's own manager, named like the system's OpenVPN client units.
+      mkdir -p /home/alice/.config/systemd/user
+      printf '[Service]\\nExecStart=/usr/local/bin/vpnstat-testpeer tun tunuser\\n' \\
+        > /home/alice/.config/systemd/user/openvpn-client@work.service
+      chown -R alice: /home/alice/.config
+      runuser -u alice -- env XDG_RUNTIME_DIR=/run/user/$uid systemctl --user start openvpn-client@work.service
+      """)
+    try #require(setUp.status == 0, "\(setUp.output) \(setUp.errors)")
+    var managers: [String: String] = [:]
+    let seen = system.eventually(10) {
+      managers = Self.managers(try? system.sh("vpnstat status --json"))
+      return ["tunmain", "tunfork", "tunuser"].allSatisfy { managers[$0] != nil }
+    }
+    #expect(seen, "\(managers)")
+    #expect(managers["tunmain"] == "systemd trust-main.service", "\(managers)")
+    #expect(managers["tunfork"] == "none", "a forked child was believed: \(managers)")
+    #expect(managers["tunuser"] == "none", "a user's unit was believed: \(managers)")
+    // The user's process really is in its manager's unit: the rule, not the setup, refused it.
+    let group = try system.sh("cat /proc/$(pgrep -xf '/usr/local/bin/vpnstat-testpeer tun tunuser')/cgroup")
+    #expect(
+      group.output.contains("/user.slice/") && group.output.contains("openvpn-client@work.service"), "\(group.output)")
+  }
+
+  /// Each tunnel's manager in `vpnstat status --json` as "KIND ID" ("none" for none).
+  private static func managers(_ result: CommandResult?) -> [String: String] {
+    guard let result, let json = try? JSONSerialization.jsonObject(with: result.stdout) else { return [:] }
+    var found: [String: String] = [:]
+    func walk(_ value: Any) {
+      if let object = value as? [String: Any] {
+        if let name = object["name"] as? String, object.keys.contains("manager") {
+          let manager = object["manager"] as? [String: Any]
+          let kind = manager?["kind"] as? String ?? "none"
+          found[name] = kind == "none" ? kind : "\(kind) \(manager?["id"] as? String ?? "?")"
+        }
+        object.values.forEach(walk)
+      } else if let array = value as? [Any] {
+        array.forEach(walk)
+      }
+    }
+    walk(json)
+    return found
+  }
 }
 
 /// The journal's MESSAGE_IDs, as contrib/vpnstat.catalog and `EventKind.messageID` have them.

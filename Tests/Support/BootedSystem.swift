@@ -8,10 +8,10 @@ enum SystemdHarness {
   static let nspawn = "/usr/bin/systemd-nspawn"
   /// The root the containers boot, shared read-only (each container writes to an overlay of its
   /// own). Its name says what is in it: a new package list makes a new one.
-  static let image = "/tmp/vpnstat-systemd-root-1"
+  static let image = "/tmp/vpnstat-systemd-root-2"
   static let packages = [
     "systemd", "systemd-sysv", "dbus", "iproute2", "procps", "libsqlite3-0", "wireguard-tools", "wireguard-go",
-    "openvpn", "passwd",
+    "openvpn", "passwd", "libpam-systemd",
   ]
 
   static let available: Bool = {

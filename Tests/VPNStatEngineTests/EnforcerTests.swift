@@ -40,6 +40,32 @@ struct EnforcerTests {
     #expect(bench.alarm.armed == nil)
   }
 
+  @Test(
+    "the journal's events: a window opened, the session ended and a refusal in the pause each carry their kind, the tunnel, the reason and until when; the status line follows the phase"
+  )
+  func eventKindsAndStatusLine() throws {
+    let bench = try EnforcerBench("kinds")
+    let (index, window) = try started(bench)
+    let opened = try #require(bench.log.entries.first { $0.kind == .windowOpened })
+    #expect(opened.interface == InterfaceName("wg0"))
+    #expect(opened.until == window.sessionEndsAt)
+    let active = bench.enforcer.statusLine()
+    #expect(active.hasPrefix("active · 15:00 left on wg0 (until "), "\(active)")
+    try bench.alarmFires(at: window.sessionEndsAt)
+    let ended = try #require(bench.log.entries.first { $0.kind == .sessionEnded })
+    #expect(ended.reason == "free-limit")
+    #expect(ended.until == window.pauseEndsAt)
+    bench.clock.advance(.seconds(60))
+    try bench.handle(.link(bench.kernel.set(index, up: true)))
+    let refused = try #require(bench.log.entries.first { $0.kind == .connectRefused })
+    #expect(refused.reason == "pause")
+    #expect(refused.until == window.pauseEndsAt)
+    let paused = bench.enforcer.statusLine()
+    #expect(paused.hasPrefix("pause until ") && paused.hasSuffix(" · wg0 held down"), "\(paused)")
+    // Lines that are no such event carry no kind: the journal gets them as plain messages.
+    #expect(bench.log.entries.contains { $0.kind == nil && $0.text.contains("enforcing the free plan") })
+  }
+
   @Test("a tick before the deadline does nothing; the alarm stays where it was")
   func tickBeforeDeadline() throws {
     let bench = try EnforcerBench("tick")
