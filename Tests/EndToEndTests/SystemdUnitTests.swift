@@ -127,6 +127,46 @@ struct SystemdUnitTests {
   }
 
   @Test(
+    "vpnstat-enforce@tun0 with openvpn-client@work and the shipped gate: the deadline stops the unit through systemd, the pause refuses it, after the pause it starts"
+  )
+  func enforcerWithOpenVPNClient() throws {
+    let system = try BootedSystem("openvpn")
+    // A point-to-point client with a static key: its tun is up before any peer answers.
+    let setUp = try system.sh(
+      """
+      set -e
+      printf 'session-length = 10s\\npause-length = 20s\\n' > /etc/vpnstat.conf
+      mkdir -p /etc/systemd/system/openvpn-client@.service.d
+      cp /usr/share/vpnstat/openvpn-client@.service.d/vpnstat-gate.conf /etc/systemd/system/openvpn-client@.service.d/
+      cd /etc/openvpn/client
+      openvpn --genkey secret static.key
+      printf 'dev tun0\\ndev-type tun\\nproto udp\\nremote 127.0.0.1\\nrport 1195\\nifconfig 169.254.88.1 169.254.88.2\\nsecret static.key 0\\ncipher AES-256-CBC\\nverb 3\\n' > work.conf
+      systemctl daemon-reload
+      systemctl start vpnstat-enforce@tun0.service
+      """)
+    try #require(setUp.status == 0, "\(setUp.errors)")
+    let client = "openvpn-client@work.service"
+    let up = try system.sh("systemctl start \(client)")
+    try #require(up.status == 0, "\(up.errors)")
+    let enforcer = "vpnstat-enforce@tun0.service"
+    #expect(system.eventually(10) { system.property("StatusText", of: enforcer).contains("left on tun0") })
+    #expect(
+      system.eventually(30) { system.property("ActiveState", of: client) == "inactive" },
+      "\(client) still \(system.property("ActiveState", of: client)): \((try? system.sh("journalctl --no-pager -u vpnstat-enforce@tun0"))?.output ?? "")"
+    )
+    let log = try system.sh("journalctl --no-pager -u vpnstat-enforce@tun0")
+    #expect(log.output.contains("stopped through systemd \(client)"), "\(log.output)")
+    let refused = try system.sh("systemctl start \(client)")
+    #expect(refused.status != 0, "\(client) started in the pause")
+    let refusals = system.journal("MESSAGE_ID=\(EventKindIDs.connectRefused) _SYSTEMD_UNIT=\(client)")
+    #expect(refusals.first?["VPNSTAT_REASON"] as? String == "pause", "\(refusals)")
+    #expect(
+      system.eventually(40) { (try? system.sh("vpnstat session check -q"))?.status == 0 }, "the pause never ended")
+    #expect((try system.sh("systemctl start \(client)")).status == 0)
+    #expect(system.eventually(10) { (try? system.sh("ip link show tun0"))?.status == 0 })
+  }
+
+  @Test(
     "the systemd trust rules against real services: a service's main process running as nobody is believed, a child it forked is not, nor a user's own unit named like a system one"
   )
   func trustRulesUnderSystemd() throws {

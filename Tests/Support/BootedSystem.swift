@@ -104,11 +104,13 @@ final class BootedSystem: @unchecked Sendable {
       atPath: Built.testPeer, toPath: directory.file("upper/usr/local/bin/vpnstat-testpeer"))
     let binds = SystemdHarness.runtimeDirectories.map { "--bind-ro=\($0)" }
     // The overlay is mounted in a mount namespace of the container's own: it goes when the
-    // container does, whatever happens to this process.
+    // container does, whatever happens to this process. nspawn filters the system calls of all
+    // the container's systemd starts, and its list lacks pidfd_getfd, with which vpnstat proves
+    // which tun a process holds (a host's systemd has no such filter): it is added.
     let boot = """
       mount -t overlay overlay -o lowerdir=\(SystemdHarness.image),upperdir=\(directory.file("upper")),workdir=\(directory.file("work")) \(directory.file("merged")) || exit 1
       exec \(SystemdHarness.nspawn) -q -D \(directory.file("merged")) --private-network --register=no --keep-unit \
-        --bind=/dev/net/tun --machine=vpnstat-\(label) \(binds.joined(separator: " ")) -b
+        --bind=/dev/net/tun --system-call-filter=pidfd_getfd --machine=vpnstat-\(label) \(binds.joined(separator: " ")) -b
       """
     container = try BackgroundProcess(
       "/usr/bin/unshare", ["-m", "--propagation", "private", "/bin/sh", "-c", boot],
