@@ -36,16 +36,14 @@ struct SystemdUnitTests {
   )
   func enforcerWithWgQuick() throws {
     let system = try BootedSystem("enforce")
+    try system.configure(session: "15s", pause: "50s", gateFor: "wg-quick@")
     let setUp = try system.sh(
       """
       set -e
-      printf 'session-length = 15s\\npause-length = 50s\\n' > /etc/vpnstat.conf
-      mkdir -p /etc/wireguard /etc/systemd/system/wg-quick@.service.d
-      cp /usr/share/vpnstat/wg-quick@.service.d/vpnstat-gate.conf /etc/systemd/system/wg-quick@.service.d/
+      mkdir -p /etc/wireguard
       umask 077
       printf '[Interface]\\nPrivateKey = %s\\nAddress = 169.254.77.1/24\\n[Peer]\\nPublicKey = %s\\nAllowedIPs = 169.254.77.2/32\\n' \\
         "$(wg genkey)" "$(wg genkey | wg pubkey)" > /etc/wireguard/wg0.conf
-      systemctl daemon-reload
       """)
     try #require(setUp.status == 0, "\(setUp.errors)")
     let enforcer = "vpnstat-enforce@wg0.service"
@@ -132,16 +130,13 @@ struct SystemdUnitTests {
   func enforcerWithOpenVPNClient() throws {
     let system = try BootedSystem("openvpn")
     // A point-to-point client with a static key: its tun is up before any peer answers.
+    try system.configure(session: "10s", pause: "20s", gateFor: "openvpn-client@")
     let setUp = try system.sh(
       """
       set -e
-      printf 'session-length = 10s\\npause-length = 20s\\n' > /etc/vpnstat.conf
-      mkdir -p /etc/systemd/system/openvpn-client@.service.d
-      cp /usr/share/vpnstat/openvpn-client@.service.d/vpnstat-gate.conf /etc/systemd/system/openvpn-client@.service.d/
       cd /etc/openvpn/client
       openvpn --genkey secret static.key
       printf 'dev tun0\\ndev-type tun\\nproto udp\\nremote 127.0.0.1\\nrport 1195\\nifconfig 169.254.88.1 169.254.88.2\\nsecret static.key 0\\ncipher AES-256-CBC\\nverb 3\\n' > work.conf
-      systemctl daemon-reload
       systemctl start vpnstat-enforce@tun0.service
       """)
     try #require(setUp.status == 0, "\(setUp.errors)")

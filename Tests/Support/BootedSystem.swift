@@ -165,6 +165,20 @@ final class BootedSystem: @unchecked Sendable {
       ], timeout: timeout)
   }
 
+  /// The free plan's lengths in /etc/vpnstat.conf, and the package's connect gate installed as
+  /// a drop-in for `template` (`wg-quick@`), as contrib/README.md tells an administrator.
+  func configure(session: String, pause: String, gateFor template: String) throws {
+    let done = try sh(
+      """
+      set -e
+      printf 'session-length = \(session)\\npause-length = \(pause)\\n' > /etc/vpnstat.conf
+      mkdir -p /etc/systemd/system/\(template).service.d
+      cp /usr/share/vpnstat/\(template).service.d/vpnstat-gate.conf /etc/systemd/system/\(template).service.d/
+      systemctl daemon-reload
+      """)
+    if done.status != 0 { throw TestSetupError("configuring the gate for \(template): \(done.errors)") }
+  }
+
   /// What `systemctl show -P PROPERTY UNIT` says.
   func property(_ name: String, of unit: String) -> String {
     ((try? sh("systemctl show -P \(name) -- '\(unit)'"))?.output ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
