@@ -39,7 +39,13 @@ package struct HTTPRequestHead: Hashable, Sendable {
     return String(rest.prefix { $0 != "?" && $0 != "#" })
   }
 
+  /// The longest request line accepted: a longer one is refused (400) as soon as it shows.
+  package static let requestLineLimit = 4096
+
   /// Parses `bytes` up to the blank line that ends the head (CRLF CRLF; bare LFs are accepted).
+  /// What RFC 9112 says a server must reject is malformed (400): whitespace between a field's
+  /// name and its colon (§5.1), a line folded onto the one before (obs-fold, §5.2), differing
+  /// `Content-Length`s (§6.3), more than one `Host` (§3.2), a request line over the limit.
   package static func parse(_ bytes: [UInt8]) -> Parsed {
     var lines: [ArraySlice<UInt8>] = []
     var lineStart = 0
@@ -60,10 +66,13 @@ package struct HTTPRequestHead: Hashable, Sendable {
       // Garbage is refused as soon as it shows, not when the head would have ended.
       let partial = bytes[lineStart...].filter { $0 != 0x0D }[...]
       let soFar = lines.enumerated().allSatisfy { valid($1, requestLine: $0 == 0) }
-      return soFar && valid(partial, requestLine: lines.isEmpty) ? .incomplete : .malformed
+      let lineTooLong = (lines.first ?? partial).count > requestLineLimit
+      return soFar && valid(partial, requestLine: lines.isEmpty) && !lineTooLong ? .incomplete : .malformed
     }
     let words = lines[0].split(separator: 0x20, omittingEmptySubsequences: false)
-    guard words.count == 3, valid(lines[0], requestLine: true) else { return .malformed }
+    guard words.count == 3, valid(lines[0], requestLine: true), lines[0].count <= requestLineLimit else {
+      return .malformed
+    }
     let method = String(decoding: words[0], as: UTF8.self)
     let target = String(decoding: words[1], as: UTF8.self)
     let version = String(decoding: words[2], as: UTF8.self)
@@ -72,21 +81,43 @@ package struct HTTPRequestHead: Hashable, Sendable {
     else { return .malformed }
     var accept: [String] = []
     var acceptEncoding: [String] = []
+    var contentLengths: Set<String> = []
+    var hosts = 0
     for line in lines.dropFirst() {
-      guard valid(line, requestLine: false), let colon = line.firstIndex(of: 0x3A), colon > line.startIndex else {
-        return .malformed
-      }
+      guard valid(line, requestLine: false), let colon = line.firstIndex(of: 0x3A), colon > line.startIndex,
+        line[..<colon].allSatisfy(isTokenCharacter)
+      else { return .malformed }
       let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
-      if name == "accept" || name == "accept-encoding" {
-        let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: " \t")
-        if name == "accept" { accept.append(value) } else { acceptEncoding.append(value) }
+      let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: " \t")
+      switch name {
+      case "accept": accept.append(value)
+      case "accept-encoding": acceptEncoding.append(value)
+      case "content-length":
+        for length in value.split(separator: ",", omittingEmptySubsequences: false) {
+          contentLengths.insert(length.trimmingCharacters(in: " \t"))
+        }
+      case "host": hosts += 1
+      default: break
       }
     }
+    guard contentLengths.count <= 1,
+      contentLengths.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && UInt64($0) != nil }),
+      hosts <= 1
+    else { return .malformed }
     return .complete(
       HTTPRequestHead(
         method: method, target: target, version: version,
         accept: accept.isEmpty ? nil : accept.joined(separator: ","),
         acceptEncoding: acceptEncoding.isEmpty ? nil : acceptEncoding.joined(separator: ",")))
+  }
+
+  /// A field name is a token (RFC 9110 §5.6.2): no whitespace, so `Host : x` and a folded line
+  /// (which starts with whitespace) are refused.
+  private static func isTokenCharacter(_ byte: UInt8) -> Bool {
+    switch byte {
+    case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+    default: Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+    }
   }
 
   /// Printable ASCII (and tabs in headers): anything else has no place in a request head.

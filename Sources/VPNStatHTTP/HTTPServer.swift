@@ -12,14 +12,15 @@ package protocol HTTPResponder: Sendable {
 /// `HTTPServerLoop` runs it on a thread of its own, tests step it themselves.
 ///
 /// Bounded: a request head of at most `Limits.requestBytes`, complete within
-/// `Limits.requestTime` of connecting; at most `Limits.connections` at once (more are closed at
-/// once); a response not taken within `Limits.responseTime` is dropped. Every socket is
+/// `Limits.requestTime` of connecting (not of its last byte); at most `Limits.connections` at
+/// once (a new one takes the place of the oldest done, idle or slow one, else is closed at once); a response not taken within `Limits.responseTime` is dropped. Every socket is
 /// non-blocking: a slow or hostile client costs one entry here, never a wait.
 package struct HTTPServer {
   /// The bounds on what a client may cost.
   package struct Limits: Sendable {
-    /// Clients at once; when full, a new one takes the place of the oldest idle one (connected,
-    /// nothing sent yet), so idle connections never lock a scrape out.
+    /// Clients at once; when full, a new one takes the place of the oldest done one (answered),
+    /// else of the oldest idle one, else of the oldest whose request has not come whole: idle or
+    /// slow connections never lock a scrape out.
     package var connections = 512
     package var requestBytes = 8192
     /// How long a new connection may stay idle (nothing sent) before it is closed, unanswered.
@@ -50,6 +51,8 @@ package struct HTTPServer {
     var requestDeadline: Int64
     /// The order of acceptance: the lowest is the oldest.
     var serial: UInt64
+    /// CLOCK_MONOTONIC nanoseconds: when it was accepted.
+    var acceptedAt: Int64
 
     /// Connected and nothing sent yet.
     var isIdle: Bool { phase == .reading && received.isEmpty }
@@ -127,17 +130,28 @@ package struct HTTPServer {
       accepted += 1
       connections[descriptor.rawValue] = Connection(
         descriptor: descriptor, deadline: now + min(limits.firstByteTime, limits.requestTime).nanoseconds,
-        requestDeadline: now + limits.requestTime.nanoseconds, serial: accepted)
+        requestDeadline: now + limits.requestTime.nanoseconds, serial: accepted, acceptedAt: now)
     }
   }
 
-  /// The connection a new one may take the place of when all are taken: the oldest idle one,
-  /// else the oldest that is done (its response sent, lingering); nil when every one is busy.
+  /// The connection a new one may take the place of when all are taken: the oldest that is done
+  /// (its response sent, lingering), else the oldest idle one, else the oldest whose request has
+  /// not come whole (idle or slow); nil when every one is being answered. By age within each: a
+  /// scraper sends its head at once, so its connection is the newest, never the one that makes
+  /// way, even while its bytes are on their way.
   private func evictable() -> Int32? {
-    let idle = connections.filter { $0.value.isIdle }
-    let done = connections.filter { $0.value.phase == .draining }
-    return (idle.isEmpty ? done : idle).min { $0.value.serial < $1.value.serial }?.key
+    func oldest(_ include: (Connection) -> Bool) -> Int32? {
+      connections.filter { include($0.value) }.min { $0.value.serial < $1.value.serial }?.key
+    }
+    // A connection that has said nothing for a while goes before a request on its way; one just
+    // accepted is given the moment its request needs to arrive.
+    let settled = clock.now().monotonic - Self.newcomerGrace.nanoseconds
+    return oldest { $0.phase == .draining } ?? oldest { $0.isIdle && $0.acceptedAt <= settled }
+      ?? oldest { $0.phase == .reading }
   }
+
+  /// How long a new connection is not taken for idle when a slot is needed.
+  static let newcomerGrace = Duration.milliseconds(250)
 
   private mutating func read(_ fd: Int32) throws {
     guard var connection = connections[fd] else { return }

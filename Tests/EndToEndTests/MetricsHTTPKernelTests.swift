@@ -314,6 +314,89 @@ struct MetricsHTTPKernelTests {
     print('closed', closed, flush=True)
     """
 
+  /// Slow clients (slowloris): COUNT connections each send a request line, then one byte a
+  /// second, reconnecting when closed; meanwhile a scraper GETs /metrics every 100 ms for
+  /// SECONDS. Prints "scrapes N answered M slowest S".
+  static let slowAttack = """
+    import resource, selectors, socket, sys, threading, time, urllib.request
+    count, port, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 256), hard))
+    selector = selectors.DefaultSelector()
+    def connect():
+        s = socket.create_connection(('127.0.0.1', port), timeout=5)
+        s.setblocking(False)
+        try:
+            s.send(b'GET /metrics HTTP/1.1\\r\\n')
+        except OSError:
+            pass
+        selector.register(s, selectors.EVENT_READ)
+    for _ in range(count):
+        connect()
+    stop = time.time() + seconds
+    results = []
+    def scrape():
+        while time.time() < stop:
+            asked = time.time()
+            try:
+                with urllib.request.urlopen(f'http://127.0.0.1:{port}/metrics', timeout=3) as r:
+                    ok = r.status == 200 and b'vpnstat_scrape_timestamp_seconds' in r.read()
+            except Exception:
+                ok = False
+            results.append((ok, time.time() - asked))
+            time.sleep(max(0, 0.1 - (time.time() - asked)))
+    scraper = threading.Thread(target=scrape)
+    scraper.start()
+    print('ready', flush=True)
+    next_byte = time.time() + 1
+    while time.time() < stop:
+        for key, _ in selector.select(0.05):
+            s = key.fileobj
+            try:
+                data = s.recv(4096)
+            except OSError:
+                data = b''
+            if not data:
+                selector.unregister(s)
+                s.close()
+                connect()
+        if time.time() >= next_byte:
+            next_byte += 1
+            for key in list(selector.get_map().values()):
+                try:
+                    key.fileobj.send(b'X')
+                except OSError:
+                    pass
+    scraper.join()
+    answered = sum(1 for ok, _ in results if ok)
+    print('scrapes', len(results), 'answered', answered, 'slowest', round(max(t for _, t in results), 3), flush=True)
+    """
+
+  @Test(
+    "600 slow clients (a request line, then a byte a second) while a scraper scrapes every 100 ms: every scrape answered (19 of 27 were reset when a partial request held its slot)"
+  )
+  func slowClientsStarveNoScrape() throws {
+    try Tool.require("/usr/bin/python3")
+    let ns = try TestNamespace("slow")
+    let directory = try TemporaryDirectory("slow")
+    let recorder = try ns.startRecorder(directory.file("v.db"), ["--interval", "1s", "--listen", "127.0.0.1:9586"])
+    defer { recorder.stop() }
+    try recorder.waitForError("serving metrics on")
+    try waitForFirstSample(ns, "http://127.0.0.1:9586/metrics")
+    let seconds = ProcessInfo.processInfo.environment["VPNSTAT_SLOW_ATTACK_SECONDS"] ?? "12"
+    let attack = try ns.start("/usr/bin/python3", ["-c", Self.slowAttack, "600", "9586", seconds])
+    defer { attack.stop() }
+    try attack.waitFor("ready", timeout: 30)
+    try attack.waitFor("scrapes", timeout: (Double(seconds) ?? 12) + 30)
+    let words = attack.output.split(separator: "\n").last { $0.hasPrefix("scrapes") }?.split(separator: " ") ?? []
+    try #require(words.count == 6, "\(attack.output) \(attack.errors)")
+    let scrapes = Int(words[1]) ?? 0
+    #expect(scrapes >= 10, "\(attack.output)")
+    #expect(Int(words[3]) == scrapes, "scrapes failed under slow clients: \(attack.output)")
+    #expect(recorder.isRunning)
+    print("600 slow clients for \(seconds) s: \(words.joined(separator: " "))")
+  }
+
   @Test(
     "1,500 idle connections held open (and reopened as closed): every scrape still gets 200 at once — GET, HEAD and the absolute form (they held all 512 slots and every scrape was reset)"
   )

@@ -303,11 +303,12 @@ struct MetricsServerTests {
     scrape.send("GET /metrics HTTP/1.1\r\n\r\n")
     try exchange(scrape)
     #expect(scrape.statusLine == "HTTP/1.1 200 OK", "\(scrape.text.prefix(80))")
-    // A request being received is not idle: a flood does not evict it.
+    // A request being received goes after the idle ones: a flood evicts them first.
     let slow = try TestClient(port: port)
     slow.send("GET /metrics HTTP/1.1\r\n")
     for _ in 0..<3 { try server.step(timeout: .milliseconds(10)) }
-    let more = try (0..<12).map { _ in try TestClient(port: port) }
+    clock.advance(.milliseconds(300))
+    let more = try (0..<6).map { _ in try TestClient(port: port) }
     for _ in 0..<10 { try server.step(timeout: .milliseconds(10)) }
     slow.poll()
     #expect(!slow.closed)
@@ -428,5 +429,60 @@ struct MetricsServerTests {
         == .complete(HTTPRequestHead(method: "GET", target: "/metrics", version: "HTTP/1.1", accept: "a,b")))
     #expect(HTTPRequestHead.parse(Array("get /metrics HTTP/1.1\r\n\r\n".utf8)) == .malformed)
     #expect(HTTPRequestHead.parse(Array("GET  /metrics HTTP/1.1\r\n\r\n".utf8)) == .malformed)
+  }
+
+  @Test(
+    "RFC 9112's rejections: whitespace before a field's colon, a folded line, differing Content-Lengths, two Hosts, a request line over the limit are 400; agreeing Content-Lengths are not"
+  )
+  func rfc9112Rejections() {
+    func parsed(_ text: String) -> HTTPRequestHead.Parsed { HTTPRequestHead.parse(Array(text.utf8)) }
+    #expect(parsed("GET / HTTP/1.1\r\nHost : x\r\n\r\n") == .malformed)
+    #expect(parsed("GET / HTTP/1.1\r\nHost\t: x\r\n\r\n") == .malformed)
+    #expect(parsed("GET / HTTP/1.1\r\nAccept: a\r\n b\r\n\r\n") == .malformed)
+    #expect(parsed("GET / HTTP/1.1\r\nAccept: a\r\n\tb: c\r\n\r\n") == .malformed)
+    #expect(parsed("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n") == .malformed)
+    #expect(parsed("GET / HTTP/1.1\r\nContent-Length: 1, 2\r\n\r\n") == .malformed)
+    #expect(parsed("GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n") == .malformed)
+    #expect(parsed("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n") == .malformed)
+    #expect(parsed("GET / HTTP/1.1\r\nContent-Length: 0\r\ncontent-length: 0, 0\r\nHost: a\r\n\r\n") != .malformed)
+    let long = "GET /" + String(repeating: "a", count: HTTPRequestHead.requestLineLimit) + " HTTP/1.1"
+    #expect(parsed(long) == .malformed, "refused before its end")
+    #expect(parsed(long + "\r\n\r\n") == .malformed)
+    #expect(parsed("GET /" + String(repeating: "a", count: 4000) + " HTTP/1.1\r\n\r\n") != .malformed)
+  }
+
+  @Test(
+    "slow clients holding every slot with a partial request make way for a scraper: the oldest partial one is evicted, the scrape answered"
+  )
+  mutating func slowClientsEvicted() throws {
+    var limits = HTTPServer.Limits()
+    limits.connections = 4
+    self = try MetricsServerTests(limits: limits)
+    publish()
+    let slow = try (0..<4).map { _ in try TestClient(port: port) }
+    for client in slow { client.send("GET /metrics HTTP/1.1\r\n") }
+    for _ in 0..<5 { try server.step(timeout: .milliseconds(10)) }
+    #expect(server.connectionCount == 4)
+    let scraper = try TestClient(port: port)
+    scraper.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    try exchange(scraper)
+    #expect(scraper.statusLine == "HTTP/1.1 200 OK", "\(scraper.text)")
+    // The oldest slow client made way; the others still hold their place.
+    for client in slow { client.poll() }
+    #expect(slow.map(\.closed) == [true, false, false, false])
+  }
+
+  @Test("each response header once: Cache-Control on the page and on /metrics")
+  mutating func headersOnce() throws {
+    publish()
+    for target in ["/", "/metrics"] {
+      let client = try TestClient(port: port)
+      client.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+      try exchange(client)
+      let head = client.text.components(separatedBy: "\r\n\r\n").first ?? ""
+      let names = head.split(separator: "\r\n").dropFirst().map { $0.prefix { $0 != ":" }.lowercased() }
+      #expect(names.count == Set(names).count, "\(target): \(names)")
+      #expect(names.contains("cache-control"))
+    }
   }
 }

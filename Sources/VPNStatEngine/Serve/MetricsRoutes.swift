@@ -24,7 +24,7 @@ package struct MetricsRoutes: HTTPResponder {
         coding, contentType: "text/html; charset=utf-8",
         headers: [
           ("Vary", "Accept-Encoding"), ("Content-Security-Policy", StatusPage.contentSecurityPolicy),
-          ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store"),
+          ("X-Content-Type-Options", "nosniff"),
         ]
       ) { exposition.page(coding: $0) }
     }
