@@ -26,6 +26,8 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 # User units (vpnstat notify): systemd --user reads /usr/local/lib/systemd/user and /usr/lib/systemd/user.
 SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
+# Prometheus's rules for the exporter and their promtool tests (contrib/prometheus).
+DOCDIR ?= $(DATADIR)/doc/vpnstat
 # journalctl --update-catalog reads /usr/local/lib/systemd/catalog and /usr/lib/systemd/catalog.
 CATALOGDIR ?= $(PREFIX)/lib/systemd/catalog
 # XDG autostart entries are read from $XDG_CONFIG_DIRS/autostart only: /etc/xdg/autostart.
@@ -66,7 +68,7 @@ install:
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) \
 		$(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) $(DESTDIR)$(SYSTEMDUNITDIR) \
 		$(DESTDIR)$(HOOKDIR)/networkmanager-dispatcher $(DESTDIR)$(SYSTEMDUSERUNITDIR) $(DESTDIR)$(AUTOSTARTDIR) \
-		$(DESTDIR)$(CATALOGDIR)
+		$(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR)/prometheus
 	$(INSTALL) -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/vpnstat
 	$(INSTALL) -m 0644 $(addprefix man/,$(MAN1)) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 0644 $(addprefix man/,$(MAN5)) $(DESTDIR)$(MANDIR)/man5
@@ -81,6 +83,8 @@ install:
 		chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$unit || exit 1; \
 	done
 	$(INSTALL) -m 0644 contrib/vpnstat.catalog $(DESTDIR)$(CATALOGDIR)/vpnstat.catalog
+	$(INSTALL) -m 0644 contrib/prometheus/vpnstat-rules.yml contrib/prometheus/vpnstat-rules.test.yml \
+		$(DESTDIR)$(DOCDIR)/prometheus
 	@[ -n "$(DESTDIR)" ] || journalctl --update-catalog 2>/dev/null || true
 	sed 's|/usr/local/bin/vpnstat|$(BINDIR)/vpnstat|g' contrib/networkmanager-dispatcher/90-vpnstat \
 		> $(DESTDIR)$(HOOKDIR)/networkmanager-dispatcher/90-vpnstat
@@ -105,7 +109,9 @@ uninstall:
 		$(DESTDIR)$(ZSHCOMPDIR)/_vpnstat $(DESTDIR)$(FISHCOMPDIR)/vpnstat.fish \
 		$(DESTDIR)$(HOOKDIR)/networkmanager-dispatcher/90-vpnstat $(DESTDIR)$(HOOKDIR)/wg-quick-example.conf \
 		$(DESTDIR)$(SYSTEMDUSERUNITDIR)/vpnstat-notify.service $(DESTDIR)$(AUTOSTARTDIR)/vpnstat-notify.desktop \
-		$(DESTDIR)$(CATALOGDIR)/vpnstat.catalog
+		$(DESTDIR)$(CATALOGDIR)/vpnstat.catalog \
+		$(DESTDIR)$(DOCDIR)/prometheus/vpnstat-rules.yml $(DESTDIR)$(DOCDIR)/prometheus/vpnstat-rules.test.yml
+	-rmdir $(DESTDIR)$(DOCDIR)/prometheus
 	for unit in $(UNITS); do rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/$$unit; done
 	for dropin in $(DROPINS); do rm -f $(DESTDIR)$(HOOKDIR)/$$dropin; rmdir $(DESTDIR)$(HOOKDIR)/$${dropin%/*} 2>/dev/null; done; true
 	-rmdir $(DESTDIR)$(HOOKDIR)/networkmanager-dispatcher $(DESTDIR)$(HOOKDIR)

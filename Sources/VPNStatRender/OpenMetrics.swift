@@ -195,6 +195,10 @@ package enum OpenMetrics {
     out.family("vpnstat_session_can_connect", .gauge, help: "1 when connecting is allowed now.")
     out.sample("vpnstat_session_can_connect", .gauge, labels: [], value: report.canConnect ? 1 : 0)
     out.family(
+      "vpnstat_session_enforcer_running", .gauge,
+      help: "1 when an enforcer runs for the free plan (without one nothing disconnects).")
+    out.sample("vpnstat_session_enforcer_running", .gauge, labels: [], value: report.enforcer != nil ? 1 : 0)
+    out.family(
       "vpnstat_session_remaining_seconds", .gauge, unit: "seconds", help: "Session time left (0 when not active).")
     out.sample(
       "vpnstat_session_remaining_seconds", .gauge, labels: [],

@@ -15,7 +15,7 @@ enum Tool {
     "/usr/bin/dbus-daemon": "dbus", "/usr/bin/dbus-monitor": "dbus-bin", "/usr/bin/gdbus": "libglib2.0-bin",
     "/usr/bin/Xvfb": "xvfb", "/usr/bin/dunst": "dunst", "/usr/bin/dunstctl": "dunst", "/usr/bin/import": "imagemagick",
     "/usr/bin/unshare": "util-linux", "/usr/bin/nsenter": "util-linux", "/usr/bin/setfacl": "acl",
-    "/usr/bin/jq": "jq", "/usr/bin/make": "make",
+    "/usr/bin/jq": "jq", "/usr/bin/make": "make", "/usr/bin/systemd-nspawn": "systemd-container",
   ]
 
   /// The error for a missing program.

@@ -107,6 +107,10 @@ enum PreviousOpenMetrics {
         name: "vpnstat_session_can_connect", kind: .gauge, help: "1 when connecting is allowed now.",
         samples: [("", report.canConnect ? "1" : "0", nil)]),
       Family(
+        name: "vpnstat_session_enforcer_running", kind: .gauge,
+        help: "1 when an enforcer runs for the free plan (without one nothing disconnects).",
+        samples: [("", report.enforcer != nil ? "1" : "0", nil)]),
+      Family(
         name: "vpnstat_session_remaining_seconds", kind: .gauge, unit: "seconds",
         help: "Session time left (0 when not active).",
         samples: [("", String(report.remaining.map(SessionText.seconds) ?? 0), nil)]),
