@@ -136,7 +136,7 @@ final class BootedSystem: @unchecked Sendable {
     var running = CommandResult(status: -1, stdout: Data(), stderr: Data())
     let booted = try waitUntil(timeout: 90, every: 0.1) {
       running = try run(
-        "/usr/bin/nsenter", ["-t", String(leader), "-a", "/bin/systemctl", "is-system-running", "--wait"],
+        "/usr/bin/nsenter", ["-t", String(leader), "-a", "-r", "-w", "/bin/systemctl", "is-system-running", "--wait"],
         timeout: 90)
       return running.output.contains("running") || running.output.contains("degraded")
     }
@@ -154,13 +154,16 @@ final class BootedSystem: @unchecked Sendable {
 
   deinit { shutDown() }
 
-  /// Runs `script` with /bin/sh inside the container, as root.
+  /// Runs `script` with /bin/sh inside the container, as root. (`nsenter -r -w`: the container's
+  /// root and directory too, which entering its namespaces alone does not give a process that
+  /// is itself in a chroot, as the fresh-machine run is.)
   @discardableResult
   func sh(_ script: String, timeout: TimeInterval = 60) throws -> CommandResult {
     try run(
       "/usr/bin/nsenter",
       [
-        "-t", String(leader), "-a", "/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8",
+        "-t", String(leader), "-a", "-r", "-w", "/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+        "LANG=C.UTF-8",
         "/bin/sh", "-c", script,
       ], timeout: timeout)
   }
@@ -200,7 +203,8 @@ final class BootedSystem: @unchecked Sendable {
 
   private func shutDown() {
     guard container.isRunning else { return }
-    _ = try? run("/usr/bin/nsenter", ["-t", String(leader), "-a", "/bin/systemctl", "poweroff"], timeout: 10)
+    _ = try? run(
+      "/usr/bin/nsenter", ["-t", String(leader), "-a", "-r", "-w", "/bin/systemctl", "poweroff"], timeout: 10)
     if waitUntil(timeout: 30, every: 0.1, { !container.isRunning }) == nil { container.stop(SIGKILL) }
   }
 }
