@@ -29,6 +29,10 @@ let package = Package(
       name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // zlib: gzip for `record --listen`'s responses.
     .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+    // OpenSSL (TLS for `record --listen`) and libxcrypt (crypt_r: the web configuration's
+    // bcrypt hashes): Debian's, linked statically into release builds like SQLite and zlib.
+    .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+    .systemLibrary(name: "CCrypt", pkgConfig: "libxcrypt", providers: [.apt(["libcrypt-dev"])]),
     // libpcap's headers only (no pkgConfig: that would link it; CPcapLoader loads it lazily).
     .systemLibrary(name: "CPcap", providers: [.apt(["libpcap-dev"])]),
     // libpcap's functions, loaded with dlopen when `flows` first uses them (see loader.c).
@@ -58,7 +62,12 @@ let package = Package(
       ], swiftSettings: packedCode),
     // HTTP/1.1 at the edge: request heads, responses, and a server that never waits on a client
     // (`record --listen`); what it serves is the engine's.
-    .target(name: "VPNStatHTTP", dependencies: ["VPNStatModel", "VPNStatSystem"], swiftSettings: packedCode),
+    .target(
+      name: "VPNStatHTTP", dependencies: ["VPNStatModel", "VPNStatSystem", "VPNStatTLS"], swiftSettings: packedCode),
+    // TLS sessions and password hashes for the HTTP server: the only user of OpenSSL and crypt.
+    .target(
+      name: "VPNStatTLS", dependencies: ["VPNStatModel", "VPNStatSystem", "COpenSSL", "CCrypt"],
+      swiftSettings: packedCode),
     // The desktop's notification server (org.freedesktop.Notifications over the user's D-Bus).
     .target(name: "VPNStatDesktop", dependencies: ["VPNStatModel", "VPNStatSystem"], swiftSettings: packedCode),
     // The use cases, one folder each (Status, Watch, Record, Serve, Enforce, Connect, Notify),
@@ -77,7 +86,7 @@ let package = Package(
       name: "VPNStatCommandLine",
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
-        "VPNStatCapture", "VPNStatHTTP", "VPNStatDesktop",
+        "VPNStatCapture", "VPNStatHTTP", "VPNStatDesktop", "VPNStatTLS",
       ],
       swiftSettings: packedCode + [.enableUpcomingFeature("MemberImportVisibility")], plugins: ["BuildCommit"]),
     // Names the commit of every build for `vpnstat --version` (scripts/build-commit: git, or the
@@ -155,7 +164,7 @@ let package = Package(
       name: "VPNStatEngineTests",
       dependencies: [
         "VPNStatEngine", "VPNStatKernel", "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSystem",
-        "VPNStatHTTP", "VPNStatDesktop", "VPNStatTestSupport",
+        "VPNStatHTTP", "VPNStatDesktop", "VPNStatTLS", "VPNStatTestSupport",
       ]),
     .testTarget(
       name: "VPNStatCommandLineTests",

@@ -10,6 +10,8 @@ package struct HTTPRequestHead: Hashable, Sendable {
   package var accept: String?
   /// Every `Accept-Encoding` header, joined the same way; nil without one.
   package var acceptEncoding: String?
+  /// The `Authorization` header (one: two are refused); nil without one.
+  package var authorization: String? = nil
 
   /// What the bytes received so far hold.
   package enum Parsed: Hashable, Sendable {
@@ -83,6 +85,7 @@ package struct HTTPRequestHead: Hashable, Sendable {
     var acceptEncoding: [String] = []
     var contentLengths: Set<String> = []
     var hosts = 0
+    var authorization: [String] = []
     for line in lines.dropFirst() {
       guard valid(line, requestLine: false), let colon = line.firstIndex(of: 0x3A), colon > line.startIndex,
         line[..<colon].allSatisfy(isTokenCharacter)
@@ -97,18 +100,20 @@ package struct HTTPRequestHead: Hashable, Sendable {
           contentLengths.insert(length.trimmingCharacters(in: " \t"))
         }
       case "host": hosts += 1
+      case "authorization": authorization.append(value)
       default: break
       }
     }
     guard contentLengths.count <= 1,
       contentLengths.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && UInt64($0) != nil }),
-      hosts <= 1
+      hosts <= 1, authorization.count <= 1
     else { return .malformed }
     return .complete(
       HTTPRequestHead(
         method: method, target: target, version: version,
         accept: accept.isEmpty ? nil : accept.joined(separator: ","),
-        acceptEncoding: acceptEncoding.isEmpty ? nil : acceptEncoding.joined(separator: ",")))
+        acceptEncoding: acceptEncoding.isEmpty ? nil : acceptEncoding.joined(separator: ","),
+        authorization: authorization.first))
   }
 
   /// A field name is a token (RFC 9110 §5.6.2): no whitespace, so `Host : x` and a folded line

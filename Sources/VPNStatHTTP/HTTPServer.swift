@@ -1,5 +1,6 @@
 import VPNStatModel
 import VPNStatSystem
+import VPNStatTLS
 
 /// What a server answers: the whole response (head and body) to one complete request head.
 package protocol HTTPResponder: Sendable {
@@ -42,6 +43,13 @@ package struct HTTPServer {
     }
     var descriptor: FileDescriptor
     var phase = Phase.reading
+    /// TLS over the socket, when the server speaks it; its handshake comes first.
+    var tls: TLSSession?
+    var handshaking = false
+    /// What TLS last said it must wait for (nil: as the phase says).
+    var tlsWaits: Readiness?
+    enum Readiness { case readable, writable }
+    var waitsFor: Readiness { tlsWaits ?? (phase == .writing ? .writable : .readable) }
     var received: [UInt8] = []
     var response: [UInt8] = []
     var sent = 0
@@ -60,14 +68,21 @@ package struct HTTPServer {
 
   package let listener: ListeningSocket
   let responder: any HTTPResponder
+  /// TLS for every connection (nil: plain HTTP); replaced to reload the certificate.
+  package var tls: TLSServerContext?
+  /// Basic auth and the configured headers.
+  package var access: HTTPAccess
   let clock: any TimeSource
   package let limits: Limits
   var connections: [Int32: Connection] = [:]
   var accepted: UInt64 = 0
 
   package init(
-    listener: ListeningSocket, responder: any HTTPResponder, clock: any TimeSource, limits: Limits = Limits()
+    listener: ListeningSocket, responder: any HTTPResponder, clock: any TimeSource, limits: Limits = Limits(),
+    tls: TLSServerContext? = nil, access: HTTPAccess = HTTPAccess()
   ) {
+    self.tls = tls
+    self.access = access
     self.listener = listener
     self.responder = responder
     self.clock = clock
@@ -91,7 +106,7 @@ package struct HTTPServer {
     var reading = [listener.descriptor] + also
     var writing: [FileDescriptor] = []
     for connection in connections.values {
-      if connection.phase == .writing {
+      if connection.waitsFor == .writable {
         writing.append(connection.descriptor)
       } else {
         reading.append(connection.descriptor)
@@ -99,9 +114,9 @@ package struct HTTPServer {
     }
     let (readable, writable) = try waitForReadiness(reading: reading, writing: writing, timeout: wait)
     for descriptor in readable where descriptor != listener.descriptor && !also.contains(descriptor) {
-      try read(descriptor.rawValue)
+      try advance(descriptor.rawValue)
     }
-    for descriptor in writable { try write(descriptor.rawValue) }
+    for descriptor in writable { try advance(descriptor.rawValue) }
     if readable.contains(listener.descriptor) { try acceptAll() }
     try expire()
     return readable.filter { also.contains($0) }
@@ -128,9 +143,18 @@ package struct HTTPServer {
       }
       let now = clock.now().monotonic
       accepted += 1
-      connections[descriptor.rawValue] = Connection(
+      var connection = Connection(
         descriptor: descriptor, deadline: now + min(limits.firstByteTime, limits.requestTime).nanoseconds,
         requestDeadline: now + limits.requestTime.nanoseconds, serial: accepted, acceptedAt: now)
+      if let tls {
+        guard let session = try? TLSSession(tls, descriptor: descriptor) else {
+          descriptor.close()
+          continue
+        }
+        connection.tls = session
+        connection.handshaking = true
+      }
+      connections[descriptor.rawValue] = connection
     }
   }
 
@@ -153,6 +177,70 @@ package struct HTTPServer {
   /// How long a new connection is not taken for idle when a slot is needed.
   static let newcomerGrace = Duration.milliseconds(250)
 
+  /// A connection's socket is ready: the next step of its handshake, its request or its
+  /// response.
+  private mutating func advance(_ fd: Int32) throws {
+    guard var connection = connections[fd] else { return }
+    if connection.handshaking, let session = connection.tls {
+      connection.tlsWaits = nil
+      switch session.handshake() {
+      case .done:
+        connection.handshaking = false
+        connections[fd] = connection
+      case .wantsRead:
+        connection.tlsWaits = .readable
+        connections[fd] = connection
+        return
+      case .wantsWrite:
+        connection.tlsWaits = .writable
+        connections[fd] = connection
+        return
+      case .closed, .failed:
+        // No certificate, a protocol too old, not TLS at all: the handshake is the answer.
+        close(fd)
+        return
+      }
+    }
+    if connection.phase == .writing && connection.tlsWaits != .readable { try write(fd) } else { try read(fd) }
+  }
+
+  /// What the connection has for us now, up to `limit` bytes: nil when nothing yet, empty when
+  /// it ended. Through TLS when it speaks it (until TLS has nothing more decrypted).
+  private func receive(_ connection: inout Connection, limit: Int) throws -> [UInt8]? {
+    guard let session = connection.tls, connection.phase == .reading else {
+      return try connection.descriptor.receive(limit: limit)
+    }
+    connection.tlsWaits = nil
+    var bytes: [UInt8] = []
+    while bytes.count < limit {
+      let (more, progress) = session.read(limit: limit - bytes.count)
+      switch progress {
+      case .done: bytes += more
+      case .wantsRead: return bytes.isEmpty ? nil : bytes
+      case .wantsWrite:
+        connection.tlsWaits = .writable
+        return bytes.isEmpty ? nil : bytes
+      case .closed, .failed: return bytes.isEmpty ? [] : bytes
+      }
+    }
+    return bytes
+  }
+
+  /// Writes what the connection takes now: how many bytes (0: wait), nil when it is gone.
+  private func transmit(_ connection: inout Connection, _ bytes: ArraySlice<UInt8>) throws -> Int? {
+    guard let session = connection.tls else { return try connection.descriptor.send(bytes) }
+    connection.tlsWaits = nil
+    let (count, progress) = session.write(bytes)
+    switch progress {
+    case .done: return count
+    case .wantsWrite: return 0
+    case .wantsRead:
+      connection.tlsWaits = .readable
+      return 0
+    case .closed, .failed: return nil
+    }
+  }
+
   private mutating func read(_ fd: Int32) throws {
     guard var connection = connections[fd] else { return }
     switch connection.phase {
@@ -163,8 +251,11 @@ package struct HTTPServer {
       if bytes.isEmpty { close(fd) }
     case .reading:
       // One byte more than allowed tells an oversized head from one that just fits.
-      guard let bytes = try connection.descriptor.receive(limit: limits.requestBytes + 1 - connection.received.count)
-      else { return }
+      guard let bytes = try receive(&connection, limit: limits.requestBytes + 1 - connection.received.count)
+      else {
+        connections[fd] = connection
+        return
+      }
       if bytes.isEmpty {
         close(fd)
         return
@@ -191,7 +282,7 @@ package struct HTTPServer {
   private mutating func write(_ fd: Int32) throws {
     guard var connection = connections[fd], connection.phase == .writing else { return }
     while connection.sent < connection.response.count {
-      guard let taken = try connection.descriptor.send(connection.response[connection.sent...]) else {
+      guard let taken = try transmit(&connection, connection.response[connection.sent...]) else {
         close(fd)
         return
       }
@@ -199,6 +290,8 @@ package struct HTTPServer {
       connection.sent += taken
     }
     if connection.sent == connection.response.count {
+      connection.tls?.shutdown()
+      connection.tlsWaits = nil
       connection.descriptor.shutdownWriting()
       connection.phase = .draining
       connection.response = []
@@ -239,7 +332,9 @@ package struct HTTPServer {
   /// The answer to one request. HEAD gets GET's head alone (its Content-Length too), as
   /// HTTP/1.1 asks.
   func response(to head: HTTPRequestHead) -> [UInt8] {
-    let response = responder.respond(to: head)
+    let response =
+      access.allows(head.authorization)
+      ? access.decorate(responder.respond(to: head)) : access.decorate(HTTPAccess.unauthorized)
     guard head.method == "HEAD" else { return response }
     return HTTPResponse.head(of: response)
   }

@@ -5,6 +5,7 @@ import VPNStatModel
 import VPNStatRender
 import VPNStatStore
 import VPNStatSystem
+import VPNStatTLS
 
 /// `vpnstat record`: the collector daemon that keeps the ledger and the traffic buckets.
 enum RecordCommand: Subcommand {
@@ -23,6 +24,12 @@ enum RecordCommand: Subcommand {
     expected: "a numeric address and a port, such as 127.0.0.1:9586 or [::1]:9586",
     parse: ListenAddress.init(parsing:))
 
+  static let webConfig = Option<String>(
+    "web-config", valueName: "file", configurable: true,
+    help:
+      "TLS, client certificates, basic auth and headers for --listen, from Prometheus's web configuration file (node_exporter's --web.config.file).",
+    expected: "a file", values: .file, parse: { $0.isEmpty ? nil : $0 })
+
   static let spec = CommandSpec(
     name: "record", abstract: "Record traffic into the database until stopped (the collector daemon).",
     discussion: """
@@ -36,7 +43,7 @@ enum RecordCommand: Subcommand {
     options: [
       interval.spec, CommonOptions.saveInterval.spec, count.spec, CommonOptions.interface.spec, CommonOptions.only.spec,
       CommonOptions.source.spec, CommonOptions.classOverride.spec, CommonOptions.db.spec, textfile.spec, listen.spec,
-      CommonOptions.maxRate.spec,
+      webConfig.spec, CommonOptions.maxRate.spec,
       CommonOptions.sessionLength.spec, CommonOptions.pauseLength.spec, CommonOptions.sysfsRoot.spec,
     ])
 
@@ -79,6 +86,8 @@ enum RecordCommand: Subcommand {
     // The server runs on a thread of its own from the snapshots the loop publishes: no client
     // can hold up a sample.
     var stopServing: WakeUp?
+    // The web configuration is --listen's (a recorder without a server reads none).
+    let web = parsed[listen] == nil ? nil : try parsed[webConfig].map { try loadWebConfiguration($0, parsed) }
     if let address = parsed[listen] {
       let listener = try ListeningSocket(address)
       // The page reloads about as often as there are new figures, and no more than every 5 s.
@@ -89,10 +98,12 @@ enum RecordCommand: Subcommand {
       let stop = try WakeUp()
       recorder.exposition = exposition
       try HTTPServerLoop.start(
-        HTTPServer(listener: listener, responder: MetricsRoutes(exposition), clock: context.clock), stop: stop,
+        HTTPServer(
+          listener: listener, responder: MetricsRoutes(exposition), clock: context.clock, tls: web?.tls,
+          access: web?.access ?? HTTPAccess()), stop: stop,
         log: { [context] line in context.warn("metrics server: \(line)") })
       stopServing = stop
-      log.event("serving metrics on http://\(listener.address)/metrics")
+      log.event("serving metrics on \(web?.tls == nil ? "http" : "https")://\(listener.address)/metrics")
     }
     defer { stopServing?.signal() }
     try RecorderLoop.run(
@@ -100,5 +111,33 @@ enum RecordCommand: Subcommand {
       supervisor: context.supervisor())
     withExtendedLifetime(lock) {}
     return .success
+  }
+
+  /// The web configuration and the TLS context it describes; its problems as exit statuses
+  /// (77 for a file others could write or a key others could read, 64 for one that is wrong).
+  static func loadWebConfiguration(_ path: String, _ parsed: ParsedCommand) throws -> (
+    tls: TLSServerContext?, access: HTTPAccess
+  ) {
+    let configuration: WebConfiguration
+    do {
+      configuration = try WebConfiguration.load(path)
+    } catch {
+      switch error {
+      case .untrusted(let untrusted): throw untrusted
+      case .invalid(let file, let problem):
+        throw UsageError("--web-config \(TerminalText.sanitize(file)): \(problem)", commandPath: parsed.commandPath)
+      case .unreadable(let file, let why):
+        throw GeneralFailure(.unavailable, "--web-config: \(TerminalText.sanitize(file)): \(why)")
+      }
+    }
+    var tls: TLSServerContext?
+    if let settings = configuration.tls {
+      do {
+        tls = try TLSServerContext(settings)
+      } catch {
+        throw UsageError("--web-config \(TerminalText.sanitize(path)): \(error)", commandPath: parsed.commandPath)
+      }
+    }
+    return (tls, HTTPAccess(users: configuration.users, headers: configuration.headers))
   }
 }

@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+
+@testable import VPNStatTestSupport
+
+/// `record --listen --web-config` for real, in a namespace of its own: TLS with a client
+/// certificate and basic auth, as a fleet's Prometheus scrapes it; the refusals as curl meets
+/// them. Certificates are made by the openssl command for each test.
+@Suite(.enabled(if: Privilege.isRoot, Privilege.reason))
+struct MetricsTLSKernelTests {
+  static let openssl = "/usr/bin/openssl"
+  static let curl = "/usr/bin/curl"
+  static let prometheus = "/usr/bin/prometheus"
+  /// bcrypt (cost 10) of "s3cret pass".
+  static let hash = "$2b$10$..lkAcbT1toohgCSCfJQTeKZlxYWrRzuYGK8crjbEv8NTbIyNiWkG"
+
+  /// A CA, a server certificate for 127.0.0.1 and a client certificate it signed, in `directory`.
+  static func makeCertificates(in directory: TemporaryDirectory) throws {
+    let script = """
+      set -e
+      cd \(directory.path)
+      key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
+      key ca.key; key server.key; key client.key
+      openssl req -x509 -new -key ca.key -out ca.crt -days 2 -subj /CN=vpnstat-test-ca
+      openssl req -new -key server.key -out server.csr -subj /CN=127.0.0.1
+      printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth\\n' > server.ext
+      openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 \\
+        -extfile server.ext 2>/dev/null
+      openssl req -new -key client.key -out client.csr -subj /CN=prometheus
+      printf 'extendedKeyUsage=clientAuth\\n' > client.ext
+      openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 2 \\
+        -extfile client.ext 2>/dev/null
+      chmod 600 ca.key server.key client.key
+      """
+    let made = try run("/bin/sh", ["-c", script])
+    if made.status != 0 { throw TestSetupError("openssl: \(made.errors)") }
+  }
+
+  @Test(
+    "TLS with a required client certificate and basic auth: the right client gets the metrics; a wrong password 401, no certificate or TLS 1.1 a refused handshake, plain HTTP nothing; a real Prometheus scrapes it with tls_config and basic_auth"
+  )
+  func tlsAndBasicAuth() throws {
+    for tool in [Self.openssl, Self.curl, Self.prometheus] { try Tool.require(tool) }
+    let ns = try TestNamespace("tls")
+    let directory = try TemporaryDirectory("tls")
+    try Self.makeCertificates(in: directory)
+    let config = directory.file("web.yml")
+    try """
+    tls_server_config:
+      cert_file: server.crt
+      key_file: server.key
+      client_ca_file: ca.crt
+      client_auth_type: RequireAndVerifyClientCert
+    basic_auth_users:
+      prometheus: \(Self.hash)
+    http_server_config:
+      headers:
+        Strict-Transport-Security: max-age=31536000
+
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    let db = directory.file("v.db")
+    let recorder = try ns.startRecorder(
+      db, ["--interval", "1s", "--listen", "127.0.0.1:9586", "--web-config", config])
+    defer { recorder.stop() }
+    try recorder.waitForError("serving metrics on https://127.0.0.1:9586/metrics")
+    let url = "https://127.0.0.1:9586/metrics"
+    let client = [
+      "--cacert", directory.file("ca.crt"), "--cert", directory.file("client.crt"),
+      "--key", directory.file("client.key"),
+    ]
+    func curl(_ arguments: [String]) throws -> CommandResult {
+      try ns.run(Self.curl, ["-s", "-S", "-i", "--max-time", "5"] + arguments)
+    }
+    var answer = CommandResult(status: -1, stdout: Data(), stderr: Data())
+    let served = try waitUntil(timeout: 20, every: 0.2) {
+      answer = try curl(client + ["-u", "prometheus:s3cret pass", url])
+      return answer.output.hasPrefix("HTTP/1.1 200")
+    }
+    #expect(served != nil, "\(answer.output.prefix(300)) \(answer.errors) \(recorder.errors)")
+    #expect(answer.output.contains("vpnstat_scrape_timestamp_seconds"))
+    #expect(answer.output.contains("Strict-Transport-Security: max-age=31536000"))
+
+    let wrong = try curl(client + ["-u", "prometheus:wrong", url])
+    #expect(wrong.output.hasPrefix("HTTP/1.1 401"), "\(wrong.output.prefix(200))")
+    #expect(wrong.output.contains("WWW-Authenticate: Basic realm=\"vpnstat\""))
+    #expect(!wrong.output.contains("vpnstat_scrape_timestamp_seconds"))
+    let none = try curl(client + [url])
+    #expect(none.output.hasPrefix("HTTP/1.1 401"), "\(none.output.prefix(200))")
+
+    // No client certificate: the handshake refuses it, nothing is answered.
+    let anonymous = try curl(["--cacert", directory.file("ca.crt"), "-u", "prometheus:s3cret pass", url])
+    #expect(anonymous.status != 0 && !anonymous.output.contains("HTTP/1.1"), "\(anonymous.output) \(anonymous.errors)")
+    // TLS 1.1 at most: below the minimum (TLS 1.2).
+    let old = try curl(client + ["--tlsv1.1", "--tls-max", "1.1", "-u", "prometheus:s3cret pass", url])
+    #expect(old.status != 0 && !old.output.contains("HTTP/1.1"), "\(old.output) \(old.errors)")
+    // Plain HTTP to the TLS port gets no metrics.
+    let plain = try curl(["http://127.0.0.1:9586/metrics"])
+    #expect(!plain.output.contains("vpnstat_scrape_timestamp_seconds"), "\(plain.output.prefix(200))")
+    #expect(recorder.isRunning, "\(recorder.errors)")
+
+    // A real Prometheus with the fleet's settings: the target is up and its samples are vpnstat's.
+    let prometheusConfig = directory.file("prometheus.yml")
+    try """
+    global:
+      scrape_interval: 1s
+      scrape_timeout: 1s
+    scrape_configs:
+      - job_name: vpnstat
+        scheme: https
+        tls_config:
+          ca_file: \(directory.file("ca.crt"))
+          cert_file: \(directory.file("client.crt"))
+          key_file: \(directory.file("client.key"))
+        basic_auth:
+          username: prometheus
+          password: s3cret pass
+        static_configs:
+          - targets: ['127.0.0.1:9586']
+      - job_name: wrong-password
+        scheme: https
+        tls_config:
+          ca_file: \(directory.file("ca.crt"))
+          cert_file: \(directory.file("client.crt"))
+          key_file: \(directory.file("client.key"))
+        basic_auth:
+          username: prometheus
+          password: wrong
+        static_configs:
+          - targets: ['127.0.0.1:9586']
+
+    """.write(toFile: prometheusConfig, atomically: true, encoding: .utf8)
+    let server = try ns.start(
+      Self.prometheus,
+      [
+        "--config.file=" + prometheusConfig, "--storage.tsdb.path=" + directory.file("tsdb"),
+        "--web.listen-address=127.0.0.1:9090", "--log.level=warn",
+      ])
+    defer { server.stop() }
+    func query(_ expression: String) throws -> String? {
+      let result = try ns.run(
+        Self.curl,
+        [
+          "-s", "--max-time", "2", "-G", "http://127.0.0.1:9090/api/v1/query", "--data-urlencode",
+          "query=" + expression,
+        ])
+      guard result.status == 0, let object = try? JSONSerialization.jsonObject(with: result.stdout) as? [String: Any],
+        let data = object["data"] as? [String: Any], let first = (data["result"] as? [[String: Any]])?.first,
+        let value = first["value"] as? [Any]
+      else { return nil }
+      return value.last as? String
+    }
+    var up: String?
+    var down: String?
+    let scraped = try waitUntil(timeout: 40, every: 0.25) {
+      up = try query("up{job=\"vpnstat\"}")
+      down = try query("up{job=\"wrong-password\"}")
+      return up == "1" && down == "0"
+    }
+    #expect(scraped != nil, "up \(up ?? "-"), wrong password up \(down ?? "-"): \(server.errors)")
+    let exported = try ns.vpnstat("export", "--format", "prometheus", "--db", db)
+    let scrapedLo = try query("vpnstat_interface_receive_bytes_total{interface=\"lo\"}")
+    #expect(scrapedLo != nil && exported.output.contains("interface=\"lo\""), "\(scrapedLo ?? "-")")
+  }
+}
