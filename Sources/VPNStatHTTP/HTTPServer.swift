@@ -1,3 +1,4 @@
+import Synchronization
 import VPNStatModel
 import VPNStatSystem
 import VPNStatTLS
@@ -342,15 +343,26 @@ package struct HTTPServer {
 
 /// An HTTP server's life: on a thread of its own, until `stop` is signalled.
 package enum HTTPServerLoop {
-  /// Starts `server` on a new thread; signal `stop` to end it (its clients are closed).
-  package static func start(_ server: HTTPServer, stop: WakeUp, log: @escaping @Sendable (String) -> Void) throws {
+  /// Starts `server` on a new thread; signal `stop` to end it (its clients are closed). What
+  /// `updates` is given (a reloaded certificate, users, headers) is taken between two steps:
+  /// the listener and the connections stay, new connections get the new settings.
+  package static func start(
+    _ server: HTTPServer, stop: WakeUp, updates: HTTPServerUpdates? = nil,
+    log: @escaping @Sendable (String) -> Void
+  ) throws {
     let box = ServerBox(server)
     try BackgroundThread.start {
       var server = box.take()
       defer { server.closeAll() }
+      let watched = [stop.descriptor] + (updates.map { [$0.wake.descriptor] } ?? [])
       while true {
         do {
-          if try server.step(timeout: nil, also: [stop.descriptor]).contains(stop.descriptor) { return }
+          let ready = try server.step(timeout: nil, also: watched)
+          if ready.contains(stop.descriptor) { return }
+          if let updates, ready.contains(updates.wake.descriptor), let (tls, access) = updates.take() {
+            server.tls = tls
+            server.access = access
+          }
         } catch {
           // A failure of one wait (out of memory, a descriptor gone bad) must not end the
           // serving for good: say it and go on after a moment.
@@ -368,6 +380,28 @@ package enum HTTPServerLoop {
     func take() -> HTTPServer {
       defer { server = nil }
       return server!
+    }
+  }
+}
+
+/// New settings for a running server's thread (`record --listen` reloading its web
+/// configuration on SIGHUP): offered by one thread, taken by the server's between two steps.
+package final class HTTPServerUpdates: @unchecked Sendable {
+  let wake: WakeUp
+  private let pending = Mutex<(TLSServerContext?, HTTPAccess)?>(nil)
+
+  package init() throws { wake = try WakeUp() }
+
+  package func offer(tls: TLSServerContext?, access: HTTPAccess) {
+    pending.withLock { $0 = (tls, access) }
+    wake.signal()
+  }
+
+  func take() -> (TLSServerContext?, HTTPAccess)? {
+    _ = wake.consume()
+    return pending.withLock { value in
+      defer { value = nil }
+      return value
     }
   }
 }

@@ -117,6 +117,10 @@ package final class SignalChannel {
   /// True for a signal that asks to stop (anything but SIGWINCH).
   package static func isStop(_ signal: Int32) -> Bool { signal != SIGWINCH }
 
+  /// True for SIGHUP, which a daemon with files to read again takes as "reload" (and others as
+  /// "stop").
+  package static func isHangUp(_ signal: Int32) -> Bool { signal == SIGHUP }
+
   /// True for SIGWINCH: the terminal was resized.
   package static func isResize(_ signal: Int32) -> Bool { signal == SIGWINCH }
 

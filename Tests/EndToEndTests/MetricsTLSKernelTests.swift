@@ -11,8 +11,9 @@ struct MetricsTLSKernelTests {
   static let openssl = "/usr/bin/openssl"
   static let curl = "/usr/bin/curl"
   static let prometheus = "/usr/bin/prometheus"
-  /// bcrypt (cost 10) of "s3cret pass".
+  /// bcrypt (cost 10) of "s3cret pass", and of "new pass".
   static let hash = "$2b$10$..lkAcbT1toohgCSCfJQTeKZlxYWrRzuYGK8crjbEv8NTbIyNiWkG"
+  static let newHash = "$2b$10$ymGnuu4MUqmD/Gmy/UPeYu0KyqrI3lB7sJgFatlOdribOsz7eDsZK"
 
   /// A CA, a server certificate for 127.0.0.1 and a client certificate it signed, in `directory`.
   static func makeCertificates(in directory: TemporaryDirectory) throws {
@@ -98,6 +99,29 @@ struct MetricsTLSKernelTests {
     #expect(!plain.output.contains("vpnstat_scrape_timestamp_seconds"), "\(plain.output.prefix(200))")
     #expect(recorder.isRunning, "\(recorder.errors)")
 
+    // SIGHUP reloads the file: a new password takes over, the listener stays.
+    let original = try String(contentsOfFile: config, encoding: .utf8)
+    try original.replacingOccurrences(of: Self.hash, with: Self.newHash)
+      .write(toFile: config, atomically: true, encoding: .utf8)
+    kill(recorder.pid, SIGHUP)
+    try recorder.waitForError("reloaded the web configuration")
+    let renewed = try curl(client + ["-u", "prometheus:new pass", url])
+    #expect(renewed.output.hasPrefix("HTTP/1.1 200"), "\(renewed.output.prefix(200)) \(renewed.errors)")
+    let stale = try curl(client + ["-u", "prometheus:s3cret pass", url])
+    #expect(stale.output.hasPrefix("HTTP/1.1 401"), "\(stale.output.prefix(200))")
+    // A file that no longer loads: said, and the running settings kept.
+    try "tls_server_config:\n  cert_file: server.crt\n".write(toFile: config, atomically: true, encoding: .utf8)
+    kill(recorder.pid, SIGHUP)
+    try recorder.waitForError("the running one is kept")
+    #expect(try curl(client + ["-u", "prometheus:new pass", url]).output.hasPrefix("HTTP/1.1 200"))
+    #expect(recorder.isRunning, "\(recorder.errors)")
+    try original.write(toFile: config, atomically: true, encoding: .utf8)
+    kill(recorder.pid, SIGHUP)
+    let reloadedTwice = waitUntil(timeout: 10) {
+      recorder.errors.components(separatedBy: "reloaded the web configuration").count == 3
+    }
+    #expect(reloadedTwice != nil, "\(recorder.errors)")
+
     // A real Prometheus with the fleet's settings: the target is up and its samples are vpnstat's.
     let prometheusConfig = directory.file("prometheus.yml")
     try """
@@ -160,5 +184,39 @@ struct MetricsTLSKernelTests {
     let exported = try ns.vpnstat("export", "--format", "prometheus", "--db", db)
     let scrapedLo = try query("vpnstat_interface_receive_bytes_total{interface=\"lo\"}")
     #expect(scrapedLo != nil && exported.output.contains("interface=\"lo\""), "\(scrapedLo ?? "-")")
+  }
+
+  @Test(
+    "a web configuration others could write, or a TLS key others could read, is refused with 77 before anything is served; an unknown field with 64"
+  )
+  func untrustedFilesRefused() throws {
+    try Tool.require(Self.openssl)
+    let ns = try TestNamespace("tlstrust")
+    let directory = try TemporaryDirectory("tlstrust")
+    try Self.makeCertificates(in: directory)
+    let config = directory.file("web.yml")
+    try "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+      .write(toFile: config, atomically: true, encoding: .utf8)
+    func record() throws -> CommandResult {
+      try ns.vpnstat(
+        "record", "--db", directory.file("v.db"), "--count", "1", "--listen", "127.0.0.1:9586", "--web-config", config)
+    }
+    let trusted = try record()
+    #expect(trusted.status == 0, "\(trusted.errors)")
+    chmod(directory.file("server.key"), 0o644)
+    let readableKey = try record()
+    #expect(readableKey.status == 77, "\(readableKey.status) \(readableKey.errors)")
+    #expect(readableKey.errors.contains("readable by others"), "\(readableKey.errors)")
+    chmod(directory.file("server.key"), 0o600)
+    chmod(config, 0o666)
+    let writable = try record()
+    #expect(writable.status == 77, "\(writable.status) \(writable.errors)")
+    #expect(writable.errors.contains("web configuration"), "\(writable.errors)")
+    chmod(config, 0o644)
+    try "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  cipher_suites: [x]\n"
+      .write(toFile: config, atomically: true, encoding: .utf8)
+    let unsupported = try record()
+    #expect(unsupported.status == 64, "\(unsupported.status) \(unsupported.errors)")
+    #expect(unsupported.errors.contains("cipher_suites"), "\(unsupported.errors)")
   }
 }

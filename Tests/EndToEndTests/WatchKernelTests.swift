@@ -40,8 +40,15 @@ final class TmuxScreen: @unchecked Sendable {
   }
 
   func format(_ variable: String) -> String {
-    ((try? run("/usr/bin/tmux", ["-L", socket, "display-message", "-p", "-t", "w", variable]).output) ?? "")
-      .trimmingCharacters(in: .whitespacesAndNewlines)
+    // A loaded machine's tmux once answered nothing at all (the fresh-machine run): asked again
+    // until it answers, for a few seconds.
+    var answer = ""
+    _ = waitUntil(timeout: 3, every: 0.1) {
+      answer = ((try? run("/usr/bin/tmux", ["-L", socket, "display-message", "-p", "-t", "w", variable]).output) ?? "")
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+      return !answer.isEmpty
+    }
+    return answer
   }
 
   /// Waits until the screen satisfies `condition`; returns that screen.

@@ -37,7 +37,8 @@ enum RecordCommand: Subcommand {
       counter resets and wraps) and the 5-minute, hourly, daily and monthly buckets in memory,
       and saves them every save interval — at once for a deleted interface's last counters, a new
       interface, a session window's change and on stopping. One recorder per database. Stops
-      cleanly on SIGTERM, SIGINT or SIGHUP; after a kill -9 the next start books what the kernel
+      cleanly on SIGTERM, SIGINT or SIGHUP (with --web-config, SIGHUP reads that file again
+      instead); after a kill -9 the next start books what the kernel
       counted since the last save, so only what a tunnel deleted meanwhile carried is lost.
       """,
     options: [
@@ -88,6 +89,21 @@ enum RecordCommand: Subcommand {
     var stopServing: WakeUp?
     // The web configuration is --listen's (a recorder without a server reads none).
     let web = parsed[listen] == nil ? nil : try parsed[webConfig].map { try loadWebConfiguration($0, parsed) }
+    // SIGHUP reads it again (renewed certificates, changed users) without closing the listener;
+    // a file that no longer loads is said and the running settings kept.
+    let updates = web == nil ? nil : try HTTPServerUpdates()
+    var reload: (() -> Void)?
+    if let updates, let path = parsed[webConfig] {
+      reload = {
+        do {
+          let (tls, access) = try loadWebConfiguration(path, parsed)
+          updates.offer(tls: tls, access: access)
+          log.event("reloaded the web configuration \(TerminalText.sanitize(path))")
+        } catch {
+          log.event("the web configuration was not reloaded, the running one is kept: \(error)")
+        }
+      }
+    }
     if let address = parsed[listen] {
       let listener = try ListeningSocket(address)
       // The page reloads about as often as there are new figures, and no more than every 5 s.
@@ -100,7 +116,7 @@ enum RecordCommand: Subcommand {
       try HTTPServerLoop.start(
         HTTPServer(
           listener: listener, responder: MetricsRoutes(exposition), clock: context.clock, tls: web?.tls,
-          access: web?.access ?? HTTPAccess()), stop: stop,
+          access: web?.access ?? HTTPAccess()), stop: stop, updates: updates,
         log: { [context] line in context.warn("metrics server: \(line)") })
       stopServing = stop
       log.event("serving metrics on \(web?.tls == nil ? "http" : "https")://\(listener.address)/metrics")
@@ -108,7 +124,7 @@ enum RecordCommand: Subcommand {
     defer { stopServing?.signal() }
     try RecorderLoop.run(
       &recorder, interval: parsed[interval] ?? .seconds(5), count: parsed[count], notificationBuffer: buffer,
-      supervisor: context.supervisor())
+      supervisor: context.supervisor(), reload: reload)
     withExtendedLifetime(lock) {}
     return .success
   }

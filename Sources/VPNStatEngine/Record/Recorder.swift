@@ -210,7 +210,7 @@ package enum RecorderLoop {
   package static func run(
     _ recorder: inout Recorder, interval: Duration, count: Int?,
     notificationBuffer: Int32 = LinkNotifications.defaultReceiveBuffer,
-    supervisor: any ServiceSupervisor = Unsupervised()
+    supervisor: any ServiceSupervisor = Unsupervised(), reload: (() -> Void)? = nil
   ) throws {
     let signals = try SignalChannel.stopping()
     let notifications = try? LinkNotifications(receiveBuffer: notificationBuffer)
@@ -239,7 +239,14 @@ package enum RecorderLoop {
       var watched = [signals.descriptor, timer.descriptor]
       if let notifications { watched.append(notifications.descriptor) }
       let ready = try waitForReadable(watched, timeout: beat.timeout(monotonic: recorder.sampler.clock.now().monotonic))
-      if ready.contains(signals.descriptor), !signals.received().isEmpty {
+      let received = ready.contains(signals.descriptor) ? signals.received() : []
+      // SIGHUP reloads what can be reloaded (the web configuration), and stops a recorder
+      // that has nothing to reload.
+      if let reload, !received.isEmpty, received.allSatisfy(SignalChannel.isHangUp) {
+        supervisor.status("reloading")
+        reload()
+        said = ""
+      } else if !received.isEmpty {
         supervisor.stopping()
         // Book what happened since the last poll, then stop (the last save samples once more).
         try book()
