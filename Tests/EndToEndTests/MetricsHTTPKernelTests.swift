@@ -314,12 +314,20 @@ struct MetricsHTTPKernelTests {
     print('closed', closed, flush=True)
     """
 
-  /// Slow clients (slowloris): COUNT connections each send a request line, then one byte a
-  /// second, reconnecting when closed; meanwhile a scraper GETs /metrics every 100 ms for
-  /// SECONDS. Prints "scrapes N answered M slowest S".
+  /// Slow clients (slowloris): COUNT connections each send a request line (with TLS: a
+  /// ClientHello's first bytes), then one byte a second, reconnecting when closed; meanwhile a
+  /// scraper GETs /metrics every 100 ms for SECONDS. Prints "scrapes N answered M slowest S".
   static let slowAttack = """
-    import resource, selectors, socket, sys, threading, time, urllib.request
+    import base64, resource, selectors, socket, ssl, sys, threading, time, urllib.request
     count, port, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+    # With CA CERT KEY USER:PASSWORD: TLS, and the slow clients leave their handshake half-done
+    # (a ClientHello's record header, then a byte a second).
+    tls = sys.argv[4:8] if len(sys.argv) >= 8 else None
+    context = None
+    if tls:
+        context = ssl.create_default_context(cafile=tls[0])
+        context.load_cert_chain(tls[1], tls[2])
+    first = b'\\x16\\x03\\x01\\x02\\x00' if tls else b'GET /metrics HTTP/1.1\\r\\n'
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 256), hard))
     selector = selectors.DefaultSelector()
@@ -327,7 +335,7 @@ struct MetricsHTTPKernelTests {
         s = socket.create_connection(('127.0.0.1', port), timeout=5)
         s.setblocking(False)
         try:
-            s.send(b'GET /metrics HTTP/1.1\\r\\n')
+            s.send(first)
         except OSError:
             pass
         selector.register(s, selectors.EVENT_READ)
@@ -339,7 +347,10 @@ struct MetricsHTTPKernelTests {
         while time.time() < stop:
             asked = time.time()
             try:
-                with urllib.request.urlopen(f'http://127.0.0.1:{port}/metrics', timeout=3) as r:
+                request = urllib.request.Request(f'{"https" if tls else "http"}://127.0.0.1:{port}/metrics')
+                if tls:
+                    request.add_header('Authorization', 'Basic ' + base64.b64encode(tls[3].encode()).decode())
+                with urllib.request.urlopen(request, timeout=3, context=context) as r:
                     ok = r.status == 200 and b'vpnstat_scrape_timestamp_seconds' in r.read()
             except Exception:
                 ok = False

@@ -219,4 +219,46 @@ struct MetricsTLSKernelTests {
     #expect(unsupported.status == 64, "\(unsupported.status) \(unsupported.errors)")
     #expect(unsupported.errors.contains("cipher_suites"), "\(unsupported.errors)")
   }
+
+  @Test(
+    "600 clients leaving their TLS handshake half-done (a byte a second) while a scraper scrapes over TLS with a client certificate and basic auth every 100 ms: every scrape answered"
+  )
+  func halfDoneHandshakesStarveNoScrape() throws {
+    for tool in [Self.openssl, "/usr/bin/python3"] { try Tool.require(tool) }
+    let ns = try TestNamespace("tlsslow")
+    let directory = try TemporaryDirectory("tlsslow")
+    try Self.makeCertificates(in: directory)
+    let config = directory.file("web.yml")
+    try """
+    tls_server_config:
+      cert_file: server.crt
+      key_file: server.key
+      client_ca_file: ca.crt
+      client_auth_type: RequireAndVerifyClientCert
+    basic_auth_users:
+      prometheus: \(Self.hash)
+
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    let recorder = try ns.startRecorder(
+      directory.file("v.db"), ["--interval", "1s", "--listen", "127.0.0.1:9586", "--web-config", config])
+    defer { recorder.stop() }
+    try recorder.waitForError("serving metrics on https://")
+    let seconds = ProcessInfo.processInfo.environment["VPNSTAT_SLOW_ATTACK_SECONDS"] ?? "12"
+    let attack = try ns.start(
+      "/usr/bin/python3",
+      [
+        "-c", MetricsHTTPKernelTests.slowAttack, "600", "9586", seconds, directory.file("ca.crt"),
+        directory.file("client.crt"), directory.file("client.key"), "prometheus:s3cret pass",
+      ])
+    defer { attack.stop() }
+    try attack.waitFor("ready", timeout: 30)
+    try attack.waitFor("scrapes", timeout: (Double(seconds) ?? 12) + 30)
+    let words = attack.output.split(separator: "\n").last { $0.hasPrefix("scrapes") }?.split(separator: " ") ?? []
+    try #require(words.count == 6, "\(attack.output) \(attack.errors)")
+    let scrapes = Int(words[1]) ?? 0
+    #expect(scrapes >= 10, "\(attack.output)")
+    #expect(Int(words[3]) == scrapes, "TLS scrapes failed under half-done handshakes: \(attack.output)")
+    #expect(recorder.isRunning)
+    print("600 half-done TLS handshakes for \(seconds) s: \(words.joined(separator: " "))")
+  }
 }
