@@ -150,6 +150,134 @@ enum MetricsBenchmark {
       let d = Distribution(results[format]!)
       return
         "metrics: \(ifbCount + 1) interfaces, one scrape of record --listen (\(format)): median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)); vpnstat export (the peer) \(formatDuration(peer)): \(formatRatio(d.median / peer)); response up to \(size / 1024) KiB"
+    } + (try tlsRows(vpnstat: vpnstat, directory: directory, plainRecorder: recorder, ifbCount: ifbCount, quick: quick))
+  }
+
+  /// The same scrape over TLS (a client certificate, then basic auth too, as a fleet's
+  /// Prometheus asks), beside the plain one, each through curl so the client's own cost is in
+  /// every row; node_exporter with the same web configuration where it is installed; the
+  /// recorders' resident memory with and without TLS.
+  static func tlsRows(vpnstat: String, directory: String, plainRecorder: pid_t, ifbCount: Int, quick: Bool) throws
+    -> [String]
+  {
+    let curl = "/usr/bin/curl"
+    guard access(curl, X_OK) == 0, access("/usr/bin/openssl", X_OK) == 0 else {
+      return ["metrics over TLS: skipped (curl and openssl are needed)"]
     }
+    // bcrypt (cost 10) of "s3cret pass", as the test suite's.
+    let hash = "$2b$10$..lkAcbT1toohgCSCfJQTeKZlxYWrRzuYGK8crjbEv8NTbIyNiWkG"
+    let script = """
+      set -e
+      cd \(directory)
+      key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
+      key ca.key; key server.key; key client.key
+      openssl req -x509 -new -key ca.key -out ca.crt -days 2 -subj /CN=bench-ca 2>/dev/null
+      openssl req -new -key server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null
+      printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext
+      openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 \\
+        -extfile server.ext 2>/dev/null
+      openssl req -new -key client.key -out client.csr -subj /CN=prometheus 2>/dev/null
+      openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 2 2>/dev/null
+      chmod 600 *.key
+      tls='tls_server_config:\\n  cert_file: server.crt\\n  key_file: server.key\\n  client_ca_file: ca.crt\\n  client_auth_type: RequireAndVerifyClientCert\\n'
+      printf "$tls" > tls.yml
+      printf "$tls"'basic_auth_users:\\n  prometheus: %s\\n' '\(hash)' > auth.yml
+      """
+    let made = try PreparedCommand(label: "", path: "/bin/sh", arguments: ["-c", script]).spawn()
+    guard try waitForExit(made).succeeded else { throw BenchError("openssl: making certificates failed") }
+    let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+    defer { close(null) }
+    var recorders: [pid_t] = []
+    defer {
+      for pid in recorders {
+        kill(pid, SIGTERM)
+        _ = try? waitForExit(pid)
+      }
+    }
+    for (port, file) in [(9587, "tls.yml"), (9588, "auth.yml")] {
+      recorders.append(
+        try PreparedCommand(
+          label: "", path: vpnstat,
+          arguments: [
+            "record", "--db", directory + "/tls-\(port).db", "--interval", "5s", "--listen", "127.0.0.1:\(port)",
+            "--web-config", directory + "/" + file,
+          ]
+        ).spawn(stdout: null, stderr: null))
+    }
+    let client = [
+      "--cacert", directory + "/ca.crt", "--cert", directory + "/client.crt", "--key", directory + "/client.key",
+    ]
+    let rows: [(label: String, arguments: [String])] = [
+      ("plain", ["http://127.0.0.1:9586/metrics"]),
+      ("TLS 1.3, client certificate", client + ["https://127.0.0.1:9587/metrics"]),
+      (
+        "TLS 1.3, client certificate, basic auth",
+        client + ["-u", "prometheus:s3cret pass", "https://127.0.0.1:9588/metrics"]
+      ),
+    ]
+    func fetch(_ arguments: [String]) throws -> Int64? {
+      let start = monotonicNanoseconds()
+      let pid = try PreparedCommand(label: "", path: curl, arguments: ["-s", "-f", "-o", "/dev/null"] + arguments)
+        .spawn(stdout: null, stderr: null)
+      return try waitForExit(pid).succeeded ? monotonicNanoseconds() - start : nil
+    }
+    // Until each serves its first sample.
+    let deadline = monotonicNanoseconds() + 20_000_000_000
+    for row in rows {
+      while try fetch(row.arguments) == nil {
+        guard monotonicNanoseconds() < deadline else { throw BenchError("record --web-config never served") }
+        usleep(50_000)
+      }
+    }
+    var times: [String: [Int64]] = [:]
+    for _ in 0..<(quick ? 10 : 40) {
+      for row in rows {
+        guard let took = try fetch(row.arguments) else { throw BenchError("a scrape through curl failed") }
+        times[row.label, default: []].append(took)
+      }
+    }
+    let plain = Distribution(times["plain"]!).median
+    var lines = rows.map { row in
+      let d = Distribution(times[row.label]!)
+      return
+        "metrics over TLS: \(ifbCount + 1) interfaces, curl scrapes record --listen (\(row.label)): median \(formatDuration(d.median)), p90 \(formatDuration(d.p90)); plain (the peer) \(formatDuration(plain)): \(formatRatio(d.median / plain))"
+    }
+    let resident = [("plain", plainRecorder), ("TLS", recorders[0]), ("TLS and basic auth", recorders[1])].map {
+      "\($0.0) \(formatBytes(Double((ProcessUsage.of($0.1)?.residentKiB ?? 0) * 1024)))"
+    }
+    lines.append("metrics over TLS: record --listen resident after the scrapes: \(resident.joined(separator: ", "))")
+    // node_exporter's netdev collector with the very same web configuration file, where it is
+    // installed (a service: the bench never installs it).
+    let nodeExporter = "/usr/bin/prometheus-node-exporter"
+    guard access(nodeExporter, X_OK) == 0 else {
+      lines.append(
+        "metrics over TLS: node_exporter with the same web configuration: skipped (prometheus-node-exporter is not installed)"
+      )
+      return lines
+    }
+    let exporter = try PreparedCommand(
+      label: "", path: nodeExporter,
+      arguments: [
+        "--web.listen-address=127.0.0.1:9589", "--web.config.file=" + directory + "/auth.yml",
+        "--collector.disable-defaults", "--collector.netdev",
+      ]
+    ).spawn(stdout: null, stderr: null)
+    recorders.append(exporter)
+    let peerArguments = client + ["-u", "prometheus:s3cret pass", "https://127.0.0.1:9589/metrics"]
+    while try fetch(peerArguments) == nil {
+      guard monotonicNanoseconds() < deadline + 10_000_000_000 else { throw BenchError("node_exporter never served") }
+      usleep(50_000)
+    }
+    var peerTimes: [Int64] = []
+    for _ in 0..<(quick ? 10 : 40) {
+      guard let took = try fetch(peerArguments) else { throw BenchError("a node_exporter scrape failed") }
+      peerTimes.append(took)
+    }
+    let ours = Distribution(times["TLS 1.3, client certificate, basic auth"]!).median
+    let peer = Distribution(peerTimes).median
+    lines.append(
+      "metrics over TLS: node_exporter's netdev collector with the same web configuration: median \(formatDuration(peer)); vpnstat \(formatDuration(ours)): \(formatRatio(ours / peer))"
+    )
+    return lines
   }
 }

@@ -123,6 +123,8 @@ struct MetricsTLSKernelTests {
     #expect(reloadedTwice != nil, "\(recorder.errors)")
 
     // A real Prometheus with the fleet's settings: the target is up and its samples are vpnstat's.
+    let plan = try ns.vpnstat("plan", "free", "--data-cap", "3GiB", "--db", db)
+    #expect(plan.status == 0, "\(plan.errors)")
     let prometheusConfig = directory.file("prometheus.yml")
     try """
     global:
@@ -181,9 +183,17 @@ struct MetricsTLSKernelTests {
       return up == "1" && down == "0"
     }
     #expect(scraped != nil, "up \(up ?? "-"), wrong password up \(down ?? "-"): \(server.errors)")
+    // A sample that holds still, as export writes it and as Prometheus stored it over TLS.
     let exported = try ns.vpnstat("export", "--format", "prometheus", "--db", db)
-    let scrapedLo = try query("vpnstat_interface_receive_bytes_total{interface=\"lo\"}")
-    #expect(scrapedLo != nil && exported.output.contains("interface=\"lo\""), "\(scrapedLo ?? "-")")
+    let line = exported.output.split(separator: "\n").first { $0.hasPrefix("vpnstat_data_cap_limit_bytes{") }
+    let limit = line?.split(separator: " ").last.map(String.init)
+    #expect(limit == "3221225472", "\(exported.output.prefix(300))")
+    var stored: String?
+    let caughtUp = try waitUntil(timeout: 20, every: 0.25) {
+      stored = try query("vpnstat_data_cap_limit_bytes")
+      return stored == limit
+    }
+    #expect(caughtUp != nil, "Prometheus stored \(stored ?? "nothing"), export says \(limit ?? "nothing")")
   }
 
   @Test(
