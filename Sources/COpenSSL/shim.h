@@ -1,6 +1,8 @@
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 
 // Macros Swift cannot call, as functions.
 static inline long copenssl_set_mode(SSL_CTX *context, long mode) { return SSL_CTX_set_mode(context, mode); }

@@ -1,3 +1,4 @@
+import Synchronization
 import VPNStatTLS
 
 /// Who may be answered and what every answer carries, from the web configuration: basic auth
@@ -7,6 +8,12 @@ package struct HTTPAccess: Sendable {
   package var users: [String: String]
   /// Added to every response, in place of the server's own header of the same name.
   package var headers: [(name: String, value: String)]
+
+  /// Credentials already checked: a scraper sends the same ones every few seconds, and bcrypt
+  /// costs it tens of milliseconds each time (exporter-toolkit keeps such a cache too). Only
+  /// successes, keyed by a salted digest of user, hash and password; a new access (a reload)
+  /// starts empty.
+  private let verified = VerifiedCredentials()
 
   package init(users: [String: String] = [:], headers: [(name: String, value: String)] = []) {
     self.users = users
@@ -25,7 +32,11 @@ package struct HTTPAccess: Sendable {
       _ = PasswordHash.matches(password, hash: Self.unknownUserHash)
       return false
     }
-    return PasswordHash.matches(password, hash: hash)
+    let key = verified.key(user: user, hash: hash, password: password)
+    if verified.contains(key) { return true }
+    guard PasswordHash.matches(password, hash: hash) else { return false }
+    verified.insert(key)
+    return true
   }
 
   /// `Basic BASE64(user:password)` as user and password bytes; nil for anything else.
@@ -55,6 +66,26 @@ package struct HTTPAccess: Sendable {
   /// The answer to a request without the right credentials.
   static let unauthorized = HTTPResponse.error(
     401, "Unauthorized", headers: [("WWW-Authenticate", "Basic realm=\"vpnstat\"")])
+}
+
+/// The credentials `HTTPAccess` has seen pass, as salted digests, at most `limit` of them.
+final class VerifiedCredentials: @unchecked Sendable {
+  static let limit = 64
+  private let salt = CredentialDigest.random(32)
+  private let keys = Mutex<Set<[UInt8]>>([])
+
+  func key(user: String, hash: String, password: [UInt8]) -> [UInt8] {
+    CredentialDigest.sha256(salt + Array(user.utf8) + [0] + Array(hash.utf8) + [0] + password)
+  }
+
+  func contains(_ key: [UInt8]) -> Bool { keys.withLock { $0.contains(key) } }
+
+  func insert(_ key: [UInt8]) {
+    keys.withLock { keys in
+      if keys.count >= Self.limit { keys.removeAll() }
+      keys.insert(key)
+    }
+  }
 }
 
 /// RFC 4648's base64, as `Authorization: Basic` carries it.

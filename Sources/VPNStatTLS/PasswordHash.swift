@@ -1,4 +1,5 @@
 import CCrypt
+import COpenSSL
 import VPNStatModel
 
 /// A password checked against its hash (bcrypt, `$2y$`, as Prometheus's web configuration
@@ -33,5 +34,22 @@ package enum PasswordHash {
       difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
     }
     return difference == 0
+  }
+}
+
+/// SHA-256 (OpenSSL's) of bytes, and bytes from OpenSSL's random generator: what a cache of
+/// checked credentials keys on, never the password itself.
+package enum CredentialDigest {
+  package static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: 32)
+    var size: UInt32 = 0
+    _ = bytes.withUnsafeBytes { raw in EVP_Digest(raw.baseAddress, raw.count, &digest, &size, EVP_sha256(), nil) }
+    return Array(digest.prefix(Int(size)))
+  }
+
+  package static func random(_ count: Int) -> [UInt8] {
+    var bytes = [UInt8](repeating: 0, count: count)
+    _ = RAND_bytes(&bytes, Int32(count))
+    return bytes
   }
 }

@@ -134,6 +134,28 @@ struct WebConfigurationTests {
     #expect(PasswordHash.matches(Array("x".utf8), hash: HTTPAccess.unknownUserHash) == false)
   }
 
+  @Test(
+    "checked credentials are remembered (a scraper does not pay bcrypt every scrape); a wrong password still fails after a right one"
+  )
+  func verifiedCredentialsRemembered() {
+    let access = HTTPAccess(users: ["prometheus": Self.hash])
+    func basic(_ text: String) -> String { "Basic " + Data(text.utf8).base64EncodedString() }
+    func seconds(_ header: String) -> (Bool, Double) {
+      let started = Date()
+      let allowed = access.allows(header)
+      return (allowed, Date().timeIntervalSince(started))
+    }
+    let (first, bcrypt) = seconds(basic("prometheus:s3cret pass"))
+    let (again, remembered) = seconds(basic("prometheus:s3cret pass"))
+    #expect(first && again)
+    #expect(remembered < bcrypt / 5, "first \(bcrypt) s, again \(remembered) s")
+    #expect(!access.allows(basic("prometheus:s3cret pass ")))
+    #expect(!access.allows(basic("prometheus:wrong")))
+    // A key depends on the hash too: the same password against a changed hash is checked anew.
+    let changed = HTTPAccess(users: ["prometheus": HTTPAccess.unknownUserHash])
+    #expect(!changed.allows(basic("prometheus:s3cret pass")))
+  }
+
   @Test("the configured headers replace the server's own of the same name; the rest is kept")
   func headers() {
     let access = HTTPAccess(headers: [("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "deny")])
