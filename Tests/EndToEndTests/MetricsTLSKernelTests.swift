@@ -15,6 +15,18 @@ struct MetricsTLSKernelTests {
   static let hash = "$2b$10$..lkAcbT1toohgCSCfJQTeKZlxYWrRzuYGK8crjbEv8NTbIyNiWkG"
   static let newHash = "$2b$10$ymGnuu4MUqmD/Gmy/UPeYu0KyqrI3lB7sJgFatlOdribOsz7eDsZK"
 
+  /// A fleet's web configuration: TLS with a required, verified client certificate and one user.
+  static let fleetConfiguration = """
+    tls_server_config:
+      cert_file: server.crt
+      key_file: server.key
+      client_ca_file: ca.crt
+      client_auth_type: RequireAndVerifyClientCert
+    basic_auth_users:
+      prometheus: \(hash)
+
+    """
+
   /// A CA, a server certificate for 127.0.0.1 and a client certificate it signed, in `directory`.
   static func makeCertificates(in directory: TemporaryDirectory) throws {
     let script = """
@@ -46,19 +58,8 @@ struct MetricsTLSKernelTests {
     let directory = try TemporaryDirectory("tls")
     try Self.makeCertificates(in: directory)
     let config = directory.file("web.yml")
-    try """
-    tls_server_config:
-      cert_file: server.crt
-      key_file: server.key
-      client_ca_file: ca.crt
-      client_auth_type: RequireAndVerifyClientCert
-    basic_auth_users:
-      prometheus: \(Self.hash)
-    http_server_config:
-      headers:
-        Strict-Transport-Security: max-age=31536000
-
-    """.write(toFile: config, atomically: true, encoding: .utf8)
+    try (Self.fleetConfiguration + "http_server_config:\n  headers:\n    Strict-Transport-Security: max-age=31536000\n")
+      .write(toFile: config, atomically: true, encoding: .utf8)
     let db = directory.file("v.db")
     let recorder = try ns.startRecorder(
       db, ["--interval", "1s", "--listen", "127.0.0.1:9586", "--web-config", config])
@@ -162,19 +163,7 @@ struct MetricsTLSKernelTests {
         "--web.listen-address=127.0.0.1:9090", "--log.level=warn",
       ])
     defer { server.stop() }
-    func query(_ expression: String) throws -> String? {
-      let result = try ns.run(
-        Self.curl,
-        [
-          "-s", "--max-time", "2", "-G", "http://127.0.0.1:9090/api/v1/query", "--data-urlencode",
-          "query=" + expression,
-        ])
-      guard result.status == 0, let object = try? JSONSerialization.jsonObject(with: result.stdout) as? [String: Any],
-        let data = object["data"] as? [String: Any], let first = (data["result"] as? [[String: Any]])?.first,
-        let value = first["value"] as? [Any]
-      else { return nil }
-      return value.last as? String
-    }
+    func query(_ expression: String) throws -> String? { try ns.prometheusQuery(expression) }
     var up: String?
     var down: String?
     let scraped = try waitUntil(timeout: 40, every: 0.25) {
@@ -239,36 +228,19 @@ struct MetricsTLSKernelTests {
     let directory = try TemporaryDirectory("tlsslow")
     try Self.makeCertificates(in: directory)
     let config = directory.file("web.yml")
-    try """
-    tls_server_config:
-      cert_file: server.crt
-      key_file: server.key
-      client_ca_file: ca.crt
-      client_auth_type: RequireAndVerifyClientCert
-    basic_auth_users:
-      prometheus: \(Self.hash)
-
-    """.write(toFile: config, atomically: true, encoding: .utf8)
+    try Self.fleetConfiguration.write(toFile: config, atomically: true, encoding: .utf8)
     let recorder = try ns.startRecorder(
       directory.file("v.db"), ["--interval", "1s", "--listen", "127.0.0.1:9586", "--web-config", config])
     defer { recorder.stop() }
     try recorder.waitForError("serving metrics on https://")
-    let seconds = ProcessInfo.processInfo.environment["VPNSTAT_SLOW_ATTACK_SECONDS"] ?? "12"
-    let attack = try ns.start(
-      "/usr/bin/python3",
-      [
-        "-c", MetricsHTTPKernelTests.slowAttack, "600", "9586", seconds, directory.file("ca.crt"),
-        directory.file("client.crt"), directory.file("client.key"), "prometheus:s3cret pass",
+    let (seconds, scrapes, answered, summary) = try MetricsHTTPKernelTests.slowAttack(
+      in: ns,
+      tls: [
+        directory.file("ca.crt"), directory.file("client.crt"), directory.file("client.key"), "prometheus:s3cret pass",
       ])
-    defer { attack.stop() }
-    try attack.waitFor("ready", timeout: 30)
-    try attack.waitFor("scrapes", timeout: (Double(seconds) ?? 12) + 30)
-    let words = attack.output.split(separator: "\n").last { $0.hasPrefix("scrapes") }?.split(separator: " ") ?? []
-    try #require(words.count == 6, "\(attack.output) \(attack.errors)")
-    let scrapes = Int(words[1]) ?? 0
-    #expect(scrapes >= 10, "\(attack.output)")
-    #expect(Int(words[3]) == scrapes, "TLS scrapes failed under half-done handshakes: \(attack.output)")
+    #expect(scrapes >= 10, "\(summary)")
+    #expect(answered == scrapes, "TLS scrapes failed under half-done handshakes: \(summary)")
     #expect(recorder.isRunning)
-    print("600 half-done TLS handshakes for \(seconds) s: \(words.joined(separator: " "))")
+    print("600 half-done TLS handshakes for \(seconds) s: \(summary)")
   }
 }

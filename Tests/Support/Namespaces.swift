@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-
 import VPNStatKernel
 import VPNStatModel
 import VPNStatStore
@@ -219,5 +218,20 @@ extension TestNamespace {
       usleep(20_000)
     }
     throw TestSetupError("recorder never wrote: \(recorder.errors)")
+  }
+}
+
+extension TestNamespace {
+  /// The value of `expression`'s first series from a Prometheus in this namespace
+  /// (127.0.0.1:9090's query API, through curl); nil when it has none (yet).
+  func prometheusQuery(_ expression: String) throws -> String? {
+    let result = try run(
+      "/usr/bin/curl",
+      ["-s", "--max-time", "2", "-G", "http://127.0.0.1:9090/api/v1/query", "--data-urlencode", "query=" + expression])
+    guard result.status == 0, let object = try? JSONSerialization.jsonObject(with: result.stdout) as? [String: Any],
+      let data = object["data"] as? [String: Any], let first = (data["result"] as? [[String: Any]])?.first,
+      let value = first["value"] as? [Any]
+    else { return nil }
+    return value.last as? String
   }
 }
