@@ -44,7 +44,7 @@ package struct HTTPAccess: Sendable {
     guard let authorization else { return nil }
     let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
     guard parts.count == 2, parts[0].lowercased() == "basic",
-      let decoded = Base64.decode(parts[1].trimmingCharacters(" \t")), let colon = decoded.firstIndex(of: 0x3A)
+      let decoded = Base64.decode(parts[1].trimmingCharacters(in: " \t")), let colon = decoded.firstIndex(of: 0x3A)
     else { return nil }
     return (String(decoding: decoded[..<colon], as: UTF8.self), Array(decoded[(colon + 1)...]))
   }
@@ -56,7 +56,7 @@ package struct HTTPAccess: Sendable {
     guard let split = (0..<max(0, response.count - 3)).first(where: { response[$0..<($0 + 4)].elementsEqual(end) })
     else { return response }
     let names = Set(headers.map { $0.name.lowercased() })
-    var lines = String(decoding: response[..<split], as: UTF8.self).components("\r\n").filter { line in
+    var lines = String(decoding: response[..<split], as: UTF8.self).split(separator: "\r\n").filter { line in
       !names.contains(line.prefix { $0 != ":" }.lowercased())
     }
     lines += headers.map { "\($0.name): \($0.value)" }
@@ -118,24 +118,5 @@ enum Base64 {
     }
     guard (text.utf8.count % 4 == 0) || padding == 0, padding <= 2 else { return nil }
     return bytes
-  }
-}
-
-extension String {
-  fileprivate func components(_ separator: String) -> [String] {
-    var parts: [String] = []
-    var rest = Substring(self)
-    while let range = rest.firstRange(of: separator) {
-      parts.append(String(rest[..<range.lowerBound]))
-      rest = rest[range.upperBound...]
-    }
-    parts.append(String(rest))
-    return parts
-  }
-}
-
-extension Substring {
-  fileprivate func trimmingCharacters(_ set: String) -> String {
-    String(drop { set.contains($0) }.reversed().drop { set.contains($0) }.reversed())
   }
 }

@@ -202,7 +202,8 @@ package struct HTTPServer {
         return
       }
     }
-    if connection.phase == .writing && connection.tlsWaits != .readable { try write(fd) } else { try read(fd) }
+    // A response goes on whatever TLS waited for (a write may need the socket readable).
+    if connection.phase == .writing { try write(fd) } else { try read(fd) }
   }
 
   /// What the connection has for us now, up to `limit` bytes: nil when nothing yet, empty when

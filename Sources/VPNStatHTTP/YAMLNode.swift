@@ -163,13 +163,13 @@ indirect enum YAMLNode: Sendable {
           quote = character
           current.append(character)
         } else if character == "," {
-          items.append(try value(Substring(current.trimmingSpaces), number))
+          items.append(try value(Substring(current.trimmingCharacters(in: " ")), number))
           current = ""
         } else {
           current.append(character)
         }
       }
-      items.append(try value(Substring(current.trimmingSpaces), number))
+      items.append(try value(Substring(current.trimmingCharacters(in: " ")), number))
       return .list(items)
     case "{":
       throw Problem(description: "line \(number): flow mappings ({…}) are not supported; use one field per line")
@@ -198,25 +198,9 @@ indirect enum YAMLNode: Sendable {
       return .scalar(result)
     case "'":
       guard text.count >= 2, text.last == "'" else { throw Problem(description: "line \(number): a quote not closed") }
-      return .scalar(String(text.dropFirst().dropLast()).replacingOccurrences("''", "'"))
+      return .scalar(String(text.dropFirst().dropLast()).replacing("''", with: "'"))
     default:
       return .scalar(String(text))
     }
-  }
-}
-
-extension String {
-  fileprivate var trimmingSpaces: String {
-    String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
-  }
-
-  fileprivate func replacingOccurrences(_ target: String, _ replacement: String) -> String {
-    var result = ""
-    var rest = Substring(self)
-    while let range = rest.firstRange(of: target) {
-      result += rest[..<range.lowerBound] + replacement
-      rest = rest[range.upperBound...]
-    }
-    return result + rest
   }
 }

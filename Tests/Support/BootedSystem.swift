@@ -205,6 +205,10 @@ final class BootedSystem: @unchecked Sendable {
     guard container.isRunning else { return }
     _ = try? run(
       "/usr/bin/nsenter", ["-t", String(leader), "-a", "-r", "-w", "/bin/systemctl", "poweroff"], timeout: 10)
-    if waitUntil(timeout: 30, every: 0.1, { !container.isRunning }) == nil { container.stop(SIGKILL) }
+    // Killing nspawn alone would leave the container's PID 1 running: its death ends them all.
+    if waitUntil(timeout: 30, every: 0.1, { !container.isRunning }) == nil {
+      kill(leader, SIGKILL)
+      container.stop(SIGKILL)
+    }
   }
 }

@@ -123,10 +123,11 @@ package struct Enforcer {
   /// The tunnel-class totals after the last ledger advance: the usage base of a new window.
   var tunnelTotals: TrafficCounts { database.tunnelTotals }
 
-  /// Where the window stands, in the line the service manager shows (`STATUS=`).
-  package mutating func statusLine() -> String {
+  /// Where the window stands, in the line the service manager shows (`STATUS=`). Reads the
+  /// trusted clock without moving it: saying is not deciding.
+  package func statusLine() -> String {
     let reading = clock.now()
-    let now = trustedNow(reading)
+    let now = TrustedClock.now(reading, last: session.trusted)
     let phase = session.record.map { SessionPhase($0, dataCap: database.cap.status, at: now) }
     return SessionText.supervisorStatus(
       phase, tunnel: tunnel, up: followed.anyUp, calendar: environment.calendar, now: reading.wall)

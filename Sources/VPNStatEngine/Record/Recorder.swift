@@ -232,9 +232,10 @@ package enum RecorderLoop {
     ProcessMemory.releaseStartUp()
     while count.map({ samples < $0 }) ?? true {
       beat.turn(supervisor, monotonic: recorder.sampler.clock.now().monotonic)
-      if recorder.statusLine != said {
-        said = recorder.statusLine
-        supervisor.status(said)
+      let line = recorder.statusLine
+      if line != said {
+        said = line
+        supervisor.status(line)
       }
       var watched = [signals.descriptor, timer.descriptor]
       if let notifications { watched.append(notifications.descriptor) }
