@@ -3,8 +3,8 @@ import VPNStatModel
 import VPNStatRender
 
 /// A conversation's 5-tuple in canonical order (the lower endpoint first), so that both
-/// directions of one conversation find the same entry with a single hash lookup.
-package struct FlowKey: Hashable, Sendable {
+/// directions of one conversation find the same entry with a single look-up (`FlowIndex`).
+package struct FlowKey: Equatable, Sendable {
   var a: IPAddress
   var b: IPAddress
   /// Port of `a` in the high half, of `b` in the low half.
@@ -34,13 +34,6 @@ package struct FlowKey: Hashable, Sendable {
         ports: UInt32(destinationPort) << 16 | UInt32(sourcePort), ipProtocol: packet.ipProtocol,
         portsKnown: packet.portsKnown), false
     )
-  }
-
-  package func hash(into hasher: inout Hasher) {
-    // Three words instead of seven fields: the hash is on the per-packet path.
-    hasher.combine(a.high ^ (b.high &* 0x9E37_79B9_7F4A_7C15))
-    hasher.combine(a.low ^ (UInt64(ports) << 8 | UInt64(ipProtocol)))
-    hasher.combine(b.low &+ (portsKnown ? 1 : 0))
   }
 }
 
@@ -148,7 +141,7 @@ package struct CaptureTotals: Hashable, Sendable {
 package struct FlowTable {
   package private(set) var flows: [Flow] = []
   var keys: [FlowKey] = []
-  var index: [FlowKey: Int] = [:]
+  var index = FlowIndex()
   package private(set) var totals = CaptureTotals()
   /// Addresses of this host (interface addresses and `--local`): decide direction.
   package var localAddresses: Set<IPAddress>
@@ -188,7 +181,7 @@ package struct FlowTable {
     let position: Int
     if let lastKey, lastKey == key {
       position = lastIndex
-    } else if let found = index[key] {
+    } else if let found = index.position(of: key, in: keys) {
       position = found
     } else {
       position = insert(key, packet, sourceIsA: sourceIsA, at: time)
@@ -252,7 +245,7 @@ package struct FlowTable {
     if lookup { pending.append(flows.count) }
     flows.append(flow)
     keys.append(key)
-    index[key] = flows.count - 1
+    index.appended(to: keys)
     return flows.count - 1
   }
 
@@ -307,7 +300,7 @@ package struct FlowTable {
 
   /// Removes flows with no packet since `cutoff` and returns them (their traffic must still
   /// count in host and process totals).
-  mutating func removeIdle(before cutoff: Timestamp) -> [Flow] {
+  package mutating func removeIdle(before cutoff: Timestamp) -> [Flow] {
     guard flows.contains(where: { $0.lastSeen < cutoff }) else { return [] }
     var kept: [Flow] = []
     var keptKeys: [FlowKey] = []
@@ -325,7 +318,7 @@ package struct FlowTable {
     }
     flows = kept
     keys = keptKeys
-    index = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
+    index = FlowIndex(keys)
     lastKey = nil
     return removed
   }

@@ -360,6 +360,36 @@ struct FlowCaptureTests {
     #expect(sum.bytes == table.totals.bytes, "every byte is in exactly one process entry")
   }
 
+  @Test("thousands of flows, v4 and v6, each direction found again; after idle flows leave, the rest still are")
+  func manyFlowsFoundAgain() {
+    var table = FlowTable(localAddresses: [])
+    func packet(_ i: Int, reply: Bool, at seconds: Int64) -> TestPacket {
+      let v6 = i % 3 == 0
+      let near = v6 ? "fd00::1" : "169.254.0.1"
+      let far = v6 ? "fd00::\(String(i / 500, radix: 16)):\(String(i, radix: 16))" : "169.254.\(1 + i / 250).\(i % 250)"
+      let port = UInt16(30_000 + i % 7)
+      return TestPacket(
+        source: reply ? far : near, destination: reply ? near : far, ipProtocol: i % 2 == 0 ? 6 : 17,
+        sourcePort: reply ? 443 : port, destinationPort: reply ? port : 443, payload: 10, time: seconds * 1_000_000_000)
+    }
+    func send(_ packet: TestPacket, at seconds: Int64) {
+      let frame = packet.frame(.rawIP)
+      frame.withUnsafeBytes {
+        table.add(frame: $0, wireLength: frame.count, link: .rawIP, at: Timestamp(seconds: seconds))
+      }
+    }
+    let count = 3000
+    for i in 0..<count { send(packet(i, reply: false, at: 0), at: 0) }
+    for i in 0..<count { send(packet(i, reply: true, at: 1), at: i < count / 2 ? 1 : 100) }
+    #expect(table.flows.count == count)
+    #expect(table.flows.allSatisfy { $0.counts.txPackets == 1 && $0.counts.rxPackets == 1 })
+    let gone = table.removeIdle(before: Timestamp(seconds: 50))
+    #expect(gone.count == count / 2 && table.flows.count == count / 2)
+    for i in (count / 2)..<count { send(packet(i, reply: false, at: 101), at: 101) }
+    #expect(table.flows.count == count / 2, "every remaining flow was found again, none added")
+    #expect(table.flows.allSatisfy { $0.counts.txPackets == 2 && $0.counts.rxPackets == 1 })
+  }
+
   @Test("a flow idle past the timeout leaves the flow list; its traffic stays in its host's and process's totals")
   func idleFlowsKeepTheirTraffic() throws {
     let local = "169.254.7.1"
