@@ -32,18 +32,29 @@ package final class LinkNotifications {
   /// (ENOBUFS): the caller must then resynchronise from a full sample.
   package func drain() -> (changes: [Change], overflowed: Bool) {
     var changes: [Change] = []
+    while let batch = next() {
+      changes += batch.changes
+      if batch.overflowed { return (changes, true) }
+    }
+    return (changes, false)
+  }
+
+  /// The notifications of one receive (one or more the kernel queued together), without
+  /// waiting; nil when none is queued. A reactor handles each batch before it receives the next,
+  /// so that between a notification and what it does about it there is no other system call.
+  package func next() -> (changes: [Change], overflowed: Bool)? {
+    var changes: [Change] = []
     do {
-      try socket.drainNotifications { message in
+      let received = try socket.receiveNotifications { message in
         guard message.type == RouteLinkMessages.newLink || message.type == RouteLinkMessages.deleteLink,
           let record = RouteLinkMessages.parseLink(message.payload)
         else { return }
         changes.append(Change(record: record, deleted: message.type == RouteLinkMessages.deleteLink))
       }
-    } catch let error as Errno where error == .noBufferSpace {
-      return (changes, true)
+      return received ? (changes, false) : nil
     } catch {
+      // ENOBUFS (or a socket that failed): resynchronise from a full sample.
       return (changes, true)
     }
-    return (changes, false)
   }
 }

@@ -143,16 +143,21 @@ package final class NetlinkSocket {
   /// Calls `body` with every notification already queued, without waiting.
   /// Throws ENOBUFS when the kernel dropped notifications: the caller must resynchronise.
   package func drainNotifications(_ body: (NetlinkMessage) -> Void) throws {
-    while true {
-      let count: Int
-      do {
-        count = try receive(blocking: false)
-      } catch let error as Errno where error == .wouldBlock {
-        return
-      }
-      if count == 0 { return }
-      NetlinkMessage.forEach(in: UnsafeRawBufferPointer(rebasing: buffer[0..<count]), body)
+    while try receiveNotifications(body) {}
+  }
+
+  /// Calls `body` with the notifications of one receive, without waiting; false when none
+  /// was queued. Throws ENOBUFS when the kernel dropped notifications.
+  package func receiveNotifications(_ body: (NetlinkMessage) -> Void) throws -> Bool {
+    let count: Int
+    do {
+      count = try receive(blocking: false)
+    } catch let error as Errno where error == .wouldBlock {
+      return false
     }
+    if count == 0 { return false }
+    NetlinkMessage.forEach(in: UnsafeRawBufferPointer(rebasing: buffer[0..<count]), body)
+    return true
   }
 
   private func receive(blocking: Bool) throws -> Int {

@@ -40,9 +40,14 @@ package enum EnforcerLoop {
         }
       }
       if ready.contains(notifications.descriptor) {
-        let (changes, overflowed) = notifications.drain()
-        for change in changes { try enforcer.handle(.link(change)) }
-        if overflowed { try enforcer.handle(.notificationsLost) }
+        // Batch by batch: an up is undone before the next receive (link first).
+        while let (changes, overflowed) = notifications.next() {
+          for change in changes { try enforcer.handle(.link(change)) }
+          if overflowed {
+            try enforcer.handle(.notificationsLost)
+            break
+          }
+        }
       }
       if ready.contains(alarm.descriptor) {
         switch alarm.consume() {
