@@ -111,6 +111,8 @@ let package = Package(
     // The benchmark's floors in plain C (the netlink dumps, the kept sysfs files) and its traffic
     // mover; `netlink-floor` is the whole-process floor for `status` (the same two dumps).
     .target(name: "CNetlinkFloor", path: "Benchmarks/CNetlinkFloor"),
+    // libpcap's own read of a capture file: the floor of `flows --read`.
+    .target(name: "CPcapFloor", dependencies: ["CPcap", "CPcapLoader"], path: "Benchmarks/CPcapFloor"),
     .executableTarget(
       name: "netlink-floor", dependencies: ["CNetlinkFloor"], path: "Benchmarks/netlink-floor",
       // Static, like vpnstat: SwiftPM links the Swift runtime into every executable, and a floor
@@ -120,7 +122,7 @@ let package = Package(
       name: "vpnstat-bench",
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
-        "VPNStatCapture", "VPNStatCommandLine", "VPNStatSimulation", "CNetlinkFloor", "vpnstat", "netlink-floor",
+        "VPNStatCapture", "VPNStatCommandLine", "VPNStatSimulation", "CNetlinkFloor", "CPcapFloor", "vpnstat", "netlink-floor",
       ],
       path: "Benchmarks/vpnstat-bench"),
     // Traffic history made through the store's own API with an injected clock: the benchmark's

@@ -146,6 +146,7 @@ enum RecordBenchmark {
     let floorCost = cost { $0 == recorderFloor }
     let ipLoopCost = cost { $0 == ipLoop }
     var anchored: [String] = []
+    var floorTargets: [String] = []
     for (i, subject) in subjects.enumerated() {
       guard let start = before[i], let end = after[i] else {
         notes.append("  \(subject.label): EXITED during the measurement")
@@ -181,6 +182,25 @@ enum RecordBenchmark {
       if subject.label.hasPrefix("vpnstat record"), let (_, floorCPU) = floorCost {
         notes.append("    against the C floor in this run: CPU \(share(cost.cpuPercent, of: floorCPU))")
       }
+      // Issue 43, for the recorder judged (not an alternative build): at the floor.
+      if subject.judged && subject.label.hasPrefix("vpnstat record") && ifbCount >= 1000 {
+        if let (_, floorCPU) = floorCost {
+          floorTargets.append(
+            judged("record's CPU ≤ 1.2× netlink-floor --every-second's", cost.cpuPercent, of: floorCPU, atMost: 1.2))
+        }
+        let resident = Double(end.residentKiB) * 1024
+        floorTargets.append(
+          "  record's resident size ≤ 2.5 MB: \(fixed(resident / 1e6, 2)) MB — \(verdict(resident <= 2_500_000))")
+        if let (vnstatd, _) = anchor {
+          let vnstatdWrites =
+            subjects.firstIndex { $0.label.hasPrefix("vnstatd") }.flatMap { before[$0] }
+            .map { vnstatd.since($0, seconds: elapsed).writePerMinute } ?? 0
+          let ratio = vnstatdWrites > 0 ? cost.writePerMinute / vnstatdWrites : .nan
+          floorTargets.append(
+            "  record's bytes written ≤ 0.25× vnstatd's: \(fixed(ratio, 3))× (\(formatBytes(cost.writePerMinute))/min / \(formatBytes(vnstatdWrites))/min) — \(verdict(ratio <= 0.25))"
+          )
+        }
+      }
       if subject.judged && subject.label.hasPrefix("vpnstat watch"), let (_, loopCPU) = ipLoopCost {
         notes.append("    against the ip loop in this run: CPU \(share(cost.cpuPercent, of: loopCPU))")
         if ifbCount >= 1000 {
@@ -192,6 +212,7 @@ enum RecordBenchmark {
       }
     }
     if !anchored.isEmpty { notes += ["issue 22's targets as shares of their anchors, same run:"] + anchored }
+    if !floorTargets.isEmpty { notes += ["issue 43's targets (the recorder at the floor), same run:"] + floorTargets }
     return notes
   }
 

@@ -294,6 +294,42 @@ enum Summary {
     }
     guard !lines.isEmpty else { return "" }
     return "\nTargets (issues 2, 14 and 22), judged on medians from this run:\n"
+      + lines.map { "  " + $0 + "\n" }.joined() + floorTargets(results)
+  }
+
+  /// Issue 43's targets: each one-shot command as a multiple of the C program making the same
+  /// dump (netlink-floor) in the same run — ≤ 1.1× at 1000 interfaces and more, ≤ 1.25× at 10
+  /// and fewer (start-up), ≤ 1.5× with a database that has nothing published; `--db` adds at
+  /// most 0.5 ms at 1000.
+  static func floorTargets(_ results: [Measurement]) -> String {
+    func median(_ label: String, _ n: Int) -> Double? {
+      results.first { $0.section == .command && $0.label == label && $0.ifbCount == n }?.timing.median
+    }
+    var lines: [String] = []
+    for n in sizes(results.filter { $0.section == .command }) where n >= 1000 || n <= 10 {
+      guard let floor = median(Labels.commandFloor, n) else { continue }
+      let limit = n >= 1000 ? 1.1 : 1.25
+      if let status = median(Labels.status, n) {
+        let ratio = status / floor
+        lines.append(
+          "status --json ≤ \(fixed(limit, 2))× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(status)) / \(formatDuration(floor))) — \(verdict(ratio <= limit))"
+        )
+      }
+      if n <= 10, let read = median(Labels.statusReadingDatabase, n) {
+        let ratio = read / floor
+        lines.append(
+          "status --json --db, nothing published, ≤ 1.50× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(read))) — \(verdict(ratio <= 1.5))"
+        )
+      }
+      if n == 1000, let status = median(Labels.status, n), let withDB = median(Labels.statusWithDatabase, n) {
+        let added = withDB - status
+        lines.append(
+          "status --json --db ≤ +0.5 ms, N=\(n): +\(formatDuration(max(added, 0)))\(added < 0 ? " (faster)" : "") — \(verdict(added <= 500_000))"
+        )
+      }
+    }
+    guard !lines.isEmpty else { return "" }
+    return "\nIssue 43's targets (the C floor making the same dump, same run):\n"
       + lines.map { "  " + $0 + "\n" }.joined()
   }
 
