@@ -122,7 +122,8 @@ let package = Package(
       name: "vpnstat-bench",
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
-        "VPNStatCapture", "VPNStatCommandLine", "VPNStatSimulation", "CNetlinkFloor", "CPcapFloor", "vpnstat", "netlink-floor",
+        "VPNStatCapture", "VPNStatCommandLine", "VPNStatSimulation", "CNetlinkFloor", "CPcapFloor", "vpnstat",
+        "netlink-floor",
       ],
       path: "Benchmarks/vpnstat-bench"),
     // Traffic history made through the store's own API with an injected clock: the benchmark's
