@@ -93,23 +93,13 @@ struct MetricsHTTPKernelTests {
     }
 
     // Prometheus in the namespace, scraping every second.
-    let config = directory.file("prometheus.yml")
-    try """
-    global:
-      scrape_interval: 1s
-      scrape_timeout: 1s
-    scrape_configs:
-      - job_name: vpnstat
-        static_configs:
-          - targets: ['127.0.0.1:9586']
+    let server = try ns.startPrometheus(
+      scrapeConfigs: """
+          - job_name: vpnstat
+            static_configs:
+              - targets: ['127.0.0.1:9586']
 
-    """.write(toFile: config, atomically: true, encoding: .utf8)
-    let server = try ns.start(
-      Self.prometheus,
-      [
-        "--config.file=" + config, "--storage.tsdb.path=" + directory.file("tsdb"),
-        "--web.listen-address=127.0.0.1:9090", "--log.level=warn",
-      ])
+        """, in: directory)
     defer { server.stop() }
 
     let status = try parseStatus(try ns.vpnstat("status", "--json", "--db", db))

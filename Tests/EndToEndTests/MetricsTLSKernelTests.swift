@@ -126,42 +126,25 @@ struct MetricsTLSKernelTests {
     // A real Prometheus with the fleet's settings: the target is up and its samples are vpnstat's.
     let plan = try ns.vpnstat("plan", "free", "--data-cap", "3GiB", "--db", db)
     #expect(plan.status == 0, "\(plan.errors)")
-    let prometheusConfig = directory.file("prometheus.yml")
-    try """
-    global:
-      scrape_interval: 1s
-      scrape_timeout: 1s
-    scrape_configs:
-      - job_name: vpnstat
-        scheme: https
-        tls_config:
-          ca_file: \(directory.file("ca.crt"))
-          cert_file: \(directory.file("client.crt"))
-          key_file: \(directory.file("client.key"))
-        basic_auth:
-          username: prometheus
-          password: s3cret pass
-        static_configs:
-          - targets: ['127.0.0.1:9586']
-      - job_name: wrong-password
-        scheme: https
-        tls_config:
-          ca_file: \(directory.file("ca.crt"))
-          cert_file: \(directory.file("client.crt"))
-          key_file: \(directory.file("client.key"))
-        basic_auth:
-          username: prometheus
-          password: wrong
-        static_configs:
-          - targets: ['127.0.0.1:9586']
+    // One job with the right password, one with a wrong one: only the first is up.
+    func job(_ name: String, password: String) -> String {
+      """
+        - job_name: \(name)
+          scheme: https
+          tls_config:
+            ca_file: \(directory.file("ca.crt"))
+            cert_file: \(directory.file("client.crt"))
+            key_file: \(directory.file("client.key"))
+          basic_auth:
+            username: prometheus
+            password: \(password)
+          static_configs:
+            - targets: ['127.0.0.1:9586']
 
-    """.write(toFile: prometheusConfig, atomically: true, encoding: .utf8)
-    let server = try ns.start(
-      Self.prometheus,
-      [
-        "--config.file=" + prometheusConfig, "--storage.tsdb.path=" + directory.file("tsdb"),
-        "--web.listen-address=127.0.0.1:9090", "--log.level=warn",
-      ])
+      """
+    }
+    let server = try ns.startPrometheus(
+      scrapeConfigs: job("vpnstat", password: "s3cret pass") + job("wrong-password", password: "wrong"), in: directory)
     defer { server.stop() }
     func query(_ expression: String) throws -> String? { try ns.prometheusQuery(expression) }
     var up: String?

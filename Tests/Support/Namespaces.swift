@@ -222,6 +222,26 @@ extension TestNamespace {
 }
 
 extension TestNamespace {
+  /// A real Prometheus in this namespace, scraping every second with `scrapeConfigs` (the YAML
+  /// list under `scrape_configs:`), its configuration and data in `directory`, and answering
+  /// `prometheusQuery` on 127.0.0.1:9090.
+  func startPrometheus(scrapeConfigs: String, in directory: TemporaryDirectory) throws -> BackgroundProcess {
+    let config = directory.file("prometheus.yml")
+    try """
+    global:
+      scrape_interval: 1s
+      scrape_timeout: 1s
+    scrape_configs:
+    \(scrapeConfigs)
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    return try start(
+      "/usr/bin/prometheus",
+      [
+        "--config.file=" + config, "--storage.tsdb.path=" + directory.file("tsdb"),
+        "--web.listen-address=127.0.0.1:9090", "--log.level=warn",
+      ])
+  }
+
   /// The value of `expression`'s first series from a Prometheus in this namespace
   /// (127.0.0.1:9090's query API, through curl); nil when it has none (yet).
   func prometheusQuery(_ expression: String) throws -> String? {
