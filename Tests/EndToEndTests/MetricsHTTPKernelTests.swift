@@ -306,8 +306,8 @@ struct MetricsHTTPKernelTests {
     let attack = try ns.start("/usr/bin/python3", ["-c", slowAttack, "600", "9586", seconds] + tls)
     defer { attack.stop() }
     try attack.waitFor("ready", timeout: 30)
-    try attack.waitFor("scrapes", timeout: (Double(seconds) ?? 12) + 30)
-    let words = attack.output.split(separator: "\n").last { $0.hasPrefix("scrapes") }?.split(separator: " ") ?? []
+    let words = try attack.waitForLine(startingWith: "scrapes ", timeout: (Double(seconds) ?? 12) + 30)
+      .split(separator: " ")
     guard words.count == 6, let scrapes = Int(words[1]), let answered = Int(words[3]) else {
       throw TestSetupError("the attack said: \(attack.output) \(attack.errors)")
     }

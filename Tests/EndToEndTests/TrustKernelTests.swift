@@ -681,8 +681,8 @@ struct TrustKernelTests {
     }
     var held = 0
     for process in flood {
-      try process.waitFor("ready")
-      held += Int(process.output.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+      let ready = try process.waitForLine(startingWith: "ready")
+      held += Int(ready.split(separator: " ").last ?? "") ?? 0
     }
     try #require(held >= 190_000, "the flood holds only \(held) descriptors")
     let flooded = try (0..<2).map { try latency(t.directory.file("flooded\($0).db")) }

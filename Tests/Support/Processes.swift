@@ -325,6 +325,32 @@ final class BackgroundProcess: @unchecked Sendable {
     }
   }
 
+  /// Waits for the first whole line of the output that starts with `prefix`, and returns it
+  /// without its newline. Whole: a reader can see a line half-written, and a figure cut short
+  /// parses as another number or none.
+  func waitForLine(startingWith prefix: String, timeout: TimeInterval = 20) throws -> String {
+    func found() -> String? {
+      var lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+      lines.removeLast()  // what follows the last newline is not a whole line yet
+      return lines.first { $0.hasPrefix(prefix) }.map(String.init)
+    }
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+      if let line = found() { return line }
+      if !child.isRunning {
+        child.wait(timeout: 5)
+        if let line = found() { return line }
+        throw TestSetupError(
+          "process exited (\(child.terminationStatus)) before a whole line starting '\(prefix)'; output: \(output) \(errors)"
+        )
+      }
+      if Date() > deadline {
+        throw TestSetupError("timed out waiting for a line starting '\(prefix)'; output: \(output) \(errors)")
+      }
+      usleep(5_000)
+    }
+  }
+
   /// Waits until stderr contains `text`.
   func waitForError(_ text: String, timeout: TimeInterval = 20) throws {
     let deadline = Date().addingTimeInterval(timeout)
