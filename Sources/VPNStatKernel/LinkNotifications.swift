@@ -42,10 +42,20 @@ package final class LinkNotifications {
   /// The notifications of one receive (one or more the kernel queued together), without
   /// waiting; nil when none is queued. A reactor handles each batch before it receives the next,
   /// so that between a notification and what it does about it there is no other system call.
-  package func next() -> (changes: [Change], overflowed: Bool)? {
+  /// `seeing` is told each new or changed link's ifindex and flags from the message's first
+  /// bytes, before anything is parsed or allocated: an answer decided in advance (the enforcer's
+  /// `TakedownReflex`) goes out before the rest of the batch is read.
+  package func next(
+    seeing look: (_ index: Int32, _ flags: UInt32) -> Void = { _, _ in }
+  ) -> (changes: [Change], overflowed: Bool)? {
     var changes: [Change] = []
     do {
       let received = try socket.receiveNotifications { message in
+        if message.type == RouteLinkMessages.newLink, message.payload.count >= RouteLinkMessages.interfaceInfoLength {
+          look(
+            message.payload.loadUnaligned(fromByteOffset: 4, as: Int32.self),
+            message.payload.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+        }
         guard message.type == RouteLinkMessages.newLink || message.type == RouteLinkMessages.deleteLink,
           let record = RouteLinkMessages.parseLink(message.payload)
         else { return }

@@ -77,6 +77,10 @@ package struct Enforcer {
   let databaseChanges: (any DatabaseChanges)?
   /// The session held may be older than the database's: read it before the next decision.
   var sessionStale = true
+  /// An up in the pause, answered before it comes (nil: decided when it comes).
+  private(set) var reflex: TakedownReflex?
+  /// The devices the reflex cut, and what the kernel said to each, until the stop they began.
+  private var reflexCuts: [(index: Int32, refused: String?)] = []
 
   /// `action`: how to disconnect (nil: link-down).
   package init(
@@ -136,6 +140,7 @@ package struct Enforcer {
   /// Takes one event. Throws only what the kernel refuses (the alarm, a link query); the
   /// database never makes it throw.
   package mutating func handle(_ event: Event) throws {
+    defer { prepareReflex() }
     if case .started = event {
       sleep.start(clock.now())
       try start()
@@ -189,6 +194,48 @@ package struct Enforcer {
     } else {
       log.event("\(tunnel.terminalText) does not exist (yet): waiting for it to appear")
     }
+  }
+
+  // MARK: - The reflex
+
+  /// The loop's look at a new or changed link, before its notification is parsed: an up of a
+  /// followed device while the reflex holds is cut at once (`TakedownReflex`).
+  package mutating func reflexively(index: Int32, flags: UInt32) {
+    guard let reflex, LinkAttributes(flags: flags).isAdministrativelyUp, reflex.indices.contains(index),
+      !reflexCuts.contains(where: { $0.index == index })
+    else { return }
+    // The freshest record first, as `tunnelCameUp` reads it: after a write, the up is decided
+    // when it is handled, on what was written.
+    if databaseChanges?.consume() ?? true {
+      sessionStale = true
+      self.reflex = nil
+      return
+    }
+    guard reflex.holds(at: clock.now().boottime) else { return }
+    reflexCuts.append((index, takedown.cut(index)))
+  }
+
+  /// After a batch of notifications: a cut the handling did not take up as its stop (the rule,
+  /// decided again, let the device stay) is said, and forgotten.
+  package mutating func settleReflexCuts() {
+    for cut in reflexCuts {
+      log.event(
+        "ifindex \(cut.index) was taken down in the pause on the notification's first bytes, but the session read after it allowed it: bring it up again"
+      )
+    }
+    reflexCuts = []
+  }
+
+  private mutating func prepareReflex() {
+    reflex = nil
+    guard !sessionStale, databaseChanges != nil else { return }
+    let reading = clock.now()
+    let now = TrustedClock.now(reading, last: session.trusted)
+    // The cap as last read: reading its usage after every event is not for a reflex (a cap
+    // reached since stops the up all the same, recorded as the cap's when it is handled).
+    reflex = TakedownReflex.prepared(
+      rules, session.record, capReached: database.cap.status?.reached == true, devices: followed.byIndex.keys,
+      reading: reading, now: now)
   }
 
   // MARK: - Events
@@ -354,7 +401,11 @@ package struct Enforcer {
   /// for later). The one way the enforcer disconnects, whatever the reason.
   private mutating func disconnect(reason: StopReason, at now: Timestamp) throws {
     let up = followed.up
-    let refusals = up.map { takedown.cut($0.index) }
+    // Each link cut once: by the reflex, already, or now.
+    let refusals = up.map { device in
+      reflexCuts.first { $0.index == device.index }.map(\.refused) ?? takedown.cut(device.index)
+    }
+    reflexCuts.removeAll { cut in up.contains { $0.index == cut.index } }
     try arm(nil)
     var details: [String] = []
     var confirmed = true

@@ -40,9 +40,11 @@ package enum EnforcerLoop {
         }
       }
       if ready.contains(notifications.descriptor) {
-        // Batch by batch: an up is undone before the next receive (link first).
-        while let (changes, overflowed) = notifications.next() {
+        // Batch by batch: an up is undone before the next receive (link first); in the pause,
+        // on the notification's first bytes (`TakedownReflex`).
+        while let (changes, overflowed) = notifications.next(seeing: { enforcer.reflexively(index: $0, flags: $1) }) {
           for change in changes { try enforcer.handle(.link(change)) }
+          enforcer.settleReflexCuts()
           if overflowed {
             try enforcer.handle(.notificationsLost)
             break
