@@ -104,7 +104,8 @@ package enum Enforcement {
     let alarm: WallClockDeadline
     do {
       links = try NetlinkLinkTable()
-      alarm = try WallClockDeadline()
+      // Woken a millisecond early, it meets the deadline on the CPU (`WallClockDeadline`).
+      alarm = try WallClockDeadline(waking: .milliseconds(1))
     } catch {
       throw EnforceRefusal.kernelUnavailable("cannot open a netlink socket to watch \(tunnel.terminalText): \(error)")
     }
