@@ -219,8 +219,9 @@ package struct Enforcer {
   /// decided again, let the device stay) is said, and forgotten.
   package mutating func settleReflexCuts() {
     for cut in reflexCuts {
+      let device = followed.byIndex[cut.index]?.name.terminalText ?? "ifindex \(cut.index)"
       log.event(
-        "ifindex \(cut.index) was taken down in the pause on the notification's first bytes, but the session read after it allowed it: bring it up again"
+        "\(device) was taken down in the pause on the notification's first bytes, but the session read after it allowed it: bring it up again"
       )
     }
     reflexCuts = []
