@@ -211,18 +211,22 @@ package final class LiveFlowCapture {
   @discardableResult
   private func drain() -> Int {
     guard let current = source else { return 0 }
-    let link = current.linkType
+    let writer = writer
     var count = 0
-    do {
-      while count < 100_000 {
-        guard let packet = try current.next() else { return count }
-        aggregator.add(packet, link: link)
-        writer?.write(packet)
-        count += 1
+    var failure: CaptureError?
+    aggregator.table.add(link: current.linkType) { add in
+      do throws(CaptureError) {
+        while count < 100_000 {
+          guard let packet = try current.next() else { return }
+          add(packet.bytes, packet.wireLength, packet.timestamp)
+          writer?.write(packet)
+          count += 1
+        }
+      } catch {
+        failure = error
       }
-    } catch {
-      lose(current, because: "\(error)")
     }
+    if let failure { lose(current, because: "\(failure)") }
     return count
   }
 
@@ -318,26 +322,40 @@ package final class FileFlowCapture {
       reports += 1
     }
 
+    // Packets are added a slice at a time (the table borrowed once for each); the packet that
+    // ends a slice is added after the report, still in libpcap's buffer as no read came since.
     while true {
-      let next: CapturedPacket?
-      do {
-        next = try source.next()
-      } catch {
+      var ending: CapturedPacket?
+      var failure: CaptureError?
+      aggregator.table.add(link: link) { add in
+        do throws(CaptureError) {
+          while let packet = try source.next() {
+            if first == nil {
+              first = packet.timestamp
+              sliceStart = packet.timestamp
+            }
+            if let interval, packet.timestamp.nanoseconds >= sliceEnd(sliceStart, interval) {
+              ending = packet
+              return
+            }
+            add(packet.bytes, packet.wireLength, packet.timestamp)
+            writer?.write(packet)
+            last = packet.timestamp
+          }
+        } catch {
+          failure = error
+        }
+      }
+      if let failure {
         try report(until: last)
-        throw error
+        throw failure
       }
-      guard let packet = next else { break }
-      if first == nil {
-        first = packet.timestamp
-        sliceStart = packet.timestamp
-      }
-      if let interval, packet.timestamp.nanoseconds >= sliceEnd(sliceStart, interval) {
-        try report(until: Timestamp(nanoseconds: sliceEnd(sliceStart, interval)))
-        if reports >= options.count ?? Int.max { return }
-        // Slices without packets are skipped: the next one starts where this packet falls.
-        let skipped = (packet.timestamp.nanoseconds - sliceStart.nanoseconds) / interval
-        sliceStart = Timestamp(nanoseconds: sliceStart.nanoseconds + skipped * interval)
-      }
+      guard let packet = ending, let interval else { break }
+      try report(until: Timestamp(nanoseconds: sliceEnd(sliceStart, interval)))
+      if reports >= options.count ?? Int.max { return }
+      // Slices without packets are skipped: the next one starts where this packet falls.
+      let skipped = (packet.timestamp.nanoseconds - sliceStart.nanoseconds) / interval
+      sliceStart = Timestamp(nanoseconds: sliceStart.nanoseconds + skipped * interval)
       aggregator.add(packet, link: link)
       writer?.write(packet)
       last = packet.timestamp

@@ -1,50 +1,51 @@
-/// The flow table's index: where each key lies in the table's `keys`, in an open-addressed array
-/// of positions keyed by a multiply-mix of the key's words (as the ledger's `NameTable`). A
-/// `Dictionary` ran SipHash over every packet's key and probed 10,000 flows' buckets in hash
-/// order, most of `flows --read`'s time per packet.
+/// The flow table's index: where each flow's key lies in the table's `flows`, in an
+/// open-addressed array of positions keyed by a multiply-mix of the key's words (as the ledger's
+/// `NameTable`). A `Dictionary` ran SipHash over every packet's key and probed 10,000 flows'
+/// buckets in hash order, most of `flows --read`'s time per packet. The key is compared in the
+/// flow itself, which the packet updates next.
 struct FlowIndex {
   /// Position + 1 of the key that hashes (or probes) to each slot; 0: empty. A power of two,
   /// at most half full.
   private var slots: [UInt32] = []
 
-  /// The index of `keys`, each at its position.
-  init(_ keys: [FlowKey] = []) {
-    guard !keys.isEmpty else { return }
-    rebuild(keys, capacity: keys.count)
+  /// The index of `flows`, each at its position.
+  init(_ flows: [Flow] = []) {
+    guard !flows.isEmpty else { return }
+    rebuild(flows, capacity: flows.count)
   }
 
-  /// The position of `key` in `keys`, or nil.
+  /// The position of the flow whose key is `key` in `flows`, or nil.
   @inline(__always)
-  func position(of key: FlowKey, in keys: [FlowKey]) -> Int? {
+  func position(of key: FlowKey, in flows: [Flow]) -> Int? {
     guard !slots.isEmpty else { return nil }
     return slots.withUnsafeBufferPointer { slots in
-      keys.withUnsafeBufferPointer { keys in
+      flows.withUnsafeBufferPointer { flows in
         let mask = slots.count - 1
         var slot = Self.hash(key) & mask
         while true {
           let stored = Int(slots[slot])
           if stored == 0 { return nil }
-          if keys[stored - 1] == key { return stored - 1 }
+          if flows[stored - 1].key == key { return stored - 1 }
           slot = (slot + 1) & mask
         }
       }
     }
   }
 
-  /// Records the last of `keys`, just appended (and not in the index before).
-  mutating func appended(to keys: [FlowKey]) {
-    if keys.count * 2 > slots.count {
-      rebuild(keys, capacity: keys.count)
+  /// Records the last of `flows`, just appended (and not in the index before).
+  mutating func appended(to flows: [Flow]) {
+    if flows.count * 2 > slots.count {
+      rebuild(flows, capacity: flows.count)
     } else {
-      Self.place(keys[keys.count - 1], keys.count - 1, in: &slots)
+      Self.place(flows[flows.count - 1].key, flows.count - 1, in: &slots)
     }
   }
 
-  private mutating func rebuild(_ keys: [FlowKey], capacity: Int) {
+  private mutating func rebuild(_ flows: [Flow], capacity: Int) {
     var size = 64
     while size < capacity * 4 { size *= 2 }
     slots = [UInt32](repeating: 0, count: size)
-    for (position, key) in keys.enumerated() { Self.place(key, position, in: &slots) }
+    for (position, flow) in flows.enumerated() { Self.place(flow.key, position, in: &slots) }
   }
 
   private static func place(_ key: FlowKey, _ position: Int, in slots: inout [UInt32]) {

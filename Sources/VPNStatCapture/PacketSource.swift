@@ -163,8 +163,9 @@ package final class PcapFileSource: PacketSource {
   package let linkType: CaptureLinkType
   let handle: OpaquePointer
   /// Packets and their captured bytes returned so far (to say where a broken file broke).
-  package private(set) var packetsRead: UInt64 = 0
-  package private(set) var bytesRead: UInt64 = 0
+  /// Private, so the optimiser sees every access and checks none at run time for each packet.
+  private var packetsRead: UInt64 = 0
+  private var bytesRead: UInt64 = 0
 
   package init(path: String, filter: String? = nil) throws(CaptureError) {
     self.path = path

@@ -360,6 +360,41 @@ struct FlowCaptureTests {
     #expect(sum.bytes == table.totals.bytes, "every byte is in exactly one process entry")
   }
 
+  @Test("frames added in one batch make the table that adding them one by one makes")
+  func batchMatchesOneByOne() {
+    let frames: [(bytes: [UInt8], time: Timestamp)] = (0..<600).map { i in
+      let v6 = i % 4 == 0
+      let near = v6 ? "fd00::1" : "169.254.0.1"
+      let far = v6 ? "fd00::2:\(String(i % 37, radix: 16))" : "169.254.3.\(i % 37)"
+      let reply = i % 3 == 0
+      let packet = TestPacket(
+        source: reply ? far : near, destination: reply ? near : far, ipProtocol: i % 2 == 0 ? 6 : 17,
+        sourcePort: reply ? 443 : UInt16(40_000 + i % 5), destinationPort: reply ? UInt16(40_000 + i % 5) : 443,
+        payload: i % 90, time: Int64(i) * 1_000_000)
+      // Every 50th frame is cut inside its IP header: counted, never a flow.
+      let frame = packet.frame(.rawIP)
+      return (i % 50 == 49 ? Array(frame.prefix(12)) : frame, Timestamp(nanoseconds: Int64(i) * 1_000_000))
+    }
+    var single = FlowTable(localAddresses: [IPAddress(parsing: "169.254.0.1")!])
+    var batched = single
+    for frame in frames {
+      frame.bytes.withUnsafeBytes { single.add(frame: $0, wireLength: frame.bytes.count, link: .rawIP, at: frame.time) }
+    }
+    batched.add(link: .rawIP) { add in
+      for frame in frames { frame.bytes.withUnsafeBytes { add($0, frame.bytes.count, frame.time) } }
+    }
+    #expect(batched.totals == single.totals)
+    #expect(batched.totals.nonIPPackets == 12 && batched.totals.packets == 600)
+    #expect(batched.flows.count == single.flows.count && single.flows.count > 50)
+    for (a, b) in zip(batched.flows, single.flows) {
+      #expect(
+        a.ipProtocol == b.ipProtocol && a.remoteAddress == b.remoteAddress && a.remotePort == b.remotePort
+          && a.localPort == b.localPort && a.counts == b.counts && a.lastSeen == b.lastSeen
+          && a.firstSeen == b.firstSeen
+          && a.localAddress == b.localAddress && a.localBy == b.localBy)
+    }
+  }
+
   @Test("thousands of flows, v4 and v6, each direction found again; after idle flows leave, the rest still are")
   func manyFlowsFoundAgain() {
     var table = FlowTable(localAddresses: [])
