@@ -129,7 +129,7 @@ package struct InterfaceCatalog {
   private mutating func classify(_ name: InterfaceName, index: Int32, link: LinkAttributes, at: Int) -> Int {
     let found = at < known.count && known[at].index == index
     let entry: Entry
-    if let (interfaceClass, evidence) = classifier.classify(name, kind: link.kind) {
+    if let (interfaceClass, evidence) = classifier.classify(name, kind: link.kind, arpType: link.arpType) {
       entry = Entry(
         facts: InterfaceFacts(kind: link.kind, arpType: link.arpType, isVirtual: true),
         interfaceClass: interfaceClass, evidence: evidence)

@@ -40,7 +40,7 @@ struct WireGuardViewTests {
       interfaces: links.map { name, index, kind in
         InterfaceSample(
           name: InterfaceName(name), index: index, counters: InterfaceCounters(.zero), width: .bits64,
-          link: LinkAttributes(arpType: kind == nil ? 772 : 65534, flags: 0x41, kind: kind))
+          link: LinkAttributes(arpType: name == "lo" ? 772 : 65534, flags: 0x41, kind: kind))
       }, source: .netlink, taken: clock.now())
   }
 

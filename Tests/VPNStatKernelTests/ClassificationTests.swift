@@ -109,6 +109,29 @@ struct ClassificationTests {
     #expect(catalog.factReads == 0)
   }
 
+  @Test("a loopback type from netlink decides without reading sysfs, as the facts would; an override still wins")
+  func loopbackTypeDecidesWithoutSysfs() throws {
+    let tree = try SysfsFixture()
+    try tree.add("lo", index: 1, type: 772)
+    let lo = InterfaceSample(
+      name: InterfaceName("lo"), index: 1, counters: InterfaceCounters(.zero), width: .bits64,
+      link: LinkAttributes(arpType: 772))
+    var catalog = InterfaceCatalog(root: tree.root)
+    let entry = catalog.entry(for: lo)
+    #expect(entry.interfaceClass == .loopback && entry.evidence == .type)
+    #expect(catalog.factReads == 0)
+    let fromFacts = Classifier().classify(InterfaceName("lo"), InterfaceFacts.read(InterfaceName("lo"), in: tree.root))
+    #expect(fromFacts.0 == .loopback && fromFacts.1 == .type, "the facts say the same")
+    var overridden = InterfaceCatalog(root: tree.root, classifier: Classifier(overrides: [InterfaceName("lo"): .other]))
+    #expect(overridden.entry(for: lo).interfaceClass == .other)
+    // An Ethernet type is not decided without the facts (it may be Wi-Fi or a modem).
+    let eth = InterfaceSample(
+      name: InterfaceName("eth0"), index: 2, counters: InterfaceCounters(.zero), width: .bits64,
+      link: LinkAttributes(arpType: 1))
+    _ = catalog.entry(for: eth)
+    #expect(catalog.factReads == 1)
+  }
+
   @Test("an instance is its ifindex and its name: a name new at a known ifindex is classified anew")
   func renamedIndexIsNewInstance() {
     var catalog = InterfaceCatalog()
