@@ -52,6 +52,10 @@ package final class Store {
   private let realPath: String
   /// The stamp `reading` was opened at.
   private var openedAt: StoreStamp?
+  /// The stamp the last consistent read ended at: the next read starts from it rather than
+  /// reading it again (8 system calls of a `status --db`'s 175). A commit since then makes that
+  /// read's own closing stamp differ, and it runs again at once from a fresh one.
+  private var lastReadStamp: StoreStamp?
   /// Operations running now: one inside another is part of it (one lock, one consistent read).
   private var depth = 0
 
@@ -357,6 +361,7 @@ package final class Store {
     guard let writerLock, depth == 0 else { return try reading(body) }
     depth = 1
     defer { depth = 0 }
+    lastReadStamp = nil
     do {
       return try writerLock.holding(until: deadline()) {
         // Another writer wrote since this one's last operation: its index of the log is stale.
@@ -384,24 +389,33 @@ package final class Store {
       inRead = false
     }
     let deadline = deadline()
+    var known = lastReadStamp
+    lastReadStamp = nil
     while true {
-      guard let before = StoreStamp.read(database: realPath) else {
+      let fresh = known == nil
+      guard let before = known ?? StoreStamp.read(database: realPath) else {
         throw FileSystem.exists(realPath)
           ? StoreError.notADatabase(path: location.path)
           : StoreError.unavailable(path: location.path, detail: "it is gone")
       }
+      known = nil
       if !before.isWriting {
         do {
           let result = try mapped {
             if openedAt != before { try openReader(at: before) }
             return try body()
           }
-          if StoreStamp.read(database: realPath) == before { return result }
+          if StoreStamp.read(database: realPath) == before {
+            lastReadStamp = before
+            return result
+          }
         } catch {
           // Damage seen in a file that held still is damage; a commit meanwhile may have made it.
           if StoreStamp.read(database: realPath) == before { throw error }
         }
       }
+      // A commit came after the last read: read again at once, from the file as it is now.
+      if !fresh { continue }
       if SystemClock.monotonic >= deadline { throw StoreError.busy(path: location.path) }
       SystemClock.sleep(for: .milliseconds(1))
     }

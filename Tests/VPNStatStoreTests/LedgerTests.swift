@@ -100,6 +100,24 @@ struct LedgerTests {
     _ = try store.advanceLedger(observations(UInt64.max - 1), now: clock.now().wall)
   }
 
+  @Test("a reader's next read sees what was committed after its last one, though it starts from that read's stamp")
+  func nextReadSeesLaterCommit() throws {
+    let directory = try TemporaryDirectory("next-read")
+    let store = try store(directory)
+    let clock = ManualTimeSource()
+    try saveVaried(store, clock: clock)
+    let reader = try #require(try Store.open(StoreLocation(path: directory.file("ledger.db")), intent: .read))
+    let before = try reader.readLedger().entries
+    #expect(before[InterfaceName("ifb7")] == nil)
+    var added = observation(5, 6, index: 70, boot: "boot-b", at: clock)
+    added.name = InterfaceName("ifb7")
+    clock.advance(.seconds(1))
+    _ = try store.advanceLedger([added], now: clock.now().wall)
+    let after = try reader.readLedger().entries
+    #expect(after[InterfaceName("ifb7")] != nil, "the commit after the reader's last read")
+    #expect(after.count == before.count + 1)
+  }
+
   @Test("the snapshot a writer stores beside the rows reads as the rows do, and readers read it")
   func snapshotIsTheRows() throws {
     let directory = try TemporaryDirectory("snapshot")
