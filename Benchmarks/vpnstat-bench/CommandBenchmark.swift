@@ -97,6 +97,11 @@ enum CommandBenchmark {
         TimedCommand(
           PreparedCommand(
             label: "alt " + Labels.statusWithDatabase, path: alternative, arguments: ["status", "--json", "--db", db])))
+      commands.append(
+        TimedCommand(
+          PreparedCommand(
+            label: "alt " + Labels.statusReadingDatabase, path: alternative,
+            arguments: ["status", "--json", "--db", unpublished])))
     }
     // For context only, and slow with many interfaces: every 4th round, so that the comparison
     // with ip gets most of the time budget.
