@@ -67,7 +67,8 @@ struct BenchOptions {
                                   every counter moving, beside vnstatd saving every minute and
                                   watch --db, at the smallest and the largest size (4 min each;
                                   65 s with --quick)
-                         flows:   packets per second of the offline flow parser
+                         flows:   packets per second of the offline flow parser, beside
+                                  libpcap's own read; flows --read beside tcpdump -r
                          reports: history's reports, charts and alert on a simulated year,
                                   beside history --json
                          metrics: one scrape of record --listen with the largest size's
@@ -301,7 +302,7 @@ func runOuter(_ givenOptions: BenchOptions) -> Int32 {
     }
     if options.parts.contains(.flows) {
       progress("flows: offline parser")
-      notes += FlowBenchmark.run()
+      notes += FlowBenchmark.run(vpnstat: vpnstat, alternative: options.alternative)
     }
     print(Summary.render(results), terminator: "")
     if !notes.isEmpty { print("\n" + notes.joined(separator: "\n")) }
