@@ -121,7 +121,8 @@ enum FlowBenchmark {
           label: "alt vpnstat flows --read F --json", path: alternative, arguments: ["flows", "--read", path, "--json"])
       )
     }
-    if let tcpdump = findExecutable("tcpdump") {
+    let tcpdump = findExecutable("tcpdump")
+    if let tcpdump {
       commands.append(
         PreparedCommand(label: "tcpdump -r F -w /dev/null", path: tcpdump, arguments: ["-r", path, "-w", "/dev/null"]))
     }
@@ -137,7 +138,8 @@ enum FlowBenchmark {
       }
     }
     var lines: [String] = []
-    let peer = commands.last?.label.hasPrefix("tcpdump") == true ? best.last : nil
+    // tcpdump, when there is one, is the last command.
+    let peer = tcpdump == nil ? nil : best.last
     for (at, command) in commands.enumerated() {
       let versus = peer.map { " (\(fixed(best[at] / $0, 2))× tcpdump)" } ?? ""
       lines.append("  \(command.label): \(Int((best[at] * 1000).rounded())) ms, best of 3\(versus)")

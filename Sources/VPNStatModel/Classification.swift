@@ -92,13 +92,13 @@ public struct Classifier: Sendable {
   /// when the facts are needed. A loopback device has no DEVTYPE, wireless or tun_flags entry
   /// to outrank its type, so `lo` costs no sysfs reads (14 system calls, a tenth of a small
   /// `status --json`).
-  public func classify(_ name: InterfaceName, kind: String?, arpType: UInt16? = nil) -> (
+  public func classify(_ name: InterfaceName, kind: String?, arpType: UInt16?) -> (
     InterfaceClass, ClassEvidence
   )? {
     let decided: (InterfaceClass, ClassEvidence)
     if let kind, let byKind = Self.classByKind(kind) {
       decided = (byKind, .kind)
-    } else if arpType == 772 {
+    } else if let arpType, Self.classByType(arpType) == .loopback {
       decided = (.loopback, .type)
     } else {
       return nil
