@@ -395,6 +395,88 @@ struct FlowCaptureTests {
     }
   }
 
+  @Test(
+    "a report lists flows by bytes this interval, then bytes in all, then remote end, ports, protocol; else in table order"
+  )
+  func reportOrder() {
+    let aggregator = FlowAggregator(localAddresses: [IPAddress(parsing: "169.254.0.1")!], resolver: nil)
+    // Sizes from a few values, so that many flows tie on bytes and the later keys decide; two
+    // local addresses with the same ends otherwise (every 60th packet repeats the pattern), so
+    // that some flows tie on every key and only the table's order is left.
+    for i in 0..<400 {
+      let base = i % 60
+      let v6 = base % 5 == 0
+      let near = v6 ? "fd00::1" : "169.254.0.\(1 + i / 60 % 2)"
+      let far = v6 ? "fd00::\(String(base % 3 + 2, radix: 16))" : "169.254.9.\(base % 3)"
+      let packet = TestPacket(
+        source: near, destination: far, ipProtocol: base % 4 == 0 ? 6 : 17, sourcePort: UInt16(40_000 + base % 20),
+        destinationPort: UInt16(53 + base / 20), payload: base % 3 * 10, time: Int64(i) * 1_000_000)
+      let frame = packet.frame(.rawIP)
+      frame.withUnsafeBytes {
+        aggregator.table.add(
+          frame: $0, wireLength: frame.count, link: .rawIP, at: Timestamp(nanoseconds: Int64(i) * 1_000_000))
+      }
+    }
+    func report(_ seconds: Int64) -> FlowSnapshot {
+      aggregator.report(
+        origin: .file("order.pcap"), linkType: .rawIP, generatedAt: Timestamp(seconds: seconds),
+        startedAt: Timestamp(seconds: 0), intervalSeconds: 1, elapsedSeconds: 1, drops: nil,
+        interfaceCounters: nil, restarts: 0, warnings: [], captureTime: nil)
+    }
+    // The order a stable sort of the table's flows by the documented keys gives.
+    func expected() -> [[UInt64]] {
+      let flows = aggregator.table.flows.enumerated().map { ($0, $1, $1.counts - $1.reported) }
+      return flows.sorted { a, b in
+        if a.2.bytes != b.2.bytes { return a.2.bytes > b.2.bytes }
+        if a.1.counts.bytes != b.1.counts.bytes { return a.1.counts.bytes > b.1.counts.bytes }
+        let x = a.1
+        let y = b.1
+        if (x.remoteAddress, x.remotePort, x.localPort, x.ipProtocol) != (
+          y.remoteAddress, y.remotePort, y.localPort, y.ipProtocol
+        ) {
+          return (x.remoteAddress, x.remotePort, x.localPort, x.ipProtocol) < (
+            y.remoteAddress, y.remotePort, y.localPort, y.ipProtocol
+          )
+        }
+        return a.0 < b.0
+      }.map { [UInt64($0.0), $0.2.bytes] }
+    }
+    func listed(_ snapshot: FlowSnapshot) -> [[UInt64]] {
+      snapshot.flows.map { report in
+        let index = aggregator.table.flows.firstIndex {
+          $0.key == report.flow.key && $0.localAddress == report.flow.localAddress
+        }
+        return [UInt64(index ?? -1), report.interval.bytes]
+      }
+    }
+    let want = expected()
+    let first = report(1)
+    #expect(first.flows.count == aggregator.table.flows.count && first.flows.count > 50)
+    #expect(listed(first) == want)
+    // Ties on every key but the table's order: the report keeps it.
+    let tied = Dictionary(grouping: first.flows) {
+      "\($0.interval.bytes) \($0.flow.counts.bytes) \($0.flow.remoteAddress) \($0.flow.remotePort) \($0.flow.localPort) \($0.flow.ipProtocol)"
+    }
+    #expect(tied.values.contains { $0.count > 1 }, "the traffic makes flows that tie on every key")
+    // A second report: nothing moved this interval, so the totals decide.
+    let second = report(2)
+    #expect(second.flows.allSatisfy { $0.interval.bytes == 0 })
+    #expect(listed(second) == expected())
+  }
+
+  @Test("an IPv4 address is written as inet_ntop writes it")
+  func ipv4Text() {
+    let values: [UInt32] =
+      [0, 0xFFFF_FFFF, 0x0102_0304, 0x0A64_0009, 0xA9FE_0001, 0x6463_0A09, 0x00FF_0010]
+      + (0..<200).map { UInt32(truncatingIfNeeded: $0 &* 2_654_435_761) }
+    for value in values {
+      var address = in_addr(s_addr: value.bigEndian)
+      var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+      inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
+      #expect(IPAddress(ipv4: value).description == String(cString: text))
+    }
+  }
+
   @Test("thousands of flows, v4 and v6, each direction found again; after idle flows leave, the rest still are")
   func manyFlowsFoundAgain() {
     var table = FlowTable(localAddresses: [])
