@@ -25,7 +25,7 @@ package enum FlowJSON {
     json.beginArray()
     for host in snapshot.hosts.prefix(limit) {
       json.beginObject()
-      json.field("address", host.key.description)
+      json.field("address", word: host.key.description)
       writeGroup(host, seconds: seconds, into: &json)
       json.endObject()
     }
@@ -61,7 +61,7 @@ package enum FlowJSON {
   /// The capture itself: when and for how long, what it caught and dropped, against what the
   /// interface counted.
   static func writeCapture(_ snapshot: FlowSnapshot, into json: inout JSONWriter) {
-    json.field("started_at", snapshot.startedAt.rfc3339(fractionDigits: 3))
+    json.field("started_at", rfc3339: snapshot.startedAt, fractionDigits: 3)
     json.field("interval_seconds", snapshot.intervalSeconds)
     json.field("elapsed_seconds", snapshot.elapsedSeconds)
     json.key("captured")
@@ -91,20 +91,20 @@ package enum FlowJSON {
   static func write(_ report: FlowSnapshot.FlowReport, seconds: Double, into json: inout JSONWriter) {
     let flow = report.flow
     json.beginObject()
-    json.field("protocol", PacketParser.protocolName(flow.ipProtocol))
+    json.field("protocol", word: PacketParser.protocolName(flow.ipProtocol))
     json.field("ip_version", flow.localAddress.isIPv4 ? 4 : 6)
-    json.field("local_address", flow.localAddress.description)
+    json.field("local_address", word: flow.localAddress.description)
     json.field("local_port", flow.portsKnown ? Int(flow.localPort) : nil)
-    json.field("remote_address", flow.remoteAddress.description)
+    json.field("remote_address", word: flow.remoteAddress.description)
     json.field("remote_port", flow.portsKnown ? Int(flow.remotePort) : nil)
     json.trafficCounts(flow.counts)
     writeRates(report.interval, seconds: seconds, into: &json)
-    json.field("first_seen_at", flow.firstSeen.rfc3339(fractionDigits: 3))
-    json.field("last_seen_at", flow.lastSeen.rfc3339(fractionDigits: 3))
-    json.field("local_by", flow.localBy.rawValue)
+    json.field("first_seen_at", rfc3339: flow.firstSeen, fractionDigits: 3)
+    json.field("last_seen_at", rfc3339: flow.lastSeen, fractionDigits: 3)
+    json.field("local_by", word: flow.localBy.rawValue)
     json.field("pid", flow.owner.map { Int($0.pid) })
     json.field("command", flow.owner?.command)
-    json.field("attribution", attributionName(flow.attribution))
+    json.field("attribution", word: attributionName(flow.attribution))
     json.field("unknown_bytes", flow.unknownCounts.bytes)
     json.endObject()
   }

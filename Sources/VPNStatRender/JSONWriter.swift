@@ -340,6 +340,18 @@ package struct JSONWriter {
     }
     needsComma = true
   }
+  /// A time as RFC 3339 in UTC with `fractionDigits` digits of the second (`null` for none),
+  /// written straight into the output with its key: a flow report writes two a flow.
+  package mutating func field(_ name: StaticString, rfc3339 time: Timestamp?, fractionDigits: Int) {
+    guard let time, fractionDigits > 0 else { return field(name, rfc3339: time) }
+    var text: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    withUnsafeMutableBytes(of: &text) { raw in
+      let bytes = UnsafeMutableBufferPointer(
+        start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: raw.count)
+      let count = time.rfc3339(fractionDigits: fractionDigits, into: bytes)
+      field(name, plain: UnsafeBufferPointer(rebasing: bytes[..<count]))
+    }
+  }
   /// A key and a word for its value — an enum's raw value: printable ASCII with nothing to
   /// escape (asserted), so it is copied as it is, with the key, in one reservation.
   package mutating func field(_ name: StaticString, word value: String) {
