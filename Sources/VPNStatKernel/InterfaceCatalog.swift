@@ -143,6 +143,10 @@ package struct InterfaceCatalog {
     }
     if found {
       known[at] = Instance(index: index, name: name, entry: entry)
+    } else if at == known.count {
+      // A dump lists links by ifindex, so a first sample adds each at the end: an append, not
+      // an insert (Array's insert goes through replaceSubrange, some 270 instructions a link).
+      known.append(Instance(index: index, name: name, entry: entry))
     } else {
       known.insert(Instance(index: index, name: name, entry: entry), at: at)
     }
