@@ -13,8 +13,9 @@ struct BenchNamespace {
 
   /// Makes the namespace and its devices with two `ip` calls (one `-batch` for all devices:
   /// 1000 separate `ip link add` calls would take seconds). On failure nothing is left behind.
-  static func create(ifbCount: Int, ip: String) throws -> BenchNamespace {
-    let name = "\(prefix)\(getpid())-\(ifbCount)"
+  /// `label` tells apart namespaces of the same size (default: the size).
+  static func create(ifbCount: Int, ip: String, label: String? = nil) throws -> BenchNamespace {
+    let name = "\(prefix)\(getpid())-\(label ?? String(ifbCount))"
     try runIP(ip, ["netns", "add", name])
     let namespace = BenchNamespace(name: name, ifbCount: ifbCount)
     do {
@@ -110,8 +111,8 @@ final class NamespaceKeeper {
 
   init(ip: String) { self.ip = ip }
 
-  func create(ifbCount: Int) throws -> BenchNamespace {
-    let namespace = try BenchNamespace.create(ifbCount: ifbCount, ip: ip)
+  func create(ifbCount: Int, label: String? = nil) throws -> BenchNamespace {
+    let namespace = try BenchNamespace.create(ifbCount: ifbCount, ip: ip, label: label)
     live.append(namespace)
     return namespace
   }

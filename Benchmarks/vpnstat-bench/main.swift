@@ -42,6 +42,8 @@ struct BenchOptions {
   var inner: (part: Part, ifbCount: Int)?
   /// Set in the record part's traffic process: how many ifb devices to send through.
   var mover: Int?
+  /// `--inner-flood RATE`: the live-capture row's sender (`FlowBenchmark.flood`).
+  var flood: Int?
   /// Set in a process of the enforce part's crowd: how many descriptors to hold open.
   var holdDescriptors: Int?
 
@@ -68,7 +70,9 @@ struct BenchOptions {
                                   watch --db, at the smallest and the largest size (4 min each;
                                   65 s with --quick)
                          flows:   packets per second of the offline flow parser, beside
-                                  libpcap's own read; flows --read beside tcpdump -r
+                                  libpcap's own read; flows --read beside tcpdump -r;
+                                  a live capture of 200 000 packets/s across a veth
+                                  between two namespaces, and what the kernel dropped
                          reports: history's reports, charts and alert on a simulated year,
                                   beside history --json
                          metrics: one scrape of record --listen with the largest size's
@@ -120,6 +124,10 @@ struct BenchOptions {
       case "--inner-watch": options.inner = (.watch, try count(try value(argument)))
       case "--inner-record": options.inner = (.record, try count(try value(argument)))
       case "--inner-mover": options.mover = try count(try value(argument))
+      case "--inner-flood":
+        let text = try value(argument)
+        guard let rate = Int(text), rate > 0, rate <= 10_000_000 else { throw BenchError("'\(text)' is not a rate") }
+        options.flood = rate
       case "--inner-hold-fds":
         let text = try value(argument)
         guard let n = Int(text), n > 0, n <= 1 << 20 else { throw BenchError("'\(text)' is not a descriptor count") }
@@ -303,6 +311,8 @@ func runOuter(_ givenOptions: BenchOptions) -> Int32 {
     if options.parts.contains(.flows) {
       progress("flows: offline parser")
       notes += FlowBenchmark.run(vpnstat: vpnstat, alternative: options.alternative)
+      progress("flows: live capture on a veth")
+      notes += try FlowBenchmark.live(vpnstat: vpnstat, ip: ip, keeper: keeper)
     }
     print(Summary.render(results), terminator: "")
     if !notes.isEmpty { print("\n" + notes.joined(separator: "\n")) }
@@ -391,6 +401,7 @@ do {
   exit(64)
 }
 if let count = options.mover { exit(RecordBenchmark.move(ifbCount: count)) }
+if let rate = options.flood { exit(FlowBenchmark.flood(rate: rate)) }
 if let count = options.holdDescriptors { exit(Crowd.hold(descriptors: count)) }
 if let inner = options.inner {
   exit(runInner(options, part: inner.part, ifbCount: inner.ifbCount))

@@ -21,6 +21,10 @@ void sysfs_floor_close(void);
 int traffic_mover_open(void);
 /// Sends one 60-byte broadcast frame out of the interface `ifindex`. Returns 0 or -errno.
 int traffic_mover_send(int fd, int ifindex);
+/// Sends `rate` UDP datagrams a second of `payload` bytes to `destination` (dotted IPv4) and
+/// `port` for `seconds`, paced by CLOCK_MONOTONIC in batches of up to 32 (sendmmsg). Returns how
+/// many were sent, or -errno.
+long udp_flood(const char *destination, int port, long rate, double seconds, int payload);
 /// Undoes every up of the link `ifindex` as soon as the kernel tells of it, until killed: the
 /// floor an enforcer's undo is compared with. Returns -errno when it cannot go on.
 int netlink_floor_react(int ifindex);
