@@ -352,8 +352,9 @@ package struct JSONWriter {
       field(name, plain: UnsafeBufferPointer(rebasing: bytes[..<count]))
     }
   }
-  /// A key and a word for its value — an enum's raw value: printable ASCII with nothing to
-  /// escape (asserted), so it is copied as it is, with the key, in one reservation.
+  /// A key and a word for its value — an enum's raw value, a protocol's name, an address's
+  /// text: printable ASCII with nothing to escape (asserted), so it is copied as it is, with
+  /// the key, in one reservation.
   package mutating func field(_ name: StaticString, word value: String) {
     var value = value
     value.withUTF8 { word in
