@@ -100,11 +100,9 @@ extension Store {
     guard !isReadOnly, let real = FileSystem.realPath(location.path) else { return false }
     let read: (Ledger, StoredSession, StoreHealth, StoreStamp)? = try guarded {
       try connection.transaction(immediate: false) {
-        // No other writer's commit since the save (the writer's connection would have been opened
-        // again, forgetting what it saved), and the snapshot stored is current: it is the saved
-        // ledger.
+        // No other connection's commit since the save, and only a save writes the rows on this
+        // one: the saved ledger is the rows, whether the save stored the snapshot or left it stale.
         guard let saved = cachedLedger, try connection.scalar("PRAGMA data_version") == saved.dataVersion,
-          try connection.scalar("SELECT count(*) FROM ledger_snapshot_current") == 1,
           let stamp = StoreStamp.read(database: real), !stamp.isWriting
         else { return nil }
         return (saved.ledger, try storedSession(), try health(), stamp)

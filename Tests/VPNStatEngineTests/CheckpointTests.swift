@@ -306,7 +306,8 @@ struct LedgerWriterTests {
   }
 
   @Test(
-    "an enforcer's save writes its rows and leaves the snapshot stale (readers read the rows); a recorder's stores it")
+    "an enforcer's save writes its rows and leaves the snapshot stale (readers read the rows); a recorder's first and last store it"
+  )
   func enforcerLeavesSnapshot() throws {
     let directory = try TemporaryDirectory("cksnap")
     let kernel = FakeKernel()
@@ -330,9 +331,9 @@ struct LedgerWriterTests {
     #expect(try reader.readSnapshot(sharingBootID: nil) == nil, "the enforcer stored the snapshot")
     let tun7 = InterfaceName("tun7")
     #expect(try reader.loadLedger().entries[tun7]?.totals.traffic.rxBytes == 1000)
-    // The recorder's next save stores it again, of the rows as they are.
+    // The recorder's last save stores it again, of the rows as they are.
     clock.advance(.seconds(5))
-    #expect(try recorder.saveNow(&sampler)?.saved == true)
+    #expect(try recorder.saveNow(&sampler, last: true)?.saved == true)
     let stored = try #require(try reader.readSnapshot(sharingBootID: nil))
     #expect(stored.entries == (try reader.readLedger().entries))
     #expect(stored.entries[tun7]?.totals.traffic.rxBytes == 1000)

@@ -58,6 +58,53 @@ struct PublishedReportTests {
   }
 
   @Test(
+    "while its saves are published the recorder leaves the database's snapshot stale; a save it cannot publish, and its last, store it"
+  )
+  func snapshotOnlyWhenNotPublished() throws {
+    let directory = try TemporaryDirectory("pub-snapshot")
+    let location = StoreLocation(path: directory.file("v.db"))
+    var recorder = try recorder(location)
+    kernel.add("tun7", up: true)
+    let index = try #require(kernel.index(of: "tun7"))
+    let reader = try #require(try Store.open(location, intent: .read))
+    func stored() throws -> UInt64? {
+      try reader.readSnapshot(sharingBootID: nil)?.entries[tun7]?.totals.traffic.rxBytes
+    }
+    func save(rx: UInt64) throws {
+      clock.advance(.seconds(61))
+      kernel.carry(index, rx: rx, tx: 0)
+      try recorder.sample()
+    }
+    try recorder.sample()
+    #expect(try stored() == 0, "the first save, with nothing published yet, stores it")
+    try save(rx: 100)
+    #expect(published(location)?.ledger.entries[tun7]?.totals.traffic.rxBytes == 100)
+    #expect(try stored() == nil, "published: the snapshot is left stale")
+    #expect(try reader.loadLedger().entries[tun7]?.totals.traffic.rxBytes == 100, "readers read the rows")
+    // A data cap is never published (its usage is in the buckets): from the next save on, the
+    // snapshot is stored instead.
+    try recorder.store.updateSession { $0.dataCap = DataCap(limitBytes: 1_000_000, period: UsagePeriod(.day)) }
+    try save(rx: 20)
+    #expect(published(location) == nil)
+    #expect(try stored() == nil)
+    try save(rx: 30)
+    #expect(try stored() == 150)
+    try save(rx: 40)
+    #expect(try stored() == 190)
+    try recorder.store.updateSession { $0.dataCap = nil }
+    try save(rx: 3)
+    #expect(try stored() == 193, "the save after one not published")
+    try save(rx: 4)
+    #expect(published(location)?.ledger.entries[tun7]?.totals.traffic.rxBytes == 197)
+    #expect(try stored() == nil)
+    clock.advance(.seconds(1))
+    kernel.carry(index, rx: 5, tx: 0)
+    try recorder.finish(patience: 100)
+    #expect(try stored() == 202, "the last save stores it: after a reboot nothing is published")
+    #expect(published(location)?.ledger.entries[tun7]?.totals.traffic.rxBytes == 202)
+  }
+
+  @Test(
     "a status report from what was published equals one from the database: the ledger advanced by the sample, the session, the warnings"
   )
   func sameReport() throws {

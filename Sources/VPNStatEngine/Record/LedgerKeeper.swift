@@ -93,6 +93,12 @@ package struct LedgerKeeper {
   private var lastSave: Int64?
   /// Who writes the ledger while this process reads it, as last seen.
   package private(set) var writer: String?
+  /// Whether one-shot readers can have the last save without SQLite (`PublishedState`). While
+  /// they can, a recorder's saves leave the database's snapshot stale: it is the same ledger a
+  /// second time, a third of the pages a save wrote at a thousand interfaces. The save that
+  /// cannot be published, and the last (a stopped recorder's database is read after a reboot,
+  /// when nothing is published), store it.
+  private var publishedLastSave = false
 
   package init(store: Store, saveInterval: Duration, role: Role, lock: any LedgerWriterLock) {
     self.store = store
@@ -189,10 +195,12 @@ package struct LedgerKeeper {
     return step
   }
 
-  /// Saves now, whether due or not, with a fresh sample (a stop, a test).
+  /// Saves now, whether due or not, with a fresh sample (a stop, a test). `last`: the process
+  /// stops after it, so a recorder stores the ledger's snapshot for the readers that come after.
   @discardableResult
-  package mutating func saveNow(_ sampler: inout TrafficSampler) throws -> Step? {
-    try save(&sampler)
+  package mutating func saveNow(_ sampler: inout TrafficSampler, last: Bool = false) throws -> Step? {
+    if last { publishedLastSave = false }
+    return try save(&sampler)
   }
 
   /// A sample outside any transaction, advancing memory (or the reader's view).
@@ -257,7 +265,7 @@ package struct LedgerKeeper {
     // the snapshot stale (readers read the rows) rather than encode and write every interface's
     // entry for its one. Its loop answers the deadline: nothing there grows with the host's links.
     let (updated, events, checkpoint) = try store.saveLedger(
-      now: attempt.wall, storingSnapshot: role == .recorder
+      now: attempt.wall, storingSnapshot: role == .recorder && !publishedLastSave
     ) {
       stored -> ((CheckpointedLedger, [LedgerEvent], LedgerCheckpoint), LedgerCheckpoint) in
       var memory = starting ?? CheckpointedLedger(stored: stored)
@@ -282,7 +290,7 @@ package struct LedgerKeeper {
     lastSave = sample?.taken.boottime ?? attempt.boottime
     // The recorder's saves are what one-shot readers read without SQLite (`PublishedState`); one
     // it cannot publish leaves them reading the database.
-    if role == .recorder { _ = try? store.publishForReaders() }
+    if role == .recorder { publishedLastSave = (try? store.publishForReaders()) ?? false }
     return Step(sample: sample, events: events, saved: true)
   }
 }

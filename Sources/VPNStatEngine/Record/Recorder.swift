@@ -179,7 +179,7 @@ package struct Recorder {
   package mutating func finish(patience milliseconds: Int32) throws {
     store.setBusyTimeout(milliseconds: milliseconds)
     keeper.requestSave()
-    try keeper.saveNow(&sampler)
+    try keeper.saveNow(&sampler, last: true)
     store.checkpoint()
     // The checkpoint changed the stamp (the file's header is the log's now): published again.
     if keeper.isWriting { _ = try? store.publishForReaders() }
