@@ -64,11 +64,22 @@ enum RecordBenchmark {
       subjects.append(Subject(label: label, pid: pid, judged: judged, withChildren: withChildren))
     }
     let db = directory + "/record.db"
-    try start("vpnstat record --interval 1s", vpnstat, ["record", "--interval", "1s", "--db", db], judged: true)
+    // As the shipped unit runs it: what it publishes each save goes to its RuntimeDirectory=, on
+    // tmpfs (/run in a booted system; /dev/shm here, where /run may be on disk).
+    var template = Array("/dev/shm/vpnstat-bench-run.XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw BenchError("cannot make a directory in /dev/shm") }
+    let runtime = String(cString: made)
+    defer { StoreBenchmark.removeTree(runtime) }
+    let env = "/usr/bin/env"
+    try start(
+      "vpnstat record --interval 1s", env,
+      ["RUNTIME_DIRECTORY=" + runtime, vpnstat, "record", "--interval", "1s", "--db", db],
+      judged: true)
     if let alternative {
       try start(
-        "alt vpnstat record --interval 1s", alternative,
-        ["record", "--interval", "1s", "--db", directory + "/alt.db"], judged: false)
+        "alt vpnstat record --interval 1s", env,
+        ["RUNTIME_DIRECTORY=" + runtime, alternative, "record", "--interval", "1s", "--db", directory + "/alt.db"],
+        judged: false)
     }
     if let vnstatd = findExecutable("vnstatd") {
       let config = directory + "/vnstat.conf"
@@ -131,7 +142,7 @@ enum RecordBenchmark {
     let after = subjects.map { ProcessUsage.of($0.pid) }
     notes.insert(
       "record: \(ifbCount) ifb devices (+ lo), every counter moving (one 60-byte frame per interface per second),"
-        + " all at once, measured over \(Int(elapsed)) s after \(warmUp) s of start-up; databases on disk in /var/tmp",
+        + " all at once, measured over \(Int(elapsed)) s after \(warmUp) s of start-up; databases on disk in /var/tmp, vpnstat's published state on tmpfs (RUNTIME_DIRECTORY in /dev/shm, as the unit's /run/vpnstat)",
       at: 0)
     func cost(of label: (String) -> Bool) -> (usage: ProcessUsage, cpuPercent: Double)? {
       subjects.indices.first { label(subjects[$0].label) }.flatMap { i in

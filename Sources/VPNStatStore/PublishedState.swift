@@ -2,7 +2,8 @@ import VPNStatModel
 import VPNStatSystem
 
 /// What a one-shot report (`status`, `export`) reads of the database — the ledger, the session
-/// and the health — as the recorder published it beside the file (`DB.published`) after a save,
+/// and the health — as the recorder published it after a save (`DB.published` beside the file,
+/// or a link there to the unit's runtime directory on tmpfs: `Store.publishingDirectory`),
 /// with the database's `StoreStamp` of that moment. A reader that finds the stamp still the
 /// database's own has what SQLite would give it, without opening SQLite: the open, the schema's
 /// parse and a dozen statements' compiles were half of `status --db`'s cost at a thousand
@@ -30,7 +31,9 @@ package struct PublishedState {
   /// (as `Store.loadLedger` promises).
   package static func load(_ location: StoreLocation, sharingBootID: String?) -> PublishedState? {
     guard let real = FileSystem.realPath(location.path), let database = FileStatus.of(real),
-      let fd = try? FileDescriptor.open(real + "." + suffix, FileDescriptor.readingNoFollow)
+      // A link is followed (to the recorder's runtime directory): the file it leads to is
+      // believed on the same terms, and its stamp names the database it was published for.
+      let fd = try? FileDescriptor.open(real + "." + suffix, FileDescriptor.readingFollowing)
     else { return nil }
     defer { fd.close() }
     // The file's owner is the database's, and no one else could have written it.
@@ -110,12 +113,21 @@ extension Store {
     }
     guard let (ledger, session, health, stamp) = read, session.record.dataCap == nil, let database = FileStatus.of(real)
     else { return false }
-    let name = String(real.split(separator: "/").last ?? "") + "." + PublishedState.suffix
+    let base = String(real.split(separator: "/").last ?? "")
+    let name = base + "." + PublishedState.suffix
     let directory = StoreLocation(path: real).directory
+    let bytes = PublishedState.encode(stamp: stamp, session: session, health: health, ledger: ledger)
     // Readable by whom the database is, never more.
-    try AtomicFile.write(
-      PublishedState.encode(stamp: stamp, session: session, health: health, ledger: ledger), named: name,
-      in: directory, mode: database.permissions & 0o644)
+    let mode = database.permissions & 0o644
+    guard let elsewhere = publishingDirectory, elsewhere.hasPrefix("/"), DirectoryTrust.problem(elsewhere) == nil else {
+      try AtomicFile.write(bytes, named: name, in: directory, mode: mode)
+      return true
+    }
+    // On tmpfs, written every save without reaching the disk (138 KB a minute at a thousand
+    // interfaces); named for the file the database is, so two databases never share one.
+    let target = "\(base)-\(database.device)-\(database.inode).\(PublishedState.suffix)"
+    try AtomicFile.write(bytes, named: target, in: elsewhere, mode: mode)
+    try AtomicFile.link(named: name, in: directory, to: elsewhere + "/" + target)
     return true
   }
 }

@@ -40,6 +40,10 @@ package final class Store {
   var cachedLedger: (ledger: Ledger, dataVersion: Int64)?
   /// When this connection last deleted buckets past their retention.
   var lastPrune: Timestamp?
+  /// Where a writer puts what it publishes for readers (`PublishedState`), with a link to it
+  /// beside the database; nil (or a directory others may write): beside the database itself.
+  /// The recorder's service manager makes it one on tmpfs (`$RUNTIME_DIRECTORY`).
+  package var publishingDirectory: String?
   /// The schema version of the file as opened (current once a writer has migrated it).
   var schema: Int64 = 0
   /// How long an operation waits for another writer, or for a reader's consistent read.

@@ -56,6 +56,28 @@ package enum AtomicFile {
     }
   }
 
+  /// Makes `directory/name` a symbolic link to `target`, unless it already is one: the link is
+  /// made under an unpredictable name, then renamed over whatever had the name (a file, another
+  /// link, never what a link points to).
+  package static func link(named name: String, in directory: String, to target: String) throws {
+    let path = directory + "/" + name
+    if let current = try? SmallFile.symbolicLink(SystemPath(path), limit: 4096), current.elementsEqual(target.utf8) {
+      return
+    }
+    let temporary = directory + "/." + name + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
+    do {
+      _ = try Errno.retrying { symlink(target, temporary) }
+      do {
+        _ = try Errno.retrying { rename(temporary, path) }
+      } catch {
+        _ = try? Errno.retrying { unlink(temporary) }
+        throw error
+      }
+    } catch let error as Errno {
+      throw Failure(path: path, error: error)
+    }
+  }
+
   /// Writes `bytes` to a file a person named (`history --svg FILE`): into it, as it is, when the
   /// name is anything but a regular file — a device (`/dev/null`, `/dev/full`), a FIFO, a pipe
   /// reached through `/dev/fd/N` — and atomically as `write(_:named:in:)` otherwise (a regular

@@ -28,6 +28,9 @@ package struct FileDescriptor: Hashable, Sendable {
   /// Flags to read a file named by a path that must not be a symlink, and whose open must not
   /// wait (a FIFO planted in its place).
   package static let readingNoFollow = O_RDONLY | O_NOFOLLOW | O_NONBLOCK
+  /// Flags to read a file whose open must not wait, following a symlink: what it leads to is
+  /// then judged by its `fstat` (owner, mode, type), as a file named directly would be.
+  package static let readingFollowing = O_RDONLY | O_NONBLOCK
 
   /// Opens a file to read it.
   package static func openForReading(_ path: SystemPath) throws -> FileDescriptor {

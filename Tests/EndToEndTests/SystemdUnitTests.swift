@@ -22,6 +22,14 @@ struct SystemdUnitTests {
     #expect(system.property("ActiveState", of: "vpnstat-record.service") == "active")
     let status = system.property("StatusText", of: "vpnstat-record.service")
     #expect(status.contains("recording") && status.contains("/var/lib/vpnstat/vpnstat.db"), "\(status)")
+    // What it publishes every save is on tmpfs (RuntimeDirectory=), linked beside the database.
+    let link = try system.sh(
+      """
+      for i in $(seq 50); do [ -L /var/lib/vpnstat/vpnstat.db.published ] && break; sleep 0.1; done
+      target=$(readlink /var/lib/vpnstat/vpnstat.db.published) && test -f "$target" && stat -f -c %T "$target" && echo "$target"
+      """)
+    #expect(link.status == 0, "\(link.output) \(link.errors)")
+    #expect(link.output.contains("tmpfs\n/run/vpnstat/vpnstat.db-"), "\(link.output)")
     let report = try system.sh("vpnstat report --json")
     #expect(report.status == 0, "\(report.errors)")
     #expect(report.output.contains("\"recorded\":true,\"saved_at\":\"20"), "\(report.output)")

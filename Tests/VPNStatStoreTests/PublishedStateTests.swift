@@ -157,7 +157,7 @@ struct PublishedStateTests {
 
   enum Damage: String, CaseIterable, CustomTestStringConvertible {
     case shortByOne, longerByOne, stampByte, headByte, ledgerByte, otherMagic, empty
-    case groupWritable, worldWritable, symlink, fifo, directory
+    case groupWritable, worldWritable, linkToWritable, fifo, directory
     var testDescription: String { rawValue }
   }
 
@@ -194,8 +194,10 @@ struct PublishedStateTests {
     case .empty: try rewrite([])
     case .groupWritable: #expect(chmod(path, 0o664) == 0)
     case .worldWritable: #expect(chmod(path, 0o646) == 0)
-    case .symlink:
+    case .linkToWritable:
+      // A link is followed (the recorder's runtime directory), and what it leads to judged.
       #expect(rename(path, path + ".real") == 0)
+      #expect(chmod(path + ".real", 0o646) == 0)
       #expect(symlink(path + ".real", path) == 0)
     case .fifo:
       try FileManager.default.removeItem(atPath: path)
@@ -254,6 +256,75 @@ struct PublishedStateTests {
     let mode = try FileManager.default.attributesOfItem(atPath: file(location))[.posixPermissions] as? Int
     #expect(mode == 0o600)
     #expect(PublishedState.load(location, sharingBootID: nil) != nil)
+  }
+
+  func linkTarget(_ path: String) -> String? { try? FileManager.default.destinationOfSymbolicLink(atPath: path) }
+
+  @Test(
+    "with a publishing directory (the unit's /run/vpnstat) the state is written there and linked beside the database; a link to nothing, as after a reboot, sends readers to the database"
+  )
+  func publishedElsewhere() throws {
+    let directory = try TemporaryDirectory("published-elsewhere")
+    let runtime = try TemporaryDirectory("published-runtime")
+    let (location, writer) = try populated(directory)
+    writer.publishingDirectory = runtime.path
+    #expect(try writer.publishForReaders())
+    let target = try #require(linkTarget(file(location)), "DB.published is a link")
+    #expect(target.hasPrefix(runtime.path + "/v.db-") && target.hasSuffix(".published"))
+    let published = try #require(PublishedState.load(location, sharingBootID: nil))
+    let reader = try #require(try Store.open(location, intent: .read))
+    #expect(published.ledger.entries == (try reader.loadLedger().entries))
+    // The next save rewrites the file; the link stays as it is.
+    let linkBefore = try FileManager.default.attributesOfItem(atPath: file(location))[.systemFileNumber] as? Int
+    _ = try writer.advanceLedger(observations(7000), now: clock.now().wall)
+    #expect(try writer.publishForReaders())
+    #expect(linkTarget(file(location)) == target)
+    let linkAfter = try FileManager.default.attributesOfItem(atPath: file(location))[.systemFileNumber] as? Int
+    #expect(linkBefore == linkAfter)
+    #expect(
+      PublishedState.load(location, sharingBootID: nil)?.ledger.entries[InterfaceName("eth0")]?.baseline.counters
+        .rxBytes
+        == 21000)
+    // A reboot empties the runtime directory: the link leads nowhere.
+    #expect(unlink(target) == 0)
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    // Without one, the file is beside the database again, in the link's place.
+    writer.publishingDirectory = nil
+    #expect(try writer.publishForReaders())
+    #expect(linkTarget(file(location)) == nil)
+    #expect(PublishedState.load(location, sharingBootID: nil) != nil)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: runtime.path).isEmpty)
+  }
+
+  @Test("a publishing directory others may write is not used: the state is published beside the database")
+  func untrustedPublishingDirectory() throws {
+    let directory = try TemporaryDirectory("published-untrusted")
+    let runtime = try TemporaryDirectory("published-open")
+    #expect(chmod(runtime.path, 0o777) == 0)
+    let (location, writer) = try populated(directory)
+    writer.publishingDirectory = runtime.path
+    #expect(try writer.publishForReaders())
+    #expect(linkTarget(file(location)) == nil)
+    #expect(PublishedState.load(location, sharingBootID: nil) != nil)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: runtime.path).isEmpty)
+  }
+
+  @Test(
+    "a link beside the database is followed on the same terms: to a file of another owner, or to a device, it is not believed",
+    .enabled(if: Privilege.isRoot, Privilege.reason))
+  func linkedFileIsJudged() throws {
+    let directory = try TemporaryDirectory("published-linked")
+    let runtime = try TemporaryDirectory("published-linked-run")
+    let (location, writer) = try populated(directory)
+    writer.publishingDirectory = runtime.path
+    #expect(try writer.publishForReaders())
+    let target = try #require(linkTarget(file(location)))
+    #expect(PublishedState.load(location, sharingBootID: nil) != nil)
+    #expect(chown(target, 65534, 65534) == 0)
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    #expect(unlink(file(location)) == 0)
+    #expect(symlink("/dev/zero", file(location)) == 0)
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
   }
 
   @Test("a database replaced by another file at its path makes the published state stale")

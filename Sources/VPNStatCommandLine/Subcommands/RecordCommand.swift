@@ -78,6 +78,8 @@ enum RecordCommand: Subcommand {
     }
     let lock = try ProcessLock(path: location.lockPath("record"), role: "vpnstat record")
     store.setBusyTimeout(milliseconds: runningBusyTimeoutMilliseconds)
+    // The unit's RuntimeDirectory= (tmpfs): what is published every save stays off the disk.
+    store.publishingDirectory = context.environment("RUNTIME_DIRECTORY")?.split(separator: ":").first.map(String.init)
     let log = context.eventLog()
     var recorder = Recorder(
       sampler: CommandServices.sampler(parsed, context, recorded: CommandServices.selection(parsed)), store: store,
