@@ -156,7 +156,7 @@ extension Store {
           stored = try readLedger()
         }
         let (result, checkpoint) = try prepare(stored)
-        try write(checkpoint)
+        try write(checkpoint, now: now)
         for entry in checkpoint.entries { stored.replace(entry) }
         // Written rows made the snapshot stale (the triggers); so may another writer's have.
         if storingSnapshot,
@@ -236,7 +236,51 @@ extension Store {
     return lastReadVersion
   }
 
-  private func write(_ checkpoint: LedgerCheckpoint) throws {
+  /// The 5-minute buckets starting at or after this instant (Unix seconds) are not in the
+  /// hourly, daily and monthly buckets yet: readers add them (`buckets`, `usage`). Nil on a
+  /// schema without the mark, whose every granularity is written at every save.
+  ///
+  /// A save at a thousand moving interfaces rewrote each granularity's current bucket, 35 pages
+  /// in all; the coarser ones are now written once per closed 5-minute bucket ("folded"), in the
+  /// transaction that moves the mark.
+  func foldedThrough() throws -> Int64? {
+    guard schema >= 6 else { return nil }
+    return try connection.scalar("SELECT through FROM bucket_fold WHERE id = 1")
+  }
+
+  /// Adds the closed 5-minute buckets from the mark up to the one holding `now` to the coarser
+  /// granularities, and moves the mark there. A clock set back leaves the mark where it is.
+  private func fold(from through: Int64, now: Timestamp) throws {
+    let until = TrafficGranularity.fiveMinutes.start(of: now, in: calendar)
+    guard until > through else { return }
+    var starts: [Int64] = []
+    try connection.query(
+      "SELECT DISTINCT start FROM buckets WHERE granularity = 0 AND start >= ? AND start < ? ORDER BY start",
+      [.integer(through), .integer(until)]
+    ) { row in starts.append(row.integer(0)) }
+    for start in starts {
+      for granularity in [TrafficGranularity.hour, .day, .month] {
+        // `WHERE` before `ON CONFLICT`: SQLite's way to tell the upsert from a join.
+        try connection.query(
+          """
+          INSERT INTO buckets (name, granularity, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets)
+          SELECT name, ?1, ?2, class, rx_bytes, tx_bytes, rx_packets, tx_packets FROM buckets
+          WHERE granularity = 0 AND start = ?3 ORDER BY name
+          ON CONFLICT (granularity, start, name) DO UPDATE SET
+            class = excluded.class,
+            rx_bytes = rx_bytes + excluded.rx_bytes, tx_bytes = tx_bytes + excluded.tx_bytes,
+            rx_packets = rx_packets + excluded.rx_packets, tx_packets = tx_packets + excluded.tx_packets
+          """,
+          [
+            .integer(Int64(granularity.rawValue)),
+            .integer(granularity.start(of: Timestamp(seconds: start), in: calendar)), .integer(start),
+          ])
+      }
+    }
+    try connection.query("UPDATE bucket_fold SET through = ? WHERE id = 1", [.integer(until)])
+  }
+
+  private func write(_ checkpoint: LedgerCheckpoint, now: Timestamp) throws {
     // Each statement prepared once for all its rows, and each row's values one array.
     try connection.repeatedly(
       """
@@ -259,6 +303,7 @@ extension Store {
         ])
       }
     }
+    let through = try foldedThrough()
     try connection.repeatedly(
       """
       INSERT INTO buckets (name, granularity, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets)
@@ -269,14 +314,30 @@ extension Store {
         rx_packets = rx_packets + excluded.rx_packets, tx_packets = tx_packets + excluded.tx_packets
       """
     ) { run in
-      for (granularity, bucket) in checkpoint.buckets {
+      func book(_ bucket: TrafficBucket, _ granularity: TrafficGranularity, start: Int64) throws {
         try run([
-          .blob(bucket.name.bytes), .integer(Int64(granularity.rawValue)), .integer(bucket.start),
+          .blob(bucket.name.bytes), .integer(Int64(granularity.rawValue)), .integer(start),
           .text(bucket.interfaceClass.rawValue), .unsigned(bucket.traffic.rxBytes), .unsigned(bucket.traffic.txBytes),
           .unsigned(bucket.traffic.rxPackets), .unsigned(bucket.traffic.txPackets),
         ])
       }
+      for (granularity, bucket) in checkpoint.buckets {
+        guard let through else {
+          try book(bucket, granularity, start: bucket.start)
+          continue
+        }
+        // With the mark, the coarser buckets are the 5-minute ones folded: booked from those.
+        guard granularity == .fiveMinutes else { continue }
+        try book(bucket, .fiveMinutes, start: bucket.start)
+        // One already folded (a clock set back, a late booking): the coarser ones at once.
+        if bucket.start < through {
+          for coarser in [TrafficGranularity.hour, .day, .month] {
+            try book(bucket, coarser, start: coarser.start(of: Timestamp(seconds: bucket.start), in: calendar))
+          }
+        }
+      }
     }
+    if let through { try fold(from: through, now: now) }
   }
 
   /// Deletes buckets older than each granularity keeps.
@@ -288,21 +349,38 @@ extension Store {
     }
   }
 
-  /// Traffic buckets of one granularity from `since` (Unix seconds) on, oldest first.
+  /// Traffic buckets of one granularity from `since` (Unix seconds) on, oldest first; for the
+  /// hourly, daily and monthly ones, then the 5-minute buckets not folded into them yet, each as
+  /// a bucket of the granularity that holds it (a bucket may appear twice: whoever sums them adds
+  /// them, as with `RecordedTraffic`'s unsaved ones).
   package func buckets(_ granularity: TrafficGranularity, since: Int64) throws -> [TrafficBucket] {
     try reading {
       var result: [TrafficBucket] = []
-      try connection.query(
-        """
-        SELECT name, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets FROM buckets
-        WHERE granularity = ? AND start >= ? ORDER BY start, name
-        """, [.integer(Int64(granularity.rawValue)), .integer(since)]
-      ) { row in
-        result.append(
-          TrafficBucket(
-            name: InterfaceName(bytes: row.blob(0)),
-            start: try stored(row, 1, .instantSeconds, "buckets.start").seconds,
-            interfaceClass: InterfaceClass(rawValue: row.text(2) ?? "") ?? .other, traffic: row.traffic(3)))
+      func read(_ source: TrafficGranularity, from: Int64, as start: (Int64) -> Int64) throws {
+        try connection.query(
+          """
+          SELECT name, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets FROM buckets
+          WHERE granularity = ? AND start >= ? ORDER BY start, name
+          """, [.integer(Int64(source.rawValue)), .integer(from)]
+        ) { row in
+          let bucketStart = start(try stored(row, 1, .instantSeconds, "buckets.start").seconds)
+          guard bucketStart >= since else { return }
+          result.append(
+            TrafficBucket(
+              name: InterfaceName(bytes: row.blob(0)), start: bucketStart,
+              interfaceClass: InterfaceClass(rawValue: row.text(2) ?? "") ?? .other, traffic: row.traffic(3)))
+        }
+      }
+      try read(granularity, from: since) { $0 }
+      if granularity != .fiveMinutes, let through = try foldedThrough() {
+        // Rows come by start: the bucket holding one is worked out once per start.
+        var last: (start: Int64, holder: Int64)?
+        try read(.fiveMinutes, from: max(through, since)) { start in
+          if let last, last.start == start { return last.holder }
+          let holder = granularity.start(of: Timestamp(seconds: start), in: calendar)
+          last = (start, holder)
+          return holder
+        }
       }
       return result
     }

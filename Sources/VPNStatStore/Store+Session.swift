@@ -130,19 +130,25 @@ extension Store {
   {
     try reading {
       var sum = TrafficCounts.zero
-      try connection.query(
-        """
-        SELECT rx_bytes, tx_bytes, rx_packets, tx_packets, start FROM buckets
-        WHERE granularity = ?1 AND start >= ?2 AND (?3 IS NULL OR class = ?3) AND (?4 IS NULL OR name = ?4)
-        """,
-        [
-          .integer(Int64(TrafficGranularity.day.rawValue)), .integer(since),
-          interfaceClass.map { .text($0.rawValue) } ?? .null, name.map { .blob($0.bytes) } ?? .null,
-        ]
-      ) { row in
-        _ = try stored(row, 4, .instantSeconds, "buckets.start")
-        sum += row.traffic(0)
+      // The daily buckets, then the 5-minute ones not folded into them yet (`foldedThrough`):
+      // a local midnight is a 5-minute boundary, so those from `since` on are this period's.
+      func add(_ granularity: TrafficGranularity, from: Int64) throws {
+        try connection.query(
+          """
+          SELECT rx_bytes, tx_bytes, rx_packets, tx_packets, start FROM buckets
+          WHERE granularity = ?1 AND start >= ?2 AND (?3 IS NULL OR class = ?3) AND (?4 IS NULL OR name = ?4)
+          """,
+          [
+            .integer(Int64(granularity.rawValue)), .integer(from),
+            interfaceClass.map { .text($0.rawValue) } ?? .null, name.map { .blob($0.bytes) } ?? .null,
+          ]
+        ) { row in
+          _ = try stored(row, 4, .instantSeconds, "buckets.start")
+          sum += row.traffic(0)
+        }
       }
+      try add(.day, from: since)
+      if let through = try foldedThrough() { try add(.fiveMinutes, from: max(through, since)) }
       return sum
     }
   }

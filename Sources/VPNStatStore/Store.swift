@@ -553,6 +553,13 @@ package final class Store {
       until INTEGER
     );
     """,
+    // 6: the hourly, daily and monthly buckets are the 5-minute ones folded in once closed
+    // (`Store.foldedThrough`): those from `through` on are not in them yet. Every bucket so far
+    // was written at every save, so everything up to the last 5-minute bucket's end is.
+    """
+    CREATE TABLE bucket_fold (id INTEGER PRIMARY KEY CHECK (id = 1), through INTEGER NOT NULL);
+    INSERT INTO bucket_fold (id, through) SELECT 1, coalesce(max(start) + 300, 0) FROM buckets WHERE granularity = 0;
+    """,
   ]
 
   /// The oldest schema a reader can read (older ones lack the session): readers never upgrade,
