@@ -31,9 +31,10 @@ package struct PublishedState {
   /// (as `Store.loadLedger` promises).
   package static func load(_ location: StoreLocation, sharingBootID: String?) -> PublishedState? {
     guard let real = FileSystem.realPath(location.path), let database = FileStatus.of(real),
-      // A link is followed (to the recorder's runtime directory): the file it leads to is
-      // believed on the same terms, and its stamp names the database it was published for.
-      let fd = try? FileDescriptor.open(real + "." + suffix, FileDescriptor.readingFollowing)
+      // A link is followed (to the recorder's runtime directory), to a regular file only: the file
+      // it leads to is believed on the same terms, and its stamp names the database it was
+      // published for.
+      let fd = try? FileDescriptor.openRegularFollowing(real + "." + suffix)
     else { return nil }
     defer { fd.close() }
     // The file's owner is the database's, and no one else could have written it.

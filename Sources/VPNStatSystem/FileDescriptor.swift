@@ -1,3 +1,4 @@
+import CLinux
 import VPNStatModel
 
 #if canImport(Glibc)
@@ -28,9 +29,6 @@ package struct FileDescriptor: Hashable, Sendable {
   /// Flags to read a file named by a path that must not be a symlink, and whose open must not
   /// wait (a FIFO planted in its place).
   package static let readingNoFollow = O_RDONLY | O_NOFOLLOW | O_NONBLOCK
-  /// Flags to read a file whose open must not wait, following a symlink: what it leads to is
-  /// then judged by its `fstat` (owner, mode, type), as a file named directly would be.
-  package static let readingFollowing = O_RDONLY | O_NONBLOCK
 
   /// Opens a file to read it.
   package static func openForReading(_ path: SystemPath) throws -> FileDescriptor {
@@ -56,6 +54,20 @@ package struct FileDescriptor: Hashable, Sendable {
       throw NotARegularFile(path: path.description, mode: info.st_mode)
     }
     return fd
+  }
+
+  /// Opens the regular file `path` leads to (a symlink followed) to read it, having looked before
+  /// opening: the path is first opened `O_PATH`, which runs no device's open, and reopened through
+  /// `/proc/self/fd` only when that is a regular file. A link whoever may write its directory can
+  /// plant (to `/dev/watchdog`, a tape) is then never opened by root; what it leads to is judged
+  /// by the caller's `fstat` as a file named directly would be. Throws `NotARegularFile`.
+  package static func openRegularFollowing(_ path: String) throws -> FileDescriptor {
+    let located = try open(path, clinux_o_path())
+    defer { located.close() }
+    var info = stat()
+    _ = try retryingInterrupts { fstat(located.rawValue, &info) }
+    guard info.st_mode & S_IFMT == S_IFREG else { throw NotARegularFile(path: path, mode: info.st_mode) }
+    return try open("/proc/self/fd/\(located.rawValue)", O_RDONLY | O_NONBLOCK)
   }
 
   package func close() {

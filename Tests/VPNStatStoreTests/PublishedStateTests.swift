@@ -327,6 +327,25 @@ struct PublishedStateTests {
     #expect(PublishedState.load(location, sharingBootID: nil) == nil)
   }
 
+  @Test(
+    "a link beside the database to what is not a regular file (a FIFO, a device) is looked at, never opened: no device's open runs for a reader"
+  )
+  func linkedSpecialFileNeverOpened() throws {
+    let directory = try TemporaryDirectory("published-fifo")
+    let (location, _) = try populated(directory)
+    let fifo = directory.file("planted")
+    #expect(mkfifo(fifo, 0o644) == 0)
+    #expect(symlink(fifo, file(location)) == 0)
+    let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+    try #require(watch >= 0)
+    defer { close(watch) }
+    try #require(inotify_add_watch(watch, fifo, UInt32(IN_OPEN)) >= 0)
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let count = read(watch, &buffer, buffer.count)
+    #expect(count == -1 && errno == EAGAIN, "the FIFO was opened")
+  }
+
   @Test("a database replaced by another file at its path makes the published state stale")
   func replacedDatabase() throws {
     let directory = try TemporaryDirectory("published-replaced")

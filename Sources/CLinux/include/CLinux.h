@@ -56,6 +56,10 @@ static inline int clinux_pidfd_open(int pid) { return pidfd_open(pid, 0); }
 /// O_TMPFILE is defined by <fcntl.h> only under _GNU_SOURCE (020000000 | O_DIRECTORY).
 static inline int clinux_o_tmpfile(void) { return 020000000 | 0200000; }
 
+/// O_PATH is defined by <fcntl.h> only under _GNU_SOURCE: a descriptor that locates a file
+/// without opening it (no device's open runs, no FIFO waits).
+static inline int clinux_o_path(void) { return 010000000; }
+
 /// accept4 is declared by <sys/socket.h> only under _GNU_SOURCE.
 extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 static inline int clinux_accept4(int fd, int flags) { return accept4(fd, NULL, NULL, flags); }
