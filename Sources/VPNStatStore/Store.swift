@@ -307,27 +307,37 @@ package final class Store {
 
   /// The ledger's snapshot (`LedgerSnapshot`), the mark that it is current (with the token a
   /// reader compares, `LedgerVersion`), and the triggers that remove the mark when any writer
-  /// changes a row. Not a migration: the schema version
-  /// stays, so a vpnstat that knows nothing of them still opens the file, and its writes,
-  /// through the triggers, make readers read the rows. The mark is a table of its own: a trigger
-  /// that deleted (or updated) the snapshot's row would free (or read) its every page once per
-  /// row written.
+  /// changes a row. The mark is a table of its own: a trigger that deleted (or updated) the
+  /// snapshot's row would free (or read) its every page once per row written. The triggers
+  /// delete `WHERE id = 1`: a `DELETE` of the whole table rewrites its root page even when it is
+  /// empty, a page more in every save. Made again when missing (schema 7 made the rows' table
+  /// anew) or of an earlier build; the snapshot is then stale until the next save stores it.
   private func addLedgerSnapshot() throws {
-    let present = "SELECT count(*) FROM pragma_table_info('ledger_snapshot_current') WHERE name = 'token'"
+    let present = "SELECT count(*) FROM sqlite_master WHERE name = 'ledger_snapshot_stale_on_update'"
     guard try connection.scalar(present) == 0 else { return }
     try connection.transaction {
-      // A mark without a token (an early build of this table) is replaced: the snapshot is then stale.
+      // A mark without a token (an early build of this table) is replaced.
+      let tokens = "SELECT count(*) FROM pragma_table_info('ledger_snapshot_current') WHERE name = 'token'"
+      if try connection.scalar(tokens) == 0 {
+        try connection.execute(
+          """
+          DROP TABLE IF EXISTS ledger_snapshot_current;
+          CREATE TABLE ledger_snapshot_current (id INTEGER PRIMARY KEY CHECK (id = 1), token INTEGER NOT NULL);
+          """)
+      }
       try connection.execute(
         """
-        DROP TABLE IF EXISTS ledger_snapshot_current;
         CREATE TABLE IF NOT EXISTS ledger_snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), data BLOB NOT NULL);
-        CREATE TABLE ledger_snapshot_current (id INTEGER PRIMARY KEY CHECK (id = 1), token INTEGER NOT NULL);
-        CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_insert AFTER INSERT ON interfaces
-          BEGIN DELETE FROM ledger_snapshot_current; END;
-        CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_update AFTER UPDATE ON interfaces
-          BEGIN DELETE FROM ledger_snapshot_current; END;
-        CREATE TRIGGER IF NOT EXISTS ledger_snapshot_on_delete AFTER DELETE ON interfaces
-          BEGIN DELETE FROM ledger_snapshot_current; END;
+        DROP TRIGGER IF EXISTS ledger_snapshot_on_insert;
+        DROP TRIGGER IF EXISTS ledger_snapshot_on_update;
+        DROP TRIGGER IF EXISTS ledger_snapshot_on_delete;
+        CREATE TRIGGER ledger_snapshot_stale_on_insert AFTER INSERT ON interfaces
+          BEGIN DELETE FROM ledger_snapshot_current WHERE id = 1; END;
+        CREATE TRIGGER ledger_snapshot_stale_on_update AFTER UPDATE ON interfaces
+          BEGIN DELETE FROM ledger_snapshot_current WHERE id = 1; END;
+        CREATE TRIGGER ledger_snapshot_stale_on_delete AFTER DELETE ON interfaces
+          BEGIN DELETE FROM ledger_snapshot_current WHERE id = 1; END;
+        DELETE FROM ledger_snapshot_current;
         """)
     }
   }
@@ -559,6 +569,35 @@ package final class Store {
     """
     CREATE TABLE bucket_fold (id INTEGER PRIMARY KEY CHECK (id = 1), through INTEGER NOT NULL);
     INSERT INTO bucket_fold (id, through) SELECT 1, coalesce(max(start) + 300, 0) FROM buckets WHERE granularity = 0;
+    """,
+    // 7: an interface's boot is a number (`boots`): the boot id's 36 characters were a third of
+    // every row a save writes. The table is made anew (a column's type cannot change in place);
+    // the snapshot's triggers go with the old one and are made again (`addLedgerSnapshot`).
+    """
+    CREATE TABLE boots (id INTEGER PRIMARY KEY, boot_id TEXT NOT NULL UNIQUE);
+    INSERT INTO boots (boot_id) SELECT DISTINCT boot_id FROM interfaces ORDER BY boot_id;
+    CREATE TABLE interfaces_7 (
+      name BLOB PRIMARY KEY,
+      class TEXT NOT NULL,
+      first_seen_at INTEGER NOT NULL,
+      if_index INTEGER NOT NULL,
+      boot INTEGER NOT NULL,
+      width INTEGER NOT NULL,
+      rx_bytes INTEGER NOT NULL, tx_bytes INTEGER NOT NULL,
+      rx_packets INTEGER NOT NULL, tx_packets INTEGER NOT NULL,
+      sampled_at INTEGER NOT NULL,
+      boottime INTEGER NOT NULL,
+      total_rx_bytes INTEGER NOT NULL DEFAULT 0, total_tx_bytes INTEGER NOT NULL DEFAULT 0,
+      total_rx_packets INTEGER NOT NULL DEFAULT 0, total_tx_packets INTEGER NOT NULL DEFAULT 0,
+      resets INTEGER NOT NULL DEFAULT 0, wraps INTEGER NOT NULL DEFAULT 0,
+      discarded INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID;
+    INSERT INTO interfaces_7 SELECT name, class, first_seen_at, if_index,
+      (SELECT id FROM boots WHERE boots.boot_id = interfaces.boot_id), width, rx_bytes, tx_bytes, rx_packets,
+      tx_packets, sampled_at, boottime, total_rx_bytes, total_tx_bytes, total_rx_packets, total_tx_packets, resets,
+      wraps, discarded FROM interfaces;
+    DROP TABLE interfaces;
+    ALTER TABLE interfaces_7 RENAME TO interfaces;
     """,
   ]
 

@@ -56,6 +56,12 @@ struct BucketFoldTests {
     return sums
   }
 
+  /// The `interfaces` table as schema 1 made it (schema 7 made it anew).
+  var schemaOneInterfaces: String {
+    let first = Store.migrations[0]
+    return String(first[..<first.range(of: "CREATE TABLE buckets")!.lowerBound])
+  }
+
   func rows(_ store: Store, _ granularity: TrafficGranularity) throws -> Int64 {
     try store.connection.scalar(
       "SELECT count(*) FROM buckets WHERE granularity = ?", [.integer(Int64(granularity.rawValue))])
@@ -63,7 +69,7 @@ struct BucketFoldTests {
   }
 
   @Test(
-    "a save writes the 5-minute rows only; a later 5-minute bucket folds the closed ones in; readers read every granularity as booked, in a local calendar"
+    "a save writes the 5-minute rows only; closed ones spanning a quarter hour are folded in; readers read every granularity as booked, in a local calendar"
   )
   func foldsClosedBuckets() throws {
     let directory = try TemporaryDirectory("fold")
@@ -81,10 +87,16 @@ struct BucketFoldTests {
     #expect(
       try store.usage(since: TrafficGranularity.day.start(of: Timestamp(seconds: base), in: calendar), of: .tunnel)
         .rxBytes == 434)
-    // The next 5-minute bucket: the closed one is folded, the open one is not.
+    // The next 5-minute buckets: the closed ones wait until they span a quarter hour
+    // (`Store.foldSpan`), then are folded; the open one is not.
     try book(store, "tun0", rx: 1000, at: base + 300, into: &booked)
+    try book(store, "wg1", rx: 9, at: base + 605, into: &booked)
+    #expect(try rows(store, .hour) == 0 && rows(store, .day) == 0 && rows(store, .month) == 0)
+    #expect(try store.foldedThrough() == base)
+    #expect(try read(store) == booked.sums)
+    try book(store, "tun0", rx: 1001, at: base + 900, into: &booked)
     #expect(try rows(store, .hour) == 2 && rows(store, .day) == 2 && rows(store, .month) == 2)
-    #expect(try store.foldedThrough() == base + 300)
+    #expect(try store.foldedThrough() == base + 900)
     #expect(try read(store) == booked.sums)
     // Across the local hour's end (:30 UTC here) and a day's: each closed bucket folded once.
     for step in 2..<30 {
@@ -154,6 +166,9 @@ struct BucketFoldTests {
           SELECT name, 3, \(TrafficGranularity.month.start(of: Timestamp(seconds: base), in: calendar)), class,
             sum(rx_bytes), 0, 0, 0 FROM buckets WHERE granularity = 0 GROUP BY name;
         DROP TABLE bucket_fold;
+        DROP TABLE boots;
+        DROP TABLE interfaces;
+        \(schemaOneInterfaces);
         PRAGMA user_version = 5;
         """)
     }
@@ -165,7 +180,10 @@ struct BucketFoldTests {
     try book(store, "tun0", rx: 14, at: base + 700, into: &booked)
     #expect(try read(store) == booked.sums)
     try book(store, "tun0", rx: 15, at: base + 1000, into: &booked)
-    #expect(try store.foldedThrough() == base + 900)
+    #expect(try store.foldedThrough() == base + 600)
+    #expect(try read(store) == booked.sums)
+    try book(store, "tun0", rx: 16, at: base + 1600, into: &booked)
+    #expect(try store.foldedThrough() == base + 1500)
     #expect(try read(store) == booked.sums)
   }
 }

@@ -27,7 +27,7 @@ struct DataCapStoreTests {
     #expect(try reader.sessionRecord().plan == .free)
     #expect(contents(path) == before, "a reader changed the file")
     let writer = try #require(try Store.open(StoreLocation(path: path), intent: .write))
-    #expect(Store.schemaVersion == 6)
+    #expect(Store.schemaVersion == 7)
     let cap = DataCap(limitBytes: 2 << 30, period: UsagePeriod(.month, monthStartDay: 15))
     try writer.updateSession { $0.dataCap = cap }
     let again = try #require(try Store.open(StoreLocation(path: path), intent: .read))

@@ -333,7 +333,7 @@ struct LedgerTests {
     #expect(try reader.loadLedger().entries[InterfaceName("tun0")]?.totals.traffic.rxBytes == 123_456_789)
     try older.execute(
       """
-      INSERT INTO interfaces SELECT CAST('tun9' AS BLOB), class, first_seen_at, if_index + 10, boot_id, width, rx_bytes,
+      INSERT INTO interfaces SELECT CAST('tun9' AS BLOB), class, first_seen_at, if_index + 10, boot, width, rx_bytes,
         tx_bytes, rx_packets, tx_packets, sampled_at, boottime, total_rx_bytes, total_tx_bytes, total_rx_packets,
         total_tx_packets, resets, wraps, discarded FROM interfaces WHERE name = CAST('tun0' AS BLOB)
       """)
@@ -383,9 +383,10 @@ struct LedgerTests {
     try older.execute(
       """
       PRAGMA application_id = \(Store.applicationID); PRAGMA user_version = \(Store.schemaVersion);
-      INSERT INTO interfaces (name, class, first_seen_at, if_index, boot_id, width, rx_bytes, tx_bytes, rx_packets,
+      INSERT INTO boots (id, boot_id) VALUES (1, 'boot-a');
+      INSERT INTO interfaces (name, class, first_seen_at, if_index, boot, width, rx_bytes, tx_bytes, rx_packets,
         tx_packets, sampled_at, boottime, total_rx_bytes)
-      VALUES (CAST('wg0' AS BLOB), 'tunnel', 1, 5, 'boot-a', 64, 10, 20, 1, 2, 3, 4, 777)
+      VALUES (CAST('wg0' AS BLOB), 'tunnel', 1, 5, 1, 64, 10, 20, 1, 2, 3, 4, 777)
       """)
     let before = contents(path)
     let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
