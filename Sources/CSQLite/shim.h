@@ -16,3 +16,10 @@ static inline int csqlite_page_cache_without_initial_block(void) {
 static inline int csqlite_no_checkpoint_on_close(sqlite3 *db) {
   return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)0);
 }
+
+/// Triggers do not fire on this connection (SQLITE_DBCONFIG_ENABLE_TRIGGER off): the writer does
+/// once per save what a trigger did once per row. sqlite3_db_config is variadic, which Swift
+/// cannot call.
+static inline int csqlite_without_triggers(sqlite3 *db) {
+  return sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, (int *)0);
+}

@@ -69,6 +69,12 @@ final class SQLiteConnection {
   /// Closing this connection checkpoints nothing (see `csqlite_no_checkpoint_on_close`).
   func skipCheckpointOnClose() { _ = csqlite_no_checkpoint_on_close(handle) }
 
+  /// Fires no trigger from here on (a writer's own rows; see `Store.openWriter`).
+  func disableTriggers() throws {
+    let rc = csqlite_without_triggers(handle)
+    if rc != SQLITE_OK { throw error(rc) }
+  }
+
   /// The bytes the page cache holds now (`SQLITE_DBSTATUS_CACHE_USED`).
   var cacheUsed: Int {
     var current: Int32 = 0

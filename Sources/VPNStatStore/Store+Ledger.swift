@@ -161,7 +161,7 @@ extension Store {
         let (result, checkpoint) = try prepare(stored)
         try write(checkpoint, now: now)
         for entry in checkpoint.entries { stored.replace(entry) }
-        // Written rows made the snapshot stale (the triggers); so may another writer's have.
+        // Written rows made the snapshot stale (`write`); so may another writer's have.
         if storingSnapshot,
           try !checkpoint.entries.isEmpty || connection.scalar("SELECT count(*) FROM ledger_snapshot_current") != 1
         {
@@ -332,6 +332,9 @@ extension Store {
         ])
       }
     }
+    // What the triggers do for other writers (this connection fires none): rows changed, the
+    // snapshot is stale until `saveLedger` stores it again.
+    if !checkpoint.entries.isEmpty { try connection.query("DELETE FROM ledger_snapshot_current WHERE id = 1") }
     let through = try foldedThrough()
     try connection.repeatedly(
       """
@@ -376,7 +379,7 @@ extension Store {
         "DELETE FROM buckets WHERE granularity = ? AND start < ?",
         [.integer(Int64(granularity.rawValue)), .integer(granularity.retentionCutoff(at: now, in: calendar))])
     }
-    try connection.execute("DELETE FROM boots WHERE id NOT IN (SELECT boot FROM interfaces)")
+    try connection.query("DELETE FROM boots WHERE id NOT IN (SELECT boot FROM interfaces)")
   }
 
   /// Traffic buckets of one granularity from `since` (Unix seconds) on, oldest first; for the

@@ -279,6 +279,11 @@ package final class Store {
     if stamp?.isWriting == true { try rollBackDeadWrite() }
     let connection = try Self.connect(location, query: "?vfs=unix-none", readOnly: false)
     connection.skipCheckpointOnClose()
+    // The snapshot's triggers are for other writers (an older vpnstat, plain SQL): this one
+    // removes the mark itself, once a save (`write`), where a trigger ran a program of its own
+    // for every row (a third of what SQLite spent on a row). Nor does a trigger someone put in
+    // the file run as this process.
+    try connection.disableTriggers()
     // A writer runs for good: SQLite's default page cache (2 MiB) would fill with pages read once
     // and stay that size. A save touches the ledger's table and the current buckets, some 500 KiB
     // at a thousand interfaces; the rest is read again from the OS's cache. When the log starts

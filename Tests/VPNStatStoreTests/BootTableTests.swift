@@ -6,9 +6,9 @@ import Testing
 @testable import VPNStatSystem
 @testable import VPNStatTestSupport
 
-/// Schema 7: an interface's row names its boot by number (`boots`), not by its 36-character id,
-/// and the triggers that mark the ledger's snapshot stale leave the mark's page alone when there
-/// is no mark to remove. Both are pages a save no longer writes.
+/// Schema 7: an interface's row names its boot by number (`boots`), not by its 36-character id;
+/// a save removes the snapshot's mark itself, leaving the mark's page alone when there is no
+/// mark, and fires no trigger. Pages and instructions a save no longer spends.
 struct BootTableTests {
   let bootA = "3f2a1b4c-1234-4abc-9def-0123456789ab"
   let bootB = "77777777-8888-4999-aaaa-bbbbbbbbbbbb"
@@ -48,6 +48,24 @@ struct BootTableTests {
         (CAST('wlan0' AS BLOB), 'wifi', 1002, 7, '\(bootA)', 64, 12, 22, 1, 2, 3002, 4002, 5, 6, 0);
       INSERT INTO ledger_snapshot_current (id, token) VALUES (1, 42);
       """)
+  }
+
+  /// A writer's database in a directory of its own, with `tun0` saved once (100 bytes in).
+  func saved(_ label: String) throws -> (TemporaryDirectory, String, Store, ManualTimeSource) {
+    let directory = try TemporaryDirectory(label)
+    let path = directory.file("v.db")
+    let store = try #require(try Store.open(StoreLocation(path: path), intent: .write))
+    let clock = ManualTimeSource()
+    _ = try store.advanceLedger([observation("tun0", 100, index: 4, boot: bootA, at: clock)], now: clock.now().wall)
+    return (directory, path, store, clock)
+  }
+
+  /// A save of `observations` that leaves the snapshot stale, as a published one does.
+  func saveLeavingSnapshot(_ store: Store, _ observations: [LedgerObservation], at clock: ManualTimeSource) throws {
+    _ = try store.saveLedger(now: clock.now().wall, storingSnapshot: false) { stored in
+      var ledger = stored
+      return ((), LedgerCheckpoint(ledger.advance(observations), calendar: store.calendar))
+    }
   }
 
   func triggers(_ store: Store) throws -> [String] {
@@ -120,40 +138,29 @@ struct BootTableTests {
 
   @Test("a row naming no boot reads as an unreadable boot id: the clocks tell its boot, and nothing is counted twice")
   func unknownNumber() throws {
-    let directory = try TemporaryDirectory("boots-damaged")
-    let path = directory.file("v.db")
-    let store = try #require(try Store.open(StoreLocation(path: path), intent: .write))
-    let clock = ManualTimeSource()
-    _ = try store.advanceLedger([observation("tun0", 1000, index: 4, boot: bootA, at: clock)], now: clock.now().wall)
+    let (directory, path, store, clock) = try saved("boots-damaged")
     let other = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: false)
     try other.execute("UPDATE interfaces SET boot = 99, total_rx_bytes = 10000")
     let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
     #expect(try reader.loadLedger().entries[InterfaceName("tun0")]?.baseline.instance.bootID == "")
     // The writer reads the changed row. The same boot by the clocks: the counter went on from
-    // 1000, and only the 500 since are booked (a reset would book 1500).
+    // 100, and only the 500 since are booked (a reset would book 600).
     clock.advance(.seconds(10))
     let result = try store.advanceLedger(
-      [observation("tun0", 1500, index: 4, boot: bootA, at: clock)], now: clock.now().wall)
+      [observation("tun0", 600, index: 4, boot: bootA, at: clock)], now: clock.now().wall)
     let totals = try #require(result.ledger.entries[InterfaceName("tun0")]?.totals)
     #expect(totals.traffic.rxBytes == 10500 && totals.resets == 0)
+    withExtendedLifetime(directory) {}
   }
 
   @Test("a save that writes rows while no snapshot is current writes no page of the mark's table")
   func markPageUntouched() throws {
-    let directory = try TemporaryDirectory("boots-mark")
-    let path = directory.file("v.db")
-    let store = try #require(try Store.open(StoreLocation(path: path), intent: .write))
-    let clock = ManualTimeSource()
+    let (directory, path, store, clock) = try saved("boots-mark")
     func save(_ rx: UInt64) throws {
       clock.advance(.seconds(1))
-      let observations = [observation("tun0", rx, index: 4, boot: bootA, at: clock)]
-      _ = try store.saveLedger(now: clock.now().wall, storingSnapshot: false) { stored in
-        var ledger = stored
-        let advance = ledger.advance(observations)
-        return ((), LedgerCheckpoint(advance, calendar: store.calendar))
-      }
+      try saveLeavingSnapshot(store, [observation("tun0", rx, index: 4, boot: bootA, at: clock)], at: clock)
     }
-    try save(100)
+    try save(150)
     try save(200)
     #expect(try store.connection.scalar("SELECT count(*) FROM ledger_snapshot_current") == 0)
     let markPage = try #require(
@@ -165,6 +172,39 @@ struct BootTableTests {
     let written = try lastCommitPages(log: path + "-wal")
     #expect(written.contains(UInt32(rowsPage)), "the save wrote its row: \(written)")
     #expect(!written.contains(UInt32(markPage)), "the mark's page \(markPage) was written: \(written)")
+    withExtendedLifetime(directory) {}
+  }
+
+  @Test(
+    "a writer fires no trigger: one put in the file does not run in its saves, and its rows still make the snapshot stale; another connection's rows fire the file's triggers"
+  )
+  func writerFiresNoTrigger() throws {
+    let (directory, path, store, clock) = try saved("boots-trigger")
+    let other = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: false)
+    try other.execute(
+      """
+      CREATE TRIGGER planted AFTER INSERT ON interfaces
+        BEGIN INSERT INTO incidents (kind, count, last_at) VALUES ('planted', 1, 0)
+          ON CONFLICT (kind) DO UPDATE SET count = count + 1; END;
+      """)
+    let reader = try #require(try Store.open(StoreLocation(path: path), intent: .read))
+    #expect(try reader.readSnapshot(sharingBootID: nil) != nil)
+    // Saves that write rows without storing the snapshot: the mark goes all the same.
+    for rx: UInt64 in [200, 300] {
+      clock.advance(.seconds(1))
+      try saveLeavingSnapshot(store, [observation("tun0", rx, index: 4, boot: bootA, at: clock)], at: clock)
+      #expect(try reader.readSnapshot(sharingBootID: nil) == nil, "\(rx)")
+    }
+    #expect(try store.connection.scalar("SELECT count(*) FROM incidents WHERE kind = 'planted'") == 0)
+    // Another connection fires what is in the file.
+    try other.execute(
+      """
+      INSERT INTO interfaces SELECT CAST('tun9' AS BLOB), class, first_seen_at, if_index + 10, boot, width, rx_bytes,
+        tx_bytes, rx_packets, tx_packets, sampled_at, boottime, total_rx_bytes, total_tx_bytes, total_rx_packets,
+        total_tx_packets, resets, wraps, discarded FROM interfaces WHERE name = CAST('tun0' AS BLOB)
+      """)
+    #expect(try other.scalar("SELECT count FROM incidents WHERE kind = 'planted'") == 1)
+    withExtendedLifetime(directory) {}
   }
 
   /// The pages of the frames of the log's current generation (salts equal to the header's).

@@ -24,6 +24,12 @@ struct StoredValueDecoderTests {
     return (directory, location, writer)
   }
 
+  /// Writes `sql` as another program would: on a connection of its own, which fires the file's
+  /// triggers (vpnstat's writer fires none).
+  func written(at location: StoreLocation, _ sql: String) throws {
+    try SQLiteConnection(uri: "file:" + location.path, readOnly: false, create: false).execute(sql)
+  }
+
   /// The damage `read` throws, with its message.
   func damage(_ read: () throws -> Void) -> (detail: String, repair: DamageRepair?)? {
     do {
@@ -88,7 +94,7 @@ struct StoredValueDecoderTests {
     arguments: cases)
   func decoders(_ damaged: Case) throws {
     let (directory, location, writer) = try populated("decoders")
-    try writer.connection.execute("UPDATE \(damaged.table) SET \(damaged.column) = \(damaged.value)")
+    try written(at: location, "UPDATE \(damaged.table) SET \(damaged.column) = \(damaged.value)")
     let reader = try #require(try Store.open(location, intent: .read))
     let found = damage { try read(damaged.table, reader) }
     #expect(
@@ -111,7 +117,7 @@ struct StoredValueDecoderTests {
   @Test("a window whose instants are out of order is damage, named by its three instants")
   func windowOutOfOrder() throws {
     let (directory, location, writer) = try populated("order")
-    try writer.connection.execute("UPDATE session SET session_ends_at = opened_at - 1")
+    try written(at: location, "UPDATE session SET session_ends_at = opened_at - 1")
     let reader = try #require(try Store.open(location, intent: .read))
     let found = damage { _ = try reader.sessionRecord() }
     #expect(
@@ -124,11 +130,12 @@ struct StoredValueDecoderTests {
   )
   func countersAreAnyUInt64() throws {
     let (directory, location, writer) = try populated("counters")
-    try writer.connection.execute("UPDATE interfaces SET rx_bytes = -1, total_tx_bytes = -9223372036854775808")
+    try written(at: location, "UPDATE interfaces SET rx_bytes = -1, total_tx_bytes = -9223372036854775808")
     // Two days of the tunnel class at 2^63 − 1 each: SQL's sum overflowed.
     // (and its 5-minute buckets not folded into them yet)
-    try writer.connection.execute("DELETE FROM buckets WHERE granularity IN (0, 2) AND class = 'tunnel'")
-    try writer.connection.execute(
+    try written(at: location, "DELETE FROM buckets WHERE granularity IN (0, 2) AND class = 'tunnel'")
+    try written(
+      at: location,
       """
       INSERT INTO buckets VALUES (x'74756e30', 2, 1799971200, 'tunnel', 9223372036854775807, 0, 0, 0),
         (x'74756e30', 2, 1799884800, 'tunnel', 9223372036854775807, 0, 0, 0)
@@ -146,8 +153,8 @@ struct StoredValueDecoderTests {
   )
   func clearDamaged() throws {
     let (directory, location, writer) = try populated("clear")
-    try writer.connection.execute("UPDATE trusted_clock SET wall = 9223372036854775000")
-    try writer.connection.execute("UPDATE session SET pause_length = 9223372036854775807, month_start_day = 0")
+    try written(at: location, "UPDATE trusted_clock SET wall = 9223372036854775000")
+    try written(at: location, "UPDATE session SET pause_length = 9223372036854775807, month_start_day = 0")
     // The cap is damaged too, and not asked for: nothing is cleared.
     let refused = damage { _ = try writer.clearDamaged(.window) }
     #expect(refused?.detail.hasPrefix("session.month_start_day holds 0") == true, "\(String(describing: refused))")
