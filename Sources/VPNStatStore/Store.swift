@@ -577,9 +577,11 @@ package final class Store {
     """,
     // 7: an interface's boot is a number (`boots`): the boot id's 36 characters were a third of
     // every row a save writes. The table is made anew (a column's type cannot change in place);
-    // the snapshot's triggers go with the old one and are made again (`addLedgerSnapshot`).
+    // the snapshot's triggers go with the old one and are made again (`addLedgerSnapshot`). No
+    // index on the id: the table holds a row per boot an interface is of (`prune`), a writer
+    // looks one up once a save, and every reader would parse the index with the schema.
     """
-    CREATE TABLE boots (id INTEGER PRIMARY KEY, boot_id TEXT NOT NULL UNIQUE);
+    CREATE TABLE boots (id INTEGER PRIMARY KEY, boot_id TEXT NOT NULL);
     INSERT INTO boots (boot_id) SELECT DISTINCT boot_id FROM interfaces ORDER BY boot_id;
     CREATE TABLE interfaces_7 (
       name BLOB PRIMARY KEY,
