@@ -279,7 +279,7 @@ package final class Store {
     if stamp?.isWriting == true { try rollBackDeadWrite() }
     let connection = try Self.connect(location, query: "?vfs=unix-none", readOnly: false)
     connection.skipCheckpointOnClose()
-    // The snapshot's triggers are for other writers (an older vpnstat, plain SQL): this one
+    // The snapshot's triggers are for other writers (plain SQL, a repair by hand): this one
     // removes the mark itself, once a save (`write`), where a trigger ran a program of its own
     // for every row (a third of what SQLite spent on a row). Nor does a trigger someone put in
     // the file run as this process.
