@@ -87,12 +87,26 @@ extension Store {
     // Rows mostly share a boot id and a class: each is decoded once and compared after.
     var bootID: String? = sharingBootID
     var lastClass: InterfaceClass?
-    // From schema 7 a row holds its boot's number (`boots`). One that names none reads as an
+    // From schema 7 a row holds its boot's number: `boots` (a row or two) is read first, and each
+    // row's number looked up here, not by a query per row. A number that names none reads as an
     // unreadable boot id: the clocks tell its boot (`BootIdentity`).
-    let boot = schema >= 7 ? "(SELECT boot_id FROM boots WHERE boots.id = interfaces.boot)" : "boot_id"
+    var boots: [(number: Int64, id: String)]?
+    if schema >= 7 {
+      var read: [(number: Int64, id: String)] = []
+      try connection.query("SELECT id, boot_id FROM boots") { row in
+        read.append((row.integer(0), row.text(1, reusing: sharingBootID) ?? ""))
+      }
+      boots = read
+    }
+    func boot(_ row: SQLiteRow) -> String {
+      guard let boots else { return row.text(4, reusing: bootID, or: sharingBootID) ?? "" }
+      let number = row.integer(4)
+      return boots.first { $0.number == number }?.id ?? ""
+    }
+    let bootColumn = boots == nil ? "boot_id" : "boot"
     try connection.query(
       """
-      SELECT name, class, first_seen_at, if_index, \(boot), width, rx_bytes, tx_bytes, rx_packets,
+      SELECT name, class, first_seen_at, if_index, \(bootColumn), width, rx_bytes, tx_bytes, rx_packets,
         tx_packets, sampled_at, boottime, total_rx_bytes, total_tx_bytes, total_rx_packets,
         total_tx_packets, resets, wraps, discarded FROM interfaces
       """
@@ -102,7 +116,7 @@ extension Store {
       let baseline = LedgerBaseline(
         instance: InterfaceInstance(
           index: try stored(row, 3, .interfaceIndex, "interfaces.if_index"),
-          bootID: row.text(4, reusing: bootID, or: sharingBootID) ?? ""),
+          bootID: boot(row)),
         counters: row.traffic(6),
         width: try stored(row, 5, .counterWidth, "interfaces.width"),
         wall: try stored(row, 10, .instant, "interfaces.sampled_at"),

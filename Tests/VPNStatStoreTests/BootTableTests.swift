@@ -103,6 +103,7 @@ struct BootTableTests {
     #expect(try writer.connection.scalar("SELECT count(*) FROM ledger_snapshot_current") == 0)
     let again = try #require(try Store.open(StoreLocation(path: path), intent: .read))
     #expect(try again.loadLedger().entries == old)
+    withExtendedLifetime(directory) {}
   }
 
   @Test(
@@ -134,6 +135,7 @@ struct BootTableTests {
     _ = try store.advanceLedger([observation("ifb2", 10, index: 9, boot: bootB, at: clock)], now: clock.now().wall)
     #expect(try store.connection.scalar("SELECT count(*) FROM boots") == 1)
     #expect(try reader.readLedger().entries.values.allSatisfy { $0.baseline.instance.bootID == bootB })
+    withExtendedLifetime(directory) {}
   }
 
   @Test("a row naming no boot reads as an unreadable boot id: the clocks tell its boot, and nothing is counted twice")

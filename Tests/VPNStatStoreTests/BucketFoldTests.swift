@@ -139,6 +139,7 @@ struct BucketFoldTests {
     #expect(try store.foldedThrough() == base + 3600)
     #expect(try rows(store, .hour) == hourRows + 1, "the earlier hour written at once")
     #expect(try read(store) == booked.sums)
+    withExtendedLifetime(directory) {}
   }
 
   @Test(
@@ -185,5 +186,6 @@ struct BucketFoldTests {
     try book(store, "tun0", rx: 16, at: base + 1600, into: &booked)
     #expect(try store.foldedThrough() == base + 1500)
     #expect(try read(store) == booked.sums)
+    withExtendedLifetime(directory) {}
   }
 }
