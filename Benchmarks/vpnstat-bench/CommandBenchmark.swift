@@ -68,6 +68,22 @@ enum CommandBenchmark {
       PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", unpublished]))
     guard second.exit.succeeded else { throw BenchError("record --count 1 failed: \(second.exit)") }
     unlink(unpublished + ".published")
+    // A recorder its unit ran and stopped, and a reboot since: it published every save into
+    // $RUNTIME_DIRECTORY with a link beside the database, and the directory is gone now. Each
+    // build's own, as it leaves it.
+    func stoppedUnit(_ binary: String, _ name: String) throws -> String {
+      let database = directory + "/" + name
+      let runtime = directory + "/run"
+      guard mkdir(runtime, 0o755) == 0 else { throw BenchError("mkdir \(runtime) failed") }
+      defer { StoreBenchmark.removeTree(runtime) }
+      let run = try runCapturing(
+        PreparedCommand(
+          label: "", path: "/usr/bin/env",
+          arguments: ["RUNTIME_DIRECTORY=" + runtime, binary, "record", "--count", "1", "--db", database]))
+      guard run.exit.succeeded else { throw BenchError("\(binary) record --count 1 (as its unit) failed: \(run.exit)") }
+      return database
+    }
+    let stopped = try stoppedUnit(vpnstat, "stopped.db")
     let floor = netlinkFloorPath()
     var commands = [
       TimedCommand(PreparedCommand(label: Labels.ip, path: ip, arguments: ["-s", "-j", "link"]), counting: .ip),
@@ -81,6 +97,9 @@ enum CommandBenchmark {
       TimedCommand(
         PreparedCommand(
           label: Labels.statusReadingDatabase, path: vpnstat, arguments: ["status", "--json", "--db", unpublished])),
+      TimedCommand(
+        PreparedCommand(
+          label: Labels.statusAfterStop, path: vpnstat, arguments: ["status", "--json", "--db", stopped])),
     ]
     if access(floor, X_OK) == 0 {
       commands.append(
@@ -102,6 +121,11 @@ enum CommandBenchmark {
           PreparedCommand(
             label: "alt " + Labels.statusReadingDatabase, path: alternative,
             arguments: ["status", "--json", "--db", unpublished])))
+      commands.append(
+        TimedCommand(
+          PreparedCommand(
+            label: "alt " + Labels.statusAfterStop, path: alternative,
+            arguments: ["status", "--json", "--db", try stoppedUnit(alternative, "alt-stopped.db")])))
     }
     // For context only, and slow with many interfaces: every 4th round, so that the comparison
     // with ip gets most of the time budget.

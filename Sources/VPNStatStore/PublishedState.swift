@@ -99,8 +99,13 @@ extension Store {
   /// when nothing was committed since by anyone: the session, the health and the stamp are read
   /// under the writer's lock, which no other writer commits under. Returns whether it
   /// published; a file it could not write throws, and readers read the database.
+  ///
+  /// `lasting`: beside the database, on its disk, whatever `publishingDirectory` says, for a
+  /// writer that stops: a reboot empties the runtime directory (so does a unit's stop, unless it
+  /// preserves it), and a link there would send every reader until the next boot's recorder
+  /// saves to SQLite. The file stays true until a commit changes the stamp.
   @discardableResult
-  package func publishForReaders() throws -> Bool {
+  package func publishForReaders(lasting: Bool = false) throws -> Bool {
     guard !isReadOnly, let real = FileSystem.realPath(location.path) else { return false }
     let read: (Ledger, StoredSession, StoreHealth, StoreStamp)? = try guarded {
       try connection.transaction(immediate: false) {
@@ -120,13 +125,16 @@ extension Store {
     let bytes = PublishedState.encode(stamp: stamp, session: session, health: health, ledger: ledger)
     // Readable by whom the database is, never more.
     let mode = database.permissions & 0o644
-    guard let elsewhere = publishingDirectory, elsewhere.hasPrefix("/"), DirectoryTrust.problem(elsewhere) == nil else {
-      try AtomicFile.write(bytes, named: name, in: directory, mode: mode)
-      return true
-    }
+    let trusted = publishingDirectory.flatMap { $0.hasPrefix("/") && DirectoryTrust.problem($0) == nil ? $0 : nil }
     // On tmpfs, written every save without reaching the disk (138 KB a minute at a thousand
     // interfaces); named for the file the database is, so two databases never share one.
     let target = "\(base)-\(database.device)-\(database.inode).\(PublishedState.suffix)"
+    guard let elsewhere = trusted, !lasting else {
+      // The rename replaces a link to the runtime directory, whose copy is then no one's.
+      try AtomicFile.write(bytes, named: name, in: directory, mode: mode)
+      if let trusted { try? FileSystem.remove(trusted + "/" + target) }
+      return true
+    }
     try AtomicFile.write(bytes, named: target, in: elsewhere, mode: mode)
     try AtomicFile.link(named: name, in: directory, to: elsewhere + "/" + target)
     return true

@@ -60,4 +60,35 @@ struct PublishedKernelTests {
     #expect(chmod(published, 0o646) == 0)
     #expect(try totals().2 == "free")
   }
+
+  @Test(
+    "a recorder run as its unit runs it (RUNTIME_DIRECTORY) publishes into it while it records, and on its disk when it stops: after the runtime directory is gone, as after a reboot, status reads the file, not SQLite"
+  )
+  func stoppedRecorderLeavesItOnDisk() throws {
+    let ns = try TestNamespace("pubstop")
+    let directory = try TemporaryDirectory("pubstop")
+    let runtime = try TemporaryDirectory("pubstop-run")
+    let db = directory.file("v.db")
+    let published = db + ".published"
+    let owner = try ns.echoTunnel("tun48", local: "169.254.48.1", peer: "169.254.48.2")
+    defer { owner.stop() }
+    // Its first save (a new interface is saved at once) publishes into the runtime directory.
+    let record = try ns.vpnstat(
+      ["record", "--count", "2", "--interval", "1s", "--db", db],
+      environment: ["RUNTIME_DIRECTORY": runtime.path])
+    #expect(record.status == 0, "\(record.errors)")
+    let kind = try FileManager.default.attributesOfItem(atPath: published)[.type] as? FileAttributeType
+    #expect(kind == .typeRegular, "the last publish is a file beside the database, not a link")
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: runtime.path).isEmpty,
+      "the runtime directory's copy is removed with the link to it")
+    #expect(rmdir(runtime.path) == 0)
+    let location = StoreLocation(path: db)
+    let state = try #require(PublishedState.load(location, sharingBootID: nil), "believed: its stamp is the file's")
+    let reader = try #require(try Store.open(location, intent: .read))
+    #expect(state.ledger.entries == (try reader.loadLedger().entries))
+    let status = try ns.vpnstat("status", "--json", "--db", db, "-i", "tun48")
+    #expect(status.status == 0, "\(status.errors)")
+    #expect(interface(try parseStatus(status), named: "tun48") != nil)
+  }
 }

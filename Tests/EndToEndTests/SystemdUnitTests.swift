@@ -9,7 +9,7 @@ import Testing
 @Suite(.enabled(if: SystemdHarness.available, SystemdHarness.reason))
 struct SystemdUnitTests {
   @Test(
-    "vpnstat-record.service: ready once it holds the database, a status line, a watchdog; report answers; dpkg -r stops it"
+    "vpnstat-record.service: ready once it holds the database, a status line, a watchdog; report answers; stopped, it leaves DB.published on disk, started, links it again; dpkg -r stops it"
   )
   func recorderUnit() throws {
     let system = try BootedSystem("record")
@@ -33,6 +33,21 @@ struct SystemdUnitTests {
     let report = try system.sh("vpnstat report --json")
     #expect(report.status == 0, "\(report.errors)")
     #expect(report.output.contains("\"recorded\":true,\"saved_at\":\"20"), "\(report.output)")
+    // Stopped, it leaves the file itself on the database's disk, which a reboot does not empty.
+    let stopped = try system.sh(
+      """
+      systemctl stop vpnstat-record.service
+      test -f /var/lib/vpnstat/vpnstat.db.published && ! test -L /var/lib/vpnstat/vpnstat.db.published \
+        && test -z "$(ls /run/vpnstat)" && echo kept
+      """)
+    #expect(stopped.output == "kept\n", "\(stopped.output) \(stopped.errors)")
+    // Started again, its first save links the file to tmpfs again.
+    let restarted = try system.sh(
+      """
+      systemctl start vpnstat-record.service || exit 1
+      for i in $(seq 50); do [ -L /var/lib/vpnstat/vpnstat.db.published ] && echo linked && break; sleep 0.1; done
+      """)
+    #expect(restarted.output == "linked\n", "\(restarted.output) \(restarted.errors)")
     let removed = try system.sh("dpkg -r vpnstat")
     #expect(removed.status == 0, "\(removed.errors)")
     #expect(system.property("ActiveState", of: "vpnstat-record.service") != "active")

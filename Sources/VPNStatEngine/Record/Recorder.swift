@@ -181,8 +181,9 @@ package struct Recorder {
     keeper.requestSave()
     try keeper.saveNow(&sampler, last: true)
     store.checkpoint()
-    // The checkpoint changed the stamp (the file's header is the log's now): published again.
-    if keeper.isWriting { _ = try? store.publishForReaders() }
+    // The checkpoint changed the stamp (the file's header is the log's now): published again,
+    // on the database's disk, where a stopped unit's readers (and the next boot's) find it.
+    if keeper.isWriting { _ = try? store.publishForReaders(lasting: true) }
   }
 
   /// A window opened, ended or reset by another process is saved with the ledger at once, so the
