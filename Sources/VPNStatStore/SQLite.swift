@@ -43,8 +43,13 @@ final class SQLiteConnection {
     sqlite3_extended_result_codes(db, 1)
   }
 
-  /// SQLite's process-wide settings, made before its first use (see the function's comment).
-  private static let configureOnce: Void = { _ = csqlite_page_cache_without_initial_block() }()
+  /// SQLite's process-wide settings, made before its first use (`csqlite_configure`): without
+  /// memory statistics unless `memoryStatistics` (a test of what SQLite allocates, in a process of
+  /// its own). Only the first call counts; opening a connection makes it if none did.
+  static func configureProcess(memoryStatistics: Bool = false) {
+    _ = csqlite_configure(memoryStatistics ? 1 : 0)
+  }
+  private static let configureOnce: Void = { configureProcess() }()
 
   /// The largest single allocation SQLite made in this process since the last call (the high
   /// mark of `SQLITE_STATUS_MALLOC_SIZE`, reset): a test tells a block of pages from one page.

@@ -52,8 +52,10 @@ struct StoreMemoryTests {
 
   @Test("a page cache allocates page by page, never SQLite's block of 20 pages that would outlast every release")
   func noBlockOfPages() async {
-    // In a process of its own: SQLite's allocation statistics are the process's.
+    // In a process of its own: SQLite's allocation statistics are the process's, and kept only
+    // where asked for before its first use.
     await #expect(processExitsWith: .success) {
+      SQLiteConnection.configureProcess(memoryStatistics: true)
       let directory = try TemporaryDirectory("block")
       let path = directory.file("v.db")
       let setup = try SQLiteConnection(uri: "file:" + path, readOnly: false, create: true)
@@ -68,7 +70,21 @@ struct StoreMemoryTests {
       _ = SQLiteConnection.largestAllocationSinceLastAsked()
       let rows = try connection.scalar("SELECT count(*) FROM filler")
       let largest = SQLiteConnection.largestAllocationSinceLastAsked()
-      if rows != 200 || largest > 16 * 1024 { exit(1) }
+      // Counted at all (statistics kept), and never a block.
+      if rows != 200 || largest == 0 || largest > 16 * 1024 { exit(1) }
+    }
+  }
+
+  @Test(
+    "SQLite keeps no allocation statistics unless asked: counting took a process-wide mutex at every malloc and free"
+  )
+  func noMemoryStatistics() async {
+    await #expect(processExitsWith: .success) {
+      let directory = try TemporaryDirectory("statistics")
+      let connection = try SQLiteConnection(uri: "file:" + directory.file("v.db"), readOnly: false, create: true)
+      try connection.execute("CREATE TABLE t(x); INSERT INTO t VALUES (randomblob(5000))")
+      _ = try connection.scalar("SELECT count(*) FROM t")
+      if SQLiteConnection.largestAllocationSinceLastAsked() != 0 { exit(1) }
     }
   }
 }
