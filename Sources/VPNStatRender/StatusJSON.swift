@@ -83,9 +83,9 @@ package enum StatusJSON {
     json.beginObject()
     json.name(report.name, key: "name", encodingKey: "name_encoding")
     json.field("index", Int(report.index))
-    json.field("class", word: report.interfaceClass.rawValue)
-    json.field("class_by", word: report.classBy.rawValue)
-    json.field("state", word: report.state.rawValue)
+    json.field("class", word: report.interfaceClass.word)
+    json.field("class_by", word: report.classBy.word)
+    json.field("state", word: report.state.word)
     json.trafficCounts(report.counters.traffic)
     json.field("rx_errors", report.counters.rxErrors)
     json.field("tx_errors", report.counters.txErrors)
@@ -93,24 +93,81 @@ package enum StatusJSON {
     json.field("tx_dropped", report.counters.txDropped)
     json.field("counter_width", report.width.rawValue)
     writeLedger(report.ledger, into: &json)
-    json.field("rx_bytes_per_second", report.rate?.rxBytesPerSecond)
-    json.field("tx_bytes_per_second", report.rate?.txBytesPerSecond)
-    json.key("wireguard")
-    WireGuardJSON.write(report.wireguard, at: now, into: &json)
-    json.key("manager")
-    TunnelManagerJSON.write(report.manager, into: &json)
+    if let rate = report.rate {
+      json.field("rx_bytes_per_second", rate.rxBytesPerSecond)
+      json.field("tx_bytes_per_second", rate.txBytesPerSecond)
+    } else {
+      json.fields(#""rx_bytes_per_second":null,"tx_bytes_per_second":null"#)
+    }
+    if report.wireguard == nil && report.manager == nil {
+      json.fields(#""wireguard":null,"manager":null"#)
+    } else {
+      json.key("wireguard")
+      WireGuardJSON.write(report.wireguard, at: now, into: &json)
+      json.key("manager")
+      TunnelManagerJSON.write(report.manager, into: &json)
+    }
     json.endObject()
   }
 
   /// The ledger's fields; all `null` when there is no store to keep a ledger in.
   static func writeLedger(_ ledger: LedgerTotals?, into json: inout JSONWriter) {
-    json.field("total_rx_bytes", ledger?.traffic.rxBytes)
-    json.field("total_tx_bytes", ledger?.traffic.txBytes)
-    json.field("total_rx_packets", ledger?.traffic.rxPackets)
-    json.field("total_tx_packets", ledger?.traffic.txPackets)
-    json.field("resets", ledger?.resets)
-    json.field("wraps", ledger?.wraps)
-    json.field("discarded", ledger?.discarded)
-    json.field("first_seen_at", rfc3339: ledger?.firstSeenAt)
+    guard let ledger else {
+      json.fields(#""total_rx_bytes":null,"total_tx_bytes":null,"total_rx_packets":null,"total_tx_packets":null"#)
+      return json.fields(#""resets":null,"wraps":null,"discarded":null,"first_seen_at":null"#)
+    }
+    json.field("total_rx_bytes", ledger.traffic.rxBytes)
+    json.field("total_tx_bytes", ledger.traffic.txBytes)
+    json.field("total_rx_packets", ledger.traffic.rxPackets)
+    json.field("total_tx_packets", ledger.traffic.txPackets)
+    json.field("resets", ledger.resets)
+    json.field("wraps", ledger.wraps)
+    json.field("discarded", ledger.discarded)
+    json.field("first_seen_at", rfc3339: ledger.firstSeenAt)
+  }
+}
+
+// Each value's raw value as a literal, for `JSONWriter.field(_:word:)`: a report writes three of
+// them, and reading a String's bytes cost more than writing the field (`StatusJSONTests` checks
+// each against `rawValue`).
+extension InterfaceClass {
+  package var word: StaticString {
+    switch self {
+    case .tunnel: "tunnel"
+    case .wifi: "wifi"
+    case .cellular: "cellular"
+    case .ethernet: "ethernet"
+    case .loopback: "loopback"
+    case .other: "other"
+    }
+  }
+}
+
+extension ClassEvidence {
+  package var word: StaticString {
+    switch self {
+    case .override: "override"
+    case .kind: "kind"
+    case .devtype: "devtype"
+    case .wireless: "wireless"
+    case .tunFlags: "tun_flags"
+    case .type: "type"
+    case .name: "name"
+    case .none: "none"
+    }
+  }
+}
+
+extension LinkState {
+  package var word: StaticString {
+    switch self {
+    case .up: "up"
+    case .down: "down"
+    case .dormant: "dormant"
+    case .lowerLayerDown: "lowerlayerdown"
+    case .notPresent: "notpresent"
+    case .testing: "testing"
+    case .unknown: "unknown"
+    }
   }
 }

@@ -42,6 +42,35 @@ struct JSONWriterTests {
     #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) is [String: Any])
   }
 
+  @Test("a run of whole fields is written as the next elements of the object, first or after others")
+  func runsOfFields() throws {
+    let first = document { json in
+      json.fields(#""a":null,"b":null"#)
+      json.field("c", UInt64(1))
+    }
+    #expect(first == #"{"a":null,"b":null,"c":1}"#)
+    let later = document { json in
+      json.field("c", UInt64(1))
+      json.fields(#""a":null,"b":null"#)
+      json.key("d")
+      json.beginObject()
+      json.fields(#""e":null"#)
+      json.endObject()
+    }
+    #expect(later == #"{"c":1,"a":null,"b":null,"d":{"e":null}}"#)
+    #expect(try JSONSerialization.jsonObject(with: Data(later.utf8)) is [String: Any])
+  }
+
+  @Test("the words a report writes for its class, evidence and state are the contract's raw values")
+  func wordsAreRawValues() {
+    func text(_ word: StaticString) -> String { word.description }
+    for value in InterfaceClass.allCases { #expect(text(value.word) == value.rawValue) }
+    for value in ClassEvidence.allCases { #expect(text(value.word) == value.rawValue) }
+    for value in LinkState.allCases { #expect(text(value.word) == value.rawValue) }
+    let written = document { json in json.field("state", word: LinkState.lowerLayerDown.word) }
+    #expect(written == #"{"state":"lowerlayerdown"}"#)
+  }
+
   @Test("a copy of a writer keeps its own bytes when both go on writing")
   func copiesAreValues() {
     var first = JSONWriter(capacity: 1)
