@@ -361,7 +361,7 @@ package struct JSONWriter {
     needsComma = true
   }
 
-  /// A key and an enum's raw value given as a literal (`InterfaceClass.jsonWord`): no String to
+  /// A key and an enum's raw value given as a literal (`InterfaceClass.word`): no String to
   /// read the bytes of.
   package mutating func field(_ name: StaticString, word value: StaticString) {
     field(name, literal: value)

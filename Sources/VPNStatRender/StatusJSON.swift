@@ -128,7 +128,7 @@ package enum StatusJSON {
 }
 
 // Each value's raw value as a literal, for `JSONWriter.field(_:word:)`: a report writes three of
-// them, and reading a String's bytes cost more than writing the field (`StatusJSONTests` checks
+// them, and reading a String's bytes cost more than writing the field (`JSONWriterTests` checks
 // each against `rawValue`).
 extension InterfaceClass {
   package var word: StaticString {
