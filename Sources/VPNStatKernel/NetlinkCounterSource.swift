@@ -96,7 +96,7 @@ package enum RouteLinkMessages {
       | 1 << UInt64(IFLA_LINKINFO)
     for (type, value) in RouteAttributes(attributeBytes) {
       // Seven of a link's some forty attributes are read: the rest are passed over on one test.
-      guard type < 64, wantedAttributes & (1 << UInt64(type)) != 0 else { continue }
+      guard type < 64, wantedAttributes & (1 &<< UInt64(type)) != 0 else { continue }
       switch Int(type) {
       case Int(IFLA_IFNAME):
         name = InterfaceName(bytes: value.cStringBytes)

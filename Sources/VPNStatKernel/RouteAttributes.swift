@@ -15,14 +15,18 @@ package struct RouteAttributes: Sequence {
     let bytes: UnsafeRawBufferPointer
     var offset = 0
     package mutating func next() -> (type: UInt16, value: UnsafeRawBufferPointer)? {
-      guard offset + 4 <= bytes.count else { return nil }
-      let length = Int(bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
-      let type = bytes.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self)
-      guard length >= 4, offset + length <= bytes.count, let base = bytes.baseAddress else { return nil }
+      // Wrapping arithmetic, with nothing to wrap: `offset` stays within the buffer and each sum
+      // adds a 16-bit length to it. Checked arithmetic was a fifth of each attribute's
+      // instructions, and a link dump's messages hold some forty attributes each.
+      let remaining = bytes.count &- offset
+      guard remaining >= 4, let base = bytes.baseAddress else { return nil }
+      let length = Int((base + offset).loadUnaligned(as: UInt16.self))
+      let type = (base + (offset &+ 2)).loadUnaligned(as: UInt16.self)
+      guard length >= 4, length <= remaining else { return nil }
       // Within the bounds just checked: made from the address, not by slicing (whose checks and
-      // rebasing cost a link dump's parse a third of its instructions, some forty attributes a link).
-      let value = UnsafeRawBufferPointer(start: base + offset + 4, count: length - 4)
-      offset += Int(clinux_rta_align(UInt32(length)))
+      // rebasing cost a link dump's parse a third of its instructions).
+      let value = UnsafeRawBufferPointer(start: base + (offset &+ 4), count: length &- 4)
+      offset = offset &+ Int(clinux_rta_align(UInt32(truncatingIfNeeded: length)))
       // NLA_F_NESTED and NLA_F_NET_BYTEORDER live in the top bits of the type.
       return (type & 0x3FFF, value)
     }

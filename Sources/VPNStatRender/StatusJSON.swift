@@ -40,9 +40,13 @@ package enum StatusJSON {
     json.field("source_fallback", snapshot.fallbackReason)
     json.key("interfaces")
     json.beginArray()
-    for index in snapshot.interfaces.indices {
-      write(snapshot.interfaces[index], at: snapshot.generatedAt, into: &json)
-      json.passOnIfFull()
+    // Each report read where it lies (an Array's subscript hands out a copy: some 190
+    // instructions a report, retaining and releasing what it holds).
+    snapshot.interfaces.withUnsafeBufferPointer { reports in
+      for index in reports.indices {
+        write(reports[index], at: snapshot.generatedAt, into: &json)
+        json.passOnIfFull()
+      }
     }
     json.endArray()
     json.key("classes")
@@ -82,16 +86,29 @@ package enum StatusJSON {
   static func write(_ report: InterfaceReport, at now: Timestamp, into json: inout JSONWriter) {
     json.beginObject()
     json.name(report.name, key: "name", encodingKey: "name_encoding")
-    json.field("index", Int(report.index))
-    json.field("class", word: report.interfaceClass.word)
-    json.field("class_by", word: report.classBy.word)
-    json.field("state", word: report.state.word)
-    json.trafficCounts(report.counters.traffic)
-    json.field("rx_errors", report.counters.rxErrors)
-    json.field("tx_errors", report.counters.txErrors)
-    json.field("rx_dropped", report.counters.rxDropped)
-    json.field("tx_dropped", report.counters.txDropped)
-    json.field("counter_width", report.width.rawValue)
+    // A report with no ledger, rate, WireGuard or manager (every one of a `status --json` without
+    // a database but its tunnels') ends in one run of nulls, written with the rest.
+    let plainEnd = report.ledger == nil && report.rate == nil && report.wireguard == nil && report.manager == nil
+    json.withRoom(reportRoom) { room in
+      room.field("index", Int64(report.index))
+      room.field("class", word: report.interfaceClass.word)
+      room.field("class_by", word: report.classBy.word)
+      room.field("state", word: report.state.word)
+      room.field("rx_bytes", report.counters.traffic.rxBytes)
+      room.field("tx_bytes", report.counters.traffic.txBytes)
+      room.field("rx_packets", report.counters.traffic.rxPackets)
+      room.field("tx_packets", report.counters.traffic.txPackets)
+      room.field("rx_errors", report.counters.rxErrors)
+      room.field("tx_errors", report.counters.txErrors)
+      room.field("rx_dropped", report.counters.rxDropped)
+      room.field("tx_dropped", report.counters.txDropped)
+      room.field("counter_width", UInt64(report.width.rawValue))
+      if plainEnd {
+        room.fields(Self.nullEnd)
+        room.endObject()
+      }
+    }
+    guard !plainEnd else { return }
     writeLedger(report.ledger, into: &json)
     if let rate = report.rate {
       json.field("rx_bytes_per_second", rate.rxBytesPerSecond)
@@ -109,6 +126,14 @@ package enum StatusJSON {
     }
     json.endObject()
   }
+
+  /// The ledger's, the rate's, WireGuard's and the manager's fields, all null.
+  static let nullEnd: StaticString =
+    #""total_rx_bytes":null,"total_tx_bytes":null,"total_rx_packets":null,"total_tx_packets":null,"resets":null,"wraps":null,"discarded":null,"first_seen_at":null,"rx_bytes_per_second":null,"tx_bytes_per_second":null,"wireguard":null,"manager":null"#
+
+  /// The most a report's fields from `index` to `counter_width` and the run of nulls after them
+  /// take: keys, quotes and commas, twenty digits a count (`StatusJSONTests` writes the largest).
+  static let reportRoom = 1024
 
   /// The ledger's fields; all `null` when there is no store to keep a ledger in.
   static func writeLedger(_ ledger: LedgerTotals?, into json: inout JSONWriter) {

@@ -71,6 +71,62 @@ struct JSONWriterTests {
     #expect(written == #"{"state":"lowerlayerdown"}"#)
   }
 
+  @Test("fields written in one room are the bytes of the same fields written one by one, in any position")
+  func roomIsTheSameBytes() throws {
+    func fields(_ json: inout JSONWriter) {
+      json.field("max", UInt64.max)
+      json.field("none", nil as UInt64?)
+      json.field("min", Int64.min)
+      json.field("state", word: LinkState.lowerLayerDown.word)
+      json.fields(#""a":null,"b":null"#)
+    }
+    let one = document { json in
+      json.field("first", UInt64(1))
+      fields(&json)
+    }
+    let roomed = document { json in
+      json.field("first", UInt64(1))
+      json.withRoom(200) { room in
+        room.field("max", UInt64.max)
+        room.field("none", nil as UInt64?)
+        room.field("min", Int64.min)
+        room.field("state", word: LinkState.lowerLayerDown.word)
+        room.fields(#""a":null,"b":null"#)
+      }
+    }
+    #expect(roomed == one)
+    // First in its object, and closing it.
+    var json = JSONWriter(capacity: 1)
+    json.beginObject()
+    json.withRoom(64) { room in
+      room.field("n", UInt64(7))
+      room.endObject()
+    }
+    json.field("after", nil as UInt64?)
+    #expect(String(decoding: json.bytes, as: UTF8.self) == #"{"n":7},"after":null"#)
+  }
+
+  @Test("the largest report a status writes fits the room reserved for its fields, and is valid JSON")
+  func largestReportFitsItsRoom() throws {
+    let report = InterfaceReport(
+      name: InterfaceName("n"), index: Int32.min, interfaceClass: .cellular, classBy: .tunFlags,
+      state: .lowerLayerDown,
+      counters: InterfaceCounters(
+        TrafficCounts(rxBytes: .max, txBytes: .max, rxPackets: .max, txPackets: .max), rxErrors: .max,
+        txErrors: .max, rxDropped: .max, txDropped: .max),
+      width: .bits64)
+    var json = JSONWriter(capacity: 1)
+    StatusJSON.write(report, at: Timestamp(seconds: 1_800_000_000), into: &json)
+    let text = String(decoding: json.bytes, as: UTF8.self)
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    #expect(object["rx_dropped"] as? UInt64 == .max)
+    #expect(object["manager"] is NSNull)
+    // Everything after the name went through the room.
+    let named = #"{"name":"n","name_encoding":"utf8""#
+    #expect(text.hasPrefix(named))
+    #expect(text.utf8.count - named.utf8.count <= StatusJSON.reportRoom)
+  }
+
   @Test("a copy of a writer keeps its own bytes when both go on writing")
   func copiesAreValues() {
     var first = JSONWriter(capacity: 1)
