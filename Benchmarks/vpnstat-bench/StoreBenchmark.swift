@@ -147,7 +147,7 @@ enum EnforceBenchmark {
       let reactor = try reactorUndo(links: links, index: index, watch: watch, count: quick ? 20 : 60)
       if let reactor {
         lines.append(
-          "    C reactor (netlink-floor --react: one socket, one request per notification): undo median \(formatDuration(reactor.median)), p90 \(formatDuration(reactor.p90)), worst \(formatDuration(Double(reactor.worst)))"
+          "    C reactor (netlink-floor --react: one socket, one request per notification; ups a quarter second apart, as the enforcer's): undo median \(formatDuration(reactor.median)), p90 \(formatDuration(reactor.p90)), worst \(formatDuration(Double(reactor.worst)))"
         )
       } else {
         lines.append("    C reactor: netlink-floor is not beside vpnstat-bench (build the package's products)")
@@ -322,7 +322,11 @@ enum EnforceBenchmark {
 
   /// The floor for a process that undoes: `netlink-floor --react` (plain C, one socket, one
   /// request per notification) — the kernel's work and two processes waking each other, which
-  /// every enforcer pays. Nil when `netlink-floor` is not beside this program.
+  /// every enforcer pays. Its ups come as the enforcer's do in `measure`, a quarter second
+  /// apart: each undo then starts from a process, and a CPU, that slept. With ups 20 ms apart
+  /// the reactor answered from a warm CPU, and its median moved between 180 and 311 µs from run
+  /// to run against an enforcer that always slept first. Nil when `netlink-floor` is not beside
+  /// this program.
   static func reactorUndo(links: NetlinkLinkTable, index: Int32, watch: LinkWatch, count: Int) throws -> (
     median: Double, p90: Double, worst: Int64
   )? {
@@ -333,20 +337,26 @@ enum EnforceBenchmark {
       kill(process, SIGTERM)
       _ = try? waitForExit(process)
     }
-    return try undoes(by: "netlink-floor --react", links: links, index: index, watch: watch, count: count)
+    return try undoes(
+      by: "netlink-floor --react", links: links, index: index, watch: watch, count: count,
+      apart: enforcerUpsApart)
   }
 
-  /// Times `count` undos by another process, once it has taken the tun down once.
-  static func undoes(by who: String, links: NetlinkLinkTable, index: Int32, watch: LinkWatch, count: Int) throws -> (
-    median: Double, p90: Double, worst: Int64
-  ) {
+  /// How long `measure` waits before each up in the pause (microseconds).
+  static let enforcerUpsApart: useconds_t = 250_000
+
+  /// Times `count` undos by another process, once it has taken the tun down once; the ups
+  /// `apart` microseconds apart.
+  static func undoes(
+    by who: String, links: NetlinkLinkTable, index: Int32, watch: LinkWatch, count: Int, apart: useconds_t = 20_000
+  ) throws -> (median: Double, p90: Double, worst: Int64) {
     var ready = false
     for _ in 0..<20 where !ready { ready = try undo(links: links, index: index, watch: watch) != nil }
     guard ready else { throw BenchError("\(who) never took \(device) down") }
     var samples: [Int64] = []
     for _ in 0..<count {
+      usleep(apart)
       if let latency = try undo(links: links, index: index, watch: watch) { samples.append(latency) }
-      usleep(20_000)
     }
     guard !samples.isEmpty else { throw BenchError("\(who) never took \(device) down") }
     let distribution = Distribution(samples)
@@ -398,7 +408,7 @@ enum EnforceBenchmark {
       // Ups in the pause, each once the enforcer is done with the last (its manager step and
       // its record come after the link-down).
       for _ in 0..<6 {
-        usleep(250_000)
+        usleep(enforcerUpsApart)
         guard SystemTimeSource().now().wall < current.pauseEndsAt - .milliseconds(300) else { break }
         if let latency = try undo(links: links, index: index, watch: watch) {
           undone.append(latency)
