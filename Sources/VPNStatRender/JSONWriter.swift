@@ -286,7 +286,7 @@ package struct JSONWriter {
       key(name)
       return number(value)
     }
-    withRoom(JSONRoom.room(name, digits: OutputBytes.maximumDigits)) { $0.field(name, value) }
+    withRoom(JSONRoom.room(name, value: OutputBytes.maximumDigits)) { $0.field(name, value) }
   }
   @inline(__always)
   package mutating func field(_ name: StaticString, _ value: Int?) {
@@ -299,7 +299,7 @@ package struct JSONWriter {
       if let value { number(value) } else { null() }
       return
     }
-    withRoom(JSONRoom.room(name, digits: OutputBytes.maximumDigits + 1)) { $0.field(name, value) }
+    withRoom(JSONRoom.room(name, value: OutputBytes.maximumDigits + 1)) { $0.field(name, value) }
   }
   /// A rate or ratio, as `number(_: Double?)` writes it.
   @inline(__always)
@@ -419,7 +419,7 @@ package struct JSONWriter {
       guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) else { return false }
       let utf8: StaticString = "utf8"
       withRoom(
-        JSONRoom.room(nameKey, digits: bytes.count + 2) + JSONRoom.room(encodingKey, digits: utf8.utf8CodeUnitCount + 2)
+        JSONRoom.room(nameKey, value: bytes.count + 2) + JSONRoom.room(encodingKey, value: utf8.utf8CodeUnitCount + 2)
       ) { room in
         room.field(nameKey, plain: bytes.assumingMemoryBound(to: UInt8.self))
         room.field(encodingKey, word: utf8)
@@ -452,7 +452,7 @@ package struct JSONWriter {
       output.append(bytes)
       return output.append(0x22)
     }
-    withRoom(JSONRoom.room(name, digits: bytes.count + 2)) { $0.field(name, plain: bytes) }
+    withRoom(JSONRoom.room(name, value: bytes.count + 2)) { $0.field(name, plain: bytes) }
   }
 
   /// An array of strings (notes, warnings).
@@ -507,10 +507,10 @@ package struct JSONRoom {
     self.needsComma = needsComma
   }
 
-  /// The most `field` writes for a key `name` and a value of at most `digits` bytes: a comma,
-  /// the quoted key and its colon.
+  /// The most `field` writes for a key `name` and a value of at most `value` bytes: a comma,
+  /// the quoted key and its colon besides.
   @inline(__always)
-  package static func room(_ name: StaticString, digits: Int) -> Int { name.utf8CodeUnitCount + 4 + digits }
+  package static func room(_ name: StaticString, value: Int) -> Int { name.utf8CodeUnitCount + 4 + value }
 
   /// Where the next `most` bytes go. Writing past the room would write past the buffer: a room
   /// too small for what is written in it stops the program rather than do that.
@@ -522,7 +522,7 @@ package struct JSONRoom {
 
   @inline(__always)
   package mutating func field(_ name: StaticString, _ value: UInt64?) {
-    let start = claim(Self.room(name, digits: OutputBytes.maximumDigits))
+    let start = claim(Self.room(name, value: OutputBytes.maximumDigits))
     let written = JSONWriter.key(name, comma: needsComma, at: start)
     at = start + written
     at += value.map { OutputBytes.decimal($0, at: at) } ?? JSONWriter.null(at: at)
@@ -531,7 +531,7 @@ package struct JSONRoom {
 
   @inline(__always)
   package mutating func field(_ name: StaticString, _ value: Int64?) {
-    let start = claim(Self.room(name, digits: OutputBytes.maximumDigits + 1))
+    let start = claim(Self.room(name, value: OutputBytes.maximumDigits + 1))
     let written = JSONWriter.key(name, comma: needsComma, at: start)
     at = start + written
     at += JSONWriter.integer(value, at: at)
@@ -547,7 +547,7 @@ package struct JSONRoom {
   /// A key and a string of `bytes` that need no escape (the caller checked), quoted.
   @inline(__always)
   package mutating func field(_ name: StaticString, plain bytes: UnsafeBufferPointer<UInt8>) {
-    let start = claim(Self.room(name, digits: bytes.count + 2))
+    let start = claim(Self.room(name, value: bytes.count + 2))
     var written = JSONWriter.key(name, comma: needsComma, at: start)
     start[written] = 0x22
     if let base = bytes.baseAddress { (start + written + 1).update(from: base, count: bytes.count) }

@@ -40,13 +40,9 @@ package enum StatusJSON {
     json.field("source_fallback", snapshot.fallbackReason)
     json.key("interfaces")
     json.beginArray()
-    // Each report read where it lies (an Array's subscript hands out a copy: some 190
-    // instructions a report, retaining and releasing what it holds).
-    snapshot.interfaces.withUnsafeBufferPointer { reports in
-      for index in reports.indices {
-        write(reports[index], at: snapshot.generatedAt, into: &json)
-        json.passOnIfFull()
-      }
+    for index in snapshot.interfaces.indices {
+      write(snapshot.interfaces[index], at: snapshot.generatedAt, into: &json)
+      json.passOnIfFull()
     }
     json.endArray()
     json.key("classes")
@@ -87,7 +83,7 @@ package enum StatusJSON {
     json.beginObject()
     json.name(report.name, key: "name", encodingKey: "name_encoding")
     // A report with no ledger, rate, WireGuard or manager (every one of a `status --json` without
-    // a database but its tunnels') ends in one run of nulls, written with the rest.
+    // a database but its tunnels') ends in its runs of nulls, written with the rest.
     let plainEnd = report.ledger == nil && report.rate == nil && report.wireguard == nil && report.manager == nil
     json.withRoom(reportRoom) { room in
       room.field("index", Int64(report.index))
@@ -104,7 +100,10 @@ package enum StatusJSON {
       room.field("tx_dropped", report.counters.txDropped)
       room.field("counter_width", UInt64(report.width.rawValue))
       if plainEnd {
-        room.fields(Self.nullEnd)
+        room.fields(Self.nullTotals)
+        room.fields(Self.nullLedgerCounts)
+        room.fields(Self.nullRates)
+        room.fields(Self.nullExtras)
         room.endObject()
       }
     }
@@ -114,10 +113,10 @@ package enum StatusJSON {
       json.field("rx_bytes_per_second", rate.rxBytesPerSecond)
       json.field("tx_bytes_per_second", rate.txBytesPerSecond)
     } else {
-      json.fields(#""rx_bytes_per_second":null,"tx_bytes_per_second":null"#)
+      json.fields(nullRates)
     }
     if report.wireguard == nil && report.manager == nil {
-      json.fields(#""wireguard":null,"manager":null"#)
+      json.fields(nullExtras)
     } else {
       json.key("wireguard")
       WireGuardJSON.write(report.wireguard, at: now, into: &json)
@@ -127,19 +126,23 @@ package enum StatusJSON {
     json.endObject()
   }
 
-  /// The ledger's, the rate's, WireGuard's and the manager's fields, all null.
-  static let nullEnd: StaticString =
-    #""total_rx_bytes":null,"total_tx_bytes":null,"total_rx_packets":null,"total_tx_packets":null,"resets":null,"wraps":null,"discarded":null,"first_seen_at":null,"rx_bytes_per_second":null,"tx_bytes_per_second":null,"wireguard":null,"manager":null"#
+  // A report's fields that are null together, as runs of text (`JSONWriter.fields`): the
+  // ledger's (two runs), the rate's, and WireGuard's with the manager's.
+  static let nullTotals: StaticString =
+    #""total_rx_bytes":null,"total_tx_bytes":null,"total_rx_packets":null,"total_tx_packets":null"#
+  static let nullLedgerCounts: StaticString = #""resets":null,"wraps":null,"discarded":null,"first_seen_at":null"#
+  static let nullRates: StaticString = #""rx_bytes_per_second":null,"tx_bytes_per_second":null"#
+  static let nullExtras: StaticString = #""wireguard":null,"manager":null"#
 
-  /// The most a report's fields from `index` to `counter_width` and the run of nulls after them
-  /// take: keys, quotes and commas, twenty digits a count (`StatusJSONTests` writes the largest).
+  /// The most a report's fields from `index` to `counter_width` and the runs of nulls after them
+  /// take: keys, quotes and commas, twenty digits a count (`JSONWriterTests` writes the largest).
   static let reportRoom = 1024
 
   /// The ledger's fields; all `null` when there is no store to keep a ledger in.
   static func writeLedger(_ ledger: LedgerTotals?, into json: inout JSONWriter) {
     guard let ledger else {
-      json.fields(#""total_rx_bytes":null,"total_tx_bytes":null,"total_rx_packets":null,"total_tx_packets":null"#)
-      return json.fields(#""resets":null,"wraps":null,"discarded":null,"first_seen_at":null"#)
+      json.fields(nullTotals)
+      return json.fields(nullLedgerCounts)
     }
     json.field("total_rx_bytes", ledger.traffic.rxBytes)
     json.field("total_tx_bytes", ledger.traffic.txBytes)
