@@ -13,7 +13,7 @@ import VPNStatSystem
 #endif
 
 /// What `vpnstat flows --read` costs: packets per second the offline parser and aggregator
-/// sustain on one core, through libpcap from a temporary pcap file and from memory alone.
+/// sustain on one core, from a temporary pcap file as `--read` reads it and from memory alone.
 /// The traffic is generated: 10 000 flows (TCP and UDP, IPv4 and IPv6, both directions) in
 /// Ethernet frames cut to 96 bytes as `--snaplen` keeps them, so totals are known.
 enum FlowBenchmark {
@@ -51,7 +51,7 @@ enum FlowBenchmark {
       "  in memory:     \(rate(Double(packetCount) / best)) packets/s (\(nanos(best / Double(packetCount))) ns a packet)"
     )
 
-    // Through libpcap from a file, as `--read` does.
+    // From a file, as `--read` reads it (a classic pcap file: `ClassicPcapFile`, not libpcap).
     let path = "/tmp/vpnstat-flowbench-\(getpid()).pcap"
     defer { unlink(path) }
     do {
@@ -91,7 +91,7 @@ enum FlowBenchmark {
         }
       }
       lines.append(
-        "  from a file:   \(rate(Double(packetCount) / fileBest)) packets/s (\(nanos(fileBest / Double(packetCount))) ns a packet, libpcap read included)"
+        "  from a file:   \(rate(Double(packetCount) / fileBest)) packets/s (\(nanos(fileBest / Double(packetCount))) ns a packet, the file's read included)"
       )
       lines.append(
         "  C floor:       \(rate(Double(packetCount) / floorBest)) packets/s (\(nanos(floorBest / Double(packetCount))) ns a packet: pcap_next_ex in a loop, same file)"

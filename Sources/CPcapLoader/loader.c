@@ -90,6 +90,8 @@ FORWARD(int, pcap_snapshot, (pcap_t *p), (p), PCAP_ERROR)
 FORWARD(int, pcap_stats, (pcap_t *p, struct pcap_stat *s), (p, s), PCAP_ERROR)
 FORWARD(int, pcap_compile, (pcap_t *p, struct bpf_program *f, const char *e, int o, bpf_u_int32 m),
         (p, f, e, o, m), PCAP_ERROR)
+FORWARD(int, pcap_offline_filter, (const struct bpf_program *f, const struct pcap_pkthdr *h, const u_char *d),
+        (f, h, d), 0)
 FORWARD(int, pcap_setfilter, (pcap_t *p, struct bpf_program *f), (p, f), PCAP_ERROR)
 FORWARD(char *, pcap_geterr, (pcap_t *p), (p), load_error)
 FORWARD(const char *, pcap_statustostr, (int e), (e), load_error)

@@ -1,4 +1,5 @@
 @preconcurrency import CPcap
+import CPcapLoader
 import VPNStatKernel
 import VPNStatModel
 import VPNStatRender
@@ -121,53 +122,75 @@ enum Pcap {
     }
   }
 
+  /// A filter compiled for a link type without any capture (and without privileges), for
+  /// `pcap_offline_filter`; the caller frees it (`pcap_freecode`, then `deallocate`).
+  static func compiled(filter expression: String, dlt: Int32, snapshotLength: Int32) throws(CaptureError)
+    -> UnsafeMutablePointer<bpf_program>
+  {
+    guard let handle = pcap_open_dead(dlt, snapshotLength) else {
+      var why: UnsafePointer<CChar>?
+      // Without libpcap the open fails: say what is missing.
+      guard vpnstat_pcap_available(&why) != 0 else {
+        throw CaptureError(.unavailable, why.map { String(cString: $0) } ?? "libpcap could not be loaded")
+      }
+      throw CaptureError(.internalFailure, "pcap_open_dead failed")
+    }
+    defer { pcap_close(handle) }
+    let program = UnsafeMutablePointer<bpf_program>.allocate(capacity: 1)
+    program.initialize(to: bpf_program())
+    guard pcap_compile(handle, program, expression, 1, PCAP_NETMASK_UNKNOWN) == 0 else {
+      program.deallocate()
+      throw .badFilter(expression, lastError(handle))
+    }
+    return program
+  }
+
   /// Checks a filter for a link type without any capture (and without privileges).
   static func check(
     filter expression: String, linkType: CaptureLinkType, snapshotLength: Int32 = 262_144
   )
     throws(CaptureError)
   {
-    guard let handle = pcap_open_dead(linkType.dlt, snapshotLength) else {
-      throw CaptureError(.internalFailure, "pcap_open_dead failed")
-    }
-    defer { pcap_close(handle) }
-    var program = bpf_program()
-    guard pcap_compile(handle, &program, expression, 1, PCAP_NETMASK_UNKNOWN) == 0 else {
-      throw .badFilter(expression, lastError(handle))
-    }
-    pcap_freecode(&program)
+    let program = try compiled(filter: expression, dlt: linkType.dlt, snapshotLength: snapshotLength)
+    pcap_freecode(program)
+    program.deallocate()
   }
 
   /// A packet's time, or nil when it is before 1970 or after 2262 (a pcapng file can say either):
   /// within that range any two packet times, and a time plus a slice of at most 100 days, are
   /// differences and sums that cannot overflow.
-  static func timestamp(_ header: UnsafePointer<pcap_pkthdr>) -> Timestamp? {
-    // Handles are opened with nanosecond precision: tv_usec holds nanoseconds.
-    guard header.pointee.ts.tv_sec >= 0,
-      let time = Timestamp(
-        checkedSeconds: Int64(header.pointee.ts.tv_sec), nanoseconds: Int64(header.pointee.ts.tv_usec)),
+  static func timestamp(seconds: Int, nanoseconds: Int) -> Timestamp? {
+    guard seconds >= 0, let time = Timestamp(checkedSeconds: Int64(seconds), nanoseconds: Int64(nanoseconds)),
       time.nanoseconds >= 0
     else { return nil }
     return time
   }
 
   /// What a packet time outside `timestamp`'s range is called in errors.
-  static func badTime(_ header: UnsafePointer<pcap_pkthdr>) -> String {
-    "a time vpnstat cannot represent (\(header.pointee.ts.tv_sec) s since 1970; only 1970 to 2262 are)"
+  static func badTime(seconds: Int) -> String {
+    "a time vpnstat cannot represent (\(seconds) s since 1970; only 1970 to 2262 are)"
   }
 }
 
-/// A capture file read with libpcap (pcap, and pcapng as far as libpcap reads it).
+/// A capture file: a classic pcap file read by `ClassicPcapFile`, anything else by libpcap
+/// (pcapng as far as libpcap reads it, the older pcap variants, standard input, a pipe).
 package final class PcapFileSource: PacketSource {
   package let path: String
   package let linkType: CaptureLinkType
-  let handle: OpaquePointer
+  /// The snapshot length the file was written with.
+  package let snapshotLength: Int32
+  /// One of the two: the file read here, or libpcap's handle.
+  @exclusivity(unchecked) private var classic: ClassicPcapFile?
+  private let handle: OpaquePointer?
+  /// The filter `classic`'s packets pass through (libpcap's handle has its own).
+  private let program: UnsafeMutablePointer<bpf_program>?
   /// Packets and their captured bytes returned so far (to say where a broken file broke).
   /// Private, so the optimiser sees every access and checks none at run time for each packet.
   private var packetsRead: UInt64 = 0
   private var bytesRead: UInt64 = 0
 
-  package init(path: String, filter: String? = nil) throws(CaptureError) {
+  /// `libpcapOnly`: libpcap reads even a classic pcap file (for tests that compare the two).
+  package init(path: String, filter: String? = nil, libpcapOnly: Bool = false) throws(CaptureError) {
     self.path = path
     let shown = TerminalText.sanitize(path)
     // "-" is standard input (libpcap reads it): `tcpdump -w - | vpnstat flows --read -`.
@@ -180,6 +203,20 @@ package final class PcapFileSource: PacketSource {
         }
         throw CaptureError(.unavailable, "cannot read capture file '\(shown)': \(error)")
       }
+    }
+    // A regular file only: a FIFO is libpcap's to wait on, as it always was.
+    if path != "-", !libpcapOnly, let fd = try? FileDescriptor.openRegularFile(SystemPath(path)) {
+      if let file = ClassicPcapFile(fd: fd) {
+        classic = file
+        handle = nil
+        linkType = file.linkType
+        snapshotLength = file.snapshotLength
+        program = try filter.map { (filter) throws(CaptureError) in
+          try Pcap.compiled(filter: filter, dlt: file.dlt, snapshotLength: file.snapshotLength)
+        }
+        return
+      }
+      fd.close()
     }
     var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
     guard
@@ -197,45 +234,82 @@ package final class PcapFileSource: PacketSource {
       throw .unsupportedLinkType(dlt, where: "'\(shown)'", kind: .badFile)
     }
     self.linkType = linkType
+    classic = nil
+    program = nil
     handle = opened
+    snapshotLength = pcap_snapshot(opened)
     // Fully initialised from here: a throw runs deinit, which closes the handle.
-    if let filter { try Pcap.apply(filter: filter, to: handle) }
+    if let filter { try Pcap.apply(filter: filter, to: opened) }
   }
 
-  deinit { pcap_close(handle) }
-
-  package func next() throws(CaptureError) -> CapturedPacket? {
-    // Locals, not the instance's properties: each access to a class's stored property is an
-    // exclusivity check at run time, a tenth of a packet's cost here.
-    var header: UnsafeMutablePointer<pcap_pkthdr>?
-    var data: UnsafePointer<UInt8>?
-    switch pcap_next_ex(handle, &header, &data) {
-    case 1:
-      guard let header, let data else { return nil }
-      guard let timestamp = Pcap.timestamp(header) else {
-        throw CaptureError(
-          .badFile,
-          "capture file '\(TerminalText.sanitize(path))' is corrupt: packet \(packetsRead + 1) has \(Pcap.badTime(header))"
-        )
-      }
-      let captured = Int(header.pointee.caplen)
-      packetsRead += 1
-      bytesRead += UInt64(captured)
-      return CapturedPacket(
-        timestamp: timestamp, wireLength: Int(header.pointee.len),
-        bytes: UnsafeRawBufferPointer(start: data, count: captured))
-    case PCAP_ERROR_BREAK, 0:
-      return nil
-    default:
-      throw CaptureError(
-        .badFile,
-        "capture file '\(TerminalText.sanitize(path))' is truncated or corrupt after \(packetsRead) packets "
-          + "(\(bytesRead) captured bytes): \(TerminalText.sanitize(Pcap.lastError(handle)))")
+  deinit {
+    classic?.close()
+    if let handle { pcap_close(handle) }
+    if let program {
+      pcap_freecode(program)
+      program.deallocate()
     }
   }
 
-  /// The snapshot length the file was written with.
-  package var snapshotLength: Int32 { pcap_snapshot(handle) }
+  package func next() throws(CaptureError) -> CapturedPacket? {
+    let seconds: Int
+    let nanoseconds: Int
+    let wireLength: UInt32
+    let bytes: UnsafeRawBufferPointer
+    if classic != nil {
+      var record: ClassicPcapFile.Record?
+      do throws(ClassicPcapFile.Damage) {
+        record = try classic!.next()
+        if let program {
+          // What libpcap's handle does for its own filter, with the same compiled program.
+          while let packet = record, !Self.passes(packet, program) { record = try classic!.next() }
+        }
+      } catch {
+        throw damaged(error.detail)
+      }
+      guard let record else { return nil }
+      (seconds, nanoseconds, wireLength, bytes) = (record.seconds, record.nanoseconds, record.wireLength, record.bytes)
+    } else {
+      // Locals, not the instance's properties: each access to a class's stored property is an
+      // exclusivity check at run time, a tenth of a packet's cost here.
+      var header: UnsafeMutablePointer<pcap_pkthdr>?
+      var data: UnsafePointer<UInt8>?
+      switch pcap_next_ex(handle, &header, &data) {
+      case 1:
+        guard let header, let data else { return nil }
+        // Handles are opened with nanosecond precision: tv_usec holds nanoseconds.
+        (seconds, nanoseconds, wireLength) = (header.pointee.ts.tv_sec, header.pointee.ts.tv_usec, header.pointee.len)
+        bytes = UnsafeRawBufferPointer(start: data, count: Int(header.pointee.caplen))
+      case PCAP_ERROR_BREAK, 0:
+        return nil
+      default:
+        throw damaged(handle.map(Pcap.lastError) ?? "")
+      }
+    }
+    guard let timestamp = Pcap.timestamp(seconds: seconds, nanoseconds: nanoseconds) else {
+      throw CaptureError(
+        .badFile,
+        "capture file '\(TerminalText.sanitize(path))' is corrupt: packet \(packetsRead + 1) has \(Pcap.badTime(seconds: seconds))"
+      )
+    }
+    packetsRead += 1
+    bytesRead += UInt64(bytes.count)
+    return CapturedPacket(timestamp: timestamp, wireLength: Int(wireLength), bytes: bytes)
+  }
+
+  private func damaged(_ detail: String) -> CaptureError {
+    CaptureError(
+      .badFile,
+      "capture file '\(TerminalText.sanitize(path))' is truncated or corrupt after \(packetsRead) packets "
+        + "(\(bytesRead) captured bytes): \(TerminalText.sanitize(detail))")
+  }
+
+  private static func passes(_ record: ClassicPcapFile.Record, _ program: UnsafeMutablePointer<bpf_program>) -> Bool {
+    var header = pcap_pkthdr()
+    header.caplen = UInt32(record.bytes.count)
+    header.len = record.wireLength
+    return pcap_offline_filter(program, &header, record.bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)) != 0
+  }
 }
 
 /// A live capture on one interface with libpcap: immediate mode (packets reach vpnstat as they
@@ -326,9 +400,12 @@ package final class PcapLiveSource: LivePacketSource {
     switch pcap_next_ex(handle, &header, &data) {
     case 1:
       guard let header, let data else { return nil }
-      guard let timestamp = Pcap.timestamp(header) else {
+      // Opened with nanosecond precision: tv_usec holds nanoseconds.
+      let seconds = header.pointee.ts.tv_sec
+      guard let timestamp = Pcap.timestamp(seconds: seconds, nanoseconds: header.pointee.ts.tv_usec) else {
         throw CaptureError(
-          .unavailable, "capture on '\(interface.terminalText)' stopped: a packet has \(Pcap.badTime(header))")
+          .unavailable, "capture on '\(interface.terminalText)' stopped: a packet has \(Pcap.badTime(seconds: seconds))"
+        )
       }
       return CapturedPacket(
         timestamp: timestamp, wireLength: Int(header.pointee.len),
