@@ -43,8 +43,16 @@ package enum CaptureLinkType: Hashable, Sendable {
     }
   }
 
-  /// libpcap's name for the framing (`RAW`, `EN10MB`, `LINUX_SLL`, `LINUX_SLL2`).
-  package var name: String { Self.name(dlt: dlt) }
+  /// libpcap's name for the framing, written here: asking libpcap loaded it (and its libraries)
+  /// for a pcap file vpnstat reads itself (`ClassicPcapFile`). `FlowCaptureTests` compares them.
+  package var name: String {
+    switch self {
+    case .rawIP: "RAW"
+    case .ethernet: "EN10MB"
+    case .linuxCooked: "LINUX_SLL"
+    case .linuxCooked2: "LINUX_SLL2"
+    }
+  }
 
   /// libpcap's name for any DLT value, or `DLT n` when libpcap has none.
   package static func name(dlt: Int32) -> String {

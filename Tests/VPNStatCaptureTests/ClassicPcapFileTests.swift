@@ -202,4 +202,11 @@ struct ClassicPcapFileTests {
     try CaptureFiles.pcapng(traffic.packets, link: .rawIP).write(to: URL(fileURLWithPath: pcapng))
     #expect(try Self.read(pcapng, libpcapOnly: false).packets.count == traffic.packets.count)
   }
+
+  @Test("the framings' names, written without asking libpcap, are libpcap's")
+  func linkTypeNames() {
+    for link in [CaptureLinkType.rawIP, .ethernet, .linuxCooked, .linuxCooked2] {
+      #expect(link.name == CaptureLinkType.name(dlt: link.dlt))
+    }
+  }
 }
