@@ -1,10 +1,6 @@
 @preconcurrency import CPcap
 import VPNStatSystem
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// A classic pcap file — what `tcpdump -w` and libpcap's dump write: version 2.4, either byte
 /// order, micro- or nanosecond times — read 256 KiB at a time, each record's 16-byte header
 /// read where it lies. libpcap reads such a file with two stdio calls and a copy a packet, which
@@ -146,7 +142,8 @@ struct ClassicPcapFile {
       buffer.deallocate()
       buffer = larger
     } else if start > 0 {
-      memmove(buffer.baseAddress!, buffer.baseAddress! + start, left)
+      // Overlapping ranges are allowed: it is a memmove.
+      buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: left)
     }
     start = 0
     end = left
