@@ -1,22 +1,22 @@
-/// The flow table's index: where each flow's key lies in the table's `flows`, in an
+/// The flow table's index: where each flow's key lies in the table's `tallies`, in an
 /// open-addressed array of positions keyed by a multiply-mix of the key's words (as the ledger's
 /// `NameTable`). A `Dictionary` ran SipHash over every packet's key and probed 10,000 flows'
 /// buckets in hash order, most of `flows --read`'s time per packet. The key is compared in the
-/// flow itself, which the packet updates next.
+/// flow's tally itself, which the packet updates next.
 struct FlowIndex {
   /// Position + 1 of the key that hashes (or probes) to each slot; 0: empty. A power of two,
   /// at most half full.
   private var slots: [UInt32] = []
 
   /// The index of `flows`, each at its position.
-  init(_ flows: [Flow] = []) {
+  init(_ flows: [FlowTally] = []) {
     guard !flows.isEmpty else { return }
     rebuild(flows, capacity: flows.count)
   }
 
   /// The position of the flow whose key is `key` in `flows`, or nil.
   @inline(__always)
-  func position(of key: FlowKey, in flows: [Flow]) -> Int? {
+  func position(of key: FlowKey, in flows: [FlowTally]) -> Int? {
     guard !slots.isEmpty else { return nil }
     return slots.withUnsafeBufferPointer { slots in
       flows.withUnsafeBufferPointer { flows in
@@ -33,7 +33,7 @@ struct FlowIndex {
   }
 
   /// Records the last of `flows`, just appended (and not in the index before).
-  mutating func appended(to flows: [Flow]) {
+  mutating func appended(to flows: [FlowTally]) {
     if flows.count * 2 > slots.count {
       rebuild(flows, capacity: flows.count)
     } else {
@@ -41,7 +41,7 @@ struct FlowIndex {
     }
   }
 
-  private mutating func rebuild(_ flows: [Flow], capacity: Int) {
+  private mutating func rebuild(_ flows: [FlowTally], capacity: Int) {
     var size = 64
     while size < capacity * 4 { size *= 2 }
     slots = [UInt32](repeating: 0, count: size)

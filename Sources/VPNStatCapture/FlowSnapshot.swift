@@ -141,10 +141,12 @@ package final class FlowAggregator {
     // Sorted as plain integers, then gathered once: a flow holds its owner's strings, and a sort
     // of the reports themselves copied one (retains, outlined copies) at every move — at 10,000
     // flows it cost more than reading 200,000 packets did.
-    let flows = table.flows
+    // Each flow put together from the table's two arrays where it is read, not all of them
+    // into one more array first.
     var order: [FlowOrder] = []
-    order.reserveCapacity(flows.count)
-    for (index, flow) in flows.enumerated() {
+    order.reserveCapacity(table.flowCount)
+    for index in 0..<table.flowCount {
+      let flow = table.flow(at: index)
       order.append(FlowOrder(flow, interval: flow.counts - flow.reported, index: index))
       groups.add(flow)
     }
@@ -152,7 +154,7 @@ package final class FlowAggregator {
     var reports: [FlowSnapshot.FlowReport] = []
     reports.reserveCapacity(order.count)
     for entry in order {
-      let flow = flows[entry.index]
+      let flow = table.flow(at: entry.index)
       reports.append(FlowSnapshot.FlowReport(flow: flow, interval: flow.counts - flow.reported))
     }
     return reports

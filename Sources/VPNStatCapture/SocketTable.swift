@@ -330,13 +330,13 @@ package final class SocketOwnerResolver {
     }
     guard stillPending > 0, force || mayRescan(at: monotonicNanoseconds) else { return false }
     rescan(
-      for: table.flows.filter {
+      for: table.flows(where: {
         switch $0.attribution {
         case .pending: true
         case .unmatched(let since): $0.lastSeen > since
         default: false
         }
-      }, at: monotonicNanoseconds)
+      }), at: monotonicNanoseconds)
     table.attribute(final: true, retryUnmatched: true, now: wall) { owner(of: $0) }
     return true
   }
