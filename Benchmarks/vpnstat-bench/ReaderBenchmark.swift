@@ -86,10 +86,10 @@ enum ReaderBenchmark {
     let slice = perReader / Int64(rounds)
     var samples = [[Int64]](repeating: [], count: readers.count)
     var failures = [Int](repeating: 0, count: readers.count)
-    for round in 0..<rounds {
+    var order = RoundOrder(readers.count)
+    for _ in 0..<rounds {
       try Interruption.check()
-      for offset in 0..<readers.count {
-        let r = (round + offset) % readers.count
+      for r in order.nextRound() {
         let sliceStart = monotonicNanoseconds()
         repeat {
           let start = monotonicNanoseconds()

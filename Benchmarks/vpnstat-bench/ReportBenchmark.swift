@@ -45,10 +45,10 @@ enum ReportBenchmark {
     defer { close(null) }
     var samples = [[Int64]](repeating: [], count: prepared.count)
     let rounds = quick ? 10 : 40
+    var order = RoundOrder(prepared.count)
     for round in 0..<(rounds + 2) {
-      // A rotating order, so noise and order effects hit every command alike.
-      for offset in 0..<prepared.count {
-        let i = (offset + round) % prepared.count
+      // A shuffled order, so noise and order effects hit every command alike.
+      for i in order.nextRound() {
         let start = monotonicNanoseconds()
         let pid = try prepared[i].spawn(stdout: null, stderr: null)
         _ = try waitForExit(pid, interruptible: true)

@@ -11,6 +11,33 @@ func monotonicNanoseconds() -> Int64 {
   return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
 }
 
+/// The order in which the things a benchmark compares run in each round: shuffled every round
+/// from a fixed seed (SplitMix64), so every run of the benchmark shuffles alike. A rotation kept
+/// each thing right after the same other one in all but one round of each turn, and what follows
+/// a heavy command runs slower (see `CommandBenchmark.time`).
+struct RoundOrder: RandomNumberGenerator {
+  private var state: UInt64 = 0x5EED_0F0D_E5
+  private var order: [Int]
+
+  init(_ count: Int) { order = Array(0..<count) }
+
+  /// The positions 0..<count, in this round's order.
+  mutating func nextRound() -> [Int] {
+    var order = self.order
+    order.shuffle(using: &self)
+    self.order = order
+    return order
+  }
+
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
 /// Many timings of one thing, in nanoseconds, summarised by median and p10/p90: on a shared
 /// 2-core machine the noise is one-sided and long-tailed, which a mean would carry and a median does not.
 struct Distribution: Sendable {

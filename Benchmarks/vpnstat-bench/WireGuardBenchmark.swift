@@ -87,10 +87,10 @@ enum WireGuardBenchmark {
     let slice: Int64 = (quick ? 250_000_000 : 1_500_000_000) / Int64(rounds)
     var samples = [[Int64]](repeating: [], count: ways.count)
     var failures = [Int](repeating: 0, count: ways.count)
-    for round in 0..<rounds {
+    var order = RoundOrder(ways.count)
+    for _ in 0..<rounds {
       try Interruption.check()
-      for offset in ways.indices {
-        let w = (round + offset) % ways.count
+      for w in order.nextRound() {
         let sliceStart = monotonicNanoseconds()
         repeat {
           let start = monotonicNanoseconds()
