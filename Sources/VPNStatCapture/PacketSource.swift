@@ -204,8 +204,12 @@ package final class PcapFileSource: PacketSource {
         throw CaptureError(.unavailable, "cannot read capture file '\(shown)': \(error)")
       }
     }
-    // A regular file only: a FIFO is libpcap's to wait on, as it always was.
-    if path != "-", !libpcapOnly, let fd = try? FileDescriptor.openRegularFile(SystemPath(path)) {
+    // A regular file only, looked at before it is opened: a FIFO is libpcap's to wait on, as it
+    // always was. Even a brief open of one wakes a writer waiting in its own open, which, should
+    // it write before libpcap opens the FIFO again, writes to no reader (SIGPIPE).
+    if path != "-", !libpcapOnly, FileStatus.of(path)?.isRegular == true,
+      let fd = try? FileDescriptor.openRegularFile(SystemPath(path))
+    {
       if let file = ClassicPcapFile(fd: fd) {
         classic = file
         handle = nil

@@ -209,4 +209,23 @@ struct ClassicPcapFileTests {
       #expect(link.name == CaptureLinkType.name(dlt: link.dlt))
     }
   }
+
+  @Test("a pcap file through a FIFO is libpcap's to read, whole, its writer waiting first")
+  func fifo() throws {
+    let directory = try CaptureDirectory()
+    let traffic = KnownTraffic(seed: 14, flows: 4)
+    let file = directory.path("known.pcap")
+    try CaptureFiles.writePcap(traffic.packets, link: .rawIP, to: file)
+    let fifo = directory.path("pipe.pcap")
+    guard mkfifo(fifo, 0o600) == 0 else { throw TestSetupError("mkfifo failed: \(errno)") }
+    // The writer waits in its open until a reader opens the FIFO; vpnstat must not take it for a
+    // file of its own (nor wait on it before libpcap does).
+    let writer = try BackgroundProcess("/bin/sh", ["-c", "cat \"$0\" > \"$1\"", file, fifo])
+    defer { writer.stop() }
+    Thread.sleep(forTimeInterval: 0.3)
+    let result = try run(Built.vpnstat, ["flows", "--read", fifo, "--json"], timeout: 20)
+    #expect(result.status == 0, "\(result.status): \(result.errors)")
+    let report = try #require(try jsonLines(result).last)
+    #expect(uint((report["captured"] as? [String: Any])?["packets"]) == UInt64(traffic.packets.count))
+  }
 }
