@@ -44,7 +44,7 @@ package enum CaptureLinkType: Hashable, Sendable {
   }
 
   /// libpcap's name for the framing, written here: asking libpcap loaded it (and its libraries)
-  /// for a pcap file vpnstat reads itself (`ClassicPcapFile`). `FlowCaptureTests` compares them.
+  /// for a pcap file vpnstat reads itself (`ClassicPcapFile`). `ClassicPcapFileTests` compares them.
   package var name: String {
     switch self {
     case .rawIP: "RAW"

@@ -211,13 +211,20 @@ package final class PcapFileSource: PacketSource {
       let fd = try? FileDescriptor.openRegularFile(SystemPath(path))
     {
       if let file = ClassicPcapFile(fd: fd) {
+        // Compiled before anything is stored: a bad filter throws from a half-made source, whose
+        // deinit does not run, and the file would stay open with its buffer.
+        do throws(CaptureError) {
+          program = try filter.map { (filter) throws(CaptureError) in
+            try Pcap.compiled(filter: filter, dlt: file.dlt, snapshotLength: file.snapshotLength)
+          }
+        } catch {
+          file.close()
+          throw error
+        }
         classic = file
         handle = nil
         linkType = file.linkType
         snapshotLength = file.snapshotLength
-        program = try filter.map { (filter) throws(CaptureError) in
-          try Pcap.compiled(filter: filter, dlt: file.dlt, snapshotLength: file.snapshotLength)
-        }
         return
       }
       fd.close()
