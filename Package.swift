@@ -37,6 +37,10 @@ let package = Package(
     .systemLibrary(name: "CPcap", providers: [.apt(["libpcap-dev"])]),
     // libpcap's functions, loaded with dlopen when `flows` first uses them (see loader.c).
     .target(name: "CPcapLoader", dependencies: ["CPcap"], linkerSettings: [.linkedLibrary("dl")]),
+    // What the static vpnstat changes in its libraries' start-up (OpenSSL's CPU probe, deferred
+    // from `.init` to OpenSSL's own initialisation); empty in debug builds, linked by vpnstat alone.
+    .target(
+      name: "CStartUp", cSettings: [.define("VPNSTAT_STATIC_EXECUTABLE", .when(configuration: .release))]),
 
     // Pure values and rules: counters and their deltas, the ledger, traffic buckets, interface
     // names and classes, the session window, the trusted clock. No C, no I/O.
@@ -95,7 +99,7 @@ let package = Package(
     // Release builds are fully static (docs/performance.md: start-up); libpcap alone is loaded at
     // run time, by `flows` (CPcapLoader), which needs the build machine's glibc.
     .executableTarget(
-      name: "vpnstat", dependencies: ["VPNStatCommandLine", "VPNStatSystem"],
+      name: "vpnstat", dependencies: ["VPNStatCommandLine", "VPNStatSystem", "CStartUp"],
       exclude: ["recorder.order", "read-only-data.ld"],
       swiftSettings: packedCode,
       linkerSettings: [
@@ -103,7 +107,7 @@ let package = Package(
           [
             "-static-executable", "-use-ld=lld",
             "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/vpnstat/recorder.order",
-            "-Xlinker", "--no-warn-symbol-ordering",
+            "-Xlinker", "--no-warn-symbol-ordering", "-Xlinker", "--wrap=OPENSSL_cpuid_setup",
             "-Xlinker", "--script=\(Context.packageDirectory)/Sources/vpnstat/read-only-data.ld",
           ], .when(configuration: .release))
       ]),
