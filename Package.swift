@@ -108,6 +108,7 @@ let package = Package(
             "-static-executable", "-use-ld=lld",
             "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/vpnstat/recorder.order",
             "-Xlinker", "--no-warn-symbol-ordering", "-Xlinker", "--wrap=OPENSSL_cpuid_setup",
+            "-Xlinker", "--undefined=OPENSSL_cpuid_setup",
             "-Xlinker", "--script=\(Context.packageDirectory)/Sources/vpnstat/read-only-data.ld",
           ], .when(configuration: .release))
       ]),

@@ -16,7 +16,11 @@
 // through first) come here. A call before the program's initialisers ran is the `.init` one and
 // returns at once; any later one is OpenSSL's, and runs the real setup, once, as OpenSSL would
 // (its OPENSSL_ia32cap environment variable included).
-void __real_OPENSSL_cpuid_setup(void);
+//
+// The reference to the real setup is weak: other release executables that link this target (the
+// benchmark, through its dependency on vpnstat) link OpenSSL dynamically, without the wrap, and
+// never call this; vpnstat's link names the real one undefined (`-u`), so it is there.
+__attribute__((weak)) void __real_OPENSSL_cpuid_setup(void);
 
 static int startup_vpnstat_initialised;
 
@@ -29,7 +33,7 @@ __attribute__((constructor(101), used)) static void startup_initialisers_run(int
 }
 
 void __wrap_OPENSSL_cpuid_setup(void) {
-  if (!startup_vpnstat_initialised) return;
+  if (!startup_vpnstat_initialised || !__real_OPENSSL_cpuid_setup) return;
   __real_OPENSSL_cpuid_setup();
 }
 
