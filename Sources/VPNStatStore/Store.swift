@@ -54,6 +54,8 @@ package final class Store {
   private let writerLock: WriterLock?
   /// The database's real path, where its stamp is read.
   private let realPath: String
+  /// The files of `realPath`'s stamp, named once.
+  private let stampFiles: StoreStamp.Files
   /// The stamp `reading` was opened at.
   private var openedAt: StoreStamp?
   /// The stamp the last consistent read ended at: the next read starts from it rather than
@@ -174,6 +176,7 @@ package final class Store {
     self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
     self.busyDeadline = deadline
     realPath = FileSystem.realPath(location.path) ?? location.path
+    stampFiles = StoreStamp.Files(database: realPath)
   }
 
   /// Creates the directory (0755) and an empty file (0644) so the modes do not depend on umask:
@@ -306,7 +309,7 @@ package final class Store {
   /// holds. (A log cut to nothing would show the stamp an earlier empty log showed, though the
   /// file changed between: SQLite moves the header's change counter once per exclusive lock.)
   func checkpointLog() throws {
-    guard let stamp = StoreStamp.read(database: realPath), stamp.isWAL, stamp.logSize > 0 else { return }
+    guard let stamp = StoreStamp.read(stampFiles), stamp.isWAL, stamp.logSize > 0 else { return }
     try connection.execute("PRAGMA wal_checkpoint(RESTART)")
   }
 
@@ -384,9 +387,9 @@ package final class Store {
     do {
       return try writerLock.holding(until: deadline()) {
         // Another writer wrote since this one's last operation: its index of the log is stale.
-        let now = StoreStamp.read(database: realPath)
+        let now = StoreStamp.read(stampFiles)
         if writing == nil || now == nil || now != writerStamp { try mapped { try openWriter(at: now) } }
-        defer { writerStamp = StoreStamp.read(database: realPath) }
+        defer { writerStamp = StoreStamp.read(stampFiles) }
         return try mapped(body)
       }
     } catch is WriterLock.Busy {
@@ -412,7 +415,7 @@ package final class Store {
     lastReadStamp = nil
     while true {
       let fresh = known == nil
-      guard let before = known ?? StoreStamp.read(database: realPath) else {
+      guard let before = known ?? StoreStamp.read(stampFiles) else {
         throw FileSystem.exists(realPath)
           ? StoreError.notADatabase(path: location.path)
           : StoreError.unavailable(path: location.path, detail: "it is gone")
@@ -424,13 +427,13 @@ package final class Store {
             if openedAt != before { try openReader(at: before) }
             return try body()
           }
-          if StoreStamp.read(database: realPath) == before {
+          if StoreStamp.read(stampFiles) == before {
             lastReadStamp = before
             return result
           }
         } catch {
           // Damage seen in a file that held still is damage; a commit meanwhile may have made it.
-          if StoreStamp.read(database: realPath) == before { throw error }
+          if StoreStamp.read(stampFiles) == before { throw error }
         }
       }
       // A commit came after the last read: read again at once, from the file as it is now.

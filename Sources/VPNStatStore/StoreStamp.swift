@@ -46,7 +46,25 @@ struct StoreStamp: Equatable {
 
   /// The stamp of the database whose real path is `real` now; nil when it cannot be read or is
   /// no SQLite file (too short, another format).
-  static func read(database real: String) -> StoreStamp? {
+  static func read(database real: String) -> StoreStamp? { read(Files(database: real)) }
+
+  /// The files a stamp reads, named once: a writer reads the stamp around every operation (a
+  /// recorder twice a second), and names made each time were strings built and freed for it.
+  struct Files: Sendable {
+    var database: String
+    var log: String
+    var journal: String
+
+    init(database real: String) {
+      database = real
+      log = real + "-wal"
+      journal = real + "-journal"
+    }
+  }
+
+  /// The stamp of the database `files` name now (`read(database:)`).
+  static func read(_ files: Files) -> StoreStamp? {
+    let real = files.database
     var stamp = ByteWriter()
     stamp.bytes.reserveCapacity(length)
     var header = [UInt8](repeating: 0, count: 28)
@@ -62,7 +80,7 @@ struct StoreStamp: Equatable {
     stamp.u32(database.permissions)
     let inWALMode = header[18] == 2 || header[19] == 2
     var log = [UInt8](repeating: 0, count: 32 + 24)
-    let wal = inWALMode ? readLog(real + "-wal", into: &log) : nil
+    let wal = inWALMode ? readLog(files.log, into: &log) : nil
     stamp.u64(wal?.device ?? 0)
     stamp.u64(wal?.inode ?? 0)
     stamp.u64(UInt64(wal?.size ?? 0))
@@ -70,7 +88,7 @@ struct StoreStamp: Equatable {
     stamp.bytes.append(contentsOf: log[32..<56])
     // A journal with nothing in it (or none) is no transaction: DELETE mode removes it at each
     // commit, TRUNCATE empties it.
-    let journal = FileStatus.of(real + "-journal")
+    let journal = FileStatus.of(files.journal)
     return StoreStamp(bytes: stamp.bytes, isWriting: (journal?.size ?? 0) > 0 && !inWALMode)
   }
 

@@ -14,7 +14,11 @@ package struct FileDescriptor: Hashable, Sendable {
   package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws
     -> FileDescriptor
   {
-    try open(SystemPath(path), flags, mode: mode)
+    // A native String lends its own NUL-terminated bytes: no copy, as a `SystemPath` would make.
+    let fd = try path.withCString { cPath in
+      try retryingInterrupts { Glibc.open(cPath, flags | O_CLOEXEC, mode) }
+    }
+    return FileDescriptor(rawValue: fd)
   }
 
   package static func open(_ path: SystemPath, _ flags: Int32, mode: mode_t = 0) throws

@@ -170,15 +170,21 @@ package func waitForReadable(_ descriptors: [FileDescriptor], timeout: Duration?
 package func waitForReadiness(reading: [FileDescriptor], writing: [FileDescriptor], timeout: Duration?) throws -> (
   readable: [FileDescriptor], writable: [FileDescriptor]
 ) {
-  var events: [Int32: Int16] = [:]
-  var order: [Int32] = []
-  for (descriptors, event) in [(reading, Int16(POLLIN)), (writing, Int16(POLLOUT))] {
+  // A few descriptors, each once, in the order first named: a search of the few made so far,
+  // not a dictionary (hashing, and code the recorder's every-second loop would keep resident).
+  var fds: [pollfd] = []
+  fds.reserveCapacity(reading.count + writing.count)
+  func watch(_ descriptors: [FileDescriptor], for event: Int16) {
     for descriptor in descriptors {
-      if events[descriptor.rawValue] == nil { order.append(descriptor.rawValue) }
-      events[descriptor.rawValue, default: 0] |= event
+      if let at = fds.firstIndex(where: { $0.fd == descriptor.rawValue }) {
+        fds[at].events |= event
+      } else {
+        fds.append(pollfd(fd: descriptor.rawValue, events: event, revents: 0))
+      }
     }
   }
-  var fds = order.map { pollfd(fd: $0, events: events[$0]!, revents: 0) }
+  watch(reading, for: Int16(POLLIN))
+  watch(writing, for: Int16(POLLOUT))
   // poll is made again after a signal for what is left of the timeout: a wait cut short would
   // look like one that timed out, and one made again in full could go on for ever.
   let deadline = timeout.map { timeout in

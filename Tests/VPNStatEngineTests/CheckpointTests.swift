@@ -38,6 +38,34 @@ struct CheckpointTests {
       granularity, since: 0)
   }
 
+  @Test("the status line follows the interfaces recorded and who keeps the ledger, made again only when they change")
+  func statusLineFollowsTheRecorder() throws {
+    let directory = try TemporaryDirectory("ckstatus")
+    let locks = LedgerLockState()
+    locks.exclusive = "vpnstat enforce wg0"
+    var recorder = try recorder(directory, lock: FakeLedgerLock(locks, role: "vpnstat record (pid 42)"))
+    let path = directory.file("v.db")
+    kernel.add("tun7", up: true)
+    try recorder.sample()
+    let first = recorder.keeper.ledger.entries.count
+    #expect(first >= 1)
+    #expect(!recorder.keeper.isWriting)
+    let writer = try #require(recorder.keeper.writer)
+    let recording = "recording \(first) interface\(first == 1 ? "" : "s") into \(path)"
+    #expect(recorder.statusLine() == recording + " · \(writer) keeps the ledger")
+    // The enforcer is gone: the recorder takes the ledger at its next sample, and the line says so.
+    locks.release()
+    clock.advance(.seconds(1))
+    try recorder.sample()
+    #expect(recorder.keeper.isWriting)
+    #expect(recorder.statusLine() == recording)
+    kernel.add("tun8", up: true)
+    clock.advance(.seconds(1))
+    try recorder.sample()
+    #expect(recorder.statusLine() == "recording \(first + 1) interfaces into \(path)")
+    #expect(recorder.statusLine() == "recording \(first + 1) interfaces into \(path)", "asked again, unchanged")
+  }
+
   @Test("saved every save interval, not every sample: the database moves once a minute, memory every second")
   func savesAtTheInterval() throws {
     let directory = try TemporaryDirectory("ckint")

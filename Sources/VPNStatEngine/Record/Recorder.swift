@@ -33,6 +33,8 @@ package struct Recorder {
   /// and the last day's history, read again once a minute, not every sample.
   private var publishedTotals: (monotonic: Int64, traffic: [InterfaceName: TrafficCounts])?
   private var pageHistory: (monotonic: Int64, history: TrafficHistory?)?
+  /// The last status line and what it was made of (`statusLine()`).
+  private var statusSaid: (count: Int, problem: String?, writer: String?, line: String)?
   static let pageHistoryInterval: Int64 = 60_000_000_000
 
   package init(
@@ -165,13 +167,23 @@ package struct Recorder {
     return (rates, history)
   }
 
-  /// Where the recorder stands, in the line the service manager shows (`STATUS=`).
-  package var statusLine: String {
+  /// Where the recorder stands, in the line the service manager shows (`STATUS=`). Made again
+  /// only when what it says changed: the loop asks at every turn, and a string built every second
+  /// is work, and standard-library code kept resident, for a line that rarely changes.
+  package mutating func statusLine() -> String {
     let count = keeper.ledger.entries.count
-    let what = "recording \(count) interface\(count == 1 ? "" : "s") into \(store.location.path)"
-    if let lastProblem { return what + " · not saved: " + lastProblem }
-    guard let writer = keeper.writer, !keeper.isWriting else { return what }
-    return what + " · \(TerminalText.sanitize(writer)) keeps the ledger"
+    let writer = keeper.isWriting ? nil : keeper.writer
+    if let said = statusSaid, said.count == count, said.problem == lastProblem, said.writer == writer {
+      return said.line
+    }
+    var line = "recording \(count) interface\(count == 1 ? "" : "s") into \(store.location.path)"
+    if let lastProblem {
+      line += " · not saved: " + lastProblem
+    } else if let writer {
+      line += " · \(TerminalText.sanitize(writer)) keeps the ledger"
+    }
+    statusSaid = (count, lastProblem, writer, line)
+    return line
   }
 
   /// Before stopping: the last checkpoint, patiently; it throws when that fails, so the process
@@ -226,14 +238,14 @@ package enum RecorderLoop {
     }
     var samples = 1
     try recorder.sample()
-    var said = recorder.statusLine
+    var said = recorder.statusLine()
     supervisor.ready(status: said)
     var beat = WatchdogBeat(supervisor)
     // Started, opened, checked and saved once: what only that needed need not stay resident.
     ProcessMemory.releaseStartUp()
     while count.map({ samples < $0 }) ?? true {
       beat.turn(supervisor, monotonic: recorder.sampler.clock.now().monotonic)
-      let line = recorder.statusLine
+      let line = recorder.statusLine()
       if line != said {
         said = line
         supervisor.status(line)

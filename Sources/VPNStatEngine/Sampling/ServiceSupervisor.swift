@@ -43,7 +43,7 @@ package struct WatchdogBeat {
   package func timeout(monotonic now: Int64) -> Duration? {
     guard let period else { return nil }
     guard let due else { return .zero }
-    return .nanoseconds(min(max(0, due - now), period.nanoseconds))
+    return Duration(nanoseconds: min(max(0, due - now), period.nanoseconds))
   }
 
   /// Called on every turn of the loop: says `alive()` when due.
