@@ -132,7 +132,8 @@ let package = Package(
       ],
       path: "Benchmarks/vpnstat-bench"),
     // Traffic history made through the store's own API with an injected clock: the benchmark's
-    // simulated year and the simulated month the chart tests draw.
+    // simulated year and the simulated month the chart tests draw; and the seeded generator
+    // (SplitMix) the tests' random cases and the benchmark's shuffled rounds share.
     .target(name: "VPNStatSimulation", dependencies: ["VPNStatModel", "VPNStatStore"], path: "Tests/Simulation"),
     // The processes the kernel tests run inside their namespaces (a tun owner, traffic peers).
     .executableTarget(name: "vpnstat-testpeer", path: "Tests/TestPeer"),
@@ -144,7 +145,8 @@ let package = Package(
     .target(
       name: "VPNStatTestSupport",
       dependencies: [
-        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatCapture", "CLinux", "CHostGuard",
+        "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatCapture", "VPNStatSimulation",
+        "CLinux", "CHostGuard",
       ],
       path: "Tests/Support"),
     // One test target per library target, testing it in-process (the engine against a fake
@@ -152,13 +154,18 @@ let package = Package(
     // that run the built binary against the real kernel, as root, in network namespaces.
     .testTarget(
       name: "VPNStatModelTests",
-      dependencies: ["VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSystem", "VPNStatTestSupport"]),
+      dependencies: [
+        "VPNStatModel", "VPNStatRender", "VPNStatStore", "VPNStatSystem", "VPNStatSimulation", "VPNStatTestSupport",
+      ]),
     .testTarget(
       name: "VPNStatSystemTests",
-      dependencies: ["VPNStatSystem", "VPNStatModel", "VPNStatTestSupport"]),
+      dependencies: ["VPNStatSystem", "VPNStatModel", "VPNStatSimulation", "VPNStatTestSupport"]),
     .testTarget(
       name: "VPNStatKernelTests",
-      dependencies: ["VPNStatKernel", "VPNStatEngine", "VPNStatModel", "VPNStatSystem", "VPNStatTestSupport", "CLinux"]),
+      dependencies: [
+        "VPNStatKernel", "VPNStatEngine", "VPNStatModel", "VPNStatSystem", "VPNStatSimulation", "VPNStatTestSupport",
+        "CLinux",
+      ]),
     .testTarget(
       name: "VPNStatStoreTests",
       dependencies: ["VPNStatStore", "VPNStatModel", "VPNStatRender", "VPNStatSystem", "VPNStatTestSupport"]),
@@ -167,7 +174,9 @@ let package = Package(
       dependencies: ["VPNStatRender", "VPNStatModel", "VPNStatStore", "VPNStatSimulation", "VPNStatTestSupport"]),
     .testTarget(
       name: "VPNStatCaptureTests",
-      dependencies: ["VPNStatCapture", "VPNStatModel", "VPNStatRender", "VPNStatSystem", "VPNStatTestSupport"]),
+      dependencies: [
+        "VPNStatCapture", "VPNStatModel", "VPNStatRender", "VPNStatSystem", "VPNStatSimulation", "VPNStatTestSupport",
+      ]),
     .testTarget(
       name: "VPNStatEngineTests",
       dependencies: [
@@ -177,7 +186,8 @@ let package = Package(
     .testTarget(
       name: "VPNStatCommandLineTests",
       dependencies: [
-        "VPNStatCommandLine", "VPNStatCapture", "VPNStatModel", "VPNStatStore", "VPNStatSystem", "VPNStatTestSupport",
+        "VPNStatCommandLine", "VPNStatCapture", "VPNStatModel", "VPNStatStore", "VPNStatSystem", "VPNStatSimulation",
+        "VPNStatTestSupport",
       ]),
     .testTarget(
       name: "EndToEndTests",

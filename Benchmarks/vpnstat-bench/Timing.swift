@@ -1,3 +1,5 @@
+import VPNStatSimulation
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -15,26 +17,16 @@ func monotonicNanoseconds() -> Int64 {
 /// from a fixed seed (SplitMix64), so every run of the benchmark shuffles alike. A rotation kept
 /// each thing right after the same other one in all but one round of each turn, and what follows
 /// a heavy command runs slower (see `CommandBenchmark.time`).
-struct RoundOrder: RandomNumberGenerator {
-  private var state: UInt64 = 0x5EED_0F0D_E5
+struct RoundOrder {
+  private var random = SplitMix(seed: 0x5EED_0F0D_E5)
   private var order: [Int]
 
   init(_ count: Int) { order = Array(0..<count) }
 
   /// The positions 0..<count, in this round's order.
   mutating func nextRound() -> [Int] {
-    var order = self.order
-    order.shuffle(using: &self)
-    self.order = order
+    order.shuffle(using: &random)
     return order
-  }
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }
 

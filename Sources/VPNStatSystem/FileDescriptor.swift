@@ -15,19 +15,17 @@ package struct FileDescriptor: Hashable, Sendable {
     -> FileDescriptor
   {
     // A native String lends its own NUL-terminated bytes: no copy, as a `SystemPath` would make.
-    let fd = try path.withCString { cPath in
-      try retryingInterrupts { Glibc.open(cPath, flags | O_CLOEXEC, mode) }
-    }
-    return FileDescriptor(rawValue: fd)
+    try path.withCString { try open(cPath: $0, flags, mode: mode) }
   }
 
   package static func open(_ path: SystemPath, _ flags: Int32, mode: mode_t = 0) throws
     -> FileDescriptor
   {
-    let fd = try path.withCString { cPath in
-      try retryingInterrupts { Glibc.open(cPath, flags | O_CLOEXEC, mode) }
-    }
-    return FileDescriptor(rawValue: fd)
+    try path.withCString { try open(cPath: $0, flags, mode: mode) }
+  }
+
+  private static func open(cPath: UnsafePointer<CChar>, _ flags: Int32, mode: mode_t) throws -> FileDescriptor {
+    FileDescriptor(rawValue: try retryingInterrupts { Glibc.open(cPath, flags | O_CLOEXEC, mode) })
   }
 
   /// Flags to read a file named by a path that must not be a symlink, and whose open must not

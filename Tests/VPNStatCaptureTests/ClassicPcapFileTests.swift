@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VPNStatCapture
 import VPNStatModel
+import VPNStatSimulation
 
 @testable import VPNStatTestSupport
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNStatSimulation
 
 @testable import VPNStatKernel
 @testable import VPNStatModel

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNStatSimulation
 
 @testable import VPNStatKernel
 @testable import VPNStatModel

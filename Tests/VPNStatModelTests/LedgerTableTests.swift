@@ -1,4 +1,5 @@
 import Testing
+import VPNStatSimulation
 
 @testable import VPNStatModel
 @testable import VPNStatTestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNStatSimulation
 
 @testable import VPNStatSystem
 @testable import VPNStatTestSupport
