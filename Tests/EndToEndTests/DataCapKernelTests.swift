@@ -64,4 +64,26 @@ struct DataCapKernelTests {
     #expect(enforcer.errors.contains("data cap reached: ≈ "), "\(enforcer.errors)")
     print("data cap: crossing → decision \(String(format: "%.3f", latency)) s")
   }
+
+  /// The race that failed the test above in CI, made certain: the echo is read while the tun is
+  /// up and written after it went down, which the kernel refuses with EIO.
+  @Test("the echoing tun owner outlives its link taken down between reading a packet and echoing it")
+  func echoAfterLinkDown() throws {
+    let t = try EnforcedTunnel("eio")
+    let owner = try #require(t.owner)
+    try t.ns.ip("addr", "add", "10.213.0.1", "peer", "10.213.0.2", "dev", t.tunnel)
+    try t.up()
+    // Stopped, the owner reads nothing: the datagrams wait in the tun's queue.
+    kill(owner.pid, SIGSTOP)
+    defer { kill(owner.pid, SIGCONT) }
+    try t.ns.peerRun("udp-send", "10.213.0.2", "9", "10", "100")
+    try t.ns.ip("link", "set", t.tunnel, "down")
+    kill(owner.pid, SIGCONT)
+    // A tun counts a packet sent when its owner reads it: the owner read them all, link down.
+    let read = waitUntil(timeout: 10) { ((try? t.ns.kernelCounters(t.tunnel).txPackets) ?? 0) >= 10 }
+    #expect(read != nil, "the owner never read the queued datagrams")
+    #expect(holdsThroughout(0.5) { owner.isRunning }, "the owner exited: \(owner.errors)")
+    #expect(t.exists(), "the tun went with its owner")
+    #expect(try !t.isUp())
+  }
 }
