@@ -377,11 +377,9 @@ public struct CheckpointedLedger: Sendable {
     saveRequested = false
   }
 
-  /// The entries that changed since saved, by name: their positions are sorted, not the entries
-  /// themselves (each some hundred bytes, moved many times by a sort).
+  /// The entries that changed since saved, by name (`Ledger.nameOrder`).
   private var changedEntries: [LedgerEntry] {
     let changed = ledger.entries.values.filter { saved[$0.name] != $0 }
-    let names = changed.map(\.name)
-    return names.indices.sorted { names[$0] < names[$1] }.map { changed[$0] }
+    return Ledger.nameOrder(changed).map { changed[$0] }
   }
 }

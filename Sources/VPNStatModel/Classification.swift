@@ -13,7 +13,7 @@ public enum InterfaceClass: String, Hashable, Sendable, CaseIterable, Comparable
 
   /// The position in `allCases` (sorting a thousand reports compares classes ten thousand times).
   @usableFromInline
-  var rank: Int {
+  package var rank: Int {
     switch self {
     case .tunnel: 0
     case .wifi: 1

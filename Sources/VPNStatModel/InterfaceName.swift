@@ -230,6 +230,28 @@ public struct InterfaceName: Hashable, Comparable, Sendable, CustomStringConvert
     return (low.byteSwapped, (high & 0x00FF_FFFF_FFFF_FFFF).byteSwapped | high >> 56)
   }
 
+  /// The positions `0..<count` in the order of their ranks, then of their names (bytes
+  /// compared, as `<`). Positions are sorted, not what they stand for (a report or a ledger
+  /// entry is some hundred bytes, moved many times by a sort), over the names' order keys side
+  /// by side with the ranks — the names themselves only when one is too long to have a key.
+  /// Sorting a thousand reports by class and name through the names cost `status --json`
+  /// 676,000 instructions, a ninth of the command.
+  package static func order(count: Int, rank: (Int) -> Int, name: (Int) -> InterfaceName) -> [Int] {
+    func byNames() -> [Int] {
+      (0..<count).sorted { a, b in rank(a) != rank(b) ? rank(a) < rank(b) : name(a) < name(b) }
+    }
+    // A few: the keys' array would cost the runtime more to set up (its type's metadata, the
+    // first time) than the sort it saves.
+    guard count > 32 else { return byNames() }
+    var keys: [(Int, UInt64, UInt64)] = []
+    keys.reserveCapacity(count)
+    for position in 0..<count {
+      guard let key = name(position).orderKey else { return byNames() }
+      keys.append((rank(position), key.0, key.1))
+    }
+    return keys.withUnsafeBufferPointer { keys in keys.indices.sorted { keys[$0] < keys[$1] } }
+  }
+
   /// `<` for a name that is not packed: byte by byte.
   @usableFromInline
   static func byteOrder(_ a: InterfaceName, _ b: InterfaceName) -> Bool {

@@ -158,20 +158,11 @@ public struct Ledger: Sendable {
   }
 
   /// The positions of `entries` in name order (bytes compared): what a save encodes and an export
-  /// prints. Positions are sorted, not entries (each some hundred bytes, moved many times by a
-  /// sort), over the names' order keys side by side (the names themselves only when one is too
-  /// long to have a key).
+  /// prints (`InterfaceName.order`).
   package static func nameOrder(_ entries: [LedgerEntry]) -> [Int] {
-    var keys: [(UInt64, UInt64)] = []
-    keys.reserveCapacity(entries.count)
-    for entry in entries {
-      guard let key = entry.name.orderKey else {
-        let names = entries.map(\.name)
-        return names.withUnsafeBufferPointer { names in names.indices.sorted { names[$0] < names[$1] } }
-      }
-      keys.append(key)
+    entries.withUnsafeBufferPointer { entries in
+      InterfaceName.order(count: entries.count, rank: { _ in 0 }, name: { entries[$0].name })
     }
-    return keys.withUnsafeBufferPointer { keys in keys.indices.sorted { keys[$0] < keys[$1] } }
   }
 
   /// Puts `entry` in place of what the ledger held for its name (as another writer stored it).

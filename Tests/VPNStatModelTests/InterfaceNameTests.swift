@@ -110,6 +110,27 @@ struct InterfaceNameTests {
     #expect(InterfaceName(bytes: [UInt8](repeating: 0x61, count: 16)).orderKey == nil)
   }
 
+  @Test("positions in rank order, then the names' byte order: by the keys, and by the names when one is long")
+  func rankedOrder() {
+    // Many (sorted over keys) and a few (sorted over the names), each with and without long names.
+    let keyed = Array(Set(Self.names.filter { $0.count <= 15 }))
+    let all = Array(Set(Self.names))
+    for names in [
+      keyed, all, Array(keyed.prefix(20)), Array(all.filter { $0.count > 15 }.prefix(3) + keyed.prefix(17)),
+    ] {
+      let given = names.map { InterfaceName(bytes: $0) }
+      // A rank that is not the names' order: by the last byte's parity.
+      func rank(_ name: InterfaceName) -> Int { Int(name.bytes.last ?? 0) % 2 }
+      let ordered = InterfaceName.order(count: given.count, rank: { rank(given[$0]) }, name: { given[$0] })
+        .map { given[$0] }
+      let expected = given.sorted { a, b in
+        rank(a) != rank(b) ? rank(a) < rank(b) : a.bytes.lexicographicallyPrecedes(b.bytes)
+      }
+      #expect(ordered.map(\.bytes) == expected.map(\.bytes))
+      #expect(Set(ordered.map(\.bytes)).count == given.count)
+    }
+  }
+
   @Test("the kernel's longest name (15 bytes) is held in two words; a longer one keeps its bytes")
   func forms() {
     let longest = InterfaceName("123456789012345")

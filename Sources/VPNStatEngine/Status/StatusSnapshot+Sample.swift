@@ -24,7 +24,7 @@ extension StatusSnapshot {
       }
       return previousByName?[name]
     }
-    // The chosen interfaces in report order first (class, then name), then each report built
+    // The chosen interfaces' report order first (class, then name), then each report built
     // once in its place: a report is large, and sorting or copying a thousand of them costs more
     // than the rest of the snapshot.
     var chosen: [(at: Int, interfaceClass: InterfaceClass, evidence: ClassEvidence)] = []
@@ -35,10 +35,8 @@ extension StatusSnapshot {
       guard selection.includes(sample.interfaces[at].name, described.interfaceClass) else { continue }
       chosen.append((at, described.interfaceClass, described.evidence))
     }
-    chosen.sort { a, b in
-      a.interfaceClass != b.interfaceClass
-        ? a.interfaceClass < b.interfaceClass : sample.interfaces[a.at].name < sample.interfaces[b.at].name
-    }
+    let order = InterfaceName.order(
+      count: chosen.count, rank: { chosen[$0].interfaceClass.rank }, name: { sample.interfaces[chosen[$0].at].name })
     // Rates: the counter rules between the previous sample's reading and this one's. Whether the
     // two are of one boot depends on the readings alone, so it is decided once; each interface
     // is then read field by field where it lies (a baseline made of each copied it).
@@ -51,7 +49,8 @@ extension StatusSnapshot {
     let interfaces = sample.interfaces
     var reports: [InterfaceReport] = []
     reports.reserveCapacity(chosen.count)
-    for (at, interfaceClass, evidence) in chosen {
+    for slot in order {
+      let (at, interfaceClass, evidence) = chosen[slot]
       var rate: TrafficRate?
       if let previous, rateWindow > 0, let sameBoot, let before = previousPosition(at, interfaces[at].name) {
         let delta =
