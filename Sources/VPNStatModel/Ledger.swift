@@ -308,12 +308,19 @@ public struct Ledger: Sendable {
     let seconds = window(from: old.boottime, to: new.boottime, sameBoot: sameBoot)
     let moved = old.index != new.index || entry.baseline.instance.bootID != newBoot.pointee
     entry.interfaceClass = observation.pointee.interfaceClass
-    // Made of its fields (a copy of the observation's would go through an outlined copy of each).
-    // The boot id is taken even when equal: the next sample's comparisons then find the same
-    // String, not equal bytes.
-    entry.baseline = LedgerBaseline(
-      instance: InterfaceInstance(index: new.index, bootID: newBoot.pointee),
-      counters: new.counters, width: new.width, wall: new.wall, boottime: new.boottime)
+    // Field by field (a copy of the observation's would go through an outlined copy of each). The
+    // boot id is taken when it is another String, even an equal one: the next sample's
+    // comparisons then find the same String, not equal bytes. The same String is not taken
+    // again: a baseline made anew took its reference and gave the old one back, two atomic
+    // operations per interface per sample.
+    entry.baseline.instance.index = new.index
+    if !Self.sameString(entry.baseline.instance.bootID, newBoot.pointee) {
+      entry.baseline.instance.bootID = newBoot.pointee
+    }
+    entry.baseline.counters = new.counters
+    entry.baseline.width = new.width
+    entry.baseline.wall = new.wall
+    entry.baseline.boottime = new.boottime
     let allowed = observation.pointee.plausibleBytesPerSecond * (seconds + 1)
     var change = Change(
       position: position, isNew: false, movedInstance: moved, booked: nil, bridged: nil, delta: delta, seconds: seconds,
@@ -335,6 +342,19 @@ public struct Ledger: Sendable {
       if !delta.traffic.isZero { change.booked = delta }
     }
     report(entry, change)
+  }
+
+  /// Whether `a` and `b` are one String: the same two words (the same storage, or the same
+  /// short string held in them). Equal Strings kept apart are not.
+  @inline(__always)
+  private static func sameString(_ a: borrowing String, _ b: borrowing String) -> Bool {
+    guard MemoryLayout<String>.size == 16 else { return false }
+    return withUnsafeBytes(of: a) { a in
+      withUnsafeBytes(of: b) { b in
+        a.load(as: UInt64.self) == b.load(as: UInt64.self)
+          && a.load(fromByteOffset: 8, as: UInt64.self) == b.load(fromByteOffset: 8, as: UInt64.self)
+      }
+    }
   }
 
   /// Seconds between the CLOCK_BOOTTIME readings of two baselines within one boot; after a

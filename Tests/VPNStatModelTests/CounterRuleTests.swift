@@ -95,6 +95,35 @@ struct CounterRuleTests {
     #expect(ledger.entries[name]?.totals.traffic == .zero)
   }
 
+  @Test(
+    "after a reboot the entry takes the new boot's id, equal or the same String: the next samples of that boot count growth, not the counters again"
+  )
+  func ledgerFollowsReboot() {
+    let name = InterfaceName("wg0")
+    func observation(_ baseline: LedgerBaseline) -> LedgerObservation {
+      LedgerObservation(
+        name: name, interfaceClass: .tunnel, baseline: baseline,
+        plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
+    }
+    // The new boot's id as each sample reads it: a String of its own each time (equal bytes,
+    // other storage), then one String shared by every sample, as a process keeps it.
+    let shared = String(decoding: Array("boot-b-0123456789abcdef0123456789ab".utf8), as: UTF8.self)
+    for id in [{ String(decoding: Array(shared.utf8), as: UTF8.self) }, { shared }] {
+      var ledger = Ledger()
+      _ = ledger.advance([observation(reading(counters(9000, 900), a, seconds: 500))])
+      var instance = InterfaceInstance(index: 4, bootID: id())
+      _ = ledger.advance([observation(reading(counters(1000, 100), instance, seconds: 10))])
+      #expect(ledger.entries[name]?.baseline.instance.bootID == shared)
+      instance.bootID = id()
+      _ = ledger.advance([observation(reading(counters(1500, 150), instance, seconds: 11))])
+      instance.bootID = id()
+      let third = ledger.advance([observation(reading(counters(1700, 170), instance, seconds: 12))])
+      #expect(third.events.isEmpty, "\(third.events)")
+      #expect(ledger.entries[name]?.totals.traffic.rxBytes == 1700)
+      #expect(ledger.entries[name]?.totals.resets == 1)
+    }
+  }
+
   @Test("without boot ids the clocks tell boots apart: uptime back is a reboot, a steady boot instant is not")
   func unknownBootIDs() throws {
     let unknown = InterfaceInstance(index: 4, bootID: "")
