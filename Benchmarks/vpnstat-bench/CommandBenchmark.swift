@@ -69,6 +69,14 @@ enum CommandBenchmark {
       PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", unpublished]))
     guard second.exit.succeeded else { throw BenchError("record --count 1 failed: \(second.exit)") }
     unlink(unpublished + ".published")
+    // The same again, its log grown to what writers leave before SQLite's checkpoint (1000
+    // pages): the bench's other databases hold the few frames of one save.
+    let longLog = directory + "/long-log.db"
+    let third = try runCapturing(
+      PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", longLog]))
+    guard third.exit.succeeded else { throw BenchError("record --count 1 failed: \(third.exit)") }
+    try StoreBenchmark.growLog(longLog, toFrames: 900)
+    unlink(longLog + ".published")
     // A recorder its unit ran and stopped, and a reboot since: it published every save into
     // $RUNTIME_DIRECTORY with a link beside the database, and the directory is gone now. Each
     // build's own, as it leaves it.
@@ -101,6 +109,10 @@ enum CommandBenchmark {
       TimedCommand(
         PreparedCommand(
           label: Labels.statusAfterStop, path: vpnstat, arguments: ["status", "--json", "--db", stopped])),
+      TimedCommand(
+        PreparedCommand(
+          label: Labels.statusReadingLongLog, path: vpnstat, arguments: ["status", "--json", "--db", longLog]),
+        every: 4),
     ]
     if access(floor, X_OK) == 0 {
       commands.append(

@@ -16,6 +16,23 @@ import VPNStatSystem
 /// The ledger's costs: one advance for 1000 interfaces (every counter moving, and all idle),
 /// and the database's size after a simulated year of 5-second samples for 20 interfaces.
 enum StoreBenchmark {
+  /// Commits to the database at `path` through vpnstat's own writer until its log holds about
+  /// `frames` frames, as a writer leaves it before SQLite checkpoints it at 1000 pages. Each
+  /// commit changes the session's usage base by one byte and back: one frame each (a row
+  /// rewritten with the same bytes leaves its page as it was, and writes none).
+  static func growLog(_ path: String, toFrames frames: Int) throws {
+    guard let store = try Store.open(StoreLocation(path: path), intent: .write) else {
+      throw BenchError("cannot open \(path) for writing")
+    }
+    func logFrames() -> Int { ((FileStatus.of(path + "-wal")?.size ?? 32) - 32) / (4096 + 24) }
+    var commits = 0
+    while logFrames() < frames {
+      try store.updateSession { $0.usageBase.rxBytes ^= 1 }
+      commits += 1
+      guard commits <= 4 * frames else { throw BenchError("\(path)'s log did not grow: \(logFrames()) frames") }
+    }
+  }
+
   static func run(quick: Bool) throws -> [String] {
     var lines = ["ledger: one advance of the ledger, in one transaction, temporary database"]
     let directory = try temporaryDirectory()
