@@ -9,8 +9,15 @@ package struct JSONWriter {
   private var needsComma = false
   /// The whole second `field(_:rfc3339:)` last wrote, and its text: the interfaces of a report
   /// were mostly first seen in one sample, so their thousand `first_seen_at` are one text, made
-  /// once.
-  private var lastTime: (seconds: Int64, count: Int, text: (UInt64, UInt64, UInt64, UInt64))?
+  /// once. Lent to each room (`JSONRoom`), which writes times the same way.
+  private var lastTime: TimeText?
+
+  /// A whole second and its RFC 3339 text (at most 32 bytes, held in four words).
+  fileprivate struct TimeText {
+    var seconds: Int64
+    var count: Int
+    var text: (UInt64, UInt64, UInt64, UInt64)
+  }
 
   /// Where the bytes go as they are written, if anywhere before the end (`passOnIfFull`).
   package var sink: ((UnsafeRawBufferPointer) -> Void)?
@@ -36,13 +43,16 @@ package struct JSONWriter {
   @inline(__always)
   package mutating func withRoom(_ most: Int, _ body: (inout JSONRoom) -> Void) {
     var needsComma = self.needsComma
+    var lastTime = self.lastTime
     output.append(atMost: most) { start in
-      var room = JSONRoom(start, count: most, needsComma: needsComma)
+      var room = JSONRoom(start, count: most, needsComma: needsComma, lastTime: lastTime)
       body(&room)
       needsComma = room.needsComma
+      lastTime = room.lastTime
       return room.at - start
     }
     self.needsComma = needsComma
+    self.lastTime = lastTime
   }
 
   /// What has been written.
@@ -317,32 +327,9 @@ package struct JSONWriter {
       key(name)
       return string(time?.rfc3339)
     }
-    let seconds = time.seconds
-    if lastTime?.seconds != seconds {
-      var text: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-      let count = withUnsafeMutableBytes(of: &text) { raw in
-        time.rfc3339(
-          fractionDigits: 0,
-          into: UnsafeMutableBufferPointer(
-            start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: raw.count))
-      }
-      lastTime = (seconds, count, text)
-    }
-    guard let last = lastTime else { return }
-    let comma = needsComma
-    output.append(atMost: name.utf8CodeUnitCount + 6 + last.count) { at in
-      var written = Self.key(name, comma: comma, at: at)
-      at[written] = 0x22
-      written += 1
-      withUnsafeBytes(of: last.text) {
-        (at + written).update(from: $0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: last.count)
-      }
-      written += last.count
-      at[written] = 0x22
-      return written + 1
-    }
-    needsComma = true
+    withRoom(JSONRoom.room(name, value: JSONRoom.timeTextRoom)) { $0.field(name, rfc3339: time) }
   }
+
   /// A time as RFC 3339 in UTC with `fractionDigits` digits of the second (`null` for none),
   /// written straight into the output with its key: a flow report writes two a flow.
   package mutating func field(_ name: StaticString, rfc3339 time: Timestamp?, fractionDigits: Int) {
@@ -500,12 +487,20 @@ package struct JSONRoom {
   private let end: UnsafeMutablePointer<UInt8>
   /// Whether the next element of the open container needs a comma before it (as the writer's).
   fileprivate var needsComma: Bool
+  /// The writer's last time and its text (`JSONWriter.lastTime`), lent for the room's life.
+  fileprivate var lastTime: JSONWriter.TimeText?
 
-  fileprivate init(_ start: UnsafeMutablePointer<UInt8>, count: Int, needsComma: Bool) {
+  fileprivate init(
+    _ start: UnsafeMutablePointer<UInt8>, count: Int, needsComma: Bool, lastTime: JSONWriter.TimeText?
+  ) {
     at = start
     end = start + count
     self.needsComma = needsComma
+    self.lastTime = lastTime
   }
+
+  /// The most a time's text takes in `field(_:rfc3339:)`, with its quotes.
+  package static let timeTextRoom = 32 + 2
 
   /// The most `field` writes for a key `name` and a value of at most `value` bytes: a comma,
   /// the quoted key and its colon besides.
@@ -555,6 +550,31 @@ package struct JSONRoom {
     start[written] = 0x22
     at = start + written + 1
     needsComma = true
+  }
+
+  /// A key and a time in RFC 3339, whole seconds, UTC, quoted. The text of the last second
+  /// written is kept (`JSONWriter.lastTime`): a report's thousand `first_seen_at` are mostly
+  /// one second, formatted once.
+  package mutating func field(_ name: StaticString, rfc3339 time: Timestamp) {
+    let seconds = time.seconds
+    var last: JSONWriter.TimeText
+    if let known = lastTime, known.seconds == seconds {
+      last = known
+    } else {
+      last = JSONWriter.TimeText(seconds: seconds, count: 0, text: (0, 0, 0, 0))
+      last.count = withUnsafeMutableBytes(of: &last.text) { raw in
+        time.rfc3339(
+          fractionDigits: 0,
+          into: UnsafeMutableBufferPointer(
+            start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: raw.count))
+      }
+      lastTime = last
+    }
+    withUnsafeBytes(of: last.text) { raw in
+      field(
+        name, plain: UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: last.count)
+      )
+    }
   }
 
   /// Whole fields written out beforehand (`"a":null,"b":null`), as the next elements of the

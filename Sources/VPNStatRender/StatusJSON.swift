@@ -56,7 +56,7 @@ package enum StatusJSON {
       json.field("interfaces", summary.interfaces)
       json.trafficCounts(summary.counters)
       let totals = summary.totals ?? (hasLedger ? LedgerTotals(firstSeenAt: snapshot.generatedAt) : nil)
-      writeLedger(totals, into: &json)
+      json.withRoom(ledgerRoom) { writeLedger(totals, into: &$0) }
       json.field("rx_bytes_per_second", summary.rate?.rxBytesPerSecond)
       json.field("tx_bytes_per_second", summary.rate?.txBytesPerSecond)
       json.endObject()
@@ -111,16 +111,14 @@ package enum StatusJSON {
       room.field("rx_dropped", report.pointee.counters.rxDropped)
       room.field("tx_dropped", report.pointee.counters.txDropped)
       room.field("counter_width", UInt64(report.pointee.width.rawValue))
+      writeLedger(report.pointee.ledger, into: &room)
       if plainEnd {
-        room.fields(Self.nullTotals)
-        room.fields(Self.nullLedgerCounts)
         room.fields(Self.nullRates)
         room.fields(Self.nullExtras)
         room.endObject()
       }
     }
     guard !plainEnd else { return }
-    writeLedger(report.pointee.ledger, into: &json)
     if let rate = report.pointee.rate {
       json.field("rx_bytes_per_second", rate.rxBytesPerSecond)
       json.field("tx_bytes_per_second", rate.txBytesPerSecond)
@@ -146,24 +144,28 @@ package enum StatusJSON {
   static let nullRates: StaticString = #""rx_bytes_per_second":null,"tx_bytes_per_second":null"#
   static let nullExtras: StaticString = #""wireguard":null,"manager":null"#
 
-  /// The most a report's fields from `index` to `counter_width` and the runs of nulls after them
-  /// take: keys, quotes and commas, twenty digits a count (`JSONWriterTests` writes the largest).
+  /// The most a report's fields from `index` to its ledger's and the runs of nulls after them
+  /// take: keys, quotes and commas, twenty digits a count, a time's text (`JSONWriterTests`
+  /// writes the largest).
   static let reportRoom = 1024
 
+  /// The most the ledger's fields take (`writeLedger`).
+  static let ledgerRoom = 512
+
   /// The ledger's fields; all `null` when there is no store to keep a ledger in.
-  static func writeLedger(_ ledger: LedgerTotals?, into json: inout JSONWriter) {
+  static func writeLedger(_ ledger: LedgerTotals?, into room: inout JSONRoom) {
     guard let ledger else {
-      json.fields(nullTotals)
-      return json.fields(nullLedgerCounts)
+      room.fields(nullTotals)
+      return room.fields(nullLedgerCounts)
     }
-    json.field("total_rx_bytes", ledger.traffic.rxBytes)
-    json.field("total_tx_bytes", ledger.traffic.txBytes)
-    json.field("total_rx_packets", ledger.traffic.rxPackets)
-    json.field("total_tx_packets", ledger.traffic.txPackets)
-    json.field("resets", ledger.resets)
-    json.field("wraps", ledger.wraps)
-    json.field("discarded", ledger.discarded)
-    json.field("first_seen_at", rfc3339: ledger.firstSeenAt)
+    room.field("total_rx_bytes", ledger.traffic.rxBytes)
+    room.field("total_tx_bytes", ledger.traffic.txBytes)
+    room.field("total_rx_packets", ledger.traffic.rxPackets)
+    room.field("total_tx_packets", ledger.traffic.txPackets)
+    room.field("resets", ledger.resets)
+    room.field("wraps", ledger.wraps)
+    room.field("discarded", ledger.discarded)
+    room.field("first_seen_at", rfc3339: ledger.firstSeenAt)
   }
 }
 

@@ -106,25 +106,35 @@ struct JSONWriterTests {
     #expect(String(decoding: json.bytes, as: UTF8.self) == #"{"n":7},"after":null"#)
   }
 
-  @Test("the largest report a status writes fits the room reserved for its fields, and is valid JSON")
+  @Test(
+    "the largest report a status writes fits the room reserved for its fields, with its ledger's and without, and is valid JSON"
+  )
   func largestReportFitsItsRoom() throws {
-    let report = InterfaceReport(
+    let most = TrafficCounts(rxBytes: .max, txBytes: .max, rxPackets: .max, txPackets: .max)
+    var report = InterfaceReport(
       name: InterfaceName("n"), index: Int32.min, interfaceClass: .cellular, classBy: .tunFlags,
       state: .lowerLayerDown,
-      counters: InterfaceCounters(
-        TrafficCounts(rxBytes: .max, txBytes: .max, rxPackets: .max, txPackets: .max), rxErrors: .max,
-        txErrors: .max, rxDropped: .max, txDropped: .max),
+      counters: InterfaceCounters(most, rxErrors: .max, txErrors: .max, rxDropped: .max, txDropped: .max),
       width: .bits64)
-    var json = JSONWriter(capacity: 1)
-    StatusJSON.write(report, at: Timestamp(seconds: 1_800_000_000), into: &json)
-    let text = String(decoding: json.bytes, as: UTF8.self)
-    let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-    #expect(object["rx_dropped"] as? UInt64 == .max)
-    #expect(object["manager"] is NSNull)
-    // Everything after the name went through the room.
     let named = #"{"name":"n","name_encoding":"utf8""#
-    #expect(text.hasPrefix(named))
-    #expect(text.utf8.count - named.utf8.count <= StatusJSON.reportRoom)
+    // The latest time a Timestamp holds (year 2262), the largest counts.
+    let ledger = LedgerTotals(
+      most, resets: .max, wraps: .max, discarded: .max, firstSeenAt: Timestamp(nanoseconds: .max))
+    for withLedger in [false, true] {
+      report.ledger = withLedger ? ledger : nil
+      var json = JSONWriter(capacity: 1)
+      StatusJSON.write(report, at: Timestamp(seconds: 1_800_000_000), into: &json)
+      let text = String(decoding: json.bytes, as: UTF8.self)
+      let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+      #expect(object["rx_dropped"] as? UInt64 == .max)
+      #expect(object["manager"] is NSNull)
+      #expect(object["discarded"] as? UInt64 == (withLedger ? .max : nil))
+      #expect(object["first_seen_at"] as? String == (withLedger ? "2262-04-11T23:47:16Z" : nil))
+      // Everything after the name went through the room (a room too small stops the program:
+      // `JSONRoom.claim`); without a ledger, to the end.
+      #expect(text.hasPrefix(named))
+      if !withLedger { #expect(text.utf8.count - named.utf8.count <= StatusJSON.reportRoom) }
+    }
   }
 
   @Test("a copy of a writer keeps its own bytes when both go on writing")
