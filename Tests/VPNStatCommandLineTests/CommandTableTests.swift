@@ -1,4 +1,5 @@
 import Testing
+import VPNStatModel
 
 @testable import VPNStatCommandLine
 @testable import VPNStatTestSupport
@@ -7,6 +8,13 @@ import Testing
 /// parse exactly as against the whole table, and the table of names must name every command as
 /// its spec does.
 struct CommandTableTests {
+  @Test("the classes' names written out in the options are InterfaceClass's, in its order")
+  func classNamesMatchTheEnum() {
+    let names = InterfaceClass.allCases.map(\.rawValue)
+    #expect(CommonOptions.classNames == names)
+    #expect(CommonOptions.classAlternatives == ValueSet.alternatives(names))
+  }
+
   @Test("every command is in the table of names, under the name its spec gives it")
   func namesMatchSpecs() {
     for command in VPNStat.subcommands {

@@ -30,6 +30,19 @@ struct ClassificationTests {
     return tree
   }
 
+  @Test(
+    "a uevent's DEVTYPE is read from the line that starts with it, the last such line's, whatever comes around it",
+    arguments: [
+      ("INTERFACE=wlan0\nIFINDEX=3\nDEVTYPE=wlan\n", "wlan"), ("DEVTYPE=wwan", "wwan"),
+      ("DEVTYPE=a\nDEVTYPE=b\n", "b"), ("DEVTYPE=\n", ""), ("XDEVTYPE=wlan\n", nil), ("DEVTYPE wlan\n", nil),
+      ("", nil), ("\n\n", nil), ("DEVTYPE=wl\u{0}an", "wl\u{0}an"), ("A=1\nDEVTYPE=wlan\r\n", "wlan\r"),
+      ("DEVTYPE=\u{FF}", "\u{FF}"), ("DEVTYPE", nil),
+    ] as [(String, String?)]
+  )
+  func ueventDevtype(uevent: String, devtype: String?) {
+    #expect(InterfaceFacts.ueventValue("DEVTYPE=", in: uevent) == devtype)
+  }
+
   static let expected: [(String, InterfaceClass, ClassEvidence)] = [
     ("wlan0", .wifi, .devtype), ("wlp2s0", .wifi, .wireless), ("wwan0", .cellular, .devtype),
     ("rmnet_data0", .cellular, .type), ("wg0", .tunnel, .devtype), ("ppp0", .tunnel, .type),
