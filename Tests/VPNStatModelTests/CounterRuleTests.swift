@@ -24,6 +24,12 @@ struct CounterRuleTests {
       boottime: seconds * 1_000_000_000)
   }
 
+  /// An observation of the tunnel `name` at `baseline`, under the default plausible rate.
+  func tunnel(_ name: InterfaceName, _ baseline: LedgerBaseline) -> LedgerObservation {
+    LedgerObservation(
+      name: name, interfaceClass: .tunnel, baseline: baseline, plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
+  }
+
   func delta(_ old: LedgerBaseline, _ new: LedgerBaseline) throws -> CounterDelta {
     try #require(CounterDelta.between(old, new))
   }
@@ -81,11 +87,7 @@ struct CounterRuleTests {
   func earlyNarrowPoll() {
     // Another reader committed a newer baseline between this poll's stamp and its booking.
     let name = InterfaceName("tun0")
-    func observation(_ baseline: LedgerBaseline) -> LedgerObservation {
-      LedgerObservation(
-        name: name, interfaceClass: .tunnel, baseline: baseline,
-        plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
-    }
+    func observation(_ baseline: LedgerBaseline) -> LedgerObservation { tunnel(name, baseline) }
     var ledger = Ledger()
     let stored = reading(counters(5000, 900), a, width: .bits32, seconds: 105)
     _ = ledger.advance([observation(stored)])
@@ -100,11 +102,7 @@ struct CounterRuleTests {
   )
   func ledgerFollowsReboot() {
     let name = InterfaceName("wg0")
-    func observation(_ baseline: LedgerBaseline) -> LedgerObservation {
-      LedgerObservation(
-        name: name, interfaceClass: .tunnel, baseline: baseline,
-        plausibleBytesPerSecond: Ledger.defaultCapBytesPerSecond)
-    }
+    func observation(_ baseline: LedgerBaseline) -> LedgerObservation { tunnel(name, baseline) }
     // The new boot's id as each sample reads it: a String of its own each time (equal bytes,
     // other storage), then one String shared by every sample, as a process keeps it.
     let shared = String(decoding: Array("boot-b-0123456789abcdef0123456789ab".utf8), as: UTF8.self)
