@@ -62,13 +62,20 @@ enum CommandBenchmark {
     let recorded = try runCapturing(
       PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", db]))
     guard recorded.exit.succeeded else { throw BenchError("record --count 1 failed: \(recorded.exit)") }
-    // The same, with nothing published beside it (`DB.published` removed, as after any other
-    // writer's commit): what a reader pays in SQLite.
+    // The same, with nothing published beside it (`DB.published` removed, as after another
+    // program's commit or a crash): what a reader pays in SQLite.
     let unpublished = directory + "/unpublished.db"
     let second = try runCapturing(
       PreparedCommand(label: "", path: vpnstat, arguments: ["record", "--count", "1", "--db", unpublished]))
     guard second.exit.succeeded else { throw BenchError("record --count 1 failed: \(second.exit)") }
     unlink(unpublished + ".published")
+    // Published by the recorder, then changed by another vpnstat writer (`plan`), which
+    // publishes the change again: readers stay off SQLite.
+    let planned = directory + "/planned.db"
+    for arguments in [["record", "--count", "1", "--db", planned], ["plan", "premium", "--db", planned]] {
+      let run = try runCapturing(PreparedCommand(label: "", path: vpnstat, arguments: arguments))
+      guard run.exit.succeeded else { throw BenchError("\(arguments.joined(separator: " ")) failed: \(run.exit)") }
+    }
     // The same again, its log grown to what writers leave before SQLite's checkpoint (1000
     // pages): the bench's other databases hold the few frames of one save.
     let longLog = directory + "/long-log.db"
@@ -109,6 +116,9 @@ enum CommandBenchmark {
       TimedCommand(
         PreparedCommand(
           label: Labels.statusAfterStop, path: vpnstat, arguments: ["status", "--json", "--db", stopped])),
+      TimedCommand(
+        PreparedCommand(
+          label: Labels.statusAfterPlan, path: vpnstat, arguments: ["status", "--json", "--db", planned])),
       TimedCommand(
         PreparedCommand(
           label: Labels.statusReadingLongLog, path: vpnstat, arguments: ["status", "--json", "--db", longLog]),

@@ -126,6 +126,9 @@ enum Labels {
   /// `status --json --db` after the recorder's unit stopped and its runtime directory went (a
   /// reboot): what the recorder left on the database's disk.
   static let statusAfterStop = "vpnstat status --json --db, recorder stopped"
+  /// `status --json --db` after another vpnstat writer (`plan`) changed what the recorder
+  /// published: the writer publishes it again.
+  static let statusAfterPlan = "vpnstat status --json --db, after plan"
   static let commandFloor = "C floor: the same dump (netlink-floor)"
   static let trueCommand = "/bin/true"
   static let ipVersion = "ip -V"
@@ -321,8 +324,9 @@ enum Summary {
           "status --json ≤ \(fixed(limit, 2))× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(status)) / \(formatDuration(floor))) — \(verdict(ratio <= limit))"
         )
       }
-      // The case (the recorder stopped, a laptop after a reboot), then a database no
-      // vpnstat writer published for (another program's commit): SQLite's own cost.
+      // The case (the recorder stopped, a laptop after a reboot), another vpnstat writer's
+      // change since, then a database no vpnstat writer published for (another program's commit,
+      // a crash): SQLite's own cost.
       if n <= 10, let stopped = median(Labels.statusAfterStop, n) {
         let ratio = stopped / floor
         lines.append(
@@ -331,10 +335,16 @@ enum Summary {
             + " — \(verdict(ratio <= 1.5))"
         )
       }
+      if n <= 10, let planned = median(Labels.statusAfterPlan, n) {
+        let ratio = planned / floor
+        lines.append(
+          "status --json --db after another vpnstat writer (plan) ≤ 1.50× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(planned))) — \(verdict(ratio <= 1.5))"
+        )
+      }
       if n <= 10, let read = median(Labels.statusReadingDatabase, n) {
         let ratio = read / floor
         lines.append(
-          "status --json --db, nothing published (read from SQLite), ≤ 1.50× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(read))) — \(verdict(ratio <= 1.5))"
+          "status --json --db, nothing published (another program's commit, a crash: read from SQLite), ≤ 1.50× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(read))) — \(verdict(ratio <= 1.5))"
         )
         // Not a target of its own: the same case where the log is as long as it gets.
         if let long = median(Labels.statusReadingLongLog, n) {

@@ -31,17 +31,69 @@ package struct PublishedState {
   /// (as `Store.loadLedger` promises).
   package static func load(_ location: StoreLocation, sharingBootID: String?) -> PublishedState? {
     guard let real = FileSystem.realPath(location.path), let database = FileStatus.of(real),
-      // A link is followed (to the recorder's runtime directory), to a regular file only: the file
-      // it leads to is believed on the same terms, and its stamp names the database it was
-      // published for.
-      let fd = try? FileDescriptor.openRegularFollowing(real + "." + suffix)
+      let file = Opened(database: real, owner: database.owner)
     else { return nil }
-    defer { fd.close() }
-    // The file's owner is the database's, and no one else could have written it.
-    guard let file = try? fd.status(), file.isRegular, !file.othersMayWrite, file.owner == database.owner,
-      file.size >= 12, file.size <= largest
+    defer { file.fd.close() }
+    var head = ByteReader(file.head)
+    guard let stamp = head.bytes(StoreStamp.length), let health = head.health(), let session = head.storedSession(),
+      head.atEnd
     else { return nil }
+    guard
+      let ledger = LedgerSnapshot.decode(
+        count: file.ledgerLength, reading: { file.read($0, at: file.ledgerStart + $1) }, sharingBootID: sharingBootID)
+    else { return nil }
+    // Last, after everything believed was read: equal, no commit came after the one published.
+    guard let live = StoreStamp.read(database: real), !live.isWriting, live.bytes.elementsEqual(stamp) else {
+      return nil
+    }
+    return PublishedState(location: location, ledger: ledger, session: session, health: health)
+  }
+
+  /// The published file of the database at `real`, open, when it may be believed: a regular file
+  /// (a link followed, to the recorder's runtime directory: what it leads to is believed on the
+  /// same terms, and its stamp names the database it was published for) of the database's
+  /// owner, which no one else could have written, whose lengths add up. Its head read.
+  struct Opened {
+    let fd: FileDescriptor
+    let head: [UInt8]
+    let ledgerStart: Int
+    let ledgerLength: Int
+
+    init?(database real: String, owner: UInt32) {
+      guard let fd = try? FileDescriptor.openRegularFollowing(real + "." + PublishedState.suffix) else { return nil }
+      guard let (head, ledgerLength) = Self.head(of: fd, owner: owner) else {
+        fd.close()
+        return nil
+      }
+      self.fd = fd
+      self.head = head
+      ledgerStart = 12 + head.count
+      self.ledgerLength = ledgerLength
+    }
+
+    private static func head(of fd: FileDescriptor, owner: UInt32) -> (head: [UInt8], ledgerLength: Int)? {
+      // The file's owner is the database's, and no one else could have written it.
+      guard let file = try? fd.status(), file.isRegular, !file.othersMayWrite, file.owner == owner,
+        file.size >= 12, file.size <= PublishedState.largest
+      else { return nil }
+      var start = [UInt8](repeating: 0, count: 12)
+      guard start.withUnsafeMutableBytes({ read($0, at: 0, from: fd) }) else { return nil }
+      var opening = ByteReader(start)
+      guard opening.u32() == PublishedState.magic, let headLength = opening.u32().map(Int.init),
+        let ledgerLength = opening.u32().map(Int.init),
+        headLength <= file.size - 12, ledgerLength == file.size - 12 - headLength
+      else { return nil }
+      var head = [UInt8](repeating: 0, count: headLength)
+      guard head.withUnsafeMutableBytes({ read($0, at: 12, from: fd) }) else { return nil }
+      return (head, ledgerLength)
+    }
+
+    /// Fills `buffer` from `offset`; false at the end of the file or an error.
     func read(_ buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Bool {
+      Self.read(buffer, at: offset, from: fd)
+    }
+
+    private static func read(_ buffer: UnsafeMutableRawBufferPointer, at offset: Int, from fd: FileDescriptor) -> Bool {
       var done = 0
       while done < buffer.count {
         guard
@@ -52,37 +104,19 @@ package struct PublishedState {
       }
       return true
     }
-    var start = [UInt8](repeating: 0, count: 12)
-    guard start.withUnsafeMutableBytes({ read($0, at: 0) }) else { return nil }
-    var opening = ByteReader(start)
-    guard opening.u32() == magic, let headLength = opening.u32().map(Int.init), let ledgerLength = opening.u32(),
-      headLength <= file.size - 12, Int(ledgerLength) == file.size - 12 - headLength
-    else { return nil }
-    var headBytes = [UInt8](repeating: 0, count: headLength)
-    guard headBytes.withUnsafeMutableBytes({ read($0, at: 12) }) else { return nil }
-    var head = ByteReader(headBytes)
-    guard let stamp = head.bytes(StoreStamp.length), let health = head.health(), let session = head.storedSession(),
-      head.atEnd
-    else { return nil }
-    let ledgerStart = 12 + headLength
-    guard
-      let ledger = LedgerSnapshot.decode(
-        count: Int(ledgerLength), reading: { read($0, at: ledgerStart + $1) }, sharingBootID: sharingBootID)
-    else { return nil }
-    // Last, after everything believed was read: equal, no commit came after the one published.
-    guard let live = StoreStamp.read(database: real), !live.isWriting, live.bytes.elementsEqual(stamp) else {
-      return nil
-    }
-    return PublishedState(location: location, ledger: ledger, session: session, health: health)
   }
 
   /// The file's bytes for `stamp` and what was read at it.
   static func encode(stamp: StoreStamp, session: StoredSession, health: StoreHealth, ledger: Ledger) -> [UInt8] {
+    encode(stamp: stamp, session: session, health: health, snapshot: LedgerSnapshot.encode(ledger))
+  }
+
+  /// The file's bytes for `stamp`, with a ledger's snapshot as `LedgerSnapshot` encoded it.
+  static func encode(stamp: StoreStamp, session: StoredSession, health: StoreHealth, snapshot: [UInt8]) -> [UInt8] {
     var head = ByteWriter()
     head.bytes.append(contentsOf: stamp.bytes)
     head.health(health)
     head.storedSession(session)
-    let snapshot = LedgerSnapshot.encode(ledger)
     var out = ByteWriter()
     out.bytes.reserveCapacity(12 + head.bytes.count + snapshot.count)
     out.u32(magic)
@@ -119,25 +153,101 @@ extension Store {
     }
     guard let (ledger, session, health, stamp) = read, session.record.dataCap == nil, let database = FileStatus.of(real)
     else { return false }
-    let base = String(real.split(separator: "/").last ?? "")
-    let name = base + "." + PublishedState.suffix
-    let directory = StoreLocation(path: real).directory
+    let place = PublicationPlace(database: real, status: database)
     let bytes = PublishedState.encode(stamp: stamp, session: session, health: health, ledger: ledger)
-    // Readable by whom the database is, never more.
-    let mode = database.permissions & 0o644
     let trusted = publishingDirectory.flatMap { $0.hasPrefix("/") && DirectoryTrust.problem($0) == nil ? $0 : nil }
     // On tmpfs, written every save without reaching the disk (138 KB a minute at a thousand
     // interfaces); named for the file the database is, so two databases never share one.
-    let target = "\(base)-\(database.device)-\(database.inode).\(PublishedState.suffix)"
+    let target = "\(place.base)-\(database.device)-\(database.inode).\(PublishedState.suffix)"
     guard let elsewhere = trusted, !lasting else {
       // The rename replaces a link to the runtime directory, whose copy is then no one's.
-      try AtomicFile.write(bytes, named: name, in: directory, mode: mode)
+      try AtomicFile.write(bytes, named: place.name, in: place.directory, mode: place.mode)
       if let trusted { try? FileSystem.remove(trusted + "/" + target) }
       return true
     }
-    try AtomicFile.write(bytes, named: target, in: elsewhere, mode: mode)
-    try AtomicFile.link(named: name, in: directory, to: elsewhere + "/" + target)
+    try AtomicFile.write(bytes, named: target, in: elsewhere, mode: place.mode)
+    try AtomicFile.link(named: place.name, in: place.directory, to: elsewhere + "/" + target)
     return true
+  }
+
+  /// A write that leaves the ledger as it is (the session, a stop, a refusal, the trusted clock,
+  /// the health), made so that one-shot readers stay on what was published rather than reading
+  /// SQLite until the recorder's next save (or, with no recorder running, until one runs): when
+  /// the published file was the database's state before the write, it is written again after
+  /// it with the new stamp, session and health and the same ledger, byte for byte. Both stamps
+  /// are read under the writers' lock, as `publishForReaders` reads its own; not when the
+  /// session has a data cap now, nor when this process is not the database's owner (readers
+  /// would not believe its file). Inside another operation, part of that one, which decides.
+  func keepingPublished<T>(_ body: () throws -> T) throws -> T {
+    guard depth == 0, !isReadOnly else { return try guarded(body) }
+    return try guarded {
+      let ledger = currentlyPublishedLedger()
+      let result = try body()
+      if let ledger { try? republish(ledger) }
+      return result
+    }
+  }
+
+  /// The ledger's bytes as published for this database, when the file is the database's state
+  /// now and this process owns the database.
+  private func currentlyPublishedLedger() -> [UInt8]? {
+    let owner = CurrentProcess.effectiveUserID
+    guard let database = FileStatus.of(realPath), database.owner == owner,
+      let file = PublishedState.Opened(database: realPath, owner: owner)
+    else { return nil }
+    defer { file.fd.close() }
+    guard let stamp = StoreStamp.read(stampFiles), !stamp.isWriting, file.head.starts(with: stamp.bytes) else {
+      return nil
+    }
+    var snapshot = [UInt8](repeating: 0, count: file.ledgerLength)
+    guard snapshot.withUnsafeMutableBytes({ file.read($0, at: file.ledgerStart) }) else { return nil }
+    return snapshot
+  }
+
+  /// Publishes `snapshot` (a ledger's, as published) with the session, the health and the stamp
+  /// after this operation's write.
+  private func republish(_ snapshot: [UInt8]) throws {
+    let read: (StoredSession, StoreHealth, StoreStamp)? = try connection.transaction(immediate: false) {
+      guard let stamp = StoreStamp.read(stampFiles), !stamp.isWriting else { return nil }
+      return (try storedSession(), try health(), stamp)
+    }
+    guard let (session, health, stamp) = read, session.record.dataCap == nil, let database = FileStatus.of(realPath)
+    else { return }
+    let place = PublicationPlace(database: realPath, status: database)
+    let bytes = PublishedState.encode(stamp: stamp, session: session, health: health, snapshot: snapshot)
+    // Where the file it replaces is: the recorder's runtime directory, through the link beside
+    // the database, when no one else may write there; else beside the database.
+    if let (directory, name) = place.linkedDirectory, DirectoryTrust.problem(directory) == nil {
+      try AtomicFile.write(bytes, named: name, in: directory, mode: place.mode)
+    } else {
+      try AtomicFile.write(bytes, named: place.name, in: place.directory, mode: place.mode)
+    }
+  }
+}
+
+/// Where a database's published file goes: its name beside the database, and the mode it is
+/// written with (readable by whom the database is, never more).
+struct PublicationPlace {
+  let directory: String
+  /// The database file's own name.
+  let base: String
+  let mode: UInt32
+  var name: String { base + "." + PublishedState.suffix }
+
+  init(database real: String, status: FileStatus) {
+    directory = StoreLocation(path: real).directory
+    base = String(real.split(separator: "/").last ?? "")
+    mode = status.permissions & 0o644
+  }
+
+  /// The directory and name a link in the published file's place leads to, when it is one to an
+  /// absolute path (the recorder's link to its runtime directory).
+  var linkedDirectory: (String, String)? {
+    guard let bytes = try? SmallFile.symbolicLink(SystemPath(directory + "/" + name), limit: 4096),
+      bytes.first == UInt8(ascii: "/"), let slash = bytes.lastIndex(of: UInt8(ascii: "/")), slash > 0,
+      slash < bytes.count - 1
+    else { return nil }
+    return (String(decoding: bytes[..<slash], as: UTF8.self), String(decoding: bytes[(slash + 1)...], as: UTF8.self))
   }
 }
 

@@ -436,7 +436,7 @@ extension Store {
   /// Counts one overflow of the link notifications (the kernel dropped some: deleted links'
   /// final counters may be missing).
   package func noteNotificationOverflow(at time: Timestamp) throws {
-    try guarded {
+    try keepingPublished {
       try connection.query(
         """
         INSERT INTO incidents (kind, count, last_at) VALUES ('notification-overflow', 1, ?)

@@ -91,7 +91,7 @@ extension Store {
     guard !isReadOnly else {
       throw StoreError.notPermitted(path: location.path, detail: "no write access")
     }
-    return try guarded {
+    return try keepingPublished {
       try connection.transaction {
         var record = try readSession()
         let result = try change(&record)
@@ -159,7 +159,7 @@ extension Store {
   /// already: a stop kept in an enforcer's spool may be offered again after it was written.
   package func recordStop(_ stop: StopRecord) throws {
     guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "no write access") }
-    try guarded {
+    try keepingPublished {
       try connection.transaction {
         try connection.query(
           """
@@ -186,7 +186,7 @@ extension Store {
   /// Records a connection refused or undone because connecting was not allowed.
   package func recordRefusal(_ refusal: Refusal) throws {
     guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "no write access") }
-    try guarded { try insertRefusal(refusal) }
+    try keepingPublished { try insertRefusal(refusal) }
   }
 
   private func insertRefusal(_ refusal: Refusal) throws {
@@ -241,7 +241,7 @@ extension Store {
   /// stores the pair back unless told not to.
   package func trustedNow(_ reading: ClockReading, writing: Bool? = nil) throws -> Timestamp {
     guard writing ?? !isReadOnly else { return try self.reading { TrustedClock.now(reading, last: try readTrusted()) } }
-    return try guarded {
+    return try keepingPublished {
       let now = TrustedClock.now(reading, last: try readTrusted())
       try writeTrusted(TrustedClock.after(reading, trusted: now))
       return now
@@ -281,7 +281,7 @@ extension Store {
   /// Returns what was cleared, for the command to say.
   package func clearDamaged(_ parts: ReplacedParts) throws -> [ClearedDamage] {
     guard !isReadOnly else { throw StoreError.notPermitted(path: location.path, detail: "no write access") }
-    return try guarded {
+    return try keepingPublished {
       try connection.transaction {
         var cleared: [ClearedDamage] = []
         do {
@@ -335,7 +335,7 @@ extension Store {
   /// Stores `pair` as the last trusted time (an enforcer keeps its own in memory and writes it
   /// back when the database lets it).
   package func storeTrusted(_ pair: TrustedClock) throws {
-    try guarded { try writeTrusted(pair) }
+    try keepingPublished { try writeTrusted(pair) }
   }
 
   private func writeTrusted(_ pair: TrustedClock) throws {

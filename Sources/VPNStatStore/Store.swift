@@ -53,9 +53,9 @@ package final class Store {
   /// A writer's lock, taken around each of its operations.
   private let writerLock: WriterLock?
   /// The database's real path, where its stamp is read.
-  private let realPath: String
+  let realPath: String
   /// The files of `realPath`'s stamp, named once.
-  private let stampFiles: StoreStamp.Files
+  let stampFiles: StoreStamp.Files
   /// The stamp `reading` was opened at.
   private var openedAt: StoreStamp?
   /// The stamp the last consistent read ended at: the next read starts from it rather than
@@ -63,7 +63,7 @@ package final class Store {
   /// read's own closing stamp differ, and it runs again at once from a fresh one.
   private var lastReadStamp: StoreStamp?
   /// Operations running now: one inside another is part of it (one lock, one consistent read).
-  private var depth = 0
+  private(set) var depth = 0
 
   /// How a command means to use the database.
   package enum Intent: Sendable {

@@ -7,6 +7,8 @@
 package enum CurrentProcess {
   package static var isRoot: Bool { geteuid() == 0 }
   package static var userID: UInt32 { getuid() }
+  /// Whom the files this process makes belong to.
+  package static var effectiveUserID: UInt32 { geteuid() }
   package static var id: Int32 { getpid() }
 
   /// The arguments as the kernel passed them (without the program name), as bytes: they need

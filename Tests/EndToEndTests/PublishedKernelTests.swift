@@ -91,4 +91,31 @@ struct PublishedKernelTests {
     #expect(status.status == 0, "\(status.errors)")
     #expect(interface(try parseStatus(status), named: "tun48") != nil)
   }
+
+  @Test(
+    "after record, `plan premium` and `session reset` of the built binary publish their change again: status reads it from the file, with the recorder's ledger; another program's commit makes it stale"
+  )
+  func otherWritersPublishAgain() throws {
+    let ns = try TestNamespace("pubplan")
+    let directory = try TemporaryDirectory("pubplan")
+    let db = directory.file("v.db")
+    let location = StoreLocation(path: db)
+    #expect(try ns.vpnstat("record", "--count", "1", "--db", db).status == 0)
+    let recorded = try #require(PublishedState.load(location, sharingBootID: nil))
+    for command in [["plan", "premium"], ["session", "reset"], ["plan", "free"]] {
+      let run = try ns.vpnstat(command + ["--db", db])
+      #expect(run.status == 0, "\(command): \(run.errors)")
+      let state = try #require(PublishedState.load(location, sharingBootID: nil), "\(command): published again")
+      #expect(state.ledger.entries == recorded.ledger.entries)
+      let reader = try #require(try Store.open(location, intent: .read))
+      #expect(state.session == (try reader.storedSession()), "\(command)")
+    }
+    let session = try parseStatus(try ns.vpnstat("status", "--json", "--db", db))["session"] as? [String: Any]
+    #expect(session?["plan"] as? String == "free")
+    let connection = try SQLiteConnection(uri: "file:" + db, readOnly: false, create: false)
+    try connection.execute("UPDATE session SET plan = 'premium'")
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    #expect(try ns.vpnstat("plan", "free", "--db", db).status == 0)
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil, "stale before, not published over")
+  }
 }

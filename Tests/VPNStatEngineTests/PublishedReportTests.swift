@@ -41,9 +41,14 @@ struct PublishedReportTests {
     }
     // Samples between saves write nothing: what was published is still the database.
     #expect(published(location)?.ledger.entries[tun7]?.totals.traffic.rxBytes == 0)
-    // Another writer's commit: stale until the recorder's next save.
+    // Another vpnstat writer's commit that leaves the ledger: published again, with its change.
     let other = try #require(try Store.open(location, intent: .write))
     try other.updateSession { $0.plan = .premium }
+    #expect(published(location)?.session.record.plan == .premium)
+    #expect(published(location)?.ledger.entries[tun7]?.totals.traffic.rxBytes == 0)
+    // Another program's commit: stale until the recorder's next save.
+    let foreign = try SQLiteConnection(uri: "file:" + location.path, readOnly: false, create: false)
+    try foreign.execute("UPDATE session SET usage_rx_base = 1")
     #expect(published(location) == nil)
     clock.advance(.seconds(30))
     kernel.carry(index, rx: 100, tx: 10)

@@ -87,15 +87,14 @@ struct PublishedStateTests {
     }
   }
 
-  /// Every way a writer changes the database, by the publishing connection or another.
+  /// Every way a write changes the ledger, or comes from another program than vpnstat.
   enum Commit: String, CaseIterable, CustomTestStringConvertible {
-    case planByOther, windowBySelf, stopByOther, refusalByOther, trustedClockByOther, overflowByOther
     case enforcerSave, recorderSaveBySelf, fileReplacedByOther, rowChangedBySQLite
     var testDescription: String { rawValue }
   }
 
   @Test(
-    "any commit after the publishing, by any writer, and the published state is not believed",
+    "a commit that changes the ledger, or another program's, after the publishing, and the published state is not believed",
     arguments: Commit.allCases)
   func everyCommitMakesItStale(_ commit: Commit) throws {
     let directory = try TemporaryDirectory("published-stale")
@@ -105,14 +104,6 @@ struct PublishedStateTests {
     let other = try #require(try Store.open(location, intent: .write))
     clock.advance(.seconds(1))
     switch commit {
-    case .planByOther: try other.updateSession { $0.plan = .premium }
-    case .windowBySelf: try writer.updateSession { $0.window = nil }
-    case .stopByOther: try other.recordStop(StopRecord(at: clock.now().wall, interface: nil, reason: .user))
-    case .refusalByOther:
-      try other.recordRefusal(Refusal(at: clock.now().wall, interface: nil, by: .gate, reason: .pause, until: nil))
-    case .trustedClockByOther:
-      try other.storeTrusted(TrustedClock(wall: clock.now().wall, boottime: clock.now().boottime, bootID: boot))
-    case .overflowByOther: try other.noteNotificationOverflow(at: clock.now().wall)
     case .enforcerSave:
       _ = try other.saveLedger(now: clock.now().wall, storingSnapshot: false) { stored in
         var ledger = stored
@@ -125,12 +116,79 @@ struct PublishedStateTests {
       let copy = location.path + ".copy"
       try FileManager.default.copyItem(atPath: location.path, toPath: copy)
       #expect(rename(copy, location.path) == 0)
-    case .rowChangedBySQLite:
-      // Another program: the sqlite3 library of this process, on a connection of its own.
-      let connection = try SQLiteConnection(uri: "file:" + location.path, readOnly: false, create: false)
-      try connection.execute("UPDATE interfaces SET total_rx_bytes = total_rx_bytes + 1")
+    case .rowChangedBySQLite: try changeByAnotherProgram(location)
     }
     #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+  }
+
+  /// Another program's commit: the sqlite3 library of this process, on a connection of its own.
+  func changeByAnotherProgram(_ location: StoreLocation) throws {
+    let connection = try SQLiteConnection(uri: "file:" + location.path, readOnly: false, create: false)
+    try connection.execute("UPDATE interfaces SET total_rx_bytes = total_rx_bytes + 1")
+  }
+
+  /// Every vpnstat write that leaves the ledger as it is, by the publishing connection or another.
+  enum KeptCommit: String, CaseIterable, CustomTestStringConvertible {
+    case planByOther, windowBySelf, stopByOther, refusalByOther, trustedClockByOther, trustedNowByOther
+    case overflowByOther
+    var testDescription: String { rawValue }
+  }
+
+  @Test(
+    "a vpnstat write that leaves the ledger keeps readers on the published state: written again, it reads as the database does",
+    arguments: KeptCommit.allCases)
+  func keptCommitRepublishes(_ commit: KeptCommit) throws {
+    let directory = try TemporaryDirectory("published-kept")
+    let (location, writer) = try populated(directory)
+    #expect(try writer.publishForReaders())
+    let before = try Data(contentsOf: URL(fileURLWithPath: file(location)))
+    let other = try #require(try Store.open(location, intent: .write))
+    clock.advance(.seconds(1))
+    switch commit {
+    case .planByOther: try other.updateSession { $0.plan = .premium }
+    case .windowBySelf: try writer.updateSession { $0.window = nil }
+    case .stopByOther: try other.recordStop(StopRecord(at: clock.now().wall, interface: nil, reason: .user))
+    case .refusalByOther:
+      try other.recordRefusal(Refusal(at: clock.now().wall, interface: nil, by: .gate, reason: .pause, until: nil))
+    case .trustedClockByOther:
+      try other.storeTrusted(TrustedClock(wall: clock.now().wall, boottime: clock.now().boottime, bootID: boot))
+    case .trustedNowByOther: _ = try other.trustedNow(clock.now(), writing: true)
+    case .overflowByOther: try other.noteNotificationOverflow(at: clock.now().wall)
+    }
+    let published = try #require(PublishedState.load(location, sharingBootID: nil))
+    #expect(try Data(contentsOf: URL(fileURLWithPath: file(location))) != before)
+    let reader = try #require(try Store.open(location, intent: .read))
+    #expect(published.ledger.entries == (try reader.loadLedger().entries))
+    #expect(published.ledger.entries.count == 3)
+    #expect(published.session == (try reader.storedSession()))
+    #expect(published.health == (try reader.health()))
+  }
+
+  @Test(
+    "a vpnstat write keeps nothing stale: not after another program's commit, nor a session with a data cap"
+  )
+  func keptOnlyWhenCurrent() throws {
+    let directory = try TemporaryDirectory("published-kept-current")
+    let (location, writer) = try populated(directory)
+    #expect(try writer.publishForReaders())
+    let other = try #require(try Store.open(location, intent: .write))
+    // Stale before the write (another program's commit): the write does not make it current.
+    try changeByAnotherProgram(location)
+    try other.updateSession { $0.plan = .premium }
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    try other.recordStop(StopRecord(at: clock.now().wall, interface: nil, reason: .user))
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    // Current again after a save; a data cap set is not published (its usage is in the buckets).
+    _ = try writer.advanceLedger(observations(6000), now: clock.now().wall)
+    #expect(try writer.publishForReaders())
+    let current = try Data(contentsOf: URL(fileURLWithPath: file(location)))
+    try other.updateSession { $0.dataCap = DataCap(limitBytes: 1 << 30, period: UsagePeriod(.month)) }
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    // Not written again for nothing: no reader believes a session with a cap.
+    #expect(try Data(contentsOf: URL(fileURLWithPath: file(location))) == current)
+    // A read-only store writes nothing, published or not.
+    let reader = try #require(try Store.open(location, intent: .read))
+    #expect(throws: StoreError.self) { try reader.updateSession { $0.plan = .premium } }
   }
 
   @Test("a writer publishes only what its own last save stored: not after another's commit, nor a data cap")
@@ -243,6 +301,28 @@ struct PublishedStateTests {
   }
 
   @Test(
+    "root writing another user's database publishes nothing there: that user's file is left as it was, stale",
+    .enabled(if: Privilege.isRoot, Privilege.reason))
+  func rootDoesNotPublishForAnotherUser() throws {
+    let directory = try TemporaryDirectory("published-not-mine")
+    let (location, writer) = try populated(directory)
+    for path in [location.path, location.path + "-wal"] { #expect(chown(path, 65534, 65534) == 0) }
+    // What that user's recorder would have published: the file's stamp now (its owner in it).
+    let stamp = try #require(StoreStamp.read(database: location.path))
+    let made = PublishedState.encode(
+      stamp: stamp, session: try writer.storedSession(), health: try writer.health(), ledger: try writer.loadLedger())
+    try Data(made).write(to: URL(fileURLWithPath: file(location)))
+    #expect(chown(file(location), 65534, 65534) == 0)
+    #expect(PublishedState.load(location, sharingBootID: nil) != nil)
+    let root = try #require(try Store.open(location, intent: .write))
+    try root.updateSession { $0.plan = .premium }
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    let after = try FileManager.default.attributesOfItem(atPath: file(location))
+    #expect(after[.ownerAccountID] as? Int == 65534)
+    #expect(try Data(contentsOf: URL(fileURLWithPath: file(location))) == Data(made))
+  }
+
+  @Test(
     "a database made readable by fewer is published as fewer may read it, and its change of mode makes the old file stale"
   )
   func followsTheDatabasesMode() throws {
@@ -274,6 +354,12 @@ struct PublishedStateTests {
     let published = try #require(PublishedState.load(location, sharingBootID: nil))
     let reader = try #require(try Store.open(location, intent: .read))
     #expect(published.ledger.entries == (try reader.loadLedger().entries))
+    // Another vpnstat writer's change is published where the link leads; the link stays.
+    let other = try #require(try Store.open(location, intent: .write))
+    try other.updateSession { $0.plan = .premium }
+    #expect(linkTarget(file(location)) == target)
+    #expect(PublishedState.load(location, sharingBootID: nil)?.session.record.plan == .premium)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: runtime.path).count == 1)
     // The next save rewrites the file; the link stays as it is.
     let linkBefore = try FileManager.default.attributesOfItem(atPath: file(location))[.systemFileNumber] as? Int
     _ = try writer.advanceLedger(observations(7000), now: clock.now().wall)
