@@ -72,7 +72,12 @@ enum CommandBenchmark {
     // Published by the recorder, then changed by another vpnstat writer (`plan`), which
     // publishes the change again: readers stay off SQLite.
     let planned = directory + "/planned.db"
-    for arguments in [["record", "--count", "1", "--db", planned], ["plan", "premium", "--db", planned]] {
+    // The same with a data cap set: published with its period's usage.
+    let capped = directory + "/capped.db"
+    for arguments in [
+      ["record", "--count", "1", "--db", planned], ["plan", "premium", "--db", planned],
+      ["record", "--count", "1", "--db", capped], ["plan", "--data-cap", "10GiB", "--db", capped],
+    ] {
       let run = try runCapturing(PreparedCommand(label: "", path: vpnstat, arguments: arguments))
       guard run.exit.succeeded else { throw BenchError("\(arguments.joined(separator: " ")) failed: \(run.exit)") }
     }
@@ -119,6 +124,9 @@ enum CommandBenchmark {
       TimedCommand(
         PreparedCommand(
           label: Labels.statusAfterPlan, path: vpnstat, arguments: ["status", "--json", "--db", planned])),
+      TimedCommand(
+        PreparedCommand(
+          label: Labels.statusWithCap, path: vpnstat, arguments: ["status", "--json", "--db", capped])),
       TimedCommand(
         PreparedCommand(
           label: Labels.statusReadingLongLog, path: vpnstat, arguments: ["status", "--json", "--db", longLog]),

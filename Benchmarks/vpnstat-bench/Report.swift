@@ -129,6 +129,8 @@ enum Labels {
   /// `status --json --db` after another vpnstat writer (`plan`) changed what the recorder
   /// published: the writer publishes it again.
   static let statusAfterPlan = "vpnstat status --json --db, after plan"
+  /// `status --json --db` of a session with a data cap (published with the cap's usage).
+  static let statusWithCap = "vpnstat status --json --db, data cap"
   static let commandFloor = "C floor: the same dump (netlink-floor)"
   static let trueCommand = "/bin/true"
   static let ipVersion = "ip -V"
@@ -339,6 +341,12 @@ enum Summary {
         let ratio = planned / floor
         lines.append(
           "status --json --db after another vpnstat writer (plan) ≤ 1.50× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(planned))) — \(verdict(ratio <= 1.5))"
+        )
+      }
+      if n <= 10, let capped = median(Labels.statusWithCap, n) {
+        let ratio = capped / floor
+        lines.append(
+          "status --json --db with a data cap ≤ 1.50× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(capped))) — \(verdict(ratio <= 1.5))"
         )
       }
       if n <= 10, let read = median(Labels.statusReadingDatabase, n) {

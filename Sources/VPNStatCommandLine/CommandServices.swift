@@ -111,7 +111,7 @@ enum CommandServices {
   /// What a one-shot report (`status`, `export`) reads the database through
   /// (`LedgerSource.forReport`).
   static func reportSource(_ location: StoreLocation, _ context: CommandContext) throws -> LedgerSource {
-    try LedgerSource.forReport(location, bootID: context.clock.now().bootID) {
+    try LedgerSource.forReport(location, bootID: context.clock.now().bootID, calendar: context.calendar) {
       try context.openStore(location, intent: .read)
     }
   }

@@ -20,6 +20,16 @@ package struct PublishedState {
   package var ledger: Ledger
   package var session: StoredSession
   package var health: StoreHealth
+  /// With a data cap: the tunnel class's usage in the cap's period as the database held it.
+  package var capUsage: CapUsage?
+
+  /// A capped session's usage as published: the stored daily (and unfolded 5-minute) buckets of
+  /// the tunnel class from the period's `start` (Unix seconds, the period of the session's trusted
+  /// time when it was published). A reader whose "now" falls in another period reads the database.
+  package struct CapUsage: Equatable, Sendable {
+    package var start: Int64
+    package var stored: TrafficCounts
+  }
 
   static let magic: UInt32 = 0x3270_7376  // "vsp2" (the stamp of a rollback-journal file)
   static let suffix = "published"
@@ -35,8 +45,8 @@ package struct PublishedState {
     else { return nil }
     defer { file.fd.close() }
     var head = ByteReader(file.head)
-    guard let stamp = head.bytes(StoreStamp.length), let health = head.health(), let session = head.storedSession(),
-      head.atEnd
+    guard let stamp = head.bytes(StoreStamp.length), let health = head.health(),
+      let (session, capUsage) = head.storedSession(), head.atEnd
     else { return nil }
     guard
       let ledger = LedgerSnapshot.decode(
@@ -46,7 +56,7 @@ package struct PublishedState {
     guard let live = StoreStamp.read(database: real), !live.isWriting, live.bytes.elementsEqual(stamp) else {
       return nil
     }
-    return PublishedState(location: location, ledger: ledger, session: session, health: health)
+    return PublishedState(location: location, ledger: ledger, session: session, health: health, capUsage: capUsage)
   }
 
   /// The published file of the database at `real`, open, when it may be believed: a regular file
@@ -107,16 +117,20 @@ package struct PublishedState {
   }
 
   /// The file's bytes for `stamp` and what was read at it.
-  static func encode(stamp: StoreStamp, session: StoredSession, health: StoreHealth, ledger: Ledger) -> [UInt8] {
-    encode(stamp: stamp, session: session, health: health, snapshot: LedgerSnapshot.encode(ledger))
+  static func encode(
+    stamp: StoreStamp, session: StoredSession, health: StoreHealth, capUsage: CapUsage? = nil, ledger: Ledger
+  ) -> [UInt8] {
+    encode(stamp: stamp, session: session, health: health, capUsage: capUsage, snapshot: LedgerSnapshot.encode(ledger))
   }
 
   /// The file's bytes for `stamp`, with a ledger's snapshot as `LedgerSnapshot` encoded it.
-  static func encode(stamp: StoreStamp, session: StoredSession, health: StoreHealth, snapshot: [UInt8]) -> [UInt8] {
+  static func encode(
+    stamp: StoreStamp, session: StoredSession, health: StoreHealth, capUsage: CapUsage?, snapshot: [UInt8]
+  ) -> [UInt8] {
     var head = ByteWriter()
     head.bytes.append(contentsOf: stamp.bytes)
     head.health(health)
-    head.storedSession(session)
+    head.storedSession(session, capUsage: capUsage)
     var out = ByteWriter()
     out.bytes.reserveCapacity(12 + head.bytes.count + snapshot.count)
     out.u32(magic)
@@ -141,20 +155,23 @@ extension Store {
   @discardableResult
   package func publishForReaders(lasting: Bool = false) throws -> Bool {
     guard !isReadOnly, let real = FileSystem.realPath(location.path) else { return false }
-    let read: (Ledger, StoredSession, StoreHealth, StoreStamp)? = try guarded {
+    let read: (Ledger, StoredSession, StoreHealth, PublishedState.CapUsage?, StoreStamp)? = try guarded {
       try connection.transaction(immediate: false) {
         // No other connection's commit since the save, and only a save writes the rows on this
         // one: the saved ledger is the rows, whether the save stored the snapshot or left it stale.
         guard let saved = cachedLedger, try connection.scalar("PRAGMA data_version") == saved.dataVersion,
           let stamp = StoreStamp.read(database: real), !stamp.isWriting
         else { return nil }
-        return (saved.ledger, try storedSession(), try health(), stamp)
+        let session = try storedSession()
+        return (saved.ledger, session, try health(), try capUsage(of: session), stamp)
       }
     }
-    guard let (ledger, session, health, stamp) = read, session.record.dataCap == nil, let database = FileStatus.of(real)
+    guard let (ledger, session, health, capUsage, stamp) = read, session.record.dataCap == nil || capUsage != nil,
+      let database = FileStatus.of(real)
     else { return false }
     let place = PublicationPlace(database: real, status: database)
-    let bytes = PublishedState.encode(stamp: stamp, session: session, health: health, ledger: ledger)
+    let bytes = PublishedState.encode(
+      stamp: stamp, session: session, health: health, capUsage: capUsage, ledger: ledger)
     let trusted = publishingDirectory.flatMap { $0.hasPrefix("/") && DirectoryTrust.problem($0) == nil ? $0 : nil }
     // On tmpfs, written every save without reaching the disk (138 KB a minute at a thousand
     // interfaces); named for the file the database is, so two databases never share one.
@@ -207,21 +224,39 @@ extension Store {
   /// Publishes `snapshot` (a ledger's, as published) with the session, the health and the stamp
   /// after this operation's write.
   private func republish(_ snapshot: [UInt8]) throws {
-    let read: (StoredSession, StoreHealth, StoreStamp)? = try connection.transaction(immediate: false) {
+    let read: (StoredSession, StoreHealth, PublishedState.CapUsage?, StoreStamp)? = try connection.transaction(
+      immediate: false
+    ) {
       guard let stamp = StoreStamp.read(stampFiles), !stamp.isWriting else { return nil }
-      return (try storedSession(), try health(), stamp)
+      let session = try storedSession()
+      return (session, try health(), try capUsage(of: session), stamp)
     }
-    guard let (session, health, stamp) = read, session.record.dataCap == nil, let database = FileStatus.of(realPath)
+    guard let (session, health, capUsage, stamp) = read, session.record.dataCap == nil || capUsage != nil,
+      let database = FileStatus.of(realPath)
     else { return }
     let place = PublicationPlace(database: realPath, status: database)
-    let bytes = PublishedState.encode(stamp: stamp, session: session, health: health, snapshot: snapshot)
+    let bytes = PublishedState.encode(
+      stamp: stamp, session: session, health: health, capUsage: capUsage, snapshot: snapshot)
     // Where the file it replaces is: the recorder's runtime directory, through the link beside
-    // the database, when no one else may write there; else beside the database.
-    if let (directory, name) = place.linkedDirectory, DirectoryTrust.problem(directory) == nil {
-      try AtomicFile.write(bytes, named: name, in: directory, mode: place.mode)
-    } else {
-      try AtomicFile.write(bytes, named: place.name, in: place.directory, mode: place.mode)
+    // the database, when no one else may write there; else, or when this process may not write
+    // there (an enforcer's unit sees /run read-only), beside the database, in the link's place
+    // until the recorder's next save links it again.
+    if let (directory, name) = place.linkedDirectory, DirectoryTrust.problem(directory) == nil,
+      (try? AtomicFile.write(bytes, named: name, in: directory, mode: place.mode)) != nil
+    {
+      return
     }
+    try AtomicFile.write(bytes, named: place.name, in: place.directory, mode: place.mode)
+  }
+}
+
+extension Store {
+  /// A capped session's usage as it is published (`PublishedState.CapUsage`), read in the
+  /// caller's transaction: nil without a cap, or without a trusted time to take the period of.
+  func capUsage(of session: StoredSession) throws -> PublishedState.CapUsage? {
+    guard let cap = session.record.dataCap, let at = session.trusted?.wall else { return nil }
+    let start = cap.period.start(of: at, in: calendar)
+    return PublishedState.CapUsage(start: start, stored: try usage(since: start, of: .tunnel))
   }
 }
 
@@ -258,6 +293,9 @@ struct ByteWriter {
   mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
   mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
   mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
+  mutating func traffic(_ value: TrafficCounts) {
+    for count in [value.rxBytes, value.txBytes, value.rxPackets, value.txPackets] { u64(count) }
+  }
   mutating func flag(_ value: Bool) { bytes.append(value ? 1 : 0) }
   mutating func data<C: Collection<UInt8>>(_ value: C) {
     u32(UInt32(value.count))
@@ -282,7 +320,7 @@ struct ByteWriter {
     optionalTime(health.lastNotificationOverflow)
   }
 
-  mutating func storedSession(_ session: StoredSession) {
+  mutating func storedSession(_ session: StoredSession, capUsage: PublishedState.CapUsage?) {
     let record = session.record
     text(record.plan.rawValue)
     flag(record.window != nil)
@@ -294,8 +332,15 @@ struct ByteWriter {
     optionalName(record.tunnel)
     u64(record.usageBase.rxBytes)
     u64(record.usageBase.txBytes)
-    // A cap is never published (readers read its usage from the buckets): the flag says one was set.
+    // A cap goes with its usage as stored (`PublishedState.CapUsage`), or is not published.
     flag(record.dataCap != nil)
+    if let cap = record.dataCap, let capUsage {
+      u64(cap.limitBytes)
+      text(cap.period.length.rawValue)
+      i64(Int64(cap.period.monthStartDay))
+      i64(capUsage.start)
+      traffic(capUsage.stored)
+    }
     flag(session.trusted != nil)
     if let trusted = session.trusted {
       i64(trusted.wall.nanoseconds)
@@ -341,6 +386,10 @@ struct ByteReader {
     bytes(8).map { $0.reversed().reduce(0) { $0 << 8 | UInt64($1) } }
   }
   mutating func i64() -> Int64? { u64().map { Int64(bitPattern: $0) } }
+  mutating func traffic() -> TrafficCounts? {
+    guard let rx = u64(), let tx = u64(), let rxPackets = u64(), let txPackets = u64() else { return nil }
+    return TrafficCounts(rxBytes: rx, txBytes: tx, rxPackets: rxPackets, txPackets: txPackets)
+  }
   mutating func flag() -> Bool? {
     guard let byte = bytes(1)?.first, byte <= 1 else { return nil }
     return byte == 1
@@ -365,7 +414,7 @@ struct ByteReader {
     return StoreHealth(notificationOverflows: overflows, lastNotificationOverflow: last)
   }
 
-  mutating func storedSession() -> StoredSession? {
+  mutating func storedSession() -> (StoredSession, PublishedState.CapUsage?)? {
     var record = SessionRecord()
     guard let plan = text().flatMap(Plan.init(rawValue:)), let hasWindow = flag() else { return nil }
     record.plan = plan
@@ -377,7 +426,16 @@ struct ByteReader {
       else { return nil }
       record.window = window
     }
-    guard let tunnel = optional({ $0.name() }), let rx = u64(), let tx = u64(), flag() == false,
+    guard let tunnel = optional({ $0.name() }), let rx = u64(), let tx = u64(),
+      let capped = optional({ reader -> (DataCap, PublishedState.CapUsage)? in
+        // The model's rules for a stored cap, as the database's row is read.
+        guard let limit = reader.i64().flatMap(DataCap.limit(stored:)),
+          let length = reader.text().flatMap(PeriodLength.init(rawValue:)),
+          let period = reader.i64().flatMap({ UsagePeriod(length, storedMonthStartDay: $0) }),
+          let start = reader.i64(), let stored = reader.traffic()
+        else { return nil }
+        return (DataCap(limitBytes: limit, period: period), PublishedState.CapUsage(start: start, stored: stored))
+      }),
       let trusted = optional({ reader -> TrustedClock? in
         guard let wall = reader.time(), let boottime = reader.i64().flatMap(ClockReading.boottime(stored:)),
           let bootID = reader.text()
@@ -400,6 +458,7 @@ struct ByteReader {
     else { return nil }
     record.tunnel = tunnel
     record.usageBase = TrafficCounts(rxBytes: rx, txBytes: tx)
-    return StoredSession(record: record, trusted: trusted, lastStop: lastStop, lastRefusal: lastRefusal)
+    record.dataCap = capped?.0
+    return (StoredSession(record: record, trusted: trusted, lastStop: lastStop, lastRefusal: lastRefusal), capped?.1)
   }
 }

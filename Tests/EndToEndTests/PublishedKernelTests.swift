@@ -93,7 +93,7 @@ struct PublishedKernelTests {
   }
 
   @Test(
-    "after record, `plan premium` and `session reset` of the built binary publish their change again: status reads it from the file, with the recorder's ledger; another program's commit makes it stale"
+    "after record, `plan premium`, `session reset` and `plan --data-cap` of the built binary publish their change again: status reads it from the file, with the recorder's ledger; another program's commit makes it stale"
   )
   func otherWritersPublishAgain() throws {
     let ns = try TestNamespace("pubplan")
@@ -112,6 +112,14 @@ struct PublishedKernelTests {
     }
     let session = try parseStatus(try ns.vpnstat("status", "--json", "--db", db))["session"] as? [String: Any]
     #expect(session?["plan"] as? String == "free")
+    // A data cap is published with its period's usage: status shows it from the file.
+    #expect(try ns.vpnstat("plan", "--data-cap", "1GiB", "--per", "day", "--db", db).status == 0)
+    let capped = try #require(PublishedState.load(location, sharingBootID: nil), "a capped session is published")
+    #expect(capped.session.record.dataCap?.limitBytes == 1 << 30 && capped.capUsage != nil)
+    let cap =
+      (try parseStatus(try ns.vpnstat("status", "--json", "--db", db))["session"] as? [String: Any])?[
+        "data_cap"] as? [String: Any]
+    #expect(uint(cap?["limit_bytes"]) == 1 << 30, "\(String(describing: cap))")
     let connection = try SQLiteConnection(uri: "file:" + db, readOnly: false, create: false)
     try connection.execute("UPDATE session SET plan = 'premium'")
     #expect(PublishedState.load(location, sharingBootID: nil) == nil)

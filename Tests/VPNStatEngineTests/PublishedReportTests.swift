@@ -86,9 +86,11 @@ struct PublishedReportTests {
     #expect(published(location)?.ledger.entries[tun7]?.totals.traffic.rxBytes == 100)
     #expect(try stored() == nil, "published: the snapshot is left stale")
     #expect(try reader.loadLedger().entries[tun7]?.totals.traffic.rxBytes == 100, "readers read the rows")
-    // A data cap is never published (its usage is in the buckets): from the next save on, the
+    // A save it cannot publish (a directory in the file's place): from the next save on, the
     // snapshot is stored instead.
-    try recorder.store.updateSession { $0.dataCap = DataCap(limitBytes: 1_000_000, period: UsagePeriod(.day)) }
+    let file = location.path + ".published"
+    try FileManager.default.removeItem(atPath: file)
+    try FileManager.default.createDirectory(atPath: file, withIntermediateDirectories: false)
     try save(rx: 20)
     #expect(published(location) == nil)
     #expect(try stored() == nil)
@@ -96,7 +98,7 @@ struct PublishedReportTests {
     #expect(try stored() == 150)
     try save(rx: 40)
     #expect(try stored() == 190)
-    try recorder.store.updateSession { $0.dataCap = nil }
+    try FileManager.default.removeItem(atPath: file)
     try save(rx: 3)
     #expect(try stored() == 193, "the save after one not published")
     try save(rx: 4)
@@ -109,10 +111,23 @@ struct PublishedReportTests {
     #expect(published(location)?.ledger.entries[tun7]?.totals.traffic.rxBytes == 202)
   }
 
+  /// A source of what was published for `location`, read in UTC; `opened` counts the database's
+  /// opens it falls back to.
+  func publishedSource(_ location: StoreLocation, opened: Counter? = nil) throws -> LedgerSource {
+    let state = try #require(published(location))
+    return .published(
+      PublishedSource(state: state, calendar: FixedOffsetCalendar.utc) {
+        opened?.count += 1
+        return try Store.open(location, intent: .read, calendar: FixedOffsetCalendar.utc)
+      })
+  }
+
+  final class Counter: @unchecked Sendable { var count = 0 }
+
   @Test(
-    "a status report from what was published equals one from the database: the ledger advanced by the sample, the session, the warnings"
-  )
-  func sameReport() throws {
+    "a status report from what was published equals one from the database: the ledger advanced by the sample, the session (with a data cap's usage, or without one), the warnings",
+    arguments: [false, true])
+  func sameReport(capped: Bool) throws {
     let directory = try TemporaryDirectory("pub-report")
     let location = StoreLocation(path: directory.file("v.db"))
     kernel.add("wg0", up: true)
@@ -122,31 +137,79 @@ struct PublishedReportTests {
     try recorder.store.updateSession { record in
       record.window = SessionWindow.open(at: clock.now().wall, lengths: .release)
       record.tunnel = InterfaceName("wg0")
+      if capped { record.dataCap = DataCap(limitBytes: 10_000, period: UsagePeriod(.day)) }
     }
     try recorder.store.recordStop(StopRecord(at: clock.now().wall, interface: InterfaceName("wg0"), reason: .user))
+    try recorder.sample()
     kernel.carry(index, rx: 3000, tx: 1000)
+    clock.advance(.seconds(60))
     try recorder.sample()
     clock.advance(.seconds(7))
     kernel.carry(index, rx: 400, tx: 20)
     let detector = FixedDetector(
       manager: TunnelManager(kind: .wgQuick, id: "wg0", foundBy: .nothing, evidence: "test"))
-    let state = try #require(published(location))
-    var fromFile = StatusReader(sampler: fakeSampler(kernel, clock), source: .published(state), managers: detector)
+    let opened = Counter()
+    var fromFile = StatusReader(
+      sampler: fakeSampler(kernel, clock), source: try publishedSource(location, opened: opened), managers: detector)
     var fromDatabase = StatusReader(
-      sampler: fakeSampler(kernel, clock), source: LedgerSource(store: try Store.open(location, intent: .read)),
+      sampler: fakeSampler(kernel, clock),
+      source: LedgerSource(store: try Store.open(location, intent: .read, calendar: FixedOffsetCalendar.utc)),
       managers: detector)
     let request = StatusRequest(nextLengths: .release)
     let a = try fromFile.report(request).snapshot
     let b = try fromDatabase.report(request).snapshot
-    #expect(a.interfaces.map(\.ledger) == b.interfaces.map(\.ledger))
+    #expect(opened.count == 0, "read from the file alone")
+    #expect(a.interfaces.map { $0.ledger } == b.interfaces.map { $0.ledger })
     #expect(
-      a.interfaces.first { $0.name == InterfaceName("wg0") }?.ledger?.traffic.rxBytes == 400,
+      a.interfaces.first { $0.name == InterfaceName("wg0") }?.ledger?.traffic.rxBytes == 3400,
       "counted from its first sight")
     #expect(a.session == b.session)
     #expect(a.session?.state == .active && a.session?.lastStop?.reason == .user)
+    if capped {
+      // 3000 + 1000 saved in the buckets, 400 + 20 grown since: the sample's growth is counted.
+      #expect(a.session?.dataCap?.used.rxBytes == 3400 && a.session?.dataCap?.used.txBytes == 1020)
+    } else {
+      #expect(a.session?.dataCap == nil)
+    }
     #expect(a.warnings == b.warnings)
     #expect(a.classes == b.classes)
     // The published state is read by the first report only; the next reads no database.
     #expect(try fromFile.report(request).snapshot.session == nil)
+  }
+
+  @Test(
+    "a data cap whose period turned since it was published: the report reads the database, and counts the new period"
+  )
+  func capPeriodTurned() throws {
+    let directory = try TemporaryDirectory("pub-cap-turn")
+    let location = StoreLocation(path: directory.file("v.db"))
+    kernel.add("wg0", up: true)
+    let index = try #require(kernel.index(of: "wg0"))
+    var recorder = try recorder(location)
+    try recorder.store.updateSession { $0.dataCap = DataCap(limitBytes: 10_000, period: UsagePeriod(.day)) }
+    try recorder.sample()
+    kernel.carry(index, rx: 3000, tx: 1000)
+    clock.advance(.seconds(60))
+    try recorder.sample()
+    let published = try #require(published(location)?.capUsage)
+    #expect(published.stored.rxBytes == 3000)
+    // The next day, nothing saved since: the published usage is the day before's.
+    clock.advance(.seconds(86_400))
+    kernel.carry(index, rx: 50, tx: 5)
+    let opened = Counter()
+    var fromFile = StatusReader(
+      sampler: fakeSampler(kernel, clock), source: try publishedSource(location, opened: opened))
+    var fromDatabase = StatusReader(
+      sampler: fakeSampler(kernel, clock),
+      source: LedgerSource(store: try Store.open(location, intent: .read, calendar: FixedOffsetCalendar.utc)))
+    let request = StatusRequest(nextLengths: .release)
+    let a = try fromFile.report(request).snapshot
+    let b = try fromDatabase.report(request).snapshot
+    #expect(opened.count == 1)
+    #expect(a.session == b.session)
+    let cap = try #require(a.session?.dataCap)
+    #expect(cap.periodStart.seconds == published.start + 86_400)
+    #expect(cap.used.rxBytes == 50, "only the new day's growth")
+    #expect(a.interfaces.map { $0.ledger } == b.interfaces.map { $0.ledger })
   }
 }

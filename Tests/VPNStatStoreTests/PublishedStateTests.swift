@@ -165,7 +165,7 @@ struct PublishedStateTests {
   }
 
   @Test(
-    "a vpnstat write keeps nothing stale: not after another program's commit, nor a session with a data cap"
+    "a vpnstat write keeps nothing stale after another program's commit; a data cap it sets is published with its usage"
   )
   func keptOnlyWhenCurrent() throws {
     let directory = try TemporaryDirectory("published-kept-current")
@@ -178,20 +178,23 @@ struct PublishedStateTests {
     #expect(PublishedState.load(location, sharingBootID: nil) == nil)
     try other.recordStop(StopRecord(at: clock.now().wall, interface: nil, reason: .user))
     #expect(PublishedState.load(location, sharingBootID: nil) == nil)
-    // Current again after a save; a data cap set is not published (its usage is in the buckets).
+    // Current again after a save; a data cap set is published with its period's usage as stored.
     _ = try writer.advanceLedger(observations(6000), now: clock.now().wall)
     #expect(try writer.publishForReaders())
-    let current = try Data(contentsOf: URL(fileURLWithPath: file(location)))
-    try other.updateSession { $0.dataCap = DataCap(limitBytes: 1 << 30, period: UsagePeriod(.month)) }
-    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
-    // Not written again for nothing: no reader believes a session with a cap.
-    #expect(try Data(contentsOf: URL(fileURLWithPath: file(location))) == current)
+    let cap = DataCap(limitBytes: 1 << 30, period: UsagePeriod(.month))
+    try other.updateSession { $0.dataCap = cap }
+    let capped = try #require(PublishedState.load(location, sharingBootID: nil))
+    #expect(capped.session.record.dataCap == cap)
+    let start = cap.period.start(of: try #require(capped.session.trusted).wall, in: other.calendar)
+    let usage = try other.usage(since: start, of: .tunnel)
+    #expect(usage.rxBytes == 5000, "the tunnel's growth, booked by the saves")
+    #expect(capped.capUsage == PublishedState.CapUsage(start: start, stored: usage))
     // A read-only store writes nothing, published or not.
     let reader = try #require(try Store.open(location, intent: .read))
     #expect(throws: StoreError.self) { try reader.updateSession { $0.plan = .premium } }
   }
 
-  @Test("a writer publishes only what its own last save stored: not after another's commit, nor a data cap")
+  @Test("a writer publishes only what its own last save stored: not after another's commit; a data cap with its usage")
   func publishesOnlyItsOwnSave() throws {
     let directory = try TemporaryDirectory("published-own")
     let (location, writer) = try populated(directory)
@@ -203,11 +206,13 @@ struct PublishedStateTests {
     _ = try writer.advanceLedger(observations(6000), now: clock.now().wall)
     #expect(try writer.publishForReaders())
     #expect(PublishedState.load(location, sharingBootID: nil)?.session.record.plan == .premium)
-    // A cap's usage is in the buckets: a session with one is never published.
-    try writer.updateSession { $0.dataCap = DataCap(limitBytes: 1 << 30, period: UsagePeriod(.month)) }
+    // A cap goes with its period's usage as the save stored it.
+    try writer.updateSession { $0.dataCap = DataCap(limitBytes: 1 << 30, period: UsagePeriod(.day)) }
     _ = try writer.advanceLedger(observations(7000), now: clock.now().wall)
-    #expect(try writer.publishForReaders() == false)
-    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    #expect(try writer.publishForReaders())
+    let capped = try #require(PublishedState.load(location, sharingBootID: nil)?.capUsage)
+    #expect(capped.stored == (try writer.usage(since: capped.start, of: .tunnel)))
+    #expect(capped.stored.rxBytes == 6000)
     // A reader never publishes.
     let reader = try #require(try Store.open(location, intent: .read))
     #expect(try reader.publishForReaders() == false)
@@ -269,16 +274,30 @@ struct PublishedStateTests {
     #expect(try Store.open(location, intent: .read)?.loadLedger().entries.count == 3)
   }
 
-  @Test("a published session with a data cap is not believed, whoever wrote it: the cap's usage is in the buckets")
-  func capIsNotBelieved() throws {
+  @Test(
+    "a published data cap is read back with its usage, as written; one without its usage, or with a limit no vpnstat writes, is not believed"
+  )
+  func capIsBelievedWithItsUsage() throws {
     let directory = try TemporaryDirectory("published-cap")
     let (location, writer) = try populated(directory)
     var session = try writer.storedSession()
-    session.record.dataCap = DataCap(limitBytes: 1 << 30, period: UsagePeriod(.day))
+    session.record.dataCap = DataCap(limitBytes: 1 << 30, period: UsagePeriod(.month, monthStartDay: 28))
     let stamp = try #require(StoreStamp.read(database: location.path))
+    let usage = PublishedState.CapUsage(
+      start: 1_799_000_000, stored: TrafficCounts(rxBytes: 1, txBytes: 2, rxPackets: 3, txPackets: 4))
     let made = PublishedState.encode(
-      stamp: stamp, session: session, health: StoreHealth(), ledger: try writer.loadLedger())
+      stamp: stamp, session: session, health: StoreHealth(), capUsage: usage, ledger: try writer.loadLedger())
     try Data(made).write(to: URL(fileURLWithPath: file(location)))
+    let read = try #require(PublishedState.load(location, sharingBootID: nil))
+    #expect(read.session == session && read.capUsage == usage)
+    let without = PublishedState.encode(
+      stamp: stamp, session: session, health: StoreHealth(), ledger: try writer.loadLedger())
+    try Data(without).write(to: URL(fileURLWithPath: file(location)))
+    #expect(PublishedState.load(location, sharingBootID: nil) == nil)
+    session.record.dataCap?.limitBytes = 0
+    let zero = PublishedState.encode(
+      stamp: stamp, session: session, health: StoreHealth(), capUsage: usage, ledger: try writer.loadLedger())
+    try Data(zero).write(to: URL(fileURLWithPath: file(location)))
     #expect(PublishedState.load(location, sharingBootID: nil) == nil)
     // The same file without the cap is believed: the stamp is the database's.
     session.record.dataCap = nil
@@ -340,16 +359,25 @@ struct PublishedStateTests {
 
   func linkTarget(_ path: String) -> String? { try? FileManager.default.destinationOfSymbolicLink(atPath: path) }
 
+  /// A database published through a link to a runtime directory of its own: the database's
+  /// directory, the runtime directory, the database, its writer and where the link leads.
+  func publishedThroughLink(_ name: String) throws -> (
+    directory: TemporaryDirectory, runtime: TemporaryDirectory, location: StoreLocation, writer: Store, target: String
+  ) {
+    let directory = try TemporaryDirectory(name)
+    let runtime = try TemporaryDirectory(name + "-run")
+    let (location, writer) = try populated(directory)
+    writer.publishingDirectory = runtime.path
+    #expect(try writer.publishForReaders())
+    return (directory, runtime, location, writer, try #require(linkTarget(file(location)), "DB.published is a link"))
+  }
+
   @Test(
     "with a publishing directory (the unit's /run/vpnstat) the state is written there and linked beside the database; a link to nothing, as after a reboot, sends readers to the database"
   )
   func publishedElsewhere() throws {
-    let directory = try TemporaryDirectory("published-elsewhere")
-    let runtime = try TemporaryDirectory("published-runtime")
-    let (location, writer) = try populated(directory)
-    writer.publishingDirectory = runtime.path
-    #expect(try writer.publishForReaders())
-    let target = try #require(linkTarget(file(location)), "DB.published is a link")
+    let link = try publishedThroughLink("published-elsewhere")
+    let (runtime, location, writer, target) = (link.runtime, link.location, link.writer, link.target)
     #expect(target.hasPrefix(runtime.path + "/v.db-") && target.hasSuffix(".published"))
     let published = try #require(PublishedState.load(location, sharingBootID: nil))
     let reader = try #require(try Store.open(location, intent: .read))
@@ -382,6 +410,22 @@ struct PublishedStateTests {
     #expect(try FileManager.default.contentsOfDirectory(atPath: runtime.path).isEmpty)
   }
 
+  @Test(
+    "another writer that may not write where the link leads (an enforcer's unit sees /run read-only) publishes beside the database, in the link's place",
+    .enabled(if: Privilege.isRoot, Privilege.reason))
+  func linkedDirectoryUnwritable() throws {
+    let link = try publishedThroughLink("published-ro")
+    let (runtime, location, target) = (link.runtime, link.location, link.target)
+    // Immutable: not even root makes a file in it.
+    try #require(try run("/usr/bin/chattr", ["+i", runtime.path]).status == 0, "chattr +i on \(runtime.path)")
+    defer { _ = try? run("/usr/bin/chattr", ["-i", runtime.path]) }
+    let other = try #require(try Store.open(location, intent: .write))
+    try other.updateSession { $0.plan = .premium }
+    #expect(linkTarget(file(location)) == nil, "a file in the link's place")
+    #expect(PublishedState.load(location, sharingBootID: nil)?.session.record.plan == .premium)
+    #expect(FileManager.default.fileExists(atPath: target), "the runtime copy is left to the recorder's next save")
+  }
+
   @Test("a publishing directory others may write is not used: the state is published beside the database")
   func untrustedPublishingDirectory() throws {
     let directory = try TemporaryDirectory("published-untrusted")
@@ -399,12 +443,8 @@ struct PublishedStateTests {
     "a link beside the database is followed on the same terms: to a file of another owner, or to a device, it is not believed",
     .enabled(if: Privilege.isRoot, Privilege.reason))
   func linkedFileIsJudged() throws {
-    let directory = try TemporaryDirectory("published-linked")
-    let runtime = try TemporaryDirectory("published-linked-run")
-    let (location, writer) = try populated(directory)
-    writer.publishingDirectory = runtime.path
-    #expect(try writer.publishForReaders())
-    let target = try #require(linkTarget(file(location)))
+    let link = try publishedThroughLink("published-linked")
+    let (location, target) = (link.location, link.target)
     #expect(PublishedState.load(location, sharingBootID: nil) != nil)
     #expect(chown(target, 65534, 65534) == 0)
     #expect(PublishedState.load(location, sharingBootID: nil) == nil)

@@ -42,12 +42,26 @@ package struct LedgerView {
   }
 }
 
+/// What the recorder published, with what a report needs besides: the calendar a data cap's
+/// period is taken in, and the database to read instead when that period turned since (`open`).
+package struct PublishedSource {
+  package var state: PublishedState
+  package var calendar: any LocalCalendar
+  package var open: () throws -> Store?
+
+  package init(state: PublishedState, calendar: any LocalCalendar, open: @escaping () throws -> Store?) {
+    self.state = state
+    self.calendar = calendar
+    self.open = open
+  }
+}
+
 /// Where a reader's stored ledger comes from: what the recorder published of the database
 /// (`PublishedState`: current, and believed, so a one-shot report need not open the database), the
 /// database itself, or nothing (no database yet).
 package enum LedgerSource {
   /// Taken by the first report that reads it (`status`, `export`); the source is `none` after.
-  case published(PublishedState)
+  case published(PublishedSource)
   case database(LedgerView)
   case none
 
@@ -59,9 +73,11 @@ package enum LedgerSource {
   /// What a one-shot report reads: what the recorder published when that is current and may be
   /// believed, else the database `open` gives (nil: there is none).
   package static func forReport(
-    _ location: StoreLocation, bootID: String, open: () throws -> Store?
-  ) rethrows -> LedgerSource {
-    if let published = PublishedState.load(location, sharingBootID: bootID) { return .published(published) }
+    _ location: StoreLocation, bootID: String, calendar: any LocalCalendar, open: @escaping () throws -> Store?
+  ) throws -> LedgerSource {
+    if let published = PublishedState.load(location, sharingBootID: bootID) {
+      return .published(PublishedSource(state: published, calendar: calendar, open: open))
+    }
     return LedgerSource(store: try open())
   }
 

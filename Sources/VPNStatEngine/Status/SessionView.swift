@@ -49,10 +49,10 @@ package enum SessionView {
   /// The report from `stored` (read from the database at `location`, or as the recorder
   /// published it), as `report(_:store:catalog:)` makes it. `store` gives the tunnel totals
   /// when there is no ledger and a data cap's usage (the buckets); without it (a published
-  /// state, which never has a cap) neither is read.
+  /// state) neither is read, and `dataCap` is the cap's status as the published usage gives it.
   package static func report(
     _ request: SessionRequest, stored: StoredSession, store: Store?, location: StoreLocation,
-    catalog: inout InterfaceCatalog
+    catalog: inout InterfaceCatalog, dataCap: DataCapStatus? = nil
   ) throws -> SessionReport {
     // What an enforcer could not write yet counts as written (the spool beside the database).
     let spooled = SpooledSession(record: stored.record, lastStop: stored.lastStop, lastRefusal: stored.lastRefusal)
@@ -66,7 +66,8 @@ package enum SessionView {
     let totals = try ledger?.totals(of: .tunnel) ?? store?.tunnelTotals()
     let cap = try record.dataCap.flatMap { cap -> DataCapStatus? in
       if let keeper { return try PeriodUsage.status(of: cap, keeper, at: now) }
-      return try store.map { try PeriodUsage.status(of: cap, $0, at: now, ledger: ledger) }
+      guard let store else { return dataCap?.cap == cap ? dataCap : nil }
+      return try PeriodUsage.status(of: cap, store, at: now, ledger: ledger)
     }
     let enforcers = EnforcerPresenceFile.running(on: location)
     let sample = request.sample

@@ -116,16 +116,34 @@ package struct ReaderSample {
   package static func takeWithSession(
     _ sampler: inout TrafficSampler, source: inout LedgerSource, nextLengths: SessionLengths, health: Bool
   ) throws -> (read: ReaderSample, session: SessionReport?) {
-    if case .published(var state) = source {
+    if case .published(let published) = source {
       source = .none
+      var state = published.state
+      // A capped session's usage grows past the published one by the sample's growth past the
+      // published ledger: that ledger is kept to compare (a copy only then).
+      let past = state.capUsage != nil ? state.ledger : nil
       // Taken out of the state, so advancing it is in place, not a copy of the whole table.
       var ledger = Ledger()
       swap(&ledger, &state.ledger)
       let sample = try LedgerView.sample(&sampler, advancing: &ledger)
+      var cap: DataCapStatus?
+      if let dataCap = state.session.record.dataCap {
+        let now = state.session.trustedNow(sample.taken)
+        guard let usage = state.capUsage, let past, dataCap.period.start(of: now, in: published.calendar) == usage.start
+        else {
+          // The cap's period turned since it was published: its usage is in the database.
+          source = LedgerSource(store: try published.open())
+          return try takeWithSession(&sampler, source: &source, nextLengths: nextLengths, health: health)
+        }
+        let unsaved = UnsavedTraffic(reading: ledger, past: past, calendar: published.calendar)
+        cap = dataCap.status(
+          used: usage.stored + unsaved.traffic(.day, since: usage.start, of: .tunnel, name: nil), at: now,
+          in: published.calendar)
+      }
       let read = ReaderSample(sample, ledger: ledger, health: health ? state.health : nil, clock: sampler.clock)
       let session = try SessionView.report(
         SessionRequest(reading: sample.taken, sample: sample, ledger: ledger, nextLengths: nextLengths),
-        stored: state.session, store: nil, location: state.location, catalog: &sampler.catalog)
+        stored: state.session, store: nil, location: state.location, catalog: &sampler.catalog, dataCap: cap)
       return (read, session)
     }
     let store = source.store
