@@ -99,7 +99,7 @@ enum CommandServices {
 
   /// The `status` use case as the command's options build it: its sampler over `source`, and —
   /// sharing one walk of /proc, at most — WireGuard's reader and the tunnels' manager detector.
-  static func statusReader(_ parsed: ParsedCommand, _ context: CommandContext, source: LedgerSource) throws
+  static func statusReader(_ parsed: ParsedCommand, _ context: CommandContext, source: consuming LedgerSource) throws
     -> StatusReader
   {
     let survey = TunProcessSurvey()

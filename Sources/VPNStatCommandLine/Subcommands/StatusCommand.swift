@@ -28,13 +28,16 @@ enum StatusCommand: Subcommand {
   static func run(_ parsed: ParsedCommand, _ context: CommandContext) throws -> ExitStatus {
     let location = CommandServices.storeLocation(parsed, context)
     let source = try CommandServices.reportSource(location, context)
-    var reader = try CommandServices.statusReader(parsed, context, source: source)
+    let absence = parsed.has(CommonOptions.db) ? source.absence(at: location) : nil
+    // Handed over, not shared: a second holder of what was published would make the report's
+    // advance of its ledger copy the whole table first.
+    var reader = try CommandServices.statusReader(parsed, context, source: consume source)
     let report = try reader.report(
       StatusRequest(
         selection: CommandServices.selection(parsed), rateInterval: parsed[rate],
         nextLengths: CommandServices.lengths(parsed)))
     var snapshot = report.snapshot
-    if parsed.has(CommonOptions.db), let absence = source.absence(at: location) { snapshot.warnings.append(absence) }
+    if let absence { snapshot.warnings.append(absence) }
     // The reader (its samples, catalog and ledger) and the report are freed by the exit.
     defer { context.leaveToExit((reader, report)) }
     for name in report.missing { context.warn("no interface named '\(name.terminalText)'") }

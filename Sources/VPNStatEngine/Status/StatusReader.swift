@@ -116,15 +116,15 @@ package struct ReaderSample {
   package static func takeWithSession(
     _ sampler: inout TrafficSampler, source: inout LedgerSource, nextLengths: SessionLengths, health: Bool
   ) throws -> (read: ReaderSample, session: SessionReport?) {
-    if case .published(let published) = source {
+    if case .published(var published) = source {
       source = .none
-      var state = published.state
-      // A capped session's usage grows past the published one by the sample's growth past the
-      // published ledger: that ledger is kept to compare (a copy only then).
-      let past = state.capUsage != nil ? state.ledger : nil
       // Taken out of the state, so advancing it is in place, not a copy of the whole table.
       var ledger = Ledger()
-      swap(&ledger, &state.ledger)
+      swap(&ledger, &published.state.ledger)
+      let state = published.state
+      // A capped session's usage grows past the published one by the sample's growth past the
+      // published ledger: that ledger is kept to compare (a copy only then).
+      let past = state.capUsage != nil ? ledger : nil
       let sample = try LedgerView.sample(&sampler, advancing: &ledger)
       var cap: DataCapStatus?
       if let dataCap = state.session.record.dataCap {
