@@ -27,10 +27,12 @@ package struct JSONWriter {
 
   package init(capacity: Int = 1024) { output = OutputBytes(capacity: capacity) }
 
-  /// Hands what is written to the sink once there is a piece of it, and reuses the buffer.
+  /// Hands what is written to the sink once there is a piece of it, and reuses the buffer. The
+  /// count first: `let sink` copies the closure (a retain and a release of its context), and
+  /// this runs for every line.
   @inline(__always)
   package mutating func passOnIfFull() {
-    if let sink, output.count >= Self.piece { output.drain(sink) }
+    if output.count >= Self.piece, let sink { output.drain(sink) }
   }
 
   /// Hands whatever is written to the sink.

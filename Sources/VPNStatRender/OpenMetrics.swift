@@ -302,10 +302,12 @@ struct MetricsText {
     bytes = OutputBytes(capacity: capacity)
   }
 
-  /// Hands what is written to the sink once there is a piece of it, and reuses the buffer.
+  /// Hands what is written to the sink once there is a piece of it, and reuses the buffer. The
+  /// count first: `let sink` copies the closure (a retain and a release of its context), and
+  /// this runs for every line.
   @inline(__always)
   mutating func passOnIfFull() {
-    if let sink, bytes.count >= Self.piece { bytes.drain(sink) }
+    if bytes.count >= Self.piece, let sink { bytes.drain(sink) }
   }
 
   /// The name a family's samples carry: counters end in `_total`.
