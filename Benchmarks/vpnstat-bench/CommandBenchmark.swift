@@ -115,22 +115,20 @@ enum CommandBenchmark {
       TimedCommand(
         PreparedCommand(label: Labels.exportWithDatabase, path: vpnstat, arguments: ["export", "--db", db]),
         counting: .metrics),
-      TimedCommand(
-        PreparedCommand(
-          label: Labels.statusReadingDatabase, path: vpnstat, arguments: ["status", "--json", "--db", unpublished])),
-      TimedCommand(
-        PreparedCommand(
-          label: Labels.statusAfterStop, path: vpnstat, arguments: ["status", "--json", "--db", stopped])),
-      TimedCommand(
-        PreparedCommand(
-          label: Labels.statusAfterPlan, path: vpnstat, arguments: ["status", "--json", "--db", planned])),
-      TimedCommand(
-        PreparedCommand(
-          label: Labels.statusWithCap, path: vpnstat, arguments: ["status", "--json", "--db", capped])),
+    ]
+    for (label, database) in [
+      (Labels.statusReadingDatabase, unpublished), (Labels.statusAfterStop, stopped), (Labels.statusAfterPlan, planned),
+      (Labels.statusWithCap, capped),
+    ] {
+      commands.append(
+        TimedCommand(
+          PreparedCommand(label: label, path: vpnstat, arguments: ["status", "--json", "--db", database])))
+    }
+    commands += [
       TimedCommand(
         PreparedCommand(
           label: Labels.statusReadingLongLog, path: vpnstat, arguments: ["status", "--json", "--db", longLog]),
-        every: 4),
+        every: 4)
     ]
     if access(floor, X_OK) == 0 {
       commands.append(

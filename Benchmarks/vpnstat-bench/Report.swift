@@ -329,24 +329,18 @@ enum Summary {
       // The case (the recorder stopped, a laptop after a reboot), another vpnstat writer's
       // change since, then a database no vpnstat writer published for (another program's commit,
       // a crash): SQLite's own cost.
-      if n <= 10, let stopped = median(Labels.statusAfterStop, n) {
-        let ratio = stopped / floor
+      let published = [
+        (Labels.statusAfterStop, "status --json --db, recorder stopped, runtime directory gone (a reboot),"),
+        (Labels.statusAfterPlan, "status --json --db after another vpnstat writer (plan)"),
+        (Labels.statusWithCap, "status --json --db with a data cap"),
+      ]
+      for (label, what) in published where n <= 10 {
+        guard let time = median(label, n) else { continue }
+        let ratio = time / floor
         lines.append(
-          "status --json --db, recorder stopped, runtime directory gone (a reboot), ≤ 1.50× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(stopped)))"
-            + (median("alt " + Labels.statusAfterStop, n).map { " (alt \(formatRatio($0 / floor)))" } ?? "")
+          "\(what) ≤ 1.50× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(time)))"
+            + (median("alt " + label, n).map { " (alt \(formatRatio($0 / floor)))" } ?? "")
             + " — \(verdict(ratio <= 1.5))"
-        )
-      }
-      if n <= 10, let planned = median(Labels.statusAfterPlan, n) {
-        let ratio = planned / floor
-        lines.append(
-          "status --json --db after another vpnstat writer (plan) ≤ 1.50× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(planned))) — \(verdict(ratio <= 1.5))"
-        )
-      }
-      if n <= 10, let capped = median(Labels.statusWithCap, n) {
-        let ratio = capped / floor
-        lines.append(
-          "status --json --db with a data cap ≤ 1.50× the C floor, N=\(n): \(formatRatio(ratio)) (\(formatDuration(capped))) — \(verdict(ratio <= 1.5))"
         )
       }
       if n <= 10, let read = median(Labels.statusReadingDatabase, n) {

@@ -191,10 +191,10 @@ extension Store {
   /// the health), made so that one-shot readers stay on what was published rather than reading
   /// SQLite until the recorder's next save (or, with no recorder running, until one runs): when
   /// the published file was the database's state before the write, it is written again after
-  /// it with the new stamp, session and health and the same ledger, byte for byte. Both stamps
-  /// are read under the writers' lock, as `publishForReaders` reads its own; not when the
-  /// session has a data cap now, nor when this process is not the database's owner (readers
-  /// would not believe its file). Inside another operation, part of that one, which decides.
+  /// it with the new stamp, session, health and cap usage and the same ledger, byte for byte.
+  /// Both stamps are read under the writers' lock, as `publishForReaders` reads its own; not when
+  /// this process is not the database's owner (readers would not believe its file, and root must
+  /// not replace a user's). Inside another operation, part of that one, which decides.
   func keepingPublished<T>(_ body: () throws -> T) throws -> T {
     guard depth == 0, !isReadOnly else { return try guarded(body) }
     return try guarded {
