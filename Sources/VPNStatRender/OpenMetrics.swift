@@ -69,10 +69,11 @@ package enum OpenMetrics {
 
   /// The seven counters of every interface, `_created` with each in OpenMetrics.
   static func writeInterfaceCounters(_ entries: [LedgerEntry], into out: inout MetricsText) {
-    // `interface="…",class="…"` and the creation time of each entry, made once for all seven
-    // metrics, into one buffer each (offsets mark the entries), and the totals as plain values:
-    // the loops below then touch no reference-counted storage.
-    let labels = EntryLabels(entries)
+    // `{interface="…",class="…"} ` and the `_created` line's end of each entry, made once for
+    // all seven metrics, into one buffer each (offsets mark the entries), and the totals as
+    // plain values: the loops below then touch no reference-counted storage, and a line pair is
+    // four copies, a number and a newline.
+    let labels = EntryLabels(entries, created: out.format == .openmetrics)
     let totals = entries.map(\.totals)
     labels.labels.withBytes { labelBytes in
       labels.created.withBytes { createdBytes in
@@ -94,21 +95,18 @@ package enum OpenMetrics {
                 let value = interfaceValue(metric, of: totals[i])
                 // The sample and its `_created` line in one reservation: some fourteen thousand
                 // lines at 1000 interfaces, and five checks of the buffer for each pair.
-                let most = sampleName.count + createdName.count + 2 * label.count + created.count + 8
+                let most = sampleName.count + label.count + createdName.count + created.count + 1
                 out.bytes.append(atMost: most + OutputBytes.maximumDigits) { at in
-                  var written = MetricsText.begin(sampleName, labels: label, at: at)
+                  var written = OutputBytes.copy(sampleName, to: at)
+                  written += OutputBytes.copy(label, to: at + written)
                   written += OutputBytes.decimal(value, at: at + written)
                   at[written] = 0x0A
                   written += 1
-                  guard !createdName.isEmpty else { return written }
-                  written += MetricsText.begin(createdName, labels: label, at: at + written)
-                  if let source = created.baseAddress { (at + written).update(from: source, count: created.count) }
-                  written += created.count
-                  at[written] = 0x0A
-                  return written + 1
+                  written += OutputBytes.copy(createdName, to: at + written)
+                  return written + OutputBytes.copy(created, to: at + written)
                 }
                 labelStart = labels.labelEnds[i]
-                createdStart = labels.createdEnds[i]
+                if !createdName.isEmpty { createdStart = labels.createdEnds[i] }
                 out.passOnIfFull()
               }
             }
@@ -118,7 +116,9 @@ package enum OpenMetrics {
     }
   }
 
-  /// Each entry's label set and creation time, written once into one buffer each; the offsets
+  /// Each entry's label set as a sample's name is followed (`{interface="…",class="…"} `) and,
+  /// for OpenMetrics, what follows a `_created` line's name (the same, the creation time and a
+  /// newline: alike in all seven families), written once into one buffer each; the offsets
   /// where each entry's ends.
   struct EntryLabels {
     var labels: OutputBytes
@@ -126,22 +126,23 @@ package enum OpenMetrics {
     var labelEnds: [Int] = []
     var createdEnds: [Int] = []
 
-    init(_ entries: [LedgerEntry]) {
+    init(_ entries: [LedgerEntry], created withCreated: Bool) {
       labels = OutputBytes(capacity: entries.count * 48)
-      created = OutputBytes(capacity: entries.count * 16)
+      created = OutputBytes(capacity: withCreated ? entries.count * 64 : 0)
       labelEnds.reserveCapacity(entries.count)
-      createdEnds.reserveCapacity(entries.count)
-      var name: [UInt8] = []
+      if withCreated { createdEnds.reserveCapacity(entries.count) }
       for entry in entries {
-        labels.append("interface=\"")
-        name.removeAll(keepingCapacity: true)
-        OpenMetrics.appendLabel(entry.name, to: &name)
-        labels.append(name)
+        let start = labels.count
+        labels.append("{interface=\"")
+        OpenMetrics.appendLabel(entry.name, to: &labels)
         labels.append("\",class=\"")
         labels.append(entry.interfaceClass.rawValue)
-        labels.append(0x22)
+        labels.append("\"} ")
         labelEnds.append(labels.count)
+        guard withCreated else { continue }
+        labels.withBytes { created.append(UnsafeBufferPointer(rebasing: $0[start...])) }
         MetricsText.appendSeconds(entry.totals.firstSeenAt, to: &created)
+        created.append(0x0A)
         createdEnds.append(created.count)
       }
     }
@@ -253,14 +254,14 @@ package enum OpenMetrics {
   /// Appends a label value for `name` (see `label(_:)`): the name's own bytes when they are
   /// printable ASCII without a backslash or a quote (which both forms keep as they are), else
   /// the escaped form.
-  static func appendLabel(_ name: InterfaceName, to out: inout [UInt8]) {
+  static func appendLabel(_ name: InterfaceName, to out: inout OutputBytes) {
     // The bytes where they lie: `name.bytes` makes an array of them each time it is asked.
     let plain = name.withBytes { bytes in
       guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x5C && $0 != 0x22 }) else { return false }
-      out.append(contentsOf: bytes)
+      bytes.withMemoryRebound(to: UInt8.self) { out.append($0) }
       return true
     }
-    if !plain { out.append(contentsOf: label(name).utf8) }
+    if !plain { out.append(label(name)) }
   }
 
   /// A label value: the name as vpnstat shows it everywhere (`terminalText`: clean UTF-8 as
@@ -369,15 +370,10 @@ struct MetricsText {
   static func begin(
     _ name: UnsafeBufferPointer<UInt8>, labels: UnsafeBufferPointer<UInt8>, at: UnsafeMutablePointer<UInt8>
   ) -> Int {
-    var written = 0
-    if let source = name.baseAddress {
-      at.update(from: source, count: name.count)
-      written = name.count
-    }
-    if let source = labels.baseAddress, labels.count > 0 {
+    var written = OutputBytes.copy(name, to: at)
+    if labels.count > 0 {
       at[written] = 0x7B
-      (at + written + 1).update(from: source, count: labels.count)
-      written += labels.count + 1
+      written += 1 + OutputBytes.copy(labels, to: at + written + 1)
       at[written] = 0x7D
       written += 1
     }
@@ -390,11 +386,19 @@ struct MetricsText {
     let whole = time.seconds
     // The remainder, not nanoseconds − whole × 10⁹, which overflows near Int64.min.
     let millis = (time.nanoseconds % 1_000_000_000 + 1_000_000_000) % 1_000_000_000 / 1_000_000
-    if whole < 0 { bytes.append(0x2D) }
-    bytes.appendDecimal(whole.magnitude)
-    bytes.append(0x2E)
-    if millis < 100 { bytes.append(0x30) }
-    if millis < 10 { bytes.append(0x30) }
-    bytes.appendDecimal(UInt64(millis))
+    // In one reservation: a sign, the seconds, the point and three digits.
+    bytes.append(atMost: OutputBytes.maximumDigits + 5) { at in
+      var written = 0
+      if whole < 0 {
+        at[0] = 0x2D
+        written = 1
+      }
+      written += OutputBytes.decimal(whole.magnitude, at: at + written)
+      at[written] = 0x2E
+      at[written + 1] = 0x30 + UInt8(millis / 100)
+      at[written + 2] = 0x30 + UInt8(millis / 10 % 10)
+      at[written + 3] = 0x30 + UInt8(millis % 10)
+      return written + 4
+    }
   }
 }

@@ -15,6 +15,27 @@ struct JSONWriterTests {
     return String(decoding: json.bytes, as: UTF8.self)
   }
 
+  @Test("a count is written in decimal as Swift writes it, at every length and either side of each power of ten")
+  func decimals() {
+    var values: [UInt64] = Array(0...10_000) + [UInt64.max, UInt64.max - 1]
+    var power: UInt64 = 10
+    for _ in 1...19 {
+      values += [power - 1, power, power + 1, power + power / 2]
+      if power > UInt64.max / 10 { break }
+      power *= 10
+    }
+    let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: OutputBytes.maximumDigits)
+    defer { buffer.deallocate() }
+    var wrong: [UInt64] = []
+    for value in values {
+      let written = OutputBytes.decimal(value, at: buffer)
+      if String(decoding: UnsafeBufferPointer(start: buffer, count: written), as: UTF8.self) != String(value) {
+        wrong.append(value)
+      }
+    }
+    #expect(wrong.isEmpty, "\(wrong.prefix(10))")
+  }
+
   @Test("fields write their key and value, null for none, at the limits of each number")
   func fields() throws {
     let text = document { json in

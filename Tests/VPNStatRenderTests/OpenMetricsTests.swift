@@ -157,9 +157,9 @@ struct OpenMetricsTests {
   @Test("a label is the name's own bytes only when they need no escape; otherwise the injective escaped form")
   func labelFastPath() {
     for bytes in Self.hostile {
-      var out: [UInt8] = []
+      var out = OutputBytes(capacity: 16)
       OpenMetrics.appendLabel(InterfaceName(bytes: bytes), to: &out)
-      #expect(out == Array(OpenMetrics.label(InterfaceName(bytes: bytes)).utf8), "\(bytes)")
+      #expect(out.array == Array(OpenMetrics.label(InterfaceName(bytes: bytes)).utf8), "\(bytes)")
     }
   }
 
