@@ -131,17 +131,18 @@ package enum OpenMetrics {
       created = OutputBytes(capacity: withCreated ? entries.count * 64 : 0)
       labelEnds.reserveCapacity(entries.count)
       if withCreated { createdEnds.reserveCapacity(entries.count) }
-      for entry in entries {
+      // By index: `for entry in` copies each entry, a retain and a release of all it holds.
+      for i in entries.indices {
         let start = labels.count
         labels.append("{interface=\"")
-        OpenMetrics.appendLabel(entry.name, to: &labels)
+        OpenMetrics.appendLabel(entries[i].name, to: &labels)
         labels.append("\",class=\"")
-        labels.append(entry.interfaceClass.rawValue)
+        labels.append(entries[i].interfaceClass.word)
         labels.append("\"} ")
         labelEnds.append(labels.count)
         guard withCreated else { continue }
         labels.withBytes { created.append(UnsafeBufferPointer(rebasing: $0[start...])) }
-        MetricsText.appendSeconds(entry.totals.firstSeenAt, to: &created)
+        MetricsText.appendSeconds(entries[i].totals.firstSeenAt, to: &created)
         created.append(0x0A)
         createdEnds.append(created.count)
       }
