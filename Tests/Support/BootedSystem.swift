@@ -48,8 +48,7 @@ enum SystemdHarness {
   static let package: Result<String, TestSetupError> = {
     if let deb = ProcessInfo.processInfo.environment["VPNSTAT_DEB"], !deb.isEmpty { return .success(deb) }
     do {
-      let out = try TemporaryDirectory("systemd-deb")
-      Kept.directories.append(out)
+      let out = try TemporaryDirectory.forProcess("systemd-deb")
       let built = try run(
         Built.packageRoot.path + "/scripts/build-deb", [out.path], environment: ["VPNSTAT_BINARY": Built.vpnstat],
         timeout: 600)
@@ -71,8 +70,6 @@ enum SystemdHarness {
     }
     return Array(Set(directories)).sorted()
   }()
-
-  private enum Kept { nonisolated(unsafe) static var directories: [TemporaryDirectory] = [] }
 }
 
 /// A Debian 12 booted with its own systemd in a container of its own (network namespace, PID

@@ -15,6 +15,33 @@ final class TemporaryDirectory: @unchecked Sendable {
   var path: String { url.path }
   func file(_ name: String) -> String { url.appendingPathComponent(name).path }
   deinit { try? FileManager.default.removeItem(at: url) }
+
+  /// A directory for the whole test process (a `static let`'s fixture): kept until the process
+  /// exits, then removed (a static is never deinitialised, so `deinit` would not).
+  static func forProcess(_ label: String) throws -> TemporaryDirectory {
+    let directory = try TemporaryDirectory(label)
+    AtExit.keep(directory)
+    return directory
+  }
+}
+
+/// The directories of a test process's `static let` fixtures, removed when it exits.
+private enum AtExit {
+  static let lock = NSLock()
+  nonisolated(unsafe) static var kept: [TemporaryDirectory] = []
+
+  static func keep(_ directory: TemporaryDirectory) {
+    lock.lock()
+    defer { lock.unlock() }
+    if kept.isEmpty { atexit { AtExit.removeAll() } }
+    kept.append(directory)
+  }
+
+  static func removeAll() {
+    lock.lock()
+    defer { lock.unlock() }
+    for directory in kept { try? FileManager.default.removeItem(at: directory.url) }
+  }
 }
 
 /// The bytes of a file, to show it was left untouched.

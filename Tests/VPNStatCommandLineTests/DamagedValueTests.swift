@@ -99,7 +99,7 @@ struct DamagedValueTests {
   /// A database vpnstat made (`record`), then given by Python a window running now, a data cap,
   /// a stop, a refusal, an incident and a daily bucket of today: every table holds a row.
   static let made: Result<(TemporaryDirectory, String), any Error> = Result {
-    let directory = try TemporaryDirectory("damaged-base")
+    let directory = try TemporaryDirectory.forProcess("damaged-base")
     let path = directory.file("base.db")
     let recorded = try run(Built.vpnstat, ["record", "--count", "1", "--db", path], environment: environment)
     guard recorded.status == 0 else { throw TestSetupError("record: \(recorded.errors)") }

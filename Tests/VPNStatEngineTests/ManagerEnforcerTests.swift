@@ -769,8 +769,11 @@ struct ManagerCommandTests {
     #expect(printed.output == "out\n" && printed.errors == "err\n")
     #expect(printed.failure == "exited with status 3: err")
     let started = ContinuousClock.now
-    let daemon = runner.run(["/bin/sh", "-c", "sleep 5 & echo started"], timeout: .seconds(10))
-    #expect(daemon.succeeded && daemon.output == "started\n")
+    let daemon = runner.run(["/bin/sh", "-c", "sleep 5 & echo started $!"], timeout: .seconds(10))
+    // The daemon is this test's to end, not left to the test process's reaper.
+    let daemonID = daemon.output.split(separator: " ").last.flatMap { Int32($0.dropLast()) }
+    defer { if let daemonID { kill(daemonID, SIGKILL) } }
+    #expect(daemon.succeeded && daemon.output.hasPrefix("started ") && daemonID != nil, "\(daemon.output)")
     #expect(ContinuousClock.now - started < .seconds(3), "waited for the daemon's end of the pipe")
     let slow = runner.run(["/bin/sleep", "10"], timeout: .milliseconds(300))
     #expect(slow.outcome == .timedOut)
