@@ -39,8 +39,7 @@ package enum OpenMetrics {
     ledger: Ledger, session: SessionReport?, health: StoreHealth?, at time: Timestamp, format: Format,
     sink: ((UnsafeRawBufferPointer) -> Void)? = nil
   ) -> MetricsText {
-    let values = Array(ledger.entries.values)
-    let entries = Ledger.nameOrder(values).map { values[$0] }
+    let entries = ledger.entries.values
     let whole = 4096 + entries.count * (format == .openmetrics ? 1700 : 900)
     var out = MetricsText(format: format, capacity: sink == nil ? whole : min(whole, MetricsText.piece * 2))
     out.sink = sink
@@ -61,20 +60,23 @@ package enum OpenMetrics {
     return out
   }
 
-  /// The per-interface counters, then the per-class ones.
+  /// The per-interface counters in name order, then the per-class ones.
   static func writeLedger(_ entries: [LedgerEntry], into out: inout MetricsText) {
-    writeInterfaceCounters(entries, into: &out)
+    // The order, not the entries in it: a sorted copy was 170 KB of fresh pages at 1000
+    // interfaces, faulted in one by one (`docs/performance.md`).
+    writeInterfaceCounters(entries, order: Ledger.nameOrder(entries), into: &out)
     writeClassCounters(entries, into: &out)
   }
 
-  /// The seven counters of every interface, `_created` with each in OpenMetrics.
-  static func writeInterfaceCounters(_ entries: [LedgerEntry], into out: inout MetricsText) {
+  /// The seven counters of every interface, in `order` (positions in `entries`), `_created`
+  /// with each in OpenMetrics.
+  static func writeInterfaceCounters(_ entries: [LedgerEntry], order: [Int], into out: inout MetricsText) {
     // `{interface="…",class="…"} ` and the `_created` line's end of each entry, made once for
     // all seven metrics, into one buffer each (offsets mark the entries), and the totals as
     // plain values: the loops below then touch no reference-counted storage, and a line pair is
     // four copies, a number and a newline.
-    let labels = EntryLabels(entries, created: out.format == .openmetrics)
-    let totals = entries.map(\.totals)
+    let labels = EntryLabels(entries, order: order, created: out.format == .openmetrics)
+    let totals = order.map { entries[$0].totals }
     labels.labels.withBytes { labelBytes in
       labels.created.withBytes { createdBytes in
         for (metric, family) in interfaceFamilies.enumerated() {
@@ -126,13 +128,13 @@ package enum OpenMetrics {
     var labelEnds: [Int] = []
     var createdEnds: [Int] = []
 
-    init(_ entries: [LedgerEntry], created withCreated: Bool) {
+    init(_ entries: [LedgerEntry], order: [Int], created withCreated: Bool) {
       labels = OutputBytes(capacity: entries.count * 48)
       created = OutputBytes(capacity: withCreated ? entries.count * 64 : 0)
       labelEnds.reserveCapacity(entries.count)
       if withCreated { createdEnds.reserveCapacity(entries.count) }
       // By index: `for entry in` copies each entry, a retain and a release of all it holds.
-      for i in entries.indices {
+      for i in order {
         let start = labels.count
         labels.append("{interface=\"")
         OpenMetrics.appendLabel(entries[i].name, to: &labels)
@@ -186,9 +188,10 @@ package enum OpenMetrics {
     // scan every conformance in the program (~160,000 instructions, an eighth of an export).
     let allClasses = InterfaceClass.allCases
     var sums = [LedgerTotals?](repeating: nil, count: allClasses.count)
-    for entry in entries {
-      guard let at = allClasses.firstIndex(of: entry.interfaceClass) else { continue }
-      sums[at] = sums[at].map { $0 + entry.totals } ?? entry.totals
+    for i in entries.indices {
+      guard let at = allClasses.firstIndex(of: entries[i].interfaceClass) else { continue }
+      let totals = entries[i].totals
+      sums[at] = sums[at].map { $0 + totals } ?? totals
     }
     for (name, help, receive) in [
       ("vpnstat_class_receive_bytes", "Bytes received by all interfaces of a class (estimate).", true),
