@@ -59,6 +59,9 @@ public struct InterfaceFacts: Hashable, Sendable {
   /// The link speed in Mbit/s where the kernel knows a real one.
   public var speedMbps: UInt64?
 
+  /// Inlinable: made where it is stored (a catalog entry for each link), not built here and
+  /// copied out, the local then destroyed.
+  @inlinable
   public init(
     kind: String? = nil, devtype: String? = nil, hasWireless: Bool = false,
     hasTunFlags: Bool = false, arpType: UInt16? = nil, isVirtual: Bool? = nil,

@@ -171,7 +171,9 @@ public enum LinkState: String, Hashable, Sendable, CaseIterable {
   case testing
   case unknown
 
-  public init(_ link: LinkAttributes) {
+  /// Borrowing: the state of a link in a sample, read where it lies (taken, each link's
+  /// attributes were copied for it and destroyed after).
+  public init(_ link: borrowing LinkAttributes) {
     let iffUp: UInt32 = 0x1
     let iffRunning: UInt32 = 0x40
     let iffLowerUp: UInt32 = 0x10000

@@ -29,6 +29,9 @@ public struct InterfaceReport: Hashable, Sendable {
   /// written into fresh pages — each a page fault (~2 µs on this VM) a smaller report does not
   /// take. Not generic, so making its type asks the runtime for no conformance.
   @usableFromInline var managerSlot: ManagerSlot = .none
+  /// Whether a manager was found, asked without making a copy of it (`manager` makes one: a
+  /// writer that only asks paid a copy and a release of it for every interface).
+  @inlinable public var hasManager: Bool { if case .none = managerSlot { false } else { true } }
   /// For a WireGuard tunnel, what WireGuard itself says (peers, handshakes, encrypted transfer)
   /// or why it could not be read; nil for every other interface.
   public var wireguard: WireGuardStatus?

@@ -96,7 +96,7 @@ package enum StatusJSON {
     // a database but its tunnels') ends in its runs of nulls, written with the rest.
     let plainEnd =
       report.pointee.ledger == nil && report.pointee.rate == nil && report.pointee.wireguard == nil
-      && report.pointee.manager == nil
+      && !report.pointee.hasManager
     json.withRoom(reportRoom) { room in
       room.field("index", Int64(report.pointee.index))
       room.field("class", word: report.pointee.interfaceClass.word)
@@ -125,7 +125,7 @@ package enum StatusJSON {
     } else {
       json.fields(nullRates)
     }
-    if report.pointee.wireguard == nil && report.pointee.manager == nil {
+    if report.pointee.wireguard == nil && !report.pointee.hasManager {
       json.fields(nullExtras)
     } else {
       json.key("wireguard")
