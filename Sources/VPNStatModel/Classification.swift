@@ -132,45 +132,71 @@ public struct Classifier: Sendable {
   /// Switches rather than tables, like `classByType`: the first `[String: …]` a process makes
   /// has the Swift runtime scan every protocol conformance in the program for `String: Hashable`
   /// (~170,000 instructions, a fifth of a `status --json` on a small machine). By length first,
-  /// so a kind is compared with the few of its length, not three dozen.
+  /// so a kind is compared with the few of its length, not three dozen; then as one word of its
+  /// bytes against words the compiler makes of the literals: two Strings that differ are
+  /// compared by a call into the standard library (~20 instructions each, five for an `ifb`).
   static func classByKind(_ kind: String) -> InterfaceClass? {
-    switch kind.utf8.count {
+    // Its bytes as they lie (the UTF-8 view's index steps were most of this function).
+    var bytes = kind
+    let (count, word) = bytes.withUTF8 { utf8 -> (Int, UInt64) in
+      guard utf8.count <= 8 else { return (utf8.count, 0) }
+      var word: UInt64 = 0
+      for i in utf8.indices { word |= UInt64(utf8[i]) &<< UInt64(8 &* i) }
+      return (utf8.count, word)
+    }
+    switch count {
     case 3:
-      switch kind {
-      case "tun", "sit", "gre", "vti", "ppp": .tunnel
-      case "ifb", "vrf", "hsr": .other
-      default: nil
+      switch word {
+      case Self.word("tun"), Self.word("sit"), Self.word("gre"), Self.word("vti"), Self.word("ppp"): return .tunnel
+      case Self.word("ifb"), Self.word("vrf"), Self.word("hsr"): return .other
+      default: return nil
       }
     case 4:
-      switch kind {
-      case "ovpn", "ipip", "vti6", "xfrm": .tunnel
-      case "wwan": .cellular
-      case "veth", "bond", "team", "vlan": .other
-      default: nil
+      switch word {
+      case Self.word("ovpn"), Self.word("ipip"), Self.word("vti6"), Self.word("xfrm"): return .tunnel
+      case Self.word("wwan"): return .cellular
+      case Self.word("veth"), Self.word("bond"), Self.word("team"), Self.word("vlan"): return .other
+      default: return nil
       }
     case 5:
-      switch kind {
-      case "vxlan": .tunnel
-      case "rmnet": .cellular
-      case "dummy", "nlmon": .other
-      default: nil
+      switch word {
+      case Self.word("vxlan"): return .tunnel
+      case Self.word("rmnet"): return .cellular
+      case Self.word("dummy"), Self.word("nlmon"): return .other
+      default: return nil
       }
     case 6:
-      switch kind {
-      case "gretap", "ip6gre", "ip6tnl", "geneve": .tunnel
-      case "bridge", "ipvlan", "ipvtap", "netkit", "batadv": .other
-      default: nil
+      switch word {
+      case Self.word("gretap"), Self.word("ip6gre"), Self.word("ip6tnl"), Self.word("geneve"): return .tunnel
+      case Self.word("bridge"), Self.word("ipvlan"), Self.word("ipvtap"), Self.word("netkit"), Self.word("batadv"):
+        return .other
+      default: return nil
       }
-    case 7: kind == "macvlan" || kind == "macvtap" ? .other : nil
-    case 8: kind == "l2tp_eth" ? .tunnel : nil
-    case 9:
-      switch kind {
-      case "wireguard", "ip6gretap": .tunnel
-      case "netdevsim": .other
-      default: nil
-      }
+    case 7: return word == Self.word("macvlan") || word == Self.word("macvtap") ? .other : nil
+    case 8: return word == Self.word("l2tp_eth") ? .tunnel : nil
+    case 9: return classByLongKind(kind)
+    default: return nil
+    }
+  }
+
+  /// The kinds of nine bytes, too long for a word.
+  private static func classByLongKind(_ kind: String) -> InterfaceClass? {
+    switch kind {
+    case "wireguard", "ip6gretap": .tunnel
+    case "netdevsim": .other
     default: nil
     }
+  }
+
+  /// A literal kind's bytes as the word `classByKind` makes of a kind (the first byte lowest):
+  /// folded to a constant where it is written.
+  @inline(__always)
+  private static func word(_ literal: StaticString) -> UInt64 {
+    var word: UInt64 = 0
+    for i in 0..<min(literal.utf8CodeUnitCount, 8) {
+      word |= UInt64(literal.utf8Start[i]) &<< UInt64(8 * i)
+    }
+    return word
   }
 
   static func classByDevtype(_ devtype: String) -> InterfaceClass? {
