@@ -112,7 +112,7 @@ package struct InterfaceCatalog {
   }
 
   /// Where the instance is in `known`, classified first if it is not there yet.
-  private mutating func position(classifying name: InterfaceName, index: Int32, link: borrowing LinkAttributes) -> Int {
+  private mutating func position(classifying name: InterfaceName, index: Int32, link: LinkAttributes) -> Int {
     let at = position(of: index)
     if holds(at, index: index, name: name) { return at }
     return classify(name, index: index, link: link, at: at)
@@ -126,8 +126,7 @@ package struct InterfaceCatalog {
 
   /// Classifies an instance `known` lacks (or has under another name) and puts it at `at`, where
   /// `position(of:)` says it goes; returns its position.
-  /// `link` borrowed: read where it lies in the sample, not copied for the call.
-  private mutating func classify(_ name: InterfaceName, index: Int32, link: borrowing LinkAttributes, at: Int) -> Int {
+  private mutating func classify(_ name: InterfaceName, index: Int32, link: LinkAttributes, at: Int) -> Int {
     let found = at < known.count && known[at].index == index
     let entry: Entry
     if let (interfaceClass, evidence) = classifier.classify(name, kind: link.kind, arpType: link.arpType) {
