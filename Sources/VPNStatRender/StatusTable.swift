@@ -113,7 +113,7 @@ package enum StatusTable {
     init(_ snapshot: StatusSnapshot) {
       ledger = snapshot.interfaces.contains { $0.ledger != nil }
       rates = snapshot.interfaces.contains { $0.rate != nil }
-      managers = snapshot.interfaces.contains { $0.manager != nil }
+      managers = snapshot.interfaces.contains { $0.hasManager }
     }
 
     var columns: [TextTable.Column] {
