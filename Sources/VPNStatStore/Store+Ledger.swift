@@ -243,8 +243,15 @@ extension Store {
   /// What changes when another process commits: a writer's SQLite count of other connections'
   /// commits, a reader's stamp of the file (an immutable connection's count never moves). A
   /// process reloads what it keeps only when it moved.
+  ///
+  /// Outside an operation, the stamp alone, read as a read's first look reads it: asking opens
+  /// no connection. Through `reading`, a recorder asking after each of its own saves opened a
+  /// connection at the new stamp and parsed the schema, once a minute, and kept SQLite's parser
+  /// resident until the next save.
   package func dataVersion() throws -> Int64 {
-    try reading { try currentDataVersion() }
+    guard depth == 0 else { return try currentDataVersion() }
+    guard let stamp = StoreStamp.read(stampFiles) else { throw noStamp() }
+    return Self.version(of: stamp)
   }
 
   /// `dataVersion()` inside an operation already running.

@@ -24,6 +24,10 @@ package final class Store {
   private var writing: SQLiteConnection?
   /// The stamp after the writer's last operation: another, at the next, means another writer.
   private var writerStamp: StoreStamp?
+  /// How many times this writer opened its connection: at its first operation, and at each that
+  /// found the file changed by another writer since its last. Equal at two moments, and the file
+  /// then as this writer left it (`writtenVersion`), no one else committed in between.
+  package private(set) var writerEpoch = 0
   /// The connection reads use, opened at the stamp they read (a new one when the file changed:
   /// an immutable connection never looks again).
   private var reading: SQLiteConnection?
@@ -58,6 +62,9 @@ package final class Store {
   let stampFiles: StoreStamp.Files
   /// The stamp `reading` was opened at.
   private var openedAt: StoreStamp?
+  /// How many connections reads opened: one at each stamp they met, so one per commit read after
+  /// (each parses the schema).
+  package private(set) var readConnections = 0
   /// The stamp the last consistent read ended at: the next read starts from it rather than
   /// reading it again (8 system calls of a `status --db`'s 175). A commit since then makes that
   /// read's own closing stamp differ, and it runs again at once from a fresh one.
@@ -208,6 +215,7 @@ package final class Store {
   /// one. Either never looks again: the stamps around each read say whether the file held still.
   private func openReader(at stamp: StoreStamp) throws {
     reading = nil
+    readConnections += 1
     let connection: SQLiteConnection
     if stamp.isWAL, stamp.hasLog {
       connection = try Self.connect(location, query: "?mode=ro&vfs=unix-none", readOnly: true)
@@ -388,7 +396,10 @@ package final class Store {
       return try writerLock.holding(until: deadline()) {
         // Another writer wrote since this one's last operation: its index of the log is stale.
         let now = StoreStamp.read(stampFiles)
-        if writing == nil || now == nil || now != writerStamp { try mapped { try openWriter(at: now) } }
+        if writing == nil || now == nil || now != writerStamp {
+          writerEpoch += 1
+          try mapped { try openWriter(at: now) }
+        }
         defer { writerStamp = StoreStamp.read(stampFiles) }
         return try mapped(body)
       }
@@ -415,11 +426,7 @@ package final class Store {
     lastReadStamp = nil
     while true {
       let fresh = known == nil
-      guard let before = known ?? StoreStamp.read(stampFiles) else {
-        throw FileSystem.exists(realPath)
-          ? StoreError.notADatabase(path: location.path)
-          : StoreError.unavailable(path: location.path, detail: "it is gone")
-      }
+      guard let before = known ?? StoreStamp.read(stampFiles) else { throw noStamp() }
       known = nil
       if !before.isWriting {
         do {
@@ -443,6 +450,13 @@ package final class Store {
     }
   }
 
+  /// Why the file has no stamp: gone, or no SQLite file.
+  func noStamp() -> StoreError {
+    FileSystem.exists(realPath)
+      ? StoreError.notADatabase(path: location.path)
+      : StoreError.unavailable(path: location.path, detail: "it is gone")
+  }
+
   /// When the operation starting now stops waiting: its busy timeout, and never after the
   /// deadline of all (`waitingAtMost`).
   private func deadline() -> Int64 {
@@ -450,13 +464,20 @@ package final class Store {
     return busyDeadline.map { min(own, $0) } ?? own
   }
 
-  /// The version of the file the running read reads (its connection's stamp, hashed: FNV-1a),
-  /// which any commit changes.
-  var lastReadVersion: Int64 {
+  /// The version of the file the running read reads (its connection's stamp, hashed), which any
+  /// commit changes.
+  var lastReadVersion: Int64 { Self.version(of: openedAt) }
+
+  /// A stamp as a version (FNV-1a of its bytes): what `dataVersion()` and `writtenVersion` give.
+  static func version(of stamp: StoreStamp?) -> Int64 {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in openedAt?.bytes ?? [] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    for byte in stamp?.bytes ?? [] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
     return Int64(bitPattern: hash)
   }
+
+  /// The file's version (`dataVersion()`) as this writer's last operation left it, read under its
+  /// lock; nil before its first.
+  package var writtenVersion: Int64? { writerStamp.map { Self.version(of: $0) } }
 
   /// `body`, with SQLite's errors as `StoreError`s.
   private func mapped<T>(_ body: () throws -> T) throws -> T {

@@ -62,6 +62,11 @@ struct StoreStamp: Equatable {
     }
   }
 
+  /// The first bytes of every SQLite file: made once, not for each of a recorder's two stamps a
+  /// second (an array made from a String's bytes runs the standard library's shared code, which
+  /// then stays resident between saves).
+  private static let magic = Array("SQLite format 3\0".utf8)
+
   /// The stamp of the database `files` name now (`read(database:)`).
   static func read(_ files: Files) -> StoreStamp? {
     let real = files.database
@@ -70,7 +75,7 @@ struct StoreStamp: Equatable {
     var header = [UInt8](repeating: 0, count: 28)
     var database: FileStatus?
     guard header.withUnsafeMutableBytes({ readPrefix(of: real, into: $0, status: &database) }) == 28,
-      let database, database.isRegular, header.starts(with: Array("SQLite format 3\0".utf8))
+      let database, database.isRegular, header.starts(with: magic)
     else { return nil }
     stamp.bytes.append(contentsOf: header[18..<20])
     stamp.bytes.append(contentsOf: header[24..<28])

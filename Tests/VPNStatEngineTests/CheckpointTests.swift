@@ -161,6 +161,49 @@ struct CheckpointTests {
   }
 
   @Test(
+    "the recorder's own saves are not read back: no connection opened for them; a window another process opens right after one is still saved at the next sample"
+  )
+  func ownSavesNotReadBack() throws {
+    let directory = try TemporaryDirectory("ckown")
+    var recorder = try recorder(directory, saveInterval: .seconds(10))
+    kernel.add("tun7", up: true)
+    let index = try #require(kernel.index(of: "tun7"))
+    try recorder.sample()
+    /// A sample after `seconds` with traffic; whether it saved (wrote the file).
+    func sample(after seconds: Int64) throws -> Bool {
+      let written = recorder.store.writtenVersion
+      kernel.carry(index, rx: 100, tx: 10)
+      clock.advance(.seconds(seconds))
+      try recorder.sample()
+      return recorder.store.writtenVersion != written
+    }
+    // The first save after the session was read (a new writer epoch) is read back once.
+    #expect(try sample(after: 11))
+    _ = try sample(after: 1)
+    let opened = recorder.store.readConnections
+    var saves = 0
+    for _ in 0..<3 {
+      if try sample(after: 11) { saves += 1 }
+      _ = try sample(after: 1)
+      _ = try sample(after: 1)
+    }
+    #expect(saves == 3)
+    #expect(recorder.store.readConnections == opened, "each save of its own opened a connection to read it back")
+    // Another process opens a window just after the recorder's save: the next sample reads it and
+    // saves the ledger with it.
+    #expect(try sample(after: 11))
+    let enforcer = try #require(try Store.open(recorder.store.location, intent: .write))
+    try enforcer.updateSession { record in
+      record.window = SessionWindow.open(
+        at: clock.now().wall, lengths: SessionLengths(session: .seconds(900), pause: .seconds(2700)))
+    }
+    let before = try #require(try stored(directory).entries[tun7]).totals.traffic.rxBytes
+    #expect(try sample(after: 1), "a window opened by another process is saved at once")
+    #expect(try stored(directory).entries[tun7]?.totals.traffic.rxBytes == before + 100)
+    #expect(recorder.store.readConnections > opened)
+  }
+
+  @Test(
     "/metrics and the textfile show every sample, not every checkpoint: totals and a data cap's usage from memory"
   )
   func publishedEverySample() throws {

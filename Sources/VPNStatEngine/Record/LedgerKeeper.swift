@@ -284,7 +284,9 @@ package struct LedgerKeeper {
     // The table the store wrote is the saved one: shared, not a second copy.
     memory.saved(checkpoint, stored: store.savedLedger)
     self.memory = memory
-    absorbedVersion = try? store.dataVersion()
+    // As this save left the file, read under its lock: a commit by another writer after it is
+    // still to be absorbed.
+    absorbedVersion = store.writtenVersion ?? (try? store.dataVersion())
     unbooked = []
     writer = nil
     lastSave = sample?.taken.boottime ?? attempt.boottime

@@ -26,9 +26,9 @@ package struct Recorder {
   let writeTextfile: ([UInt8], String) throws -> Void
   /// The database problem last logged, so a long outage is one line, not one per tick.
   package private(set) var lastProblem: String?
-  /// The session window as last seen, and SQLite's count of other connections' commits then: a
+  /// The session window as last seen, the file's version then and the store's writer epoch: a
   /// window opened or ended by an enforcer is saved with the ledger at once.
-  private var sessionSeen: (version: Int64, record: SessionRecord)?
+  private var sessionSeen: (version: Int64, epoch: Int, record: SessionRecord)?
   /// For the status page: the totals of the last published sample (rates are the difference),
   /// and the last day's history, read again once a minute, not every sample.
   private var publishedTotals: (monotonic: Int64, traffic: [InterfaceName: TrafficCounts])?
@@ -200,14 +200,21 @@ package struct Recorder {
 
   /// A window opened, ended or reset by another process is saved with the ledger at once, so the
   /// stored totals and the window's usage base agree for every reader.
+  ///
+  /// The recorder's own saves change the file, never the session: when only they came since the
+  /// session was read (the same writer epoch, and the file as its last write left it), it is not
+  /// read again. Read after each save, it opened a connection at the new stamp and parsed the
+  /// schema once a minute, and SQLite's parser and the standard library's string code then stayed
+  /// resident until the next save.
   private mutating func noteSessionChange() {
-    guard let version = try? store.dataVersion(), version != sessionSeen?.version,
-      let record = try? store.sessionRecord()
-    else { return }
+    guard let version = try? store.dataVersion(), version != sessionSeen?.version else { return }
+    let epoch = store.writerEpoch
+    if let seen = sessionSeen, seen.epoch == epoch, version == store.writtenVersion { return }
+    guard let record = try? store.sessionRecord() else { return }
     if let seen = sessionSeen?.record, seen.window != record.window || seen.plan != record.plan {
       keeper.requestSave()
     }
-    sessionSeen = (version, record)
+    sessionSeen = (version, epoch, record)
   }
 }
 
