@@ -204,6 +204,41 @@ struct CheckpointTests {
   }
 
   @Test(
+    "a window another process commits between the recorder's look at the file and its save is read at the next sample, not taken for the recorder's own write"
+  )
+  func commitBeforeOwnSave() throws {
+    let directory = try TemporaryDirectory("ckrace")
+    let claims = ClaimHook()
+    var recorder = try recorder(directory, saveInterval: .seconds(10), lock: HookedLedgerLock(claims))
+    kernel.add("tun7", up: true)
+    let index = try #require(kernel.index(of: "tun7"))
+    func sample(after seconds: Int64) throws {
+      kernel.carry(index, rx: 100, tx: 10)
+      clock.advance(.seconds(seconds))
+      try recorder.sample()
+    }
+    try recorder.sample()
+    try sample(after: 11)
+    try sample(after: 1)
+    let enforcer = try #require(try Store.open(recorder.store.location, intent: .write))
+    // The enforcer commits as the recorder's due save claims the ledger: after the recorder
+    // looked at the file in this sample, before its save.
+    claims.before = {
+      try enforcer.updateSession { record in
+        record.window = SessionWindow.open(
+          at: clock.now().wall, lengths: SessionLengths(session: .seconds(900), pause: .seconds(2700)))
+      }
+    }
+    try sample(after: 11)
+    #expect(claims.ran == 1)
+    let saved = try #require(try stored(directory).entries[tun7]).totals.traffic.rxBytes
+    try sample(after: 1)
+    #expect(
+      try stored(directory).entries[tun7]?.totals.traffic.rxBytes == saved + 100,
+      "the window was taken for the recorder's own write: the ledger was not saved with it")
+  }
+
+  @Test(
     "/metrics and the textfile show every sample, not every checkpoint: totals and a data cap's usage from memory"
   )
   func publishedEverySample() throws {
@@ -432,4 +467,26 @@ struct LedgerWriterTests {
     #expect(recorder.keeper.isWriting)
     #expect(try store.loadLedger().entries[InterfaceName("tun7")] != nil)
   }
+}
+
+/// What a `HookedLedgerLock` runs once, the next time the recorder claims the ledger for a save.
+final class ClaimHook: @unchecked Sendable {
+  var before: (() throws -> Void)?
+  var ran = 0
+}
+
+/// An uncontended ledger lock that runs its hook's work as a save claims it: another process's
+/// commit between the recorder's look at the file and its save.
+struct HookedLedgerLock: LedgerWriterLock {
+  let hook: ClaimHook
+  init(_ hook: ClaimHook) { self.hook = hook }
+  mutating func claim() throws -> Bool {
+    if let before = hook.before {
+      hook.before = nil
+      hook.ran += 1
+      try before()
+    }
+    return true
+  }
+  func sharing<T>(_ save: () throws -> T) throws -> (result: T?, holder: String?) { (try save(), nil) }
 }
