@@ -57,13 +57,16 @@ package enum RouteLinkMessages {
   }
 
   /// An `RTM_GETSTATS` dump request for the 64-bit link counters only.
-  static func statsDumpRequest() -> [UInt8] {
+  static func statsDumpRequest() -> [UInt8] { statsDumpPayload }
+
+  /// The same every time: made once, not for every sample (a recorder's every second).
+  private static let statsDumpPayload: [UInt8] = {
     var payload = [UInt8](repeating: 0, count: statsHeaderLength)
     payload[0] = UInt8(AF_UNSPEC)
     let mask = clinux_stats_filter_bit(UInt32(IFLA_STATS_LINK_64))
     withUnsafeBytes(of: mask) { payload.replaceSubrange(8..<12, with: $0) }
     return payload
-  }
+  }()
 
   /// A request that sets or clears IFF_UP on the link with `index`.
   static func setUpRequest(index: Int32, up: Bool) -> [UInt8] {

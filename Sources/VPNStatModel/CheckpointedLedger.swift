@@ -95,17 +95,18 @@ public struct UnsavedTraffic: Sendable {
   private mutating func period(of wall: Timestamp, calendar: any LocalCalendar) -> Int {
     let seconds = wall.seconds
     if let last = lastPeriod, last.seconds == seconds { return last.period }
-    // Indexed by granularity (its raw value), as `forEachSum` reads them.
-    var starts = [Int64](repeating: 0, count: TrafficGranularity.allCases.count)
-    for granularity in TrafficGranularity.allCases {
-      starts[granularity.rawValue] = granularity.start(of: wall, in: calendar)
-    }
-    let period: Int
-    if let known = periods.firstIndex(of: starts) {
-      period = known
-    } else {
-      period = periods.count
-      periods.append(starts)
+    // Indexed by granularity (its raw value), as `forEachSum` reads them. Made on the stack, and
+    // an array only for a period not seen before: an array made for each sample went through the
+    // standard library's shared allocation every second.
+    let count = TrafficGranularity.allCases.count
+    let period = withUnsafeTemporaryAllocation(of: Int64.self, capacity: count) { starts -> Int in
+      starts.initialize(repeating: 0)
+      for granularity in TrafficGranularity.allCases {
+        starts[granularity.rawValue] = granularity.start(of: wall, in: calendar)
+      }
+      if let known = periods.firstIndex(where: { $0.elementsEqual(starts) }) { return known }
+      periods.append(Array(starts))
+      return periods.count - 1
     }
     lastPeriod = (seconds, period)
     return period

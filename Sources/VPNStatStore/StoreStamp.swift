@@ -69,49 +69,53 @@ struct StoreStamp: Equatable {
 
   /// The stamp of the database `files` name now (`read(database:)`).
   static func read(_ files: Files) -> StoreStamp? {
-    let real = files.database
-    var stamp = ByteWriter()
-    stamp.bytes.reserveCapacity(length)
-    var header = [UInt8](repeating: 0, count: 28)
-    var database: FileStatus?
-    guard header.withUnsafeMutableBytes({ readPrefix(of: real, into: $0, status: &database) }) == 28,
-      let database, database.isRegular, header.starts(with: magic)
-    else { return nil }
-    stamp.bytes.append(contentsOf: header[18..<20])
-    stamp.bytes.append(contentsOf: header[24..<28])
-    stamp.u64(database.device)
-    stamp.u64(database.inode)
-    stamp.u32(database.owner)
-    stamp.u32(database.permissions)
-    let inWALMode = header[18] == 2 || header[19] == 2
-    var log = [UInt8](repeating: 0, count: 32 + 24)
-    let wal = inWALMode ? readLog(files.log, into: &log) : nil
-    stamp.u64(wal?.device ?? 0)
-    stamp.u64(wal?.inode ?? 0)
-    stamp.u64(UInt64(wal?.size ?? 0))
-    stamp.bytes.append(contentsOf: log[16..<24])
-    stamp.bytes.append(contentsOf: log[32..<56])
-    // A journal with nothing in it (or none) is no transaction: DELETE mode removes it at each
-    // commit, TRUNCATE empties it.
-    let journal = FileStatus.of(files.journal)
-    return StoreStamp(bytes: stamp.bytes, isWriting: (journal?.size ?? 0) > 0 && !inWALMode)
+    // The file's header and the log's two headers are read into the stack: arrays made for them
+    // went through the standard library's shared (unspecialized) allocation, twice a stamp, in a
+    // recorder twice a second (docs/performance.md: the standard library's shared code).
+    withUnsafeTemporaryAllocation(byteCount: 28 + 56, alignment: 8) { scratch in
+      scratch.initializeMemory(as: UInt8.self, repeating: 0)
+      let header = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<28])
+      let log = UnsafeMutableRawBufferPointer(rebasing: scratch[28...])
+      var database: FileStatus?
+      guard readPrefix(of: files.database, into: header, status: &database) == 28, let database,
+        database.isRegular, header.starts(with: magic)
+      else { return nil }
+      var stamp = ByteWriter()
+      stamp.bytes.reserveCapacity(length)
+      stamp.bytes.append(contentsOf: header[18..<20])
+      stamp.bytes.append(contentsOf: header[24..<28])
+      stamp.u64(database.device)
+      stamp.u64(database.inode)
+      stamp.u32(database.owner)
+      stamp.u32(database.permissions)
+      let inWALMode = header[18] == 2 || header[19] == 2
+      let wal = inWALMode ? readLog(files.log, into: log) : nil
+      stamp.u64(wal?.device ?? 0)
+      stamp.u64(wal?.inode ?? 0)
+      stamp.u64(UInt64(wal?.size ?? 0))
+      stamp.bytes.append(contentsOf: log[16..<24])
+      stamp.bytes.append(contentsOf: log[32..<56])
+      // A journal with nothing in it (or none) is no transaction: DELETE mode removes it at each
+      // commit, TRUNCATE empties it.
+      let journal = FileStatus.of(files.journal)
+      return StoreStamp(bytes: stamp.bytes, isWriting: (journal?.size ?? 0) > 0 && !inWALMode)
+    }
   }
 
-  /// Reads the log at `path`: its 32-byte header into `buffer`, then the 24-byte header of its
-  /// last whole frame (page number, the file's size when it ends a commit, salts, checksum);
-  /// returns what the open file is, nil when it cannot be read (the bytes then stay zero).
-  private static func readLog(_ path: String, into buffer: inout [UInt8]) -> FileStatus? {
+  /// Reads the log at `path`: its 32-byte header into `buffer` (56 bytes), then the 24-byte header
+  /// of its last whole frame (page number, the file's size when it ends a commit, salts,
+  /// checksum); returns what the open file is, nil when it cannot be read (the bytes then stay
+  /// zero).
+  private static func readLog(_ path: String, into raw: UnsafeMutableRawBufferPointer) -> FileStatus? {
     guard let fd = try? FileDescriptor.open(path, FileDescriptor.readingNoFollow) else { return nil }
     defer { fd.close() }
     guard let status = try? fd.status(), status.isRegular else { return nil }
-    buffer.withUnsafeMutableBytes { raw in
-      guard (try? fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<32]), at: 0)) == 32 else { return }
-      let pageSize = raw[8..<12].reduce(0) { $0 << 8 | Int($1) }
-      let frame = 24 + pageSize
-      let frames = (status.size - 32) / frame
-      guard pageSize >= 512, frames > 0 else { return }
-      _ = try? fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[32..<56]), at: 32 + (frames - 1) * frame)
-    }
+    guard (try? fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<32]), at: 0)) == 32 else { return status }
+    let pageSize = raw[8..<12].reduce(0) { $0 << 8 | Int($1) }
+    let frame = 24 + pageSize
+    let frames = (status.size - 32) / frame
+    guard pageSize >= 512, frames > 0 else { return status }
+    _ = try? fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[32..<56]), at: 32 + (frames - 1) * frame)
     return status
   }
 

@@ -206,7 +206,8 @@ package struct FileStatus: Hashable, Sendable {
   /// The file at `path` (a symlink followed), or nil when there is none or it cannot be looked at.
   package static func of(_ path: String) -> FileStatus? {
     var info = stat()
-    guard (try? retryingInterrupts({ stat(path, &info) })) != nil else { return nil }
+    // The String's own bytes, lent: passed as is, it was copied into a new C string at each call.
+    guard (try? path.withCString { path in try retryingInterrupts({ stat(path, &info) }) }) != nil else { return nil }
     return FileStatus(info)
   }
 

@@ -65,19 +65,19 @@ package final class NetlinkSocket {
   package func send(type: UInt16, flags: UInt16, payload: [UInt8]) throws -> UInt32 {
     sequence &+= 1
     let headerLength = Int(clinux_nlmsg_hdrlen())
-    var message = [UInt8](repeating: 0, count: headerLength + payload.count)
-    message.withUnsafeMutableBytes { raw in
-      raw.storeBytes(of: UInt32(raw.count), toByteOffset: 0, as: UInt32.self)
+    let length = headerLength + payload.count
+    var kernel = sockaddr_nl()
+    kernel.nl_family = sa_family_t(AF_NETLINK)
+    // Made on the stack: an array made for it went through the standard library's shared
+    // allocation at every request, a recorder's every second (docs/performance.md).
+    let sent = try withUnsafeTemporaryAllocation(byteCount: length, alignment: 4) { raw -> Int in
+      raw.initializeMemory(as: UInt8.self, repeating: 0)
+      raw.storeBytes(of: UInt32(length), toByteOffset: 0, as: UInt32.self)
       raw.storeBytes(of: type, toByteOffset: 4, as: UInt16.self)
       raw.storeBytes(of: flags, toByteOffset: 6, as: UInt16.self)
       raw.storeBytes(of: sequence, toByteOffset: 8, as: UInt32.self)
-      raw.storeBytes(of: 0, toByteOffset: 12, as: UInt32.self)
-    }
-    message.replaceSubrange(headerLength..., with: payload)
-    var kernel = sockaddr_nl()
-    kernel.nl_family = sa_family_t(AF_NETLINK)
-    let sent = try message.withUnsafeBytes { (raw) -> Int in
-      try withUnsafePointer(to: &kernel) { (pointer) -> Int in
+      payload.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: raw[headerLength...]).copyMemory(from: $0) }
+      return try withUnsafePointer(to: &kernel) { (pointer) -> Int in
         try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) -> Int in
           try retryingInterrupts {
             sendto(
@@ -87,7 +87,7 @@ package final class NetlinkSocket {
         }
       }
     }
-    if sent != message.count { throw Errno(rawValue: EMSGSIZE) }
+    if sent != length { throw Errno(rawValue: EMSGSIZE) }
     return sequence
   }
 

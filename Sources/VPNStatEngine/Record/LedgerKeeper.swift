@@ -171,18 +171,20 @@ package struct LedgerKeeper {
   /// else advancing the ledger in memory. A database that is busy or full leaves everything in
   /// memory and throws its `StoreError`; the next step tries again.
   package mutating func step(_ sampler: inout TrafficSampler) throws -> Step {
-    var problem: StoreError?
+    // No optional problem made for the step that has none (every second's): its destroy went
+    // through the standard library's shared code (`Optional`'s value witnesses).
     if isDue(at: sampler.clock.now()) {
       do {
         if let step = try save(&sampler) { return step }
       } catch let error as StoreError where error.isTransient {
-        problem = error
+        var step = try advance(&sampler)
+        step.problem = error
+        return step
       }
     }
     var step = try advance(&sampler)
-    step.problem = problem
     // A name seen for the first time: saved now, not a save interval later.
-    if problem == nil, memory?.saveRequested == true {
+    if memory?.saveRequested == true {
       do {
         if var saved = try save(&sampler) {
           saved.events = step.events + saved.events
