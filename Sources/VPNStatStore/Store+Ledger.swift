@@ -240,12 +240,12 @@ extension Store {
     _ = try? guarded { try checkpointLog() }
   }
 
-  /// What changes when another process commits: a writer's SQLite count of other connections'
-  /// commits, a reader's stamp of the file (an immutable connection's count never moves). A
-  /// process reloads what it keeps only when it moved.
+  /// What changes when another process commits: the file's stamp, hashed (an immutable
+  /// connection's count never moves); inside a writer's operation, SQLite's count of other
+  /// connections' commits. A process reloads what it keeps only when it moved.
   ///
-  /// Outside an operation, the stamp alone, read as a read's first look reads it: asking opens
-  /// no connection. Through `reading`, a recorder asking after each of its own saves opened a
+  /// Outside an operation, the stamp is read as a read's first look reads it: asking opens no
+  /// connection. Through `reading`, a recorder asking after each of its own saves opened a
   /// connection at the new stamp and parsed the schema, once a minute, and kept SQLite's parser
   /// resident until the next save.
   package func dataVersion() throws -> Int64 {

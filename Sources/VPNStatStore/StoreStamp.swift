@@ -102,10 +102,9 @@ struct StoreStamp: Equatable {
     }
   }
 
-  /// Reads the log at `path`: its 32-byte header into `buffer` (56 bytes), then the 24-byte header
-  /// of its last whole frame (page number, the file's size when it ends a commit, salts,
-  /// checksum); returns what the open file is, nil when it cannot be read (the bytes then stay
-  /// zero).
+  /// Reads the log at `path`: its 32-byte header into `raw` (56 bytes), then the 24-byte header of
+  /// its last whole frame (page number, the file's size when it ends a commit, salts, checksum);
+  /// returns what the open file is, nil when it cannot be read (the bytes then stay zero).
   private static func readLog(_ path: String, into raw: UnsafeMutableRawBufferPointer) -> FileStatus? {
     guard let fd = try? FileDescriptor.open(path, FileDescriptor.readingNoFollow) else { return nil }
     defer { fd.close() }
