@@ -123,12 +123,18 @@ let package = Package(
       // Static, like vpnstat: SwiftPM links the Swift runtime into every executable, and a floor
       // must not pay the dynamic loader for a runtime it never calls.
       linkerSettings: [.unsafeFlags(["-static-executable"], .when(configuration: .release))]),
+    // The same dump, then the reads `status --db` makes through SQLite when nothing is published:
+    // the floor of that path, a plain C program over the same library, linked the same way.
+    .executableTarget(
+      name: "sqlite-floor", dependencies: ["CNetlinkFloor", "CSQLite"], path: "Benchmarks/sqlite-floor",
+      // SQLite's math functions need libm, which nothing else here links a C program against.
+      linkerSettings: [.linkedLibrary("m"), .unsafeFlags(["-static-executable"], .when(configuration: .release))]),
     .executableTarget(
       name: "vpnstat-bench",
       dependencies: [
         "VPNStatModel", "VPNStatSystem", "VPNStatKernel", "VPNStatStore", "VPNStatRender", "VPNStatEngine",
         "VPNStatCapture", "VPNStatCommandLine", "VPNStatSimulation", "CNetlinkFloor", "CPcapFloor", "vpnstat",
-        "netlink-floor",
+        "netlink-floor", "sqlite-floor",
       ],
       path: "Benchmarks/vpnstat-bench"),
     // Traffic history made through the store's own API with an injected clock: the benchmark's

@@ -134,6 +134,12 @@ enum CommandBenchmark {
       commands.append(
         TimedCommand(PreparedCommand(label: Labels.commandFloor, path: floor, arguments: []), counting: .floor))
     }
+    let sqliteFloor = sqliteFloorPath()
+    if access(sqliteFloor, X_OK) == 0 {
+      commands.append(
+        TimedCommand(
+          PreparedCommand(label: Labels.sqliteFloor, path: sqliteFloor, arguments: [unpublished]), counting: .floor))
+    }
     if let alternative {
       commands.append(
         TimedCommand(

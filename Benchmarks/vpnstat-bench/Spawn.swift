@@ -160,9 +160,14 @@ func ownExecutablePath() -> String {
 }
 
 /// `netlink-floor`, the package's C floors, built beside this program.
-func netlinkFloorPath() -> String {
+func netlinkFloorPath() -> String { besideThisProgram("netlink-floor") }
+
+/// `sqlite-floor`, the C floor of a read through SQLite, built beside this program.
+func sqliteFloorPath() -> String { besideThisProgram("sqlite-floor") }
+
+private func besideThisProgram(_ name: String) -> String {
   ownExecutablePath().split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-    + "/netlink-floor"
+    + "/" + name
 }
 
 /// A failure the bench reports and stops on.
