@@ -57,7 +57,9 @@ struct BenchOptions {
       --sizes LIST       ifb device counts, one namespace each (every namespace also has lo)
       --only PARTS       readers: in-process cost of one sample per reader, beside a C floor,
                                   and of each stage of status --json
-                         status:  wall time of vpnstat status --json beside ip -s -j link
+                         status:  wall time of vpnstat status --json beside ip -s -j link,
+                                  netlink-floor (the same dump in C) and sqlite-floor (that
+                                  dump and the reads of status --db through SQLite, in C)
                          startup: vpnstat --version beside /bin/true and ip -V
                          ledger:  one ledger advance for 1000 interfaces; database size
                                   after a simulated year for 20 interfaces
