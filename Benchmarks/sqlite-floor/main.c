@@ -6,13 +6,26 @@
 // row's columns read; the ledger snapshot's bytes are read through the blob API and summed, not
 // decoded. It prints the interface count first, as netlink-floor does.
 //
+// With `--record`, it is instead the plainest recorder that keeps what vpnstat's keeps: the link
+// table once, then netlink-floor --every-second's RTM_GETSTATS dump every second into it, and
+// every minute the save `record` makes, on a connection configured as its writer's — one
+// transaction with the trusted clock's row, every moved link's `interfaces` row (19 columns,
+// INSERT OR REPLACE), its 5-minute bucket (the upsert), a ledger snapshot of 138 bytes a link and
+// its mark — then a published file of the same size written beside it and renamed into place,
+// and SQLite's cache handed back. No ledger rules, no classes, no session: the floor of the
+// recorder's CPU with its storage work, on a database vpnstat made (its schema and rows).
+//
 // Usage: sqlite-floor DATABASE
+//        sqlite-floor --record DATABASE PUBLISHING_DIRECTORY
 
 #include <CNetlinkFloor.h>
 #include <inttypes.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /// Runs `sql` and reads every column of every row; returns how many rows, or -1.
@@ -36,9 +49,174 @@ static long read_rows(sqlite3 *db, const char *sql) {
   return rc == SQLITE_DONE ? rows : -1;
 }
 
+enum { most_links = 8192, snapshot_bytes_per_link = 138 };
+static struct floor_link links[most_links];
+static uint64_t saved[most_links][4];
+static uint64_t totals[most_links][4];
+static uint64_t deltas[most_links][4];
+static unsigned char snapshot[most_links * snapshot_bytes_per_link];
+
+static int64_t clock_nanoseconds(clockid_t clock) {
+  struct timespec now;
+  clock_gettime(clock, &now);
+  return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/// One statement run once with its values bound by `bind`; SQLITE_DONE or the error.
+static int run(sqlite3_stmt *statement) {
+  int rc;
+  while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {}
+  sqlite3_reset(statement);
+  return rc;
+}
+
+/// What `record` saves every minute, as one transaction; then the published file.
+static int save(sqlite3 *db, sqlite3_stmt *const *statements, long count, const char *boot_id,
+                const char *published, const char *published_temporary) {
+  enum { begin, trusted, row, stale, through, bucket, snapshot_row, mark, commit };
+  int64_t wall = clock_nanoseconds(CLOCK_REALTIME);
+  int64_t boottime = clock_nanoseconds(CLOCK_BOOTTIME);
+  if (run(statements[begin]) != SQLITE_DONE) return -1;
+  sqlite3_bind_int64(statements[trusted], 1, wall);
+  sqlite3_bind_int64(statements[trusted], 2, boottime);
+  sqlite3_bind_text(statements[trusted], 3, boot_id, -1, SQLITE_STATIC);
+  if (run(statements[trusted]) != SQLITE_DONE) goto failed;
+  int64_t bucket_start = wall / 1000000000 / 300 * 300;
+  for (long i = 0; i < count; i++) {
+    uint64_t delta[4];
+    int moved = 0;
+    for (int c = 0; c < 4; c++) {
+      delta[c] = links[i].counters[c] - saved[i][c];
+      moved |= delta[c] != 0;
+      totals[i][c] += delta[c];
+      deltas[i][c] = delta[c];
+    }
+    if (!moved) continue;
+    sqlite3_stmt *statement = statements[row];
+    sqlite3_bind_blob(statement, 1, links[i].name, links[i].name_length, SQLITE_STATIC);
+    sqlite3_bind_text(statement, 2, "other", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(statement, 3, wall);
+    sqlite3_bind_int64(statement, 4, links[i].index);
+    sqlite3_bind_int64(statement, 5, 1);
+    sqlite3_bind_int64(statement, 6, 64);
+    // rx_bytes, tx_bytes, rx_packets, tx_packets: the kernel's order is packets first.
+    static const int order[4] = {2, 3, 0, 1};
+    for (int c = 0; c < 4; c++) sqlite3_bind_int64(statement, 7 + c, (int64_t)links[i].counters[order[c]]);
+    sqlite3_bind_int64(statement, 11, wall);
+    sqlite3_bind_int64(statement, 12, boottime);
+    for (int c = 0; c < 4; c++) sqlite3_bind_int64(statement, 13 + c, (int64_t)totals[i][order[c]]);
+    for (int c = 17; c <= 19; c++) sqlite3_bind_int64(statement, c, 0);
+    if (run(statement) != SQLITE_DONE) goto failed;
+    memcpy(saved[i], links[i].counters, sizeof saved[i]);
+  }
+  if (run(statements[stale]) != SQLITE_DONE || run(statements[through]) != SQLITE_DONE) goto failed;
+  for (long i = 0; i < count; i++) {
+    if (!(deltas[i][0] | deltas[i][1] | deltas[i][2] | deltas[i][3])) continue;
+    sqlite3_stmt *statement = statements[bucket];
+    sqlite3_bind_blob(statement, 1, links[i].name, links[i].name_length, SQLITE_STATIC);
+    sqlite3_bind_int64(statement, 2, bucket_start);
+    static const int order[4] = {2, 3, 0, 1};
+    for (int c = 0; c < 4; c++) sqlite3_bind_int64(statement, 3 + c, (int64_t)deltas[i][order[c]]);
+    if (run(statement) != SQLITE_DONE) goto failed;
+  }
+  // The snapshot: each link's name, index, baseline and totals, laid out as plainly as can be.
+  for (long i = 0; i < count; i++) {
+    unsigned char *entry = snapshot + i * snapshot_bytes_per_link;
+    memcpy(entry, links[i].name, 16);
+    memcpy(entry + 16, &links[i].index, 4);
+    memcpy(entry + 20, links[i].counters, 32);
+    memcpy(entry + 52, totals[i], 32);
+    memcpy(entry + 84, &wall, 8);
+    memcpy(entry + 92, &boottime, 8);
+  }
+  size_t snapshot_length = (size_t)count * snapshot_bytes_per_link;
+  sqlite3_bind_blob(statements[snapshot_row], 1, snapshot, (int)snapshot_length, SQLITE_STATIC);
+  if (run(statements[snapshot_row]) != SQLITE_DONE || run(statements[mark]) != SQLITE_DONE) goto failed;
+  if (run(statements[commit]) != SQLITE_DONE) goto failed;
+  sqlite3_db_release_memory(db);
+  int fd = open(published_temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  ssize_t written = write(fd, snapshot, snapshot_length);
+  close(fd);
+  if (written != (ssize_t)snapshot_length || rename(published_temporary, published) != 0) return -1;
+  return 0;
+
+failed:
+  fprintf(stderr, "sqlite-floor: save: %s\n", sqlite3_errmsg(db));
+  sqlite3_exec(db, "ROLLBACK", 0, 0, 0);
+  return -1;
+}
+
+static int record(const char *database, const char *directory) {
+  int fd = netlink_floor_open();
+  if (fd < 0) return 69;
+  long count = netlink_floor_link_table(fd, links, most_links);
+  if (count <= 0) return 69;
+  char boot_id[64] = "";
+  int boot = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (boot >= 0) {
+    ssize_t n = read(boot, boot_id, 36);
+    boot_id[n > 0 ? n : 0] = 0;
+    close(boot);
+  }
+  char published[4200], published_temporary[4300], uri[4200];
+  snprintf(published, sizeof published, "%s/record-floor.published", directory);
+  snprintf(published_temporary, sizeof published_temporary, "%s.new", published);
+  snprintf(uri, sizeof uri, "file:%s?vfs=unix-none", database);
+  sqlite3_config(SQLITE_CONFIG_PAGECACHE, (void *)0, 0, 0);
+  sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  sqlite3 *db;
+  if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, 0) != SQLITE_OK) return 66;
+  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)0);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, (int *)0);
+  if (sqlite3_exec(db,
+                   "PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size = -512; PRAGMA synchronous=NORMAL; "
+                   "PRAGMA journal_size_limit=0",
+                   0, 0, 0) != SQLITE_OK)
+    return 66;
+  static const char *const sql[] = {
+      "BEGIN IMMEDIATE",
+      "INSERT OR REPLACE INTO trusted_clock (id, wall, boottime, boot_id) VALUES (1, ?, ?, ?)",
+      "INSERT OR REPLACE INTO interfaces (name, class, first_seen_at, if_index, boot, width, rx_bytes, "
+      "tx_bytes, rx_packets, tx_packets, sampled_at, boottime, total_rx_bytes, total_tx_bytes, "
+      "total_rx_packets, total_tx_packets, resets, wraps, discarded) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "DELETE FROM ledger_snapshot_current WHERE id = 1",
+      "SELECT through FROM bucket_fold WHERE id = 1",
+      "INSERT INTO buckets (name, granularity, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets) "
+      "VALUES (?1, 0, ?2, 'other', ?3, ?4, ?5, ?6) ON CONFLICT (granularity, start, name) DO UPDATE SET "
+      "class = excluded.class, rx_bytes = rx_bytes + excluded.rx_bytes, tx_bytes = tx_bytes + "
+      "excluded.tx_bytes, rx_packets = rx_packets + excluded.rx_packets, tx_packets = tx_packets + "
+      "excluded.tx_packets",
+      "INSERT OR REPLACE INTO ledger_snapshot (id, data) VALUES (1, ?)",
+      "INSERT OR REPLACE INTO ledger_snapshot_current (id, token) VALUES (1, random())",
+      "COMMIT",
+  };
+  enum { statement_count = sizeof sql / sizeof *sql };
+  sqlite3_stmt *statements[statement_count];
+  for (int i = 0; i < statement_count; i++) {
+    if (sqlite3_prepare_v3(db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &statements[i], 0) != SQLITE_OK) {
+      fprintf(stderr, "sqlite-floor: %s\n", sqlite3_errmsg(db));
+      return 65;
+    }
+  }
+  if (netlink_floor_sample_into(fd, links, count) < 0) return 69;
+  for (long i = 0; i < count; i++) memcpy(saved[i], links[i].counters, sizeof saved[i]);
+  // Every second on the second of CLOCK_MONOTONIC, as a timer would wake it; a save every 60th.
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  for (long tick = 1;; tick++) {
+    next.tv_sec += 1;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, 0) != 0) {}
+    if (netlink_floor_sample_into(fd, links, count) < 0) return 69;
+    if (tick % 60 == 0 && save(db, statements, count, boot_id, published, published_temporary) != 0) return 73;
+  }
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "--record") == 0) return record(argv[2], argv[3]);
   if (argc != 2) {
-    fprintf(stderr, "usage: sqlite-floor DATABASE\n");
+    fprintf(stderr, "usage: sqlite-floor DATABASE\n       sqlite-floor --record DATABASE PUBLISHING_DIRECTORY\n");
     return 64;
   }
   int fd = netlink_floor_open();

@@ -68,7 +68,8 @@ struct BenchOptions {
                                   ip monitor | ip link set down
                          watch:   CPU and memory of watch with the largest size's interfaces
                          record:  bytes written per minute and CPU of record --interval 1s with
-                                  every counter moving, beside vnstatd saving every minute and
+                                  every counter moving, beside vnstatd saving every minute,
+                                  netlink-floor --every-second, sqlite-floor --record and
                                   watch --db, at the smallest and the largest size (4 min each;
                                   65 s with --quick)
                          flows:   packets per second of the offline flow parser, beside

@@ -10,6 +10,20 @@ int netlink_floor_open(void);
 /// reading each name and summing each link's IFLA_STATS64 rx+tx bytes. Returns the link count
 /// or -errno.
 long netlink_floor_links(int fd, uint64_t *total_bytes);
+/// One link as a recorder keeps it: its ifindex, its name and its last counters (rx_packets,
+/// tx_packets, rx_bytes, tx_bytes: the first four fields of struct rtnl_link_stats64).
+struct floor_link {
+  int index;
+  int name_length;
+  char name[16];
+  uint64_t counters[4];
+};
+/// The link table: one RTM_GETLINK dump, each link's ifindex and name (counters zero), in
+/// ifindex order. Returns how many links it filled (at most `capacity`) or -errno.
+long netlink_floor_link_table(int fd, struct floor_link *links, long capacity);
+/// One RTM_GETSTATS dump into `links`: each link's counters, found by ifindex. Returns how many
+/// links it updated or -errno.
+long netlink_floor_sample_into(int fd, struct floor_link *links, long count);
 /// Opens the sysfs reader's files (four counters, operstate, carrier) of every interface under
 /// `root` and keeps them. Returns the interface count or -errno.
 long sysfs_floor_open(const char *root);
