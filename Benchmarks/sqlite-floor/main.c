@@ -12,7 +12,7 @@
 // transaction with the trusted clock's row, every moved link's `interfaces` row (19 columns,
 // INSERT OR REPLACE), its 5-minute bucket (the upsert), a ledger snapshot of 138 bytes a link and
 // its mark — then a published file of the same size written beside it and renamed into place,
-// and SQLite's cache handed back. No ledger rules, no classes, no session: the floor of the
+// and SQLite's cache and the heap's free pages handed back. No ledger rules, no classes, no session: the floor of the
 // recorder's CPU with its storage work, on a database vpnstat made (its schema and rows).
 //
 // Usage: sqlite-floor DATABASE
@@ -21,6 +21,7 @@
 #include <CNetlinkFloor.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +140,8 @@ static int save(sqlite3 *db, sqlite3_stmt *const *statements, long count, const 
   ssize_t written = write(fd, snapshot, snapshot_length);
   close(fd);
   if (written != (ssize_t)snapshot_length || rename(published_temporary, published) != 0) return -1;
+  // What the save used goes back to the kernel until the next one, as vpnstat's recorder gives it.
+  malloc_trim(0);
   return 0;
 
 failed:
