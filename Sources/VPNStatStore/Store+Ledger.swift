@@ -250,6 +250,7 @@ extension Store {
   /// resident until the next save.
   package func dataVersion() throws -> Int64 {
     guard depth == 0 else { return try currentDataVersion() }
+    stampReads += 1
     guard let stamp = StoreStamp.read(stampFiles) else { throw noStamp() }
     return Self.version(of: stamp)
   }

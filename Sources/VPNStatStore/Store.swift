@@ -65,6 +65,9 @@ package final class Store {
   /// How many connections reads opened: one at each stamp they met, so one per commit read after
   /// (each parses the schema).
   package private(set) var readConnections = 0
+  /// How many times `dataVersion()` read the stamp (some ten system calls each): a recorder asks
+  /// once a sample.
+  package internal(set) var stampReads = 0
   /// The stamp the last consistent read ended at: the next read starts from it rather than
   /// reading it again (8 system calls of a `status --db`'s 175). A commit since then makes that
   /// read's own closing stamp differ, and it runs again at once from a fresh one.

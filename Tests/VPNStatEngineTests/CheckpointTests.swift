@@ -204,6 +204,39 @@ struct CheckpointTests {
   }
 
   @Test(
+    "a sample reads the database's stamp once, for the session and the ledger alike, and another process's window still reaches the next save"
+  )
+  func oneStampReadASample() throws {
+    let directory = try TemporaryDirectory("ckstamp")
+    var recorder = try recorder(directory, saveInterval: .seconds(60))
+    kernel.add("tun7", up: true)
+    let index = try #require(kernel.index(of: "tun7"))
+    try recorder.sample()
+    clock.advance(.seconds(1))
+    try recorder.sample()
+    let reads = recorder.store.stampReads
+    let written = recorder.store.writtenVersion
+    for _ in 0..<5 {
+      kernel.carry(index, rx: 100, tx: 10)
+      clock.advance(.seconds(1))
+      try recorder.sample()
+    }
+    #expect(recorder.store.writtenVersion == written, "no save between: the five samples only advanced memory")
+    #expect(recorder.store.stampReads - reads == 5, "a sample read the stamp more than once")
+    // The one read still sees another process's commit: its window is saved at the next sample.
+    let enforcer = try #require(try Store.open(recorder.store.location, intent: .write))
+    try enforcer.updateSession { record in
+      record.window = SessionWindow.open(
+        at: clock.now().wall, lengths: SessionLengths(session: .seconds(900), pause: .seconds(2700)))
+    }
+    kernel.carry(index, rx: 100, tx: 10)
+    clock.advance(.seconds(1))
+    try recorder.sample()
+    #expect(recorder.store.writtenVersion != written, "the window another process opened was not saved at once")
+    #expect(try stored(directory).entries[tun7]?.totals.traffic.rxBytes == 600)
+  }
+
+  @Test(
     "a window another process commits between the recorder's look at the file and its save is read at the next sample, not taken for the recorder's own write"
   )
   func commitBeforeOwnSave() throws {

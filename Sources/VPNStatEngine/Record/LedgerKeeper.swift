@@ -170,19 +170,21 @@ package struct LedgerKeeper {
   /// One step: a sample, saved when due (the sample then read inside the save's transaction),
   /// else advancing the ledger in memory. A database that is busy or full leaves everything in
   /// memory and throws its `StoreError`; the next step tries again.
-  package mutating func step(_ sampler: inout TrafficSampler) throws -> Step {
+  /// `version`: the store's `dataVersion()` as the caller just read it, when it did (a recorder
+  /// reads it once a sample, for the session too: the stamp is some ten system calls).
+  package mutating func step(_ sampler: inout TrafficSampler, version: Int64? = nil) throws -> Step {
     // No optional problem made for the step that has none (every second's): its destroy went
     // through the standard library's shared code (`Optional`'s value witnesses).
     if isDue(at: sampler.clock.now()) {
       do {
         if let step = try save(&sampler) { return step }
       } catch let error as StoreError where error.isTransient {
-        var step = try advance(&sampler)
+        var step = try advance(&sampler, version: version)
         step.problem = error
         return step
       }
     }
-    var step = try advance(&sampler)
+    var step = try advance(&sampler, version: version)
     // A name seen for the first time: saved now, not a save interval later.
     if memory?.saveRequested == true {
       do {
@@ -205,15 +207,18 @@ package struct LedgerKeeper {
     return try save(&sampler)
   }
 
-  /// A sample outside any transaction, advancing memory (or the reader's view).
-  private mutating func advance(_ sampler: inout TrafficSampler) throws -> Step {
+  /// A sample outside any transaction, advancing memory (or the reader's view); `version` as
+  /// `step` was given it.
+  private mutating func advance(_ sampler: inout TrafficSampler, version known: Int64?) throws -> Step {
     guard memory != nil else {
       let (sample, _) = try view.sample(&sampler)
       return Step(sample: sample)
     }
     // Another process committed: what it stored of names this one does not write shows (a
     // database that cannot be read now is read at a later step).
-    if let version = try? store.dataVersion(), version != absorbedVersion, let stored = try? store.loadLedger() {
+    if let version = known ?? (try? store.dataVersion()), version != absorbedVersion,
+      let stored = try? store.loadLedger()
+    {
       memory?.absorb(stored)
       absorbedVersion = version
     }

@@ -85,8 +85,10 @@ package struct Recorder {
   /// One sample: advances the ledger in memory, or saves a checkpoint with the sample read inside
   /// its transaction when one is due (see `LedgerKeeper`); then the textfile.
   package mutating func sample() throws {
-    noteSessionChange()
-    let step = try keeper.step(&sampler)
+    // The stamp once, for both: whether another process wrote the session, and the ledger.
+    let version = try? store.dataVersion()
+    noteSessionChange(version)
+    let step = try keeper.step(&sampler, version: version)
     if let problem = step.problem {
       if lastProblem != problem.description {
         log.event("\(problem.description) Retrying every interval; nothing is lost while the interfaces exist.")
@@ -206,8 +208,8 @@ package struct Recorder {
   /// read again. Read after each save, it opened a connection at the new stamp and parsed the
   /// schema once a minute, and SQLite's parser and the standard library's string code then stayed
   /// resident until the next save.
-  private mutating func noteSessionChange() {
-    guard let version = try? store.dataVersion(), version != sessionSeen?.version else { return }
+  private mutating func noteSessionChange(_ version: Int64?) {
+    guard let version, version != sessionSeen?.version else { return }
     let epoch = store.writerEpoch
     if let seen = sessionSeen, seen.epoch == epoch, version == store.writtenVersion { return }
     guard let record = try? store.sessionRecord() else { return }
