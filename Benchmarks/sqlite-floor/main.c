@@ -12,8 +12,9 @@
 // transaction with the trusted clock's row, every moved link's `interfaces` row (19 columns,
 // INSERT OR REPLACE), its 5-minute bucket (the upsert), a ledger snapshot of 138 bytes a link and
 // its mark — then a published file of the same size written beside it and renamed into place,
-// and SQLite's cache and the heap's free pages handed back. No ledger rules, no classes, no session: the floor of the
-// recorder's CPU with its storage work, on a database vpnstat made (its schema and rows).
+// and SQLite's cache and the heap's free pages handed back. No ledger rules, no classes, no
+// session: the floor of the recorder's CPU with its storage work, on a database vpnstat made
+// (its schema and rows).
 //
 // Usage: sqlite-floor DATABASE
 //        sqlite-floor --record DATABASE PUBLISHING_DIRECTORY
@@ -56,6 +57,30 @@ static uint64_t saved[most_links][4];
 static uint64_t totals[most_links][4];
 static uint64_t deltas[most_links][4];
 static unsigned char snapshot[most_links * snapshot_bytes_per_link];
+/// The kernel's counters are packets first; the rows take rx_bytes, tx_bytes, rx_packets,
+/// tx_packets: the counter each column takes.
+static const int column_order[4] = {2, 3, 0, 1};
+
+/// The statements of a save, prepared once, in the order `save` names them.
+enum { begin, trusted, row, stale, through, bucket, snapshot_row, mark, commit, statement_count };
+static const char *const save_sql[statement_count] = {
+    [begin] = "BEGIN IMMEDIATE",
+    [trusted] = "INSERT OR REPLACE INTO trusted_clock (id, wall, boottime, boot_id) VALUES (1, ?, ?, ?)",
+    [row] = "INSERT OR REPLACE INTO interfaces (name, class, first_seen_at, if_index, boot, width, rx_bytes, "
+            "tx_bytes, rx_packets, tx_packets, sampled_at, boottime, total_rx_bytes, total_tx_bytes, "
+            "total_rx_packets, total_tx_packets, resets, wraps, discarded) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [stale] = "DELETE FROM ledger_snapshot_current WHERE id = 1",
+    [through] = "SELECT through FROM bucket_fold WHERE id = 1",
+    [bucket] = "INSERT INTO buckets (name, granularity, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets) "
+               "VALUES (?1, 0, ?2, 'other', ?3, ?4, ?5, ?6) ON CONFLICT (granularity, start, name) DO UPDATE SET "
+               "class = excluded.class, rx_bytes = rx_bytes + excluded.rx_bytes, tx_bytes = tx_bytes + "
+               "excluded.tx_bytes, rx_packets = rx_packets + excluded.rx_packets, tx_packets = tx_packets + "
+               "excluded.tx_packets",
+    [snapshot_row] = "INSERT OR REPLACE INTO ledger_snapshot (id, data) VALUES (1, ?)",
+    [mark] = "INSERT OR REPLACE INTO ledger_snapshot_current (id, token) VALUES (1, random())",
+    [commit] = "COMMIT",
+};
 
 static int64_t clock_nanoseconds(clockid_t clock) {
   struct timespec now;
@@ -63,7 +88,7 @@ static int64_t clock_nanoseconds(clockid_t clock) {
   return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
-/// One statement run once with its values bound by `bind`; SQLITE_DONE or the error.
+/// Runs `statement` with the values bound to it, then resets it; SQLITE_DONE or the error.
 static int run(sqlite3_stmt *statement) {
   int rc;
   while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {}
@@ -74,7 +99,6 @@ static int run(sqlite3_stmt *statement) {
 /// What `record` saves every minute, as one transaction; then the published file.
 static int save(sqlite3 *db, sqlite3_stmt *const *statements, long count, const char *boot_id,
                 const char *published, const char *published_temporary) {
-  enum { begin, trusted, row, stale, through, bucket, snapshot_row, mark, commit };
   int64_t wall = clock_nanoseconds(CLOCK_REALTIME);
   int64_t boottime = clock_nanoseconds(CLOCK_BOOTTIME);
   if (run(statements[begin]) != SQLITE_DONE) return -1;
@@ -84,13 +108,11 @@ static int save(sqlite3 *db, sqlite3_stmt *const *statements, long count, const 
   if (run(statements[trusted]) != SQLITE_DONE) goto failed;
   int64_t bucket_start = wall / 1000000000 / 300 * 300;
   for (long i = 0; i < count; i++) {
-    uint64_t delta[4];
     int moved = 0;
     for (int c = 0; c < 4; c++) {
-      delta[c] = links[i].counters[c] - saved[i][c];
-      moved |= delta[c] != 0;
-      totals[i][c] += delta[c];
-      deltas[i][c] = delta[c];
+      deltas[i][c] = links[i].counters[c] - saved[i][c];
+      moved |= deltas[i][c] != 0;
+      totals[i][c] += deltas[i][c];
     }
     if (!moved) continue;
     sqlite3_stmt *statement = statements[row];
@@ -100,12 +122,10 @@ static int save(sqlite3 *db, sqlite3_stmt *const *statements, long count, const 
     sqlite3_bind_int64(statement, 4, links[i].index);
     sqlite3_bind_int64(statement, 5, 1);
     sqlite3_bind_int64(statement, 6, 64);
-    // rx_bytes, tx_bytes, rx_packets, tx_packets: the kernel's order is packets first.
-    static const int order[4] = {2, 3, 0, 1};
-    for (int c = 0; c < 4; c++) sqlite3_bind_int64(statement, 7 + c, (int64_t)links[i].counters[order[c]]);
+    for (int c = 0; c < 4; c++) sqlite3_bind_int64(statement, 7 + c, (int64_t)links[i].counters[column_order[c]]);
     sqlite3_bind_int64(statement, 11, wall);
     sqlite3_bind_int64(statement, 12, boottime);
-    for (int c = 0; c < 4; c++) sqlite3_bind_int64(statement, 13 + c, (int64_t)totals[i][order[c]]);
+    for (int c = 0; c < 4; c++) sqlite3_bind_int64(statement, 13 + c, (int64_t)totals[i][column_order[c]]);
     for (int c = 17; c <= 19; c++) sqlite3_bind_int64(statement, c, 0);
     if (run(statement) != SQLITE_DONE) goto failed;
     memcpy(saved[i], links[i].counters, sizeof saved[i]);
@@ -116,8 +136,7 @@ static int save(sqlite3 *db, sqlite3_stmt *const *statements, long count, const 
     sqlite3_stmt *statement = statements[bucket];
     sqlite3_bind_blob(statement, 1, links[i].name, links[i].name_length, SQLITE_STATIC);
     sqlite3_bind_int64(statement, 2, bucket_start);
-    static const int order[4] = {2, 3, 0, 1};
-    for (int c = 0; c < 4; c++) sqlite3_bind_int64(statement, 3 + c, (int64_t)deltas[i][order[c]]);
+    for (int c = 0; c < 4; c++) sqlite3_bind_int64(statement, 3 + c, (int64_t)deltas[i][column_order[c]]);
     if (run(statement) != SQLITE_DONE) goto failed;
   }
   // The snapshot: each link's name, index, baseline and totals, laid out as plainly as can be.
@@ -177,28 +196,9 @@ static int record(const char *database, const char *directory) {
                    "PRAGMA journal_size_limit=0",
                    0, 0, 0) != SQLITE_OK)
     return 66;
-  static const char *const sql[] = {
-      "BEGIN IMMEDIATE",
-      "INSERT OR REPLACE INTO trusted_clock (id, wall, boottime, boot_id) VALUES (1, ?, ?, ?)",
-      "INSERT OR REPLACE INTO interfaces (name, class, first_seen_at, if_index, boot, width, rx_bytes, "
-      "tx_bytes, rx_packets, tx_packets, sampled_at, boottime, total_rx_bytes, total_tx_bytes, "
-      "total_rx_packets, total_tx_packets, resets, wraps, discarded) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      "DELETE FROM ledger_snapshot_current WHERE id = 1",
-      "SELECT through FROM bucket_fold WHERE id = 1",
-      "INSERT INTO buckets (name, granularity, start, class, rx_bytes, tx_bytes, rx_packets, tx_packets) "
-      "VALUES (?1, 0, ?2, 'other', ?3, ?4, ?5, ?6) ON CONFLICT (granularity, start, name) DO UPDATE SET "
-      "class = excluded.class, rx_bytes = rx_bytes + excluded.rx_bytes, tx_bytes = tx_bytes + "
-      "excluded.tx_bytes, rx_packets = rx_packets + excluded.rx_packets, tx_packets = tx_packets + "
-      "excluded.tx_packets",
-      "INSERT OR REPLACE INTO ledger_snapshot (id, data) VALUES (1, ?)",
-      "INSERT OR REPLACE INTO ledger_snapshot_current (id, token) VALUES (1, random())",
-      "COMMIT",
-  };
-  enum { statement_count = sizeof sql / sizeof *sql };
   sqlite3_stmt *statements[statement_count];
   for (int i = 0; i < statement_count; i++) {
-    if (sqlite3_prepare_v3(db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &statements[i], 0) != SQLITE_OK) {
+    if (sqlite3_prepare_v3(db, save_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &statements[i], 0) != SQLITE_OK) {
       fprintf(stderr, "sqlite-floor: %s\n", sqlite3_errmsg(db));
       return 65;
     }
