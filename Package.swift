@@ -169,8 +169,8 @@ let package = Package(
     .testTarget(
       name: "VPNStatKernelTests",
       dependencies: [
-        "VPNStatKernel", "VPNStatEngine", "VPNStatModel", "VPNStatSystem", "VPNStatSimulation", "VPNStatTestSupport",
-        "CLinux",
+        "VPNStatKernel", "VPNStatEngine", "VPNStatModel", "VPNStatStore", "VPNStatSystem", "VPNStatSimulation",
+        "VPNStatTestSupport", "CLinux",
       ]),
     .testTarget(
       name: "VPNStatStoreTests",

@@ -43,10 +43,27 @@ package struct CounterReader: CounterSource {
   /// The netlink reader in use, if that is what is in use (for link notifications).
   package var netlink: NetlinkCounterSource? { source as? NetlinkCounterSource }
 
+  /// Runs `body` on the netlink reader in use, changing it in place; nil, without running it, when
+  /// another reader is in use.
+  package mutating func withNetlink<T>(_ body: (inout NetlinkCounterSource) throws -> T) rethrows -> T? {
+    guard var netlink = source as? NetlinkCounterSource else { return nil }
+    // Out of the box while it changes: the copy is then the only one of its table, which changes
+    // where it lies.
+    source = Lent()
+    defer { source = netlink }
+    return try body(&netlink)
+  }
+
   package mutating func apply(_ record: LinkRecord, deleted: Bool) {
-    guard var netlink = source as? NetlinkCounterSource else { return }
-    netlink.apply(record, deleted: deleted)
-    source = netlink
+    withNetlink { $0.apply(record, deleted: deleted) }
+  }
+
+  /// What holds the netlink reader's place while `withNetlink` changes it.
+  private struct Lent: CounterSource {
+    var kind: CounterSourceKind { .netlink }
+    mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {
+      throw .unavailable(.netlink, "the reader is in use")
+    }
   }
 
   package mutating func sample(at clock: any TimeSource) throws(CounterSourceError) -> CounterSample {

@@ -214,7 +214,12 @@ package struct NetlinkCounterSource: CounterSource {
       if !self.links.isEmpty { self.links.sort { $0.index < $1.index } }
     }
   }
-  private var table = KnownLinks()
+  private var table = KnownLinks() {
+    didSet { tableGeneration &+= 1 }
+  }
+  /// Counts the link table's changes: a position in it (`forEachKnownLink`, `dumpCounters`) names
+  /// the same link while this stays the same.
+  package private(set) var tableGeneration = 0
   /// The first sample's interfaces, until the table is made from them.
   private var firstInterfaces: [InterfaceSample]?
   /// How many dumps the kernel was asked for: what tests check ("a one-off sample is one dump").
@@ -254,6 +259,61 @@ package struct NetlinkCounterSource: CounterSource {
     guard let first = firstInterfaces else { return }
     firstInterfaces = nil
     table = KnownLinks(first.map { KnownLink(index: $0.index, name: $0.name, attributes: $0.link) })
+  }
+
+  /// Each link of the table (made from the first sample first, if it is still to be made), with
+  /// its position, ifindex, name and attributes.
+  package mutating func forEachKnownLink(
+    _ body: (_ position: Int, _ index: Int32, _ name: borrowing InterfaceName, _ link: borrowing LinkAttributes) -> Void
+  ) {
+    tableFromFirstSample()
+    table.links.withUnsafeBufferPointer { links in
+      for position in links.indices {
+        body(position, links[position].index, links[position].name, links[position].attributes)
+      }
+    }
+  }
+
+  /// One `RTM_GETSTATS` dump handed to `body` link by link, each as its position in the table,
+  /// its ifindex and its traffic, with nothing made for it: the recorder's steady state, where the table and
+  /// what each position means to the ledger stay put between link changes. False (the rest of
+  /// the dump not handed over) at an ifindex the table lacks, or when `body` returns false; the
+  /// caller then takes a whole sample (`sample(at:)`, which makes the table anew).
+  package mutating func dumpCounters(
+    _ body: (_ position: Int, _ index: Int32, _ traffic: TrafficCounts) -> Bool
+  ) throws(CounterSourceError) -> Bool {
+    tableFromFirstSample()
+    var next = 0
+    var complete = true
+    dumps += 1
+    do {
+      try table.links.withUnsafeBufferPointer { links in
+        try socket.dump(type: RouteLinkMessages.getStats, payload: RouteLinkMessages.statsDumpRequest()) { message in
+          guard complete, message.type == RouteLinkMessages.newStats,
+            let (index, counters) = RouteLinkMessages.parseStats(message.payload)
+          else { return }
+          let at: Int
+          if next < links.count, links[next].index == index {
+            at = next
+          } else {
+            let (found, known) = table.position(of: index, hint: next)
+            guard known else {
+              complete = false
+              return
+            }
+            at = found
+          }
+          next = at + 1
+          if !body(at, index, counters.traffic) { complete = false }
+        }
+      }
+    } catch let error as Errno {
+      throw error.meansNotPermitted
+        ? .notPermitted(.netlink, error.description) : .unavailable(.netlink, error.description)
+    } catch {
+      throw .unavailable(.netlink, "\(error)")
+    }
+    return complete
   }
 
   /// Updates the link table from a link notification (`RTM_NEWLINK` or `RTM_DELLINK`).

@@ -290,31 +290,79 @@ public struct CheckpointedLedger: Sendable {
   /// Returns what the ledger bridged or refused.
   @discardableResult
   public mutating func advance(_ observations: [LedgerObservation], calendar: any LocalCalendar) -> [LedgerEvent] {
-    var events: [LedgerEvent] = []
-    var saveNow = false
     // The fields the closure changes are moved out of `self` while the ledger changes, so each
     // table is changed where it lies.
-    var unsaved = self.unsaved
+    var notes = AdvanceNotes(unsaved: self.unsaved)
     self.unsaved = UnsavedTraffic()
-    ledger.advance(observations) { _, change in
+    ledger.advance(observations) { entry, change in
+      notes.take(
+        entry, change, plausibleBytesPerSecond: observations[change.position].plausibleBytesPerSecond,
+        calendar: calendar)
+    }
+    return finish(notes)
+  }
+
+  /// `advance(_:calendar:)` for names the ledger knows, by readings `readings` hands to the
+  /// function it is given, each with the position of its name's entry in `ledger.entries.values`
+  /// (`Ledger.step(entryAt:_:bootID:reporting:)`): the recorder's steady state, which reads a
+  /// counter dump straight into the entries and makes no observations. The same rules and the same
+  /// saves asked for; what was read before `readings` throws is kept.
+  package mutating func advance(
+    calendar: any LocalCalendar,
+    readings: (_ step: (_ entry: Int, _ reading: Ledger.Reading, _ bootID: UnsafePointer<String>) -> Void) throws ->
+      Void
+  ) rethrows -> [LedgerEvent] {
+    var notes = AdvanceNotes(unsaved: self.unsaved)
+    self.unsaved = UnsavedTraffic()
+    defer { _ = finish(notes) }
+    try readings { position, reading, bootID in
+      ledger.step(entryAt: position, reading, bootID: bootID) { entry, change in
+        notes.take(entry, change, plausibleBytesPerSecond: reading.plausibleBytesPerSecond, calendar: calendar)
+      }
+    }
+    return notes.events
+  }
+
+  /// What an advance gathers as the ledger reports its changes: events, bookings, whether a save
+  /// is due at once.
+  private struct AdvanceNotes {
+    var unsaved: UnsavedTraffic
+    var events: [LedgerEvent] = []
+    var saveNow = false
+
+    /// One change, with the entry as it left it (its name, class, wall time and ifindex are the
+    /// reading's).
+    @inline(__always)
+    mutating func take(
+      _ entry: borrowing LedgerEntry, _ change: Ledger.Change, plausibleBytesPerSecond: Double,
+      calendar: any LocalCalendar
+    ) {
       if change.isNew { saveNow = true }
       // The stored baseline is of another instance: a reader would take the kernel's counters
       // as growth from it. (Asked once: the request stands until a save is made.)
       if change.movedInstance { saveNow = true }
-      if change.bridged != nil, let event = change.event(of: observations[change.position]) {
+      if change.bridged != nil,
+        let event = change.event(
+          name: entry.name, index: entry.baseline.instance.index, plausibleBytesPerSecond: plausibleBytesPerSecond)
+      {
         events.append(event)
         saveNow = true
       }
       if let booked = change.booked {
         let unsavedTotal = unsaved.add(
-          booked.traffic, of: observations[change.position].name, as: observations[change.position].interfaceClass,
-          at: observations[change.position].baseline.wall, calendar: calendar)
-        if !saveNow, Self.outrunsReaders(unsaved: unsavedTotal, booked: booked.traffic) { saveNow = true }
+          booked.traffic, of: entry.name, as: entry.interfaceClass, at: entry.baseline.wall, calendar: calendar)
+        if !saveNow, CheckpointedLedger.outrunsReaders(unsaved: unsavedTotal, booked: booked.traffic) {
+          saveNow = true
+        }
       }
     }
-    self.unsaved = unsaved
-    if saveNow { saveRequested = true }
-    return events
+  }
+
+  /// Puts back what an advance moved out, asks for the save it found due; its events.
+  private mutating func finish(_ notes: consuming AdvanceNotes) -> [LedgerEvent] {
+    if notes.saveNow { saveRequested = true }
+    unsaved = notes.unsaved
+    return notes.events
   }
 
   /// How far a counter may grow past its stored baseline before it is saved: half of a 32-bit

@@ -223,12 +223,45 @@ public struct Ledger: Sendable {
 
     /// What had to be bridged or refused, as `record` logs it.
     public func event(of observation: LedgerObservation) -> LedgerEvent? {
+      event(
+        name: observation.name, index: observation.baseline.instance.index,
+        plausibleBytesPerSecond: observation.plausibleBytesPerSecond)
+    }
+
+    /// `event(of:)` from the fields it reads: the entry as the change left it has the name and
+    /// the new ifindex, the reading its plausible rate.
+    package func event(name: InterfaceName, index: Int32, plausibleBytesPerSecond: Double) -> LedgerEvent? {
       bridged.map {
         LedgerEvent(
-          name: observation.name, kind: $0, delta: delta,
-          indexes: (previousIndex, observation.baseline.instance.index), seconds: seconds,
-          plausibleBytesPerSecond: observation.plausibleBytesPerSecond)
+          name: name, kind: $0, delta: delta, indexes: (previousIndex, index), seconds: seconds,
+          plausibleBytesPerSecond: plausibleBytesPerSecond)
       }
+    }
+  }
+
+  /// One reading of a known name's instance as a step of the ledger takes it: plain fields, read
+  /// from an observation or straight from a counter dump (the recorder's steady state, which makes
+  /// no observations). The boot id is passed beside it by address: a copy counts its reference.
+  package struct Reading {
+    package var index: Int32
+    package var counters: TrafficCounts
+    package var width: CounterWidth
+    package var wall: Timestamp
+    package var boottime: Int64
+    package var interfaceClass: InterfaceClass
+    package var plausibleBytesPerSecond: Double
+
+    package init(
+      index: Int32, counters: TrafficCounts, width: CounterWidth, wall: Timestamp, boottime: Int64,
+      interfaceClass: InterfaceClass, plausibleBytesPerSecond: Double
+    ) {
+      self.index = index
+      self.counters = counters
+      self.width = width
+      self.wall = wall
+      self.boottime = boottime
+      self.interfaceClass = interfaceClass
+      self.plausibleBytesPerSecond = plausibleBytesPerSecond
     }
   }
 
@@ -253,10 +286,31 @@ public struct Ledger: Sendable {
               delta: CounterDelta(.zero, kind: .growth), seconds: 0, previousIndex: entry.baseline.instance.index))
           continue
         }
-        Self.advance(
-          &entries.values[index], with: observations.baseAddress! + position, at: position, reporting: report)
+        let observation = observations.baseAddress! + position
+        let reading = Reading(
+          index: observation.pointee.baseline.instance.index, counters: observation.pointee.baseline.counters,
+          width: observation.pointee.baseline.width, wall: observation.pointee.baseline.wall,
+          boottime: observation.pointee.baseline.boottime, interfaceClass: observation.pointee.interfaceClass,
+          plausibleBytesPerSecond: observation.pointee.plausibleBytesPerSecond)
+        // The boot id through its own address: read through the observation's, it came with a
+        // copy of the whole baseline.
+        Self.step(
+          &entries.values[index], reading, bootID: observation.pointer(to: \.baseline.instance.bootID)!,
+          at: position, reporting: report)
       }
     }
+  }
+
+  /// One step of the name whose entry is at `position` in `entries.values` (a position the table
+  /// gave out: entries are only ever added, so it stays the name's), by `reading` of an instance
+  /// booted as `bootID` says; `report` is called as `advance(_:reporting:)` calls it, with
+  /// `position` for the change's. The recorder's steady state: a counter dump read straight into
+  /// the entries it already knows.
+  package mutating func step(
+    entryAt position: Int, _ reading: Reading, bootID: UnsafePointer<String>,
+    reporting report: (_ entry: borrowing LedgerEntry, _ change: Change) -> Void
+  ) {
+    Self.step(&entries.values[position], reading, bootID: bootID, at: position, reporting: report)
   }
 
   /// The entry of a name seen for the first time: it starts at the observed counters.
@@ -268,26 +322,17 @@ public struct Ledger: Sendable {
   }
 
   /// One known name's step; the entry stays as it was, and nothing is reported, for old news or
-  /// an idle interface. The observation is read through its address and the rules are given the
-  /// fields they read: a baseline or an observation passed whole is copied, boot id and name
-  /// with it, at every interface of every sample.
+  /// an idle interface. The rules are given the fields they read: a baseline or an observation
+  /// passed whole is copied, boot id and name with it, at every interface of every sample.
   @inline(__always)
-  private static func advance(
-    _ entry: inout LedgerEntry, with observation: UnsafePointer<LedgerObservation>, at position: Int,
+  private static func step(
+    _ entry: inout LedgerEntry, _ new: Reading, bootID newBoot: UnsafePointer<String>, at position: Int,
     reporting report: (borrowing LedgerEntry, Change) -> Void
   ) {
-    let new = (
-      index: observation.pointee.baseline.instance.index, counters: observation.pointee.baseline.counters,
-      width: observation.pointee.baseline.width, wall: observation.pointee.baseline.wall,
-      boottime: observation.pointee.baseline.boottime
-    )
     let old = (
       index: entry.baseline.instance.index, counters: entry.baseline.counters, width: entry.baseline.width,
       wall: entry.baseline.wall, boottime: entry.baseline.boottime
     )
-    // The boot id through its own address: read through the observation's, it came with a copy
-    // of the whole baseline.
-    let newBoot = observation.pointer(to: \.baseline.instance.bootID)!
     let sameBoot = BootIdentity.same(
       old: (entry.baseline.instance.bootID, old.wall, old.boottime), new: (newBoot.pointee, new.wall, new.boottime))
     // A reading stamped before the baseline of the same instance is old news; one whose
@@ -307,8 +352,8 @@ public struct Ledger: Sendable {
     }
     let seconds = window(from: old.boottime, to: new.boottime, sameBoot: sameBoot)
     let moved = old.index != new.index || entry.baseline.instance.bootID != newBoot.pointee
-    entry.interfaceClass = observation.pointee.interfaceClass
-    // Field by field (a copy of the observation's would go through an outlined copy of each). The
+    entry.interfaceClass = new.interfaceClass
+    // Field by field (a copy of the reading's would go through an outlined copy of each). The
     // boot id is taken when it is another String, even an equal one: the next sample's
     // comparisons then find the same String, not equal bytes. The same String is not taken
     // again: a baseline made anew took its reference and gave the old one back, two atomic
@@ -321,7 +366,7 @@ public struct Ledger: Sendable {
     entry.baseline.width = new.width
     entry.baseline.wall = new.wall
     entry.baseline.boottime = new.boottime
-    let allowed = observation.pointee.plausibleBytesPerSecond * (seconds + 1)
+    let allowed = new.plausibleBytesPerSecond * (seconds + 1)
     var change = Change(
       position: position, isNew: false, movedInstance: moved, booked: nil, bridged: nil, delta: delta, seconds: seconds,
       previousIndex: old.index)

@@ -99,6 +99,14 @@ package struct LedgerKeeper {
   /// cannot be published, and the last (a stopped recorder's database is read after a reboot,
   /// when nothing is published), store it.
   private var publishedLastSave = false
+  /// The recorder's steady state (`TrafficSampler.SteadyBook`): what the reader's links are to
+  /// memory's ledger, made after a save or a change and read at every sample until the next.
+  private var steadyBook: TrafficSampler.SteadyBook?
+  /// Whether the last step's caller went without its sample: a save then makes the next book,
+  /// among the work whose pages it lets go of (made at the next sample, its code stayed resident).
+  private var steadyWanted = false
+  /// How many samples were read through it (tests check the steady state is the one taken).
+  package private(set) var steadySamples = 0
 
   package init(store: Store, saveInterval: Duration, role: Role, lock: any LedgerWriterLock) {
     self.store = store
@@ -148,6 +156,7 @@ package struct LedgerKeeper {
   /// Takes link notifications in: the final counters of a deleted instance ask for a save.
   package mutating func book(_ observations: [LedgerObservation], deleted: Bool) -> [LedgerEvent] {
     guard !observations.isEmpty else { return [] }
+    steadyBook = nil
     // Changed through the optional, where it lies: a copy would make the ledger's tables copy.
     if memory != nil {
       let calendar = store.calendar
@@ -172,19 +181,25 @@ package struct LedgerKeeper {
   /// memory and throws its `StoreError`; the next step tries again.
   /// `version`: the store's `dataVersion()` as the caller just read it, when it did (a recorder
   /// reads it once a sample, for the session too: the stamp is some ten system calls).
-  package mutating func step(_ sampler: inout TrafficSampler, version: Int64? = nil) throws -> Step {
+  /// `keepingSample`: false when the caller does not read the step's sample (a recorder with no
+  /// textfile and no listener); a writer's sample between saves then goes straight from the
+  /// kernel's counters into the ledger (`TrafficSampler.advanceSteadily`) and the step has none.
+  package mutating func step(
+    _ sampler: inout TrafficSampler, version: Int64? = nil, keepingSample: Bool = true
+  ) throws -> Step {
+    steadyWanted = !keepingSample
     // No optional problem made for the step that has none (every second's): its destroy went
     // through the standard library's shared code (`Optional`'s value witnesses).
     if isDue(at: sampler.clock.now()) {
       do {
         if let step = try save(&sampler) { return step }
       } catch let error as StoreError where error.isTransient {
-        var step = try advance(&sampler, version: version)
+        var step = try advance(&sampler, version: version, keepingSample: keepingSample)
         step.problem = error
         return step
       }
     }
-    var step = try advance(&sampler, version: version)
+    var step = try advance(&sampler, version: version, keepingSample: keepingSample)
     // A name seen for the first time: saved now, not a save interval later.
     if memory?.saveRequested == true {
       do {
@@ -207,9 +222,11 @@ package struct LedgerKeeper {
     return try save(&sampler)
   }
 
-  /// A sample outside any transaction, advancing memory (or the reader's view); `version` as
-  /// `step` was given it.
-  private mutating func advance(_ sampler: inout TrafficSampler, version known: Int64?) throws -> Step {
+  /// A sample outside any transaction, advancing memory (or the reader's view); `version` and
+  /// `keepingSample` as `step` was given them.
+  private mutating func advance(
+    _ sampler: inout TrafficSampler, version known: Int64?, keepingSample: Bool
+  ) throws -> Step {
     guard memory != nil else {
       let (sample, _) = try view.sample(&sampler)
       return Step(sample: sample)
@@ -221,12 +238,26 @@ package struct LedgerKeeper {
     {
       memory?.absorb(stored)
       absorbedVersion = version
+      steadyBook = nil
     }
-    let sample = try sampler.sample()
-    // Advanced through the optional, in place: a copy held here would make every sample copy the
-    // whole table.
     let calendar = store.calendar
     var events: [LedgerEvent] = []
+    if !keepingSample, memory != nil {
+      if steadyBook == nil, let ledger = memory?.ledger { steadyBook = sampler.steadyBook(for: ledger) }
+      if let book = steadyBook {
+        // Read in place, through the optional: a copy held here would make every sample copy
+        // the whole table.
+        let steady = try? sampler.advanceSteadily(&memory!, book: book, calendar: calendar)
+        if let steady, steady.taken != nil {
+          steadySamples += 1
+          return Step(events: steady.events)
+        }
+        // A link changed or could not be read through the book: a whole sample, and a new book.
+        steadyBook = nil
+        events = steady?.events ?? []
+      }
+    }
+    let sample = try sampler.sample()
     sampler.forEachObservationChunk(of: sample) { events += memory?.advance($0, calendar: calendar) ?? [] }
     return Step(sample: sample, events: events)
   }
@@ -240,6 +271,7 @@ package struct LedgerKeeper {
       guard try lock.claim() else {
         lastSave = attempt.boottime
         memory = nil
+        steadyBook = nil
         writer = "another process saving"
         return nil
       }
@@ -251,6 +283,7 @@ package struct LedgerKeeper {
         // A recorder writes the ledger (and books this tunnel): read until it is gone.
         if memory != nil { view = LedgerView(store: store) }
         memory = nil
+        steadyBook = nil
         unbooked = []
         writer = holder
         lastSave = attempt.boottime
@@ -291,6 +324,7 @@ package struct LedgerKeeper {
     // The table the store wrote is the saved one: shared, not a second copy.
     memory.saved(checkpoint, stored: store.savedLedger)
     self.memory = memory
+    steadyBook = steadyWanted ? sampler.steadyBook(for: memory.ledger) : nil
     // As this save left the file, read under its lock: a commit by another writer after it is
     // still to be absorbed.
     absorbedVersion = store.writtenVersion ?? (try? store.dataVersion())

@@ -88,7 +88,10 @@ package struct Recorder {
     // The stamp once, for both: whether another process wrote the session, and the ledger.
     let version = try? store.dataVersion()
     noteSessionChange(version)
-    let step = try keeper.step(&sampler, version: version)
+    // Without a textfile or a listener nothing reads the sample: the keeper then reads the
+    // counters straight into the ledger between saves.
+    let step = try keeper.step(
+      &sampler, version: version, keepingSample: textfileDirectory != nil || exposition != nil)
     if let problem = step.problem {
       if lastProblem != problem.description {
         log.event("\(problem.description) Retrying every interval; nothing is lost while the interfaces exist.")

@@ -99,6 +99,93 @@ package struct TrafficSampler {
     }
   }
 
+  /// What each link of the netlink reader's table is to a writer's ledger: its name's entry, its
+  /// class and plausible rate, worked out once (`steadyBook(for:)`) and read at every sample of
+  /// the recorder's steady state (`advanceSteadily`), where a whole sample works them out anew
+  /// for every interface every second (an observation made and destroyed for each, its name
+  /// looked up in the catalog and the ledger). Valid while the table is (its generation) and the
+  /// ledger's entries keep their positions (the keeper makes it anew after a save).
+  package struct SteadyBook {
+    /// The reader's `tableGeneration` it was made for.
+    let generation: Int
+    /// By position in the reader's table.
+    let links: [Link]
+
+    struct Link {
+      /// The position of the name's entry in the ledger's table; `skipped` for a link not
+      /// recorded (`record -i`), `unknown` for one a whole sample must see first (a name the
+      /// ledger lacks, an instance the catalog has not classified).
+      var entry: Int
+      var interfaceClass: InterfaceClass
+      var plausibleBytesPerSecond: Double
+    }
+    static let skipped = -1
+    static let unknown = -2
+  }
+
+  /// The book of the netlink reader's table for `ledger`; nil when another reader is in use.
+  package mutating func steadyBook(for ledger: Ledger) -> SteadyBook? {
+    let recorded = recordedFilter
+    let cap = capBytesPerSecond
+    let catalog = self.catalog
+    return reader.withNetlink { netlink in
+      var links: [SteadyBook.Link] = []
+      netlink.forEachKnownLink { _, index, name, _ in
+        var link = SteadyBook.Link(entry: SteadyBook.unknown, interfaceClass: .other, plausibleBytesPerSecond: cap)
+        defer { links.append(link) }
+        if let recorded, !recorded.includes(name: copy name) {
+          link.entry = SteadyBook.skipped
+          return
+        }
+        guard let classified = catalog.classified(index: index, name: copy name) else { return }
+        if let recorded, !recorded.includes(copy name, classified.interfaceClass) {
+          link.entry = SteadyBook.skipped
+          return
+        }
+        guard let position = ledger.entries.position(of: copy name) else { return }
+        link = SteadyBook.Link(
+          entry: position, interfaceClass: classified.interfaceClass,
+          plausibleBytesPerSecond: Self.plausible(speedMbps: classified.facts.speedMbps, cap: cap))
+      }
+      return SteadyBook(generation: netlink.tableGeneration, links: links)
+    }
+  }
+
+  /// One sample of the recorder's steady state: a counter dump read straight into `memory`'s
+  /// entries through `book`, with the rules and bookings of a whole sample and nothing made per
+  /// interface. `taken` is nil when the dump could not be read through the book (the table changed
+  /// since it was made, a link it does not know, another reader in use): the caller then takes a
+  /// whole sample. The events are those of whatever was read before.
+  package mutating func advanceSteadily(
+    _ memory: inout CheckpointedLedger, book: SteadyBook, calendar: any LocalCalendar
+  ) throws -> (taken: ClockReading?, events: [LedgerEvent]) {
+    // Stamped before the dump: a sample's time never lies after its counters.
+    let taken = clock.now()
+    var complete = false
+    let events = try memory.advance(calendar: calendar) { step in
+      try reader.withNetlink { netlink in
+        guard netlink.tableGeneration == book.generation else { return }
+        try withUnsafePointer(to: taken.bootID) { bootID in
+          try book.links.withUnsafeBufferPointer { links in
+            complete = try netlink.dumpCounters { position, index, traffic in
+              guard position < links.count else { return false }
+              guard links[position].entry >= 0 else { return links[position].entry == SteadyBook.skipped }
+              step(
+                links[position].entry,
+                Ledger.Reading(
+                  index: index, counters: traffic, width: .bits64, wall: taken.wall, boottime: taken.boottime,
+                  interfaceClass: links[position].interfaceClass,
+                  plausibleBytesPerSecond: links[position].plausibleBytesPerSecond),
+                bootID)
+              return true
+            }
+          }
+        }
+      }
+    }
+    return (complete ? taken : nil, events)
+  }
+
   /// The observation a link notification makes, stamped now (notifications carry no time).
   package mutating func observation(_ change: LinkNotifications.Change) -> LedgerObservation? {
     guard let counters = change.record.counters, recorded.includes(name: change.record.name) else { return nil }
