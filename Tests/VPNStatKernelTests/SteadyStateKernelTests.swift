@@ -32,6 +32,37 @@ struct SteadyStateKernelTests {
     func event(_ entry: LoggedEvent) { lines.append(entry.text) }
   }
 
+  /// A recorder of the test's own in this thread's namespace; a textfile makes it read whole
+  /// samples.
+  static func recorder(
+    _ path: String, textfile: String?, recorded: InterfaceSelection = InterfaceSelection(), clock: any TimeSource
+  ) throws -> Recorder {
+    let store = try #require(
+      try Store.open(StoreLocation(path: path), intent: .write, calendar: FixedOffsetCalendar.utc))
+    return Recorder(
+      sampler: TrafficSampler(
+        reader: CounterReader(.netlink), catalog: InterfaceCatalog(), recorded: recorded, clock: clock),
+      store: store, textfileDirectory: textfile, saveInterval: .seconds(3600), log: KeptLog())
+  }
+
+  /// The names whose entries differ between two ledgers in all but the instants of their readings
+  /// (two recorders read one after the other).
+  static func differences(_ one: Ledger, _ other: Ledger) -> [String] {
+    var found: [String] = []
+    for entry in other.entries.values {
+      guard let mine = one.entries[entry.name], mine.totals.traffic == entry.totals.traffic,
+        mine.totals.resets == entry.totals.resets, mine.totals.discarded == entry.totals.discarded,
+        mine.baseline.counters == entry.baseline.counters, mine.baseline.instance == entry.baseline.instance,
+        mine.interfaceClass == entry.interfaceClass
+      else {
+        found.append("\(entry.name)")
+        continue
+      }
+    }
+    if one.entries.count != other.entries.count { found.append("the names") }
+    return found
+  }
+
   @Test(
     "between saves the recorder reads the counter dump straight into its ledger, and its totals, resets and new names are those whole samples book"
   )
@@ -46,12 +77,7 @@ struct SteadyStateKernelTests {
         }
         let clock = SystemTimeSource()
         func recorder(_ file: String, textfile: String?) throws -> Recorder {
-          let store = try #require(
-            try Store.open(
-              StoreLocation(path: directory.file(file)), intent: .write, calendar: FixedOffsetCalendar.utc))
-          return Recorder(
-            sampler: TrafficSampler(reader: CounterReader(.netlink), catalog: InterfaceCatalog(), clock: clock),
-            store: store, textfileDirectory: textfile, saveInterval: .seconds(3600), log: KeptLog())
+          try Self.recorder(directory.file(file), textfile: textfile, clock: clock)
         }
         // One publishes nothing (the steady state); the other writes a textfile, so it reads
         // whole samples.
@@ -69,19 +95,7 @@ struct SteadyStateKernelTests {
         func round(_ turn: Int) throws {
           try steady.sample()
           try whole.sample()
-          let mine = steady.keeper.ledger.entries
-          // All but the instants of the reading, which the two took one after the other.
-          for entry in whole.keeper.ledger.entries.values {
-            guard let other = mine[entry.name], other.totals.traffic == entry.totals.traffic,
-              other.totals.resets == entry.totals.resets, other.totals.discarded == entry.totals.discarded,
-              other.baseline.counters == entry.baseline.counters,
-              other.baseline.instance == entry.baseline.instance, other.interfaceClass == entry.interfaceClass
-            else {
-              differences.append("round \(turn): \(entry.name)")
-              continue
-            }
-          }
-          if mine.count != whole.keeper.ledger.entries.count { differences.append("round \(turn): the names") }
+          differences += Self.differences(steady.keeper.ledger, whole.keeper.ledger).map { "round \(turn): \($0)" }
         }
         try round(-1)
         for turn in 0..<12 {
@@ -135,5 +149,62 @@ struct SteadyStateKernelTests {
           == [entry.totals.resets, entry.totals.wraps, entry.totals.discarded], "\(entry.name)")
       #expect(other.baseline.instance.index == entry.baseline.instance.index, "\(entry.name)")
     }
+  }
+
+  @Test(
+    "a link the recorder does not record, deleted with a notification, moves the links after it in the reader's table: the steady state reads them through a new book, never the old positions"
+  )
+  func unrecordedLinkChangeMakesANewBook() throws {
+    let directory = try TemporaryDirectory("steadymove")
+    let outcome = try inOwnNamespace(if: true) {
+      Result { () throws -> (differences: [String], steadySamples: Int, booked: UInt64) in
+        // stz0 first, so its ifindex is below the veth's and its deletion moves them in the table.
+        try VPNStatTestSupport.ip("link", "add", "stz0", "type", "ifb")
+        try VPNStatTestSupport.ip("link", "add", "stm0", "type", "veth", "peer", "name", "stm1")
+        for name in ["stz0", "stm0", "stm1"] { try VPNStatTestSupport.ip("link", "set", name, "up") }
+        try VPNStatTestSupport.ip("addr", "add", "169.254.78.1/24", "dev", "stm0")
+        // Datagrams for an address no one here owns, to stm1's hardware address: out of stm0 and
+        // into stm1, both counted.
+        try VPNStatTestSupport.ip("link", "set", "stm1", "address", "02:00:00:00:78:02")
+        try VPNStatTestSupport.ip(
+          "neigh", "add", "169.254.78.2", "lladdr", "02:00:00:00:78:02", "dev", "stm0", "nud", "permanent")
+        func send() throws {
+          let sent = try run(Built.testPeer, ["udp-send", "169.254.78.2", "9", "30", "800"])
+          if sent.status != 0 { throw TestSetupError("udp-send failed: \(sent.errors)") }
+          usleep(50_000)
+        }
+        let clock = SystemTimeSource()
+        let recorded = InterfaceSelection(names: [InterfaceName("stm0"), InterfaceName("stm1")])
+        var steady = try Self.recorder(directory.file("steady.db"), textfile: nil, recorded: recorded, clock: clock)
+        var whole = try Self.recorder(
+          directory.file("whole.db"), textfile: directory.path, recorded: recorded, clock: clock)
+        var differences: [String] = []
+        func round(_ turn: Int) throws {
+          try steady.sample()
+          try whole.sample()
+          differences += Self.differences(steady.keeper.ledger, whole.keeper.ledger).map { "round \(turn): \($0)" }
+        }
+        try round(0)
+        try send()
+        try round(1)
+        try send()
+        try round(2)
+        // The deletion as the recorder's loop hands it over: not recorded, so nothing to book.
+        let gone = try #require(try NetlinkLinkTable().link(named: InterfaceName("stz0")))
+        try VPNStatTestSupport.ip("link", "del", "stz0")
+        try steady.book([LinkNotifications.Change(record: gone, deleted: true)], overflowed: false)
+        try whole.book([LinkNotifications.Change(record: gone, deleted: true)], overflowed: false)
+        for turn in 3..<7 {
+          try send()
+          try round(turn)
+        }
+        let booked = steady.keeper.ledger.entries[InterfaceName("stm1")]?.totals.traffic.rxBytes ?? 0
+        return (differences, steady.keeper.steadySamples, booked)
+      }
+    }
+    let result = try outcome.get()
+    #expect(result.differences.isEmpty, "\(result.differences)")
+    #expect(result.steadySamples >= 4, "\(result.steadySamples) samples read through a book")
+    #expect(result.booked >= 6 * 30 * 800, "stm1 received \(result.booked) bytes")
   }
 }
