@@ -91,8 +91,30 @@ public struct UnsavedTraffic: Sendable {
     return names.values[index].add(traffic, as: interfaceClass, in: period, periods: periods)
   }
 
-  /// The period holding `wall`, added to `periods` when new.
-  private mutating func period(of wall: Timestamp, calendar: any LocalCalendar) -> Int {
+  /// `add(_:of:as:at:calendar:)` in a period already worked out (`period(of:calendar:)`), for a
+  /// name that may lie at `hint` in the table (where the last booking of it found it; -1: not
+  /// known): the recorder's steady state books a thousand names at one instant every second, and
+  /// a look at one place beats hashing each name. Returns the total and where the name lies.
+  package mutating func add(
+    _ traffic: TrafficCounts, of name: borrowing InterfaceName, as interfaceClass: InterfaceClass,
+    inPeriod period: Int, hint: Int
+  ) -> (total: TrafficCounts, position: Int) {
+    let index: Int
+    if hint >= 0, hint < names.count, names.values[hint].name == name {
+      index = hint
+    } else if let found = names.position(of: copy name) {
+      index = found
+    } else {
+      names.insert(
+        Booked(name: copy name, period: period, interfaceClass: interfaceClass, traffic: traffic, total: traffic))
+      return (traffic, names.count - 1)
+    }
+    return (names.values[index].add(traffic, as: interfaceClass, in: period, periods: periods), index)
+  }
+
+  /// The period holding `wall`, added to `periods` when new: what `add` takes, the same for every
+  /// booking of one sample.
+  package mutating func period(of wall: Timestamp, calendar: any LocalCalendar) -> Int {
     let seconds = wall.seconds
     if let last = lastPeriod, last.seconds == seconds { return last.period }
     // Indexed by granularity (its raw value), as `forEachSum` reads them. Made on the stack, and
@@ -314,14 +336,40 @@ public struct CheckpointedLedger: Sendable {
   ) rethrows -> [LedgerEvent] {
     var notes = AdvanceNotes(unsaved: self.unsaved)
     self.unsaved = UnsavedTraffic()
-    defer { _ = finish(notes) }
+    // Where each entry's name lies in the unsaved table, by the entry's position: moved out with
+    // it, as the ledger's step runs while they change.
+    var hints = unsavedHints
+    unsavedHints = []
+    defer {
+      unsavedHints = hints
+      _ = finish(notes)
+    }
+    if hints.count < ledger.entries.count {
+      hints.append(contentsOf: repeatElement(-1, count: ledger.entries.count - hints.count))
+    }
+    var period: (wall: Timestamp, period: Int)?
     try readings { position, reading, bootID in
       ledger.step(entryAt: position, reading, bootID: bootID) { entry, change in
-        notes.take(entry, change, plausibleBytesPerSecond: reading.plausibleBytesPerSecond, calendar: calendar)
+        // Every reading of one dump has one time: its period is worked out once.
+        let booked: Int
+        if let known = period, known.wall == reading.wall {
+          booked = known.period
+        } else {
+          booked = notes.unsaved.period(of: reading.wall, calendar: calendar)
+          period = (reading.wall, booked)
+        }
+        notes.take(
+          entry, change, plausibleBytesPerSecond: reading.plausibleBytesPerSecond, period: booked,
+          hint: &hints[position])
       }
     }
     return notes.events
   }
+
+  /// For each entry of the ledger, by position, where its name lay in the unsaved table at its
+  /// last booking by the steady state (-1: not known); checked at each use, so a table emptied
+  /// or changed since costs a look-up, never a wrong sum.
+  private var unsavedHints: [Int32] = []
 
   /// What an advance gathers as the ledger reports its changes: events, bookings, whether a save
   /// is due at once.
@@ -337,6 +385,18 @@ public struct CheckpointedLedger: Sendable {
       _ entry: borrowing LedgerEntry, _ change: Ledger.Change, plausibleBytesPerSecond: Double,
       calendar: any LocalCalendar
     ) {
+      let period = change.booked == nil ? 0 : unsaved.period(of: entry.baseline.wall, calendar: calendar)
+      var hint: Int32 = -1
+      take(entry, change, plausibleBytesPerSecond: plausibleBytesPerSecond, period: period, hint: &hint)
+    }
+
+    /// `take` in a period already worked out, the name looked for at `hint` first (and `hint`
+    /// set to where it lies).
+    @inline(__always)
+    mutating func take(
+      _ entry: borrowing LedgerEntry, _ change: Ledger.Change, plausibleBytesPerSecond: Double, period: Int,
+      hint: inout Int32
+    ) {
       if change.isNew { saveNow = true }
       // The stored baseline is of another instance: a reader would take the kernel's counters
       // as growth from it. (Asked once: the request stands until a save is made.)
@@ -349,8 +409,9 @@ public struct CheckpointedLedger: Sendable {
         saveNow = true
       }
       if let booked = change.booked {
-        let unsavedTotal = unsaved.add(
-          booked.traffic, of: entry.name, as: entry.interfaceClass, at: entry.baseline.wall, calendar: calendar)
+        let (unsavedTotal, position) = unsaved.add(
+          booked.traffic, of: entry.name, as: entry.interfaceClass, inPeriod: period, hint: Int(hint))
+        hint = Int32(truncatingIfNeeded: position)
         if !saveNow, CheckpointedLedger.outrunsReaders(unsaved: unsavedTotal, booked: booked.traffic) {
           saveNow = true
         }

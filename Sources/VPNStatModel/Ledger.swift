@@ -333,8 +333,14 @@ public struct Ledger: Sendable {
       index: entry.baseline.instance.index, counters: entry.baseline.counters, width: entry.baseline.width,
       wall: entry.baseline.wall, boottime: entry.baseline.boottime
     )
-    let sameBoot = BootIdentity.same(
-      old: (entry.baseline.instance.bootID, old.wall, old.boottime), new: (newBoot.pointee, new.wall, new.boottime))
+    // The same String as the baseline's (what every sample after the first hands over): one
+    // look at it decides, where comparing it with itself went through String's equality twice.
+    let sameID = Self.sameString(entry.baseline.instance.bootID, newBoot.pointee)
+    let sameBoot =
+      sameID && BootIdentity.isKnown(newBoot.pointee)
+      ? true
+      : BootIdentity.same(
+        old: (entry.baseline.instance.bootID, old.wall, old.boottime), new: (newBoot.pointee, new.wall, new.boottime))
     // A reading stamped before the baseline of the same instance is old news; one whose
     // counters are below it too (CounterDelta says nil). Neither moves the baseline back.
     if old.index == new.index, sameBoot != false,
@@ -351,7 +357,7 @@ public struct Ledger: Sendable {
       return
     }
     let seconds = window(from: old.boottime, to: new.boottime, sameBoot: sameBoot)
-    let moved = old.index != new.index || entry.baseline.instance.bootID != newBoot.pointee
+    let moved = old.index != new.index || (!sameID && entry.baseline.instance.bootID != newBoot.pointee)
     entry.interfaceClass = new.interfaceClass
     // Field by field (a copy of the reading's would go through an outlined copy of each). The
     // boot id is taken when it is another String, even an equal one: the next sample's
@@ -359,7 +365,7 @@ public struct Ledger: Sendable {
     // again: a baseline made anew took its reference and gave the old one back, two atomic
     // operations per interface per sample.
     entry.baseline.instance.index = new.index
-    if !Self.sameString(entry.baseline.instance.bootID, newBoot.pointee) {
+    if !sameID {
       entry.baseline.instance.bootID = newBoot.pointee
     }
     entry.baseline.counters = new.counters
