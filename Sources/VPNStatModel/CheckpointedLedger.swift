@@ -324,46 +324,43 @@ public struct CheckpointedLedger: Sendable {
     return finish(notes)
   }
 
-  /// `advance(_:calendar:)` for names the ledger knows, by readings `readings` hands to the
-  /// function it is given, each with the position of its name's entry in `ledger.entries.values`
-  /// (`Ledger.step(entryAt:_:bootID:reporting:)`): the recorder's steady state, which reads a
-  /// counter dump straight into the entries and makes no observations. The same rules and the same
-  /// saves asked for; what was read before `readings` throws is kept.
+  /// `advance(_:calendar:)` for names the ledger knows: the readings of one counter dump taken at
+  /// `wall` and `boottime` in the boot `bootID`, each naming its entry by position in
+  /// `ledger.entries.values` (`Ledger.step(entryAt:_:bootID:reporting:)`). The recorder's steady
+  /// state, which reads the dump straight into the entries and makes no observations: one loop,
+  /// the ledger's rule and the booking inlined in it. The same rules, the same saves asked for.
   package mutating func advance(
-    calendar: any LocalCalendar,
-    readings: (_ step: (_ entry: Int, _ reading: Ledger.Reading, _ bootID: UnsafePointer<String>) -> Void) throws ->
-      Void
-  ) rethrows -> [LedgerEvent] {
+    steady readings: [Ledger.SteadyReading], wall: Timestamp, boottime: Int64, bootID: String,
+    calendar: any LocalCalendar
+  ) -> [LedgerEvent] {
     var notes = AdvanceNotes(unsaved: self.unsaved)
     self.unsaved = UnsavedTraffic()
     // Where each entry's name lies in the unsaved table, by the entry's position: moved out with
     // it, as the ledger's step runs while they change.
     var hints = unsavedHints
     unsavedHints = []
-    defer {
-      unsavedHints = hints
-      _ = finish(notes)
-    }
     if hints.count < ledger.entries.count {
       hints.append(contentsOf: repeatElement(-1, count: ledger.entries.count - hints.count))
     }
-    var period: (wall: Timestamp, period: Int)?
-    try readings { position, reading, bootID in
-      ledger.step(entryAt: position, reading, bootID: bootID) { entry, change in
-        // Every reading of one dump has one time: its period is worked out once.
-        let booked: Int
-        if let known = period, known.wall == reading.wall {
-          booked = known.period
-        } else {
-          booked = notes.unsaved.period(of: reading.wall, calendar: calendar)
-          period = (reading.wall, booked)
+    // Every reading of one dump has one time: its period is worked out at the first booking.
+    var period = -1
+    withUnsafePointer(to: bootID) { bootID in
+      readings.withUnsafeBufferPointer { readings in
+        for at in readings.indices {
+          let position = Int(readings[at].entry)
+          let plausible = readings[at].plausibleBytesPerSecond
+          let reading = Ledger.Reading(
+            index: readings[at].index, counters: readings[at].traffic, width: readings[at].width, wall: wall,
+            boottime: boottime, interfaceClass: readings[at].interfaceClass, plausibleBytesPerSecond: plausible)
+          ledger.step(entryAt: position, reading, bootID: bootID) { entry, change in
+            if period < 0, change.booked != nil { period = notes.unsaved.period(of: wall, calendar: calendar) }
+            notes.take(entry, change, plausibleBytesPerSecond: plausible, period: period, hint: &hints[position])
+          }
         }
-        notes.take(
-          entry, change, plausibleBytesPerSecond: reading.plausibleBytesPerSecond, period: booked,
-          hint: &hints[position])
       }
     }
-    return notes.events
+    unsavedHints = hints
+    return finish(notes)
   }
 
   /// For each entry of the ledger, by position, where its name lay in the unsaved table at its

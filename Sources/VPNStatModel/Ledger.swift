@@ -239,6 +239,29 @@ public struct Ledger: Sendable {
     }
   }
 
+  /// One link of a counter dump in the recorder's steady state: where its name's entry lies in
+  /// the ledger's table, and the reading's own fields (its time and boot are the dump's).
+  package struct SteadyReading {
+    package var entry: Int32
+    package var index: Int32
+    package var width: CounterWidth
+    package var interfaceClass: InterfaceClass
+    package var traffic: TrafficCounts
+    package var plausibleBytesPerSecond: Double
+
+    package init(
+      entry: Int32, index: Int32, width: CounterWidth, interfaceClass: InterfaceClass, traffic: TrafficCounts,
+      plausibleBytesPerSecond: Double
+    ) {
+      self.entry = entry
+      self.index = index
+      self.width = width
+      self.interfaceClass = interfaceClass
+      self.traffic = traffic
+      self.plausibleBytesPerSecond = plausibleBytesPerSecond
+    }
+  }
+
   /// One reading of a known name's instance as a step of the ledger takes it: plain fields, read
   /// from an observation or straight from a counter dump (the recorder's steady state, which makes
   /// no observations). The boot id is passed beside it by address: a copy counts its reference.
@@ -306,6 +329,7 @@ public struct Ledger: Sendable {
   /// booted as `bootID` says; `report` is called as `advance(_:reporting:)` calls it, with
   /// `position` for the change's. The recorder's steady state: a counter dump read straight into
   /// the entries it already knows.
+  @inline(__always)
   package mutating func step(
     entryAt position: Int, _ reading: Reading, bootID: UnsafePointer<String>,
     reporting report: (_ entry: borrowing LedgerEntry, _ change: Change) -> Void

@@ -247,14 +247,12 @@ package struct LedgerKeeper {
       if let book = steadyBook {
         // Read in place, through the optional: a copy held here would make every sample copy
         // the whole table.
-        let steady = try? sampler.advanceSteadily(&memory!, book: book, calendar: calendar)
-        if let steady, steady.taken != nil {
+        if let steady = try? sampler.advanceSteadily(&memory!, book: book, calendar: calendar) {
           steadySamples += 1
           return Step(events: steady.events)
         }
         // A link changed or could not be read through the book: a whole sample, and a new book.
         steadyBook = nil
-        events = steady?.events ?? []
       }
     }
     let sample = try sampler.sample()

@@ -153,38 +153,42 @@ package struct TrafficSampler {
 
   /// One sample of the recorder's steady state: a counter dump read straight into `memory`'s
   /// entries through `book`, with the rules and bookings of a whole sample and nothing made per
-  /// interface. `taken` is nil when the dump could not be read through the book (the table changed
-  /// since it was made, a link it does not know, another reader in use): the caller then takes a
-  /// whole sample. The events are those of whatever was read before.
+  /// interface but its reading in a list kept from one sample to the next. Nil, with nothing
+  /// advanced, when the dump could not be read through the book (the table changed since it was
+  /// made, a link it does not know, another reader in use): the caller then takes a whole sample.
   package mutating func advanceSteadily(
     _ memory: inout CheckpointedLedger, book: SteadyBook, calendar: any LocalCalendar
-  ) throws -> (taken: ClockReading?, events: [LedgerEvent]) {
+  ) throws -> (taken: ClockReading, events: [LedgerEvent])? {
     // Stamped before the dump: a sample's time never lies after its counters.
     let taken = clock.now()
-    var complete = false
-    let events = try memory.advance(calendar: calendar) { step in
-      try reader.withNetlink { netlink in
-        guard netlink.tableGeneration == book.generation else { return }
-        try withUnsafePointer(to: taken.bootID) { bootID in
-          try book.links.withUnsafeBufferPointer { links in
-            complete = try netlink.dumpCounters { position, index, traffic in
-              guard position < links.count else { return false }
-              guard links[position].entry >= 0 else { return links[position].entry == SteadyBook.skipped }
-              step(
-                links[position].entry,
-                Ledger.Reading(
-                  index: index, counters: traffic, width: .bits64, wall: taken.wall, boottime: taken.boottime,
-                  interfaceClass: links[position].interfaceClass,
-                  plausibleBytesPerSecond: links[position].plausibleBytesPerSecond),
-                bootID)
-              return true
-            }
-          }
+    var readings = steadyReadings
+    steadyReadings = []
+    defer { steadyReadings = readings }
+    readings.removeAll(keepingCapacity: true)
+    let complete = try book.links.withUnsafeBufferPointer { links in
+      try reader.withNetlink { netlink -> Bool in
+        guard netlink.tableGeneration == book.generation else { return false }
+        return try netlink.dumpCounters { position, index, traffic in
+          guard position < links.count else { return false }
+          guard links[position].entry >= 0 else { return links[position].entry == SteadyBook.skipped }
+          readings.append(
+            Ledger.SteadyReading(
+              entry: Int32(truncatingIfNeeded: links[position].entry), index: index, width: .bits64,
+              interfaceClass: links[position].interfaceClass, traffic: traffic,
+              plausibleBytesPerSecond: links[position].plausibleBytesPerSecond))
+          return true
         }
-      }
+      } ?? false
     }
-    return (complete ? taken : nil, events)
+    guard complete else { return nil }
+    let events = memory.advance(
+      steady: readings, wall: taken.wall, boottime: taken.boottime, bootID: taken.bootID, calendar: calendar)
+    return (taken, events)
   }
+
+  /// The steady state's readings of the last dump: the list is kept, so its room for every link
+  /// is made once.
+  private var steadyReadings: [Ledger.SteadyReading] = []
 
   /// The observation a link notification makes, stamped now (notifications carry no time).
   package mutating func observation(_ change: LinkNotifications.Change) -> LedgerObservation? {
