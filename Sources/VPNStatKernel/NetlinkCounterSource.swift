@@ -261,24 +261,20 @@ package struct NetlinkCounterSource: CounterSource {
     table = KnownLinks(first.map { KnownLink(index: $0.index, name: $0.name, attributes: $0.link) })
   }
 
-  /// Each link of the table (made from the first sample first, if it is still to be made), with
-  /// its position, ifindex, name and attributes.
-  package mutating func forEachKnownLink(
-    _ body: (_ position: Int, _ index: Int32, _ name: borrowing InterfaceName, _ link: borrowing LinkAttributes) -> Void
-  ) {
+  /// Each link of the table (made from the first sample first, if it is still to be made), in
+  /// the order of its positions, as its ifindex and name.
+  package mutating func forEachKnownLink(_ body: (_ index: Int32, _ name: borrowing InterfaceName) -> Void) {
     tableFromFirstSample()
     table.links.withUnsafeBufferPointer { links in
-      for position in links.indices {
-        body(position, links[position].index, links[position].name, links[position].attributes)
-      }
+      for position in links.indices { body(links[position].index, links[position].name) }
     }
   }
 
   /// One `RTM_GETSTATS` dump handed to `body` link by link, each as its position in the table,
-  /// its ifindex and its traffic, with nothing made for it: the recorder's steady state, where the table and
-  /// what each position means to the ledger stay put between link changes. False (the rest of
-  /// the dump not handed over) at an ifindex the table lacks, or when `body` returns false; the
-  /// caller then takes a whole sample (`sample(at:)`, which makes the table anew).
+  /// its ifindex and its traffic, with nothing made for it: the recorder's steady state, where
+  /// the table and what each position means to the ledger stay put between link changes. False
+  /// (the rest of the dump not handed over) at an ifindex the table lacks, or when `body` returns
+  /// false; the caller then takes a whole sample (`sample(at:)`, which makes the table anew).
   package mutating func dumpCounters(
     _ body: (_ position: Int, _ index: Int32, _ traffic: TrafficCounts) -> Bool
   ) throws(CounterSourceError) -> Bool {
@@ -287,33 +283,29 @@ package struct NetlinkCounterSource: CounterSource {
     var complete = true
     dumps += 1
     do {
-      try table.links.withUnsafeBufferPointer { links in
-        try socket.dump(type: RouteLinkMessages.getStats, payload: RouteLinkMessages.statsDumpRequest()) { message in
-          guard complete, message.type == RouteLinkMessages.newStats,
-            let (index, counters) = RouteLinkMessages.parseStats(message.payload)
-          else { return }
-          let at: Int
-          if next < links.count, links[next].index == index {
-            at = next
-          } else {
-            let (found, known) = table.position(of: index, hint: next)
-            guard known else {
-              complete = false
-              return
-            }
-            at = found
-          }
-          next = at + 1
-          if !body(at, index, counters.traffic) { complete = false }
+      try socket.dump(type: RouteLinkMessages.getStats, payload: RouteLinkMessages.statsDumpRequest()) { message in
+        guard complete, message.type == RouteLinkMessages.newStats,
+          let (index, counters) = RouteLinkMessages.parseStats(message.payload)
+        else { return }
+        let (at, known) = table.position(of: index, hint: next)
+        guard known else {
+          complete = false
+          return
         }
+        next = at + 1
+        if !body(at, index, counters.traffic) { complete = false }
       }
-    } catch let error as Errno {
-      throw error.meansNotPermitted
-        ? .notPermitted(.netlink, error.description) : .unavailable(.netlink, error.description)
     } catch {
-      throw .unavailable(.netlink, "\(error)")
+      throw Self.sourceError(error)
     }
     return complete
+  }
+
+  /// What a failed dump means to a caller of a `CounterSource`.
+  private static func sourceError(_ error: any Error) -> CounterSourceError {
+    guard let error = error as? Errno else { return .unavailable(.netlink, "\(error)") }
+    return error.meansNotPermitted
+      ? .notPermitted(.netlink, error.description) : .unavailable(.netlink, error.description)
   }
 
   /// Updates the link table from a link notification (`RTM_NEWLINK` or `RTM_DELLINK`).
@@ -372,11 +364,8 @@ package struct NetlinkCounterSource: CounterSource {
         }
       }
       return CounterSample(interfaces: interfaces, source: .netlink, taken: taken)
-    } catch let error as Errno {
-      throw error.meansNotPermitted
-        ? .notPermitted(.netlink, error.description) : .unavailable(.netlink, error.description)
     } catch {
-      throw .unavailable(.netlink, "\(error)")
+      throw Self.sourceError(error)
     }
   }
 

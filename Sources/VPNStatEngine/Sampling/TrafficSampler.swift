@@ -130,7 +130,7 @@ package struct TrafficSampler {
     let catalog = self.catalog
     return reader.withNetlink { netlink in
       var links: [SteadyBook.Link] = []
-      netlink.forEachKnownLink { _, index, name, _ in
+      netlink.forEachKnownLink { index, name in
         var link = SteadyBook.Link(entry: SteadyBook.unknown, interfaceClass: .other, plausibleBytesPerSecond: cap)
         defer { links.append(link) }
         if let recorded, !recorded.includes(name: copy name) {
