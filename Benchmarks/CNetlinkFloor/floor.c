@@ -3,6 +3,7 @@
 // reader / floor shows only what vpnstat's Swift adds on top of the kernel's own work.
 
 #include "CNetlinkFloor.h"
+#include "link_request.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -99,21 +100,8 @@ long netlink_floor_sample(int fd, uint64_t *total_bytes) {
 // IFLA_STATS64), counting the links, reading each one's name and summing its rx+tx bytes, as the
 // reader must: that one dump is a new reader's whole first sample.
 long netlink_floor_links(int fd, uint64_t *total_bytes) {
-  struct {
-    struct nlmsghdr header;
-    struct ifinfomsg link;
-    struct rtattr mask_header;
-    uint32_t mask;
-  } request;
-  memset(&request, 0, sizeof request);
-  request.header.nlmsg_len = sizeof request;
-  request.header.nlmsg_type = RTM_GETLINK;
-  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  request.header.nlmsg_seq = ++floor_sequence;
-  request.link.ifi_family = AF_UNSPEC;
-  request.mask_header.rta_len = RTA_LENGTH(sizeof(uint32_t));
-  request.mask_header.rta_type = IFLA_EXT_MASK;
-  request.mask = RTEXT_FILTER_SKIP_STATS;
+  struct floor_link_request request;
+  floor_link_request(&request, ++floor_sequence);
   struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
   while (sendto(fd, &request, request.header.nlmsg_len, 0, (struct sockaddr *)&kernel,
                 sizeof kernel) < 0) {

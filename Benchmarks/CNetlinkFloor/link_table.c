@@ -2,6 +2,7 @@
 // `sqlite-floor --record` samples every second and saves every minute.
 
 #include "CNetlinkFloor.h"
+#include "link_request.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -66,21 +67,8 @@ static long add_link(struct nlmsghdr *message, void *context) {
 }
 
 long netlink_floor_link_table(int fd, struct floor_link *links, long capacity) {
-  struct {
-    struct nlmsghdr header;
-    struct ifinfomsg link;
-    struct rtattr mask_header;
-    uint32_t mask;
-  } request;
-  memset(&request, 0, sizeof request);
-  request.header.nlmsg_len = sizeof request;
-  request.header.nlmsg_type = RTM_GETLINK;
-  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  request.header.nlmsg_seq = ++table_sequence;
-  request.link.ifi_family = AF_UNSPEC;
-  request.mask_header.rta_len = RTA_LENGTH(sizeof(uint32_t));
-  request.mask_header.rta_type = IFLA_EXT_MASK;
-  request.mask = RTEXT_FILTER_SKIP_STATS;
+  struct floor_link_request request;
+  floor_link_request(&request, ++table_sequence);
   struct table table = {.links = links, .capacity = capacity};
   return dump(fd, &request.header, add_link, &table);
 }

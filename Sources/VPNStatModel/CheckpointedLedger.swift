@@ -83,12 +83,7 @@ public struct UnsavedTraffic: Sendable {
   ) -> TrafficCounts {
     guard !traffic.isZero else { return names[name]?.total ?? .zero }
     let period = self.period(of: wall, calendar: calendar)
-    guard let index = names.position(of: name) else {
-      names.insert(Booked(name: name, period: period, interfaceClass: interfaceClass, traffic: traffic, total: traffic))
-      return traffic
-    }
-    // Changed where it lies, through one access: a read of the table's value would copy it.
-    return names.values[index].add(traffic, as: interfaceClass, in: period, periods: periods)
+    return add(traffic, of: name, as: interfaceClass, inPeriod: period, hint: -1).total
   }
 
   /// `add(_:of:as:at:calendar:)` in a period already worked out (`period(of:calendar:)`), for a
@@ -109,6 +104,7 @@ public struct UnsavedTraffic: Sendable {
         Booked(name: copy name, period: period, interfaceClass: interfaceClass, traffic: traffic, total: traffic))
       return (traffic, names.count - 1)
     }
+    // Changed where it lies, through one access: a read of the table's value would copy it.
     return (names.values[index].add(traffic, as: interfaceClass, in: period, periods: periods), index)
   }
 

@@ -241,8 +241,7 @@ package struct LedgerKeeper {
       steadyBook = nil
     }
     let calendar = store.calendar
-    var events: [LedgerEvent] = []
-    if !keepingSample, memory != nil {
+    if !keepingSample {
       if steadyBook == nil, let ledger = memory?.ledger { steadyBook = sampler.steadyBook(for: ledger) }
       if let book = steadyBook {
         // Read in place, through the optional: a copy held here would make every sample copy
@@ -256,6 +255,7 @@ package struct LedgerKeeper {
       }
     }
     let sample = try sampler.sample()
+    var events: [LedgerEvent] = []
     sampler.forEachObservationChunk(of: sample) { events += memory?.advance($0, calendar: calendar) ?? [] }
     return Step(sample: sample, events: events)
   }
