@@ -248,11 +248,18 @@ extension Store {
   /// connection. Through `reading`, a recorder asking after each of its own saves opened a
   /// connection at the new stamp and parsed the schema, once a minute, and kept SQLite's parser
   /// resident until the next save.
+  ///
+  /// Watched (`watchStamp()`), the stamp is read again only after a write to its files: the
+  /// events are taken before the read, so one that lands during it is found at the next call.
   package func dataVersion() throws -> Int64 {
     guard depth == 0 else { return try currentDataVersion() }
+    if let watch = stampWatch, !watch.changes.consume(), let version = watch.version { return version }
     stampReads += 1
+    stampWatch?.version = nil
     guard let stamp = StoreStamp.read(stampFiles) else { throw noStamp() }
-    return Self.version(of: stamp)
+    let version = Self.version(of: stamp)
+    stampWatch?.version = version
+    return version
   }
 
   /// `dataVersion()` inside an operation already running.

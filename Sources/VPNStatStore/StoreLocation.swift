@@ -30,9 +30,15 @@ package struct StoreLocation: Hashable, Sendable {
   /// beside it, from now on, by any process (`FileChanges`): how a reader that must not read in
   /// its hot path learns it has something to read. Throws when the directory cannot be watched
   /// (none yet, or inotify refused).
-  package func changes() throws -> FileChanges {
+  package func changes() throws -> FileChanges { try changes(suffixes: ["", "-wal", ".spool"]) }
+
+  /// Writes to the files named the database's name with these suffixes, and with
+  /// `databaseAttributes` a change of the database's owner or mode too (`FileChanges`).
+  func changes(suffixes: [String], databaseAttributes: Bool = false) throws -> FileChanges {
     let name = String(path.split(separator: "/").last ?? "")
-    return try FileChanges(directory: SystemPath(directory), names: [name, name + "-wal", name + ".spool"])
+    return try FileChanges(
+      directory: SystemPath(directory), names: suffixes.map { name + $0 },
+      attributesOf: databaseAttributes ? [name] : [])
   }
 
   package var exists: Bool { FileSystem.exists(path) }

@@ -12,18 +12,29 @@ package final class FileChanges {
   package let descriptor: FileDescriptor
   /// The names (in the directory) whose changes count.
   package let names: Set<[UInt8]>
+  /// The names whose change of owner or mode (or other attributes) counts too.
+  package let attributeNames: Set<[UInt8]>
   package let directory: SystemPath
+  /// The watch is gone or no longer names the path it was made for (the directory was deleted,
+  /// moved, or its file system unmounted): nothing more will be reported, so a caller that
+  /// relies on the reports must look for itself from now on.
+  package private(set) var isLost = false
 
-  /// Watches `directory` for `names` being created, written, moved in or out, or deleted.
+  /// Watches `directory` for `names` being created, written, moved in or out, or deleted, and
+  /// `attributesOf` (some of them) being given another owner or mode.
   /// Not for a close after opening to write (`IN_CLOSE_WRITE`): SQLite opens a `-wal` read-write
   /// whenever it may, even for a read-only connection, so root's own read would wake it again
-  /// and again. Throws the `Errno` of a directory that cannot be watched (ENOENT: none).
-  package init(directory: SystemPath, names: [String]) throws {
+  /// and again. Nor for the attributes of every name: root's SQLite gives a `-wal` it opens its
+  /// database's owner, a change of attributes at each open even when they stay the same.
+  /// Throws the `Errno` of a directory that cannot be watched (ENOENT: none).
+  package init(directory: SystemPath, names: [String], attributesOf: [String] = []) throws {
     self.directory = directory
     self.names = Set(names.map { Array($0.utf8) })
+    attributeNames = Set(attributesOf.map { Array($0.utf8) })
     let fd = try retryingInterrupts { inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK)) }
     descriptor = FileDescriptor(rawValue: fd)
-    let mask = UInt32(IN_CREATE | IN_MODIFY | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE)
+    var mask = UInt32(IN_CREATE | IN_MODIFY | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_MOVE_SELF)
+    if !attributesOf.isEmpty { mask |= UInt32(IN_ATTRIB) }
     do throws(Errno) {
       _ = try Errno.retrying { directory.withCString { inotify_add_watch(fd, $0, mask | UInt32(IN_ONLYDIR)) } }
     } catch {
@@ -33,26 +44,38 @@ package final class FileChanges {
   }
 
   /// Consumes the events so far; true when one was about a watched name, or when some may have
-  /// been lost (the queue overflowed, the directory went away): then the files may have changed.
+  /// been lost (the queue overflowed, the directory went away: `isLost`): then the files may have
+  /// changed. Once the watch is lost, always true. Nothing queued costs one `read`, answered at
+  /// once: a recorder asks every second.
   package func consume() -> Bool {
+    guard !isLost else { return true }
+    // On the stack: one event is at most its header and a name of 255 bytes.
+    return withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { consume(into: $0) }
+  }
+
+  private func consume(into buffer: UnsafeMutableRawBufferPointer) -> Bool {
     var changed = false
-    let size = 16 * 1024
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
-    defer { buffer.deallocate() }
     while true {
-      let n = (try? Errno.retrying { read(descriptor.rawValue, buffer.baseAddress, size) }) ?? -1
+      let n = (try? Errno.retrying { read(descriptor.rawValue, buffer.baseAddress, buffer.count) }) ?? -1
       guard n > 0 else { return changed }
       var offset = 0
       let header = MemoryLayout<inotify_event>.size
       while offset + header <= n {
         let event = buffer.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
         let nameLength = Int(event.len)
-        if event.mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF) != 0 { changed = true }
+        if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0 { isLost = true }
+        if event.mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0 {
+          changed = true
+        }
         if nameLength > 0, offset + header + nameLength <= n {
           let bytes = UnsafeRawBufferPointer(rebasing: buffer[(offset + header)..<(offset + header + nameLength)])
           // The name is NUL-padded to an alignment.
           let name = Array(bytes.prefix { $0 != 0 })
-          if names.contains(name) { changed = true }
+          if event.mask & UInt32(IN_ATTRIB) != 0 {
+            if attributeNames.contains(name) { changed = true }
+          } else if names.contains(name) {
+            changed = true
+          }
         }
         offset += header + nameLength
       }

@@ -47,6 +47,8 @@ package struct Recorder {
   ) {
     self.sampler = sampler
     self.keeper = LedgerKeeper(store: store, saveInterval: saveInterval, role: .recorder, lock: lock)
+    // Every sample asks for the file's version; between writes it is known without a look.
+    store.watchStamp()
     self.textfileDirectory = textfileDirectory
     self.nextLengths = nextLengths
     self.log = log
