@@ -124,9 +124,15 @@ package final class LiveFlowCapture {
       localAddresses: LocalAddresses.current().union(options.localAddresses), resolver: resolver,
       idleTimeout: options.idleTimeout)
     counters = InterfaceCounterWindow(name: interface.bytes == Array("any".utf8) ? nil : interface)
+    // The owners of every socket there is now, learnt before the command says it listens: a
+    // socket made after that line is one the capture may have to look for, never one it
+    // happened to find at its start (a walk that began late found a sender's socket the line
+    // had said was made after the capture started).
+    aggregator.resolver?.rescan(for: [], at: clock.now().boottime)
   }
 
-  /// The line tcpdump also prints, for stderr: the capture is running from here on.
+  /// The line tcpdump also prints, for stderr: the capture is running, and the sockets that
+  /// existed when it opened are known, from here on.
   package var listeningMessage: String {
     "listening on \(interface.terminalText), link-type \(linkType.name), snapshot length \(options.snapshotLength) bytes"
   }
@@ -140,7 +146,6 @@ package final class LiveFlowCapture {
     let interval = options.interval ?? .seconds(1)
     let startedAt = clock.now()
     counters.sample(clock: clock)
-    aggregator.resolver?.rescan(for: [], at: startedAt.boottime)
     var previousReport = startedAt.boottime
     var nextReport = startedAt.boottime + interval.nanoseconds
     var reports = 0
