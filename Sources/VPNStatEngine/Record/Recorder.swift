@@ -216,7 +216,12 @@ package struct Recorder {
   private mutating func noteSessionChange(_ version: Int64?) {
     guard let version, version != sessionSeen?.version else { return }
     let epoch = store.writerEpoch
-    if let seen = sessionSeen, seen.epoch == epoch, version == store.writtenVersion { return }
+    if let seen = sessionSeen, seen.epoch == epoch, version == store.writtenVersion {
+      // Still the session read then, at the file's new version: every sample until the next
+      // save asked the same question (the stamp hashed again) otherwise.
+      sessionSeen?.version = version
+      return
+    }
     guard let record = try? store.sessionRecord() else { return }
     if let seen = sessionSeen?.record, seen.window != record.window || seen.plan != record.plan {
       keeper.requestSave()
