@@ -196,8 +196,8 @@ package final class Store {
   /// `-journal` was written, created, replaced, deleted or given another owner or mode since
   /// its last read (inotify on their directory, `FileChanges`); otherwise it gives the version
   /// it read then. For a process that asks every second between its own writes (the recorder):
-  /// the stamp is ten system calls, two of them opens, a sixteenth of its CPU at a thousand
-  /// interfaces. A watch that cannot be made, or is lost, leaves every call reading.
+  /// the stamp is ten system calls, two of them opens. A watch that cannot be made, or is lost,
+  /// leaves every call reading.
   ///
   /// Whoever may write the file makes the events a watch reports; a write by anyone else cannot
   /// be hidden by them, and events they pile up only make the reads happen (an overflowed queue

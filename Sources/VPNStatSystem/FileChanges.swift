@@ -64,9 +64,7 @@ package final class FileChanges {
         let event = buffer.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
         let nameLength = Int(event.len)
         if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0 { isLost = true }
-        if event.mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0 {
-          changed = true
-        }
+        if isLost || event.mask & UInt32(IN_Q_OVERFLOW) != 0 { changed = true }
         if nameLength > 0, offset + header + nameLength <= n {
           let bytes = UnsafeRawBufferPointer(rebasing: buffer[(offset + header)..<(offset + header + nameLength)])
           // The name is NUL-padded to an alignment.
